@@ -1,0 +1,92 @@
+//! `smtlab plan`: which CPUs each thread would get, for this machine or a dump.
+
+use crate::placement::{self, Request};
+use crate::render;
+use anyhow::Result;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub root: PathBuf,
+    pub request: Request,
+    pub threads: usize,
+    pub json: bool,
+}
+
+pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    let topo = super::load_topology(&cfg.root)?;
+    let plan = placement::plan(&topo, &cfg.request, cfg.threads)?;
+    if cfg.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&plan)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "placement {} for {} threads:",
+        plan.request, cfg.threads
+    )?;
+    let mut rows = vec![vec![
+        "THREAD".to_string(),
+        "CPUS".into(),
+        "CORE".into(),
+        "L3 GROUP".into(),
+        "PACKAGE".into(),
+    ]];
+    let llcs = topo.llc_groups();
+    for t in &plan.threads {
+        let first = t.cpus.first().expect("plans never hold empty sets");
+        let single = t.cpus.len() == 1;
+        rows.push(vec![
+            t.thread.to_string(),
+            t.cpus.to_string(),
+            if single {
+                topo.core_of(first).to_string()
+            } else {
+                "-".into()
+            },
+            if single {
+                llcs.iter()
+                    .find(|g| g.contains(first))
+                    .map(|g| g.to_string())
+                    .unwrap_or_else(|| "-".into())
+            } else {
+                "-".into()
+            },
+            if single {
+                topo.cpu(first)
+                    .and_then(|c| c.package)
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "-".into())
+            } else {
+                "-".into()
+            },
+        ]);
+    }
+    out.write_all(render::table(&rows).as_bytes())?;
+    let cores_used = plan
+        .threads
+        .iter()
+        .filter(|t| t.cpus.len() == 1)
+        .map(|t| topo.core_of(t.cpus.first().expect("non-empty")))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if cores_used > 0 {
+        writeln!(
+            out,
+            "{} threads on {} CPUs of {} cores{}",
+            plan.threads.len(),
+            plan.cpus().len(),
+            cores_used,
+            if plan.oversubscribed {
+                " (oversubscribed)"
+            } else {
+                ""
+            }
+        )?;
+    }
+    for n in &plan.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    Ok(())
+}

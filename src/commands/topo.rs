@@ -1,0 +1,30 @@
+//! `smtlab topo`: the machine's topology as a tree, a per-CPU table or JSON.
+
+use crate::topology::render;
+use anyhow::Result;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Tree,
+    Cpus,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub root: PathBuf,
+    pub view: View,
+}
+
+pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    let topo = super::load_topology(&cfg.root)?;
+    let text = match cfg.view {
+        View::Tree => render::human(&topo),
+        View::Cpus => render::cpu_table(&topo),
+        View::Json => render::to_json(&topo) + "\n",
+    };
+    out.write_all(text.as_bytes())?;
+    Ok(())
+}

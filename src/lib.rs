@@ -1,0 +1,23 @@
+//! smtlab: measure how CPU sharing — SMT siblings, lock contention, noisy neighbours,
+//! oversubscription — speeds up or wrecks real workloads.
+//!
+//! Data flows `cli → Config → topology → placement → engine → samples → stats → Report →
+//! renderers`; see ARCHITECTURE.md. Only the engine (and the oltp driver pinning server
+//! backends) changes affinity; everything else is pure and tested without the hardware.
+
+/// Affinity syscalls sized for > 1024 CPUs.
+pub mod affinity;
+/// The command line: clap types live here and nowhere else.
+pub mod cli;
+/// One module per subcommand, each taking a typed config.
+pub mod commands;
+/// `CpuSet` and its list / hex / sysfs / decimal-mask forms.
+pub mod cpuset;
+/// Exit codes and error classes.
+pub mod error;
+/// The placement planner: topology + request → CPUs per thread.
+pub mod placement;
+/// Shared text renderers (tables, number formats).
+pub mod render;
+/// CPU topology from a sysfs root, and its views.
+pub mod topology;

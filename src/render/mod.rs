@@ -1,0 +1,123 @@
+//! Renderers shared by every command: aligned text tables and number formatting.
+//! Pure functions from data to text.
+
+/// Aligns rows into columns. The first row is the header. Cells that look numeric are
+/// right-aligned, everything else left-aligned; two spaces between columns.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let ncols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; ncols];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let numeric = |s: &str| {
+        let t = s.trim_end_matches(['%', 'x', '×']);
+        !t.is_empty()
+            && t.chars()
+                .all(|c| c.is_ascii_digit() || ",.-+±e ".contains(c))
+            && t.chars().any(|c| c.is_ascii_digit())
+    };
+    let mut out = String::new();
+    for (ri, r) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            let pad = widths[i] - c.chars().count();
+            if i > 0 {
+                line.push_str("  ");
+            }
+            if ri > 0 && numeric(c) {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(c);
+            } else {
+                line.push_str(c);
+                if i + 1 < r.len() {
+                    line.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// A count with thousands separators: `74,635`.
+pub fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// A rate with a sensible number of digits and SI suffix: `5.73 M`, `212`, `36.4 k`.
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    let (x, suf) = if a >= 1e9 {
+        (v / 1e9, " G")
+    } else if a >= 1e6 {
+        (v / 1e6, " M")
+    } else if a >= 1e4 {
+        (v / 1e3, " k")
+    } else {
+        (v, "")
+    };
+    if suf.is_empty() {
+        if a >= 100.0 || a == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.3}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+        }
+    } else {
+        format!("{x:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+            + suf
+    }
+}
+
+/// Nanoseconds as `85 ns`, `4.7 ms`, `1.20 s`.
+pub fn duration_ns(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.1} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligns() {
+        let t = table(&[
+            vec!["a".into(), "count".into()],
+            vec!["long name".into(), "5".into()],
+        ]);
+        assert_eq!(t, "a          count\nlong name      5\n");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(thousands(74635), "74,635");
+        assert_eq!(thousands(212), "212");
+        assert_eq!(si(5_730_000.0), "5.73 M");
+        assert_eq!(si(212.0), "212");
+        assert_eq!(si(36_448.0), "36.448 k");
+        assert_eq!(duration_ns(4_700_000.0), "4.7 ms");
+    }
+}

@@ -1,0 +1,411 @@
+//! The machine's CPU topology as data: logical CPUs, cores (SMT sibling sets), caches,
+//! packages, dies, clusters, NUMA nodes, CPU kinds, and which CPUs this process may use.
+//!
+//! Built by [`discover`] from a sysfs/procfs root path (the live machine or a dump), and
+//! pure afterwards: everything downstream (placement, rendering, handoff classes) reads this
+//! model, never sysfs, so tests run on any machine.
+
+mod discover;
+pub mod render;
+
+pub use discover::{DiscoverError, discover};
+
+use crate::cpuset::CpuSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the topology JSON layout; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything smtlab knows about the CPUs of one machine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Topology {
+    /// Filesystem root that sysfs and procfs were read from (`/` for this machine).
+    pub root: String,
+    /// True when read from this running machine (so affinity and hypervisor are real).
+    pub live: bool,
+    /// Machine-wide facts.
+    pub machine: Machine,
+    /// Every CPU the kernel knows (present or possible), ascending by OS number.
+    pub cpus: Vec<Cpu>,
+    /// Cache instances, each once, ordered by level then first CPU.
+    pub caches: Vec<Cache>,
+    /// CPU kinds (hybrid P/E cores), energy-efficient first as hwloc ranks them; empty when
+    /// all CPUs are alike or the kernel does not tell.
+    pub kinds: Vec<CpuKind>,
+    /// NUMA nodes that have CPUs or memory.
+    pub numa_nodes: Vec<NumaNode>,
+    /// The CPUs this process may run on, and why.
+    pub process: ProcessCpus,
+    /// Oddities found while reading (missing files, inconsistent data), for the user.
+    pub warnings: Vec<String>,
+}
+
+/// One logical CPU (an OS CPU number, a "PU" in hwloc's words).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cpu {
+    /// OS CPU number (`cpuN`).
+    pub cpu: u32,
+    /// Online per `cpuN/online` or the top-level `online` list.
+    pub online: bool,
+    /// `physical_package_id` (socket; on some ARM boards a cluster). None when offline.
+    pub package: Option<u32>,
+    /// `die_id` (Linux 5.2+).
+    pub die: Option<u32>,
+    /// `cluster_id` (Linux 5.16+; on x86 the L2 group of E-cores).
+    pub cluster: Option<u32>,
+    /// `core_id`: per package, with gaps; a label, not an identity (use `core_cpus`).
+    pub core_id: Option<u32>,
+    /// SMT siblings including this CPU (`core_cpus`, else `thread_siblings`), online only.
+    pub core_cpus: CpuSet,
+    /// CPUs of the same package (`package_cpus`, else `core_siblings`).
+    pub package_cpus: CpuSet,
+    /// CPUs of the same die, when the kernel exposes dies.
+    pub die_cpus: Option<CpuSet>,
+    /// CPUs of the same cluster, when the kernel exposes clusters.
+    pub cluster_cpus: Option<CpuSet>,
+    /// NUMA node holding this CPU.
+    pub numa_node: Option<u32>,
+    /// Index into [`Topology::kinds`].
+    pub kind: Option<usize>,
+    /// `cpu_capacity` (max 1024), when present.
+    pub capacity: Option<u32>,
+    /// `cpufreq/base_frequency` in kHz, when present.
+    pub base_freq_khz: Option<u64>,
+    /// `cpufreq/cpuinfo_max_freq` in kHz, when present (never used alone to tell kinds apart).
+    pub max_freq_khz: Option<u64>,
+    /// In the kernel's `isolated` list (`isolcpus=`): no load balancing onto it.
+    pub isolated: bool,
+    /// In the kernel's `nohz_full` list.
+    pub nohz_full: bool,
+}
+
+/// Data, instruction or unified cache.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheType {
+    Data,
+    Instruction,
+    Unified,
+}
+
+/// One cache instance and the CPUs sharing it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cache {
+    /// 1, 2, 3 (or 4 for memory-side caches reported as CPU caches).
+    pub level: u8,
+    #[serde(rename = "type")]
+    pub cache_type: CacheType,
+    /// The kernel's cache `id`, when present (unique per level, need not start at 0).
+    pub id: Option<u32>,
+    /// Capacity in bytes.
+    pub size_bytes: Option<u64>,
+    /// `coherency_line_size` in bytes.
+    pub line_bytes: Option<u32>,
+    /// `ways_of_associativity`.
+    pub ways: Option<u32>,
+    /// CPUs sharing this instance (`shared_cpu_list` / `shared_cpu_map`).
+    pub cpus: CpuSet,
+}
+
+impl Cache {
+    /// hwloc-style short name: `L1d`, `L1i`, `L2`, `L3`.
+    pub fn name(&self) -> String {
+        match self.cache_type {
+            CacheType::Data => format!("L{}d", self.level),
+            CacheType::Instruction => format!("L{}i", self.level),
+            CacheType::Unified => format!("L{}", self.level),
+        }
+    }
+}
+
+/// A class of CPUs (hybrid P-cores, E-cores, big.LITTLE clusters).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CpuKind {
+    /// Short label: `E-core`, `P-core`, `LP-E-core`, or `capacity N`/`base N MHz`.
+    pub name: String,
+    /// Where the kind came from: `pmu` (`/sys/devices/cpu_core|cpu_atom/cpus`),
+    /// `cpu_capacity` or `base_frequency`.
+    pub source: String,
+    /// Member CPUs.
+    pub cpus: CpuSet,
+}
+
+/// A NUMA node.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaNode {
+    /// Node number (sparse: 0,2,3 or GPU nodes 250+ exist).
+    pub node: u32,
+    /// CPUs local to the node (empty for memory-only nodes).
+    pub cpus: CpuSet,
+    /// `MemTotal` of the node in bytes, when known.
+    pub memory_bytes: Option<u64>,
+}
+
+/// Machine-wide facts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Machine {
+    /// `vendor_id` (x86), `CPU implementer` (ARM) or similar from `/proc/cpuinfo`.
+    pub vendor: Option<String>,
+    /// `model name` / `cpu` / `Processor` from `/proc/cpuinfo`.
+    pub model: Option<String>,
+    /// x86 `cpu family` from `/proc/cpuinfo` (0x15 = Bulldozer-family CMT modules).
+    pub family: Option<u32>,
+    /// True when `/proc/cpuinfo` carries the `hypervisor` flag (or a known VM vendor).
+    pub hypervisor: bool,
+    /// `smt/control`: `on`, `off`, `forceoff`, `notsupported`, `notimplemented`, or a number.
+    pub smt_control: Option<String>,
+    /// `smt/active`: SMT enabled *and* siblings online.
+    pub smt_active: Option<bool>,
+    /// Kernel's `possible` CPU list.
+    pub possible_cpus: Option<CpuSet>,
+    /// Kernel's `present` CPU list.
+    pub present_cpus: Option<CpuSet>,
+    /// Huge page sizes the kernel offers, in bytes.
+    pub huge_page_sizes_bytes: Vec<u64>,
+    /// Total memory in bytes (`/proc/meminfo` `MemTotal`).
+    pub memory_bytes: Option<u64>,
+}
+
+/// Which CPUs this process may use: online ∩ cgroup cpuset ∩ affinity.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProcessCpus {
+    /// `sched_getaffinity` of this process (live machine only).
+    pub affinity: Option<CpuSet>,
+    /// The cgroup (v2 `cpuset.cpus.effective`, v1 `cpuset.cpus`) restriction, when found.
+    pub cgroup_cpus: Option<CpuSet>,
+    /// Which cgroup file gave `cgroup_cpus`, relative to the root.
+    pub cgroup_source: Option<String>,
+    /// CPU quota from cgroup v2 `cpu.max` or v1 `cpu.cfs_quota_us`, in CPUs (e.g. 1.5);
+    /// None when unlimited or unknown. A quota does not restrict placement but caps time.
+    pub cpu_quota: Option<f64>,
+}
+
+/// How two CPUs relate; the classes lock handoffs are counted by.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Proximity {
+    /// The same logical CPU.
+    SameCpu,
+    /// SMT siblings of one core.
+    SmtSibling,
+    /// Different cores sharing a last-level cache.
+    SameL3,
+    /// Same package, different last-level caches.
+    OtherL3,
+    /// Different packages.
+    OtherPackage,
+}
+
+impl Proximity {
+    pub const ALL: [Proximity; 5] = [
+        Proximity::SameCpu,
+        Proximity::SmtSibling,
+        Proximity::SameL3,
+        Proximity::OtherL3,
+        Proximity::OtherPackage,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Proximity::SameCpu => "same-cpu",
+            Proximity::SmtSibling => "smt-sibling",
+            Proximity::SameL3 => "same-l3",
+            Proximity::OtherL3 => "other-l3",
+            Proximity::OtherPackage => "other-package",
+        }
+    }
+}
+
+/// Partitions of OS CPU numbers per level, the shape of `fixtures/topology/*.oracle.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Partitions {
+    pub online_cpus: CpuSet,
+    pub allowed_cpus: CpuSet,
+    pub cores: Vec<CpuSet>,
+    pub l2_caches: Vec<CpuSet>,
+    pub l3_caches: Vec<CpuSet>,
+    pub packages: Vec<CpuSet>,
+    pub numa_nodes: Vec<CpuSet>,
+    pub dies: Vec<CpuSet>,
+    pub cpu_kinds: Vec<CpuSet>,
+}
+
+impl Topology {
+    /// The CPU with OS number `cpu`, if known.
+    pub fn cpu(&self, cpu: u32) -> Option<&Cpu> {
+        self.cpus
+            .binary_search_by_key(&cpu, |c| c.cpu)
+            .ok()
+            .map(|i| &self.cpus[i])
+    }
+
+    /// Online CPUs.
+    pub fn online(&self) -> CpuSet {
+        self.cpus
+            .iter()
+            .filter(|c| c.online)
+            .map(|c| c.cpu)
+            .collect()
+    }
+
+    /// CPUs this process may run on: online ∩ cgroup ∩ affinity.
+    pub fn allowed(&self) -> CpuSet {
+        let mut s = self.online();
+        if let Some(c) = &self.process.cgroup_cpus {
+            s = s.intersection(c);
+        }
+        if let Some(a) = &self.process.affinity {
+            s = s.intersection(a);
+        }
+        s
+    }
+
+    /// Distinct SMT sibling sets (cores) over online CPUs, ordered by first CPU.
+    pub fn cores(&self) -> Vec<CpuSet> {
+        unique_sets(self.cpus.iter().filter(|c| c.online).map(|c| {
+            let s = c.core_cpus.intersection(&self.online());
+            if s.is_empty() {
+                CpuSet::from_cpus([c.cpu])
+            } else {
+                s
+            }
+        }))
+    }
+
+    /// Largest number of online threads on one core (1 = no SMT visible).
+    pub fn threads_per_core(&self) -> usize {
+        self.cores().iter().map(CpuSet::len).max().unwrap_or(1)
+    }
+
+    /// Caches at `level` that hold data (unified or data), as instances.
+    pub fn caches_at(&self, level: u8) -> impl Iterator<Item = &Cache> {
+        self.caches
+            .iter()
+            .filter(move |c| c.level == level && c.cache_type != CacheType::Instruction)
+    }
+
+    /// The highest cache level with a data-holding instance (the LLC).
+    pub fn llc_level(&self) -> Option<u8> {
+        self.caches
+            .iter()
+            .filter(|c| c.cache_type != CacheType::Instruction)
+            .map(|c| c.level)
+            .max()
+    }
+
+    /// The data cache of `level` that `cpu` uses.
+    pub fn cache_of(&self, cpu: u32, level: u8) -> Option<&Cache> {
+        self.caches_at(level).find(|c| c.cpus.contains(cpu))
+    }
+
+    /// The core (sibling set) containing `cpu`.
+    pub fn core_of(&self, cpu: u32) -> CpuSet {
+        self.cores()
+            .into_iter()
+            .find(|c| c.contains(cpu))
+            .unwrap_or_else(|| CpuSet::from_cpus([cpu]))
+    }
+
+    /// Groups of CPUs sharing a last-level cache; packages when no cache is known.
+    pub fn llc_groups(&self) -> Vec<CpuSet> {
+        let online = self.online();
+        let groups = match self.llc_level() {
+            Some(l) if l >= 2 => {
+                unique_sets(self.caches_at(l).map(|c| c.cpus.intersection(&online)))
+            }
+            _ => Vec::new(),
+        };
+        if groups.is_empty() {
+            self.packages()
+        } else {
+            // CPUs whose LLC is unknown still need a group (asymmetric caches).
+            let covered = groups.iter().fold(CpuSet::new(), |a, g| a.union(g));
+            let mut groups = groups;
+            for p in self.packages() {
+                let rest = p.difference(&covered);
+                if !rest.is_empty() {
+                    groups.push(rest);
+                }
+            }
+            groups.sort();
+            groups
+        }
+    }
+
+    /// Packages over online CPUs.
+    pub fn packages(&self) -> Vec<CpuSet> {
+        let online = self.online();
+        let mut by_id: BTreeMap<u32, CpuSet> = BTreeMap::new();
+        let mut loose = Vec::new();
+        for c in self.cpus.iter().filter(|c| c.online) {
+            match c.package {
+                Some(p) => {
+                    by_id.entry(p).or_default().insert(c.cpu);
+                }
+                None => loose.push(c.package_cpus.intersection(&online)),
+            }
+        }
+        let mut out = unique_sets(by_id.into_values().chain(loose));
+        out.retain(|s| !s.is_empty());
+        out
+    }
+
+    /// How CPUs `a` and `b` relate.
+    pub fn proximity(&self, a: u32, b: u32) -> Proximity {
+        if a == b {
+            Proximity::SameCpu
+        } else if self.core_of(a).contains(b) {
+            Proximity::SmtSibling
+        } else if self
+            .llc_groups()
+            .iter()
+            .any(|g| g.contains(a) && g.contains(b))
+        {
+            Proximity::SameL3
+        } else if self
+            .packages()
+            .iter()
+            .any(|p| p.contains(a) && p.contains(b))
+        {
+            Proximity::OtherL3
+        } else {
+            Proximity::OtherPackage
+        }
+    }
+
+    /// The per-level partitions, as in the oracle files.
+    pub fn partitions(&self) -> Partitions {
+        let online = self.online();
+        let at =
+            |level: u8| unique_sets(self.caches_at(level).map(|c| c.cpus.intersection(&online)));
+        let dies = {
+            let mut by: BTreeMap<(Option<u32>, u32), CpuSet> = BTreeMap::new();
+            for c in self.cpus.iter().filter(|c| c.online) {
+                if let Some(d) = c.die {
+                    by.entry((c.package, d)).or_default().insert(c.cpu);
+                }
+            }
+            unique_sets(by.into_values())
+        };
+        Partitions {
+            online_cpus: online.clone(),
+            allowed_cpus: self.allowed(),
+            cores: self.cores(),
+            l2_caches: at(2),
+            l3_caches: at(3),
+            packages: self.packages(),
+            numa_nodes: unique_sets(self.numa_nodes.iter().map(|n| n.cpus.intersection(&online))),
+            dies,
+            cpu_kinds: unique_sets(self.kinds.iter().map(|k| k.cpus.intersection(&online))),
+        }
+    }
+}
+
+/// Distinct non-empty sets, sorted (by first CPU, as the oracles sort).
+pub fn unique_sets<I: IntoIterator<Item = CpuSet>>(sets: I) -> Vec<CpuSet> {
+    let mut v: Vec<CpuSet> = sets.into_iter().filter(|s| !s.is_empty()).collect();
+    v.sort_by_key(|s| s.to_vec());
+    v.dedup();
+    v
+}

@@ -1,0 +1,352 @@
+//! Text and JSON views of a [`Topology`] for `smtlab topo`. Pure: topology in, text out.
+
+use super::*;
+use serde::Serialize;
+
+/// The `topo --json` document: the model, the oracle-shaped partitions and an SMT summary.
+#[derive(Serialize)]
+pub struct TopoJson<'a> {
+    /// Version of this JSON layout.
+    pub schema_version: u32,
+    /// SMT facts in one place.
+    pub smt: SmtSummary,
+    #[serde(flatten)]
+    pub partitions: Partitions,
+    #[serde(flatten)]
+    pub topology: &'a Topology,
+}
+
+/// What the machine says about SMT.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct SmtSummary {
+    /// Most online threads seen on one core (1 = no SMT siblings visible).
+    pub threads_per_core: usize,
+    /// Cores with more than one online thread.
+    pub cores_with_siblings: usize,
+    /// All cores.
+    pub cores: usize,
+    /// `smt/control`, when the kernel has it.
+    pub control: Option<String>,
+    /// `smt/active`, when the kernel has it.
+    pub active: Option<bool>,
+    /// The one plain sentence `topo` prints.
+    pub sentence: String,
+}
+
+pub fn smt_summary(t: &Topology) -> SmtSummary {
+    let cores = t.cores();
+    let tpc = cores.iter().map(CpuSet::len).max().unwrap_or(1);
+    let with = cores.iter().filter(|c| c.len() > 1).count();
+    let control = t.machine.smt_control.clone();
+    let ctl = control
+        .as_deref()
+        .map(|c| format!("control={c}"))
+        .unwrap_or_else(|| "no smt/control file".into());
+    let sentence = if tpc > 1 {
+        let mut s = if with < cores.len() {
+            format!(
+                "SMT: up to {tpc} threads per core ({with} of {} cores have siblings), {ctl}",
+                cores.len()
+            )
+        } else {
+            format!("SMT: {tpc} threads per core, {ctl}")
+        };
+        if t.machine.vendor.as_deref() == Some("AuthenticAMD") && t.machine.family == Some(0x15) {
+            s.push_str(" (AMD Bulldozer-family CMT modules: pairs share the front end and FPU, not integer cores)");
+        }
+        s
+    } else {
+        let mut s = "no SMT siblings visible: 1 thread per core".to_string();
+        match control.as_deref() {
+            Some("off") | Some("forceoff") => s.push_str(&format!(
+                " (SMT is switched off: {ctl}; siblings are offline)"
+            )),
+            Some("on") if t.machine.smt_active == Some(false) => {
+                s.push_str(" (control=on but smt/active=0: siblings are offline)")
+            }
+            Some(_) => s.push_str(&format!(" ({ctl})")),
+            None => {}
+        }
+        s
+    };
+    SmtSummary {
+        threads_per_core: tpc,
+        cores_with_siblings: with,
+        cores: cores.len(),
+        control,
+        active: t.machine.smt_active,
+        sentence,
+    }
+}
+
+pub fn to_json(t: &Topology) -> String {
+    let doc = TopoJson {
+        schema_version: SCHEMA_VERSION,
+        smt: smt_summary(t),
+        partitions: t.partitions(),
+        topology: t,
+    };
+    serde_json::to_string_pretty(&doc).expect("topology serialises")
+}
+
+/// Bytes as `32 KiB`, `1 MiB`, `1.25 MiB`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{} {}", v.round() as u64, UNITS[u])
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}
+
+fn kind_label(t: &Topology, cpu: u32) -> Option<String> {
+    let k = t.cpu(cpu)?.kind?;
+    Some(t.kinds[k].name.clone())
+}
+
+/// The compact tree: packages → LLC groups → cores with their sibling CPUs.
+pub fn human(t: &Topology) -> String {
+    let mut out = String::new();
+    let online = t.online();
+    let allowed = t.allowed();
+    let cores = t.cores();
+    let packages = t.packages();
+    let m = &t.machine;
+    let model = m.model.clone().unwrap_or_else(|| "unknown CPU".into());
+    out.push_str(&format!(
+        "Machine: {model}{}\n",
+        m.vendor
+            .as_ref()
+            .map(|v| format!(" ({v})"))
+            .unwrap_or_default()
+    ));
+    out.push_str(&format!(
+        "  {} CPUs online, {} cores, {} package{}, {} NUMA node{}{}\n",
+        online.len(),
+        cores.len(),
+        packages.len(),
+        if packages.len() == 1 { "" } else { "s" },
+        t.numa_nodes.len().max(1),
+        if t.numa_nodes.len() > 1 { "s" } else { "" },
+        if t.live { "" } else { " (read from a dump)" },
+    ));
+    out.push_str(&format!("{}\n", smt_summary(t).sentence));
+    if m.hypervisor {
+        out.push_str("virtual machine: the reported topology may not match the host\n");
+    }
+    if !t.kinds.is_empty() {
+        let ks: Vec<String> = t
+            .kinds
+            .iter()
+            .map(|k| format!("{} {} ({})", k.name, k.cpus, k.source))
+            .collect();
+        out.push_str(&format!("CPU kinds: {}\n", ks.join(", ")));
+    }
+    let offline: CpuSet = t.cpus.iter().filter(|c| !c.online).map(|c| c.cpu).collect();
+    if !offline.is_empty() {
+        out.push_str(&format!("Offline CPUs: {offline}\n"));
+    }
+    if allowed != online {
+        let src = if t.process.cgroup_cpus.is_some() {
+            t.process
+                .cgroup_source
+                .clone()
+                .unwrap_or_else(|| "cgroup".into())
+        } else {
+            "affinity".into()
+        };
+        out.push_str(&format!(
+            "Usable by this process: {allowed} (restricted by {src}); other CPUs marked !\n"
+        ));
+    } else {
+        out.push_str(&format!(
+            "Usable by this process: {allowed} (all online CPUs)\n"
+        ));
+    }
+    if let Some(q) = t.process.cpu_quota {
+        out.push_str(&format!(
+            "CPU quota: {q:.2} CPUs of time (cgroup cpu.max)\n"
+        ));
+    }
+    let isolated: CpuSet = t
+        .cpus
+        .iter()
+        .filter(|c| c.isolated)
+        .map(|c| c.cpu)
+        .collect();
+    if !isolated.is_empty() {
+        out.push_str(&format!("Isolated (isolcpus): {isolated}\n"));
+    }
+    let nohz: CpuSet = t
+        .cpus
+        .iter()
+        .filter(|c| c.nohz_full)
+        .map(|c| c.cpu)
+        .collect();
+    if !nohz.is_empty() {
+        out.push_str(&format!("nohz_full: {nohz}\n"));
+    }
+    out.push('\n');
+
+    let llcs = t.llc_groups();
+    let llc_level = t.llc_level().filter(|&l| l >= 2);
+    let mark = |c: u32| -> String {
+        let mut s = c.to_string();
+        if !allowed.contains(c) {
+            s.push('!');
+        }
+        if t.cpu(c).is_some_and(|x| x.isolated) {
+            s.push('i');
+        }
+        s
+    };
+    for (pi, p) in packages.iter().enumerate() {
+        let pid = p
+            .first()
+            .and_then(|c| t.cpu(c))
+            .and_then(|c| c.package)
+            .map(|x| x.to_string())
+            .unwrap_or_else(|| pi.to_string());
+        let nodes: Vec<String> = t
+            .numa_nodes
+            .iter()
+            .filter(|n| n.cpus.intersects(p))
+            .map(|n| n.node.to_string())
+            .collect();
+        out.push_str(&format!(
+            "Package {pid}: CPUs {p}{}\n",
+            if nodes.is_empty() {
+                String::new()
+            } else {
+                format!(", NUMA node {}", nodes.join(","))
+            }
+        ));
+        for g in llcs.iter().filter(|g| g.is_subset(p) || g.intersects(p)) {
+            let g = g.intersection(p);
+            let cache = llc_level.and_then(|l| g.first().and_then(|c| t.cache_of(c, l)));
+            match cache {
+                Some(c) => out.push_str(&format!(
+                    "  {} {}: CPUs {g}\n",
+                    c.name(),
+                    c.size_bytes.map(human_bytes).unwrap_or_else(|| "?".into())
+                )),
+                None => out.push_str(&format!("  (no shared cache known): CPUs {g}\n")),
+            }
+            for core in cores.iter().filter(|c| c.is_subset(&g)) {
+                let first = core.first().expect("non-empty core");
+                let cpus: Vec<String> = core.iter().map(mark).collect();
+                let mut line = format!(
+                    "    core {:>4}: CPU{} {}",
+                    t.cpu(first)
+                        .and_then(|c| c.core_id)
+                        .map(|x| x.to_string())
+                        .unwrap_or_else(|| "?".into()),
+                    if core.len() > 1 { "s" } else { " " },
+                    cpus.join(",")
+                );
+                if let Some(k) = kind_label(t, first) {
+                    line.push_str(&format!("  [{k}]"));
+                }
+                if let Some(l2) = t.cache_of(first, 2)
+                    && llc_level != Some(2)
+                    && l2.cpus.len() > core.len()
+                {
+                    line.push_str(&format!("  (L2 shared with {})", l2.cpus));
+                }
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str("\nCore numbers are the kernel's core_id (per package, may have gaps); CPU numbers are OS numbers.\n");
+    if !t.warnings.is_empty() {
+        out.push('\n');
+        for w in &t.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+    }
+    out
+}
+
+/// One row per logical CPU.
+pub fn cpu_table(t: &Topology) -> String {
+    let allowed = t.allowed();
+    let inst = |cpu: u32, level: u8, ty: CacheType| -> String {
+        t.caches
+            .iter()
+            .filter(|c| c.level == level && c.cache_type == ty)
+            .position(|c| c.cpus.contains(cpu))
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| "-".into())
+    };
+    let opt = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
+    let mut rows = vec![vec![
+        "CPU".to_string(),
+        "ONLINE".into(),
+        "ALLOWED".into(),
+        "PKG".into(),
+        "DIE".into(),
+        "CLUSTER".into(),
+        "CORE".into(),
+        "SIBLINGS".into(),
+        "NODE".into(),
+        "L1d".into(),
+        "L1i".into(),
+        "L2".into(),
+        "L3".into(),
+        "KIND".into(),
+        "FLAGS".into(),
+    ]];
+    for c in &t.cpus {
+        let mut flags = Vec::new();
+        if c.isolated {
+            flags.push("isolated");
+        }
+        if c.nohz_full {
+            flags.push("nohz_full");
+        }
+        let l2ty = if t
+            .caches
+            .iter()
+            .any(|x| x.level == 2 && x.cache_type == CacheType::Unified)
+        {
+            CacheType::Unified
+        } else {
+            CacheType::Data
+        };
+        rows.push(vec![
+            c.cpu.to_string(),
+            if c.online { "yes" } else { "no" }.into(),
+            if allowed.contains(c.cpu) { "yes" } else { "no" }.into(),
+            opt(c.package),
+            opt(c.die),
+            opt(c.cluster),
+            opt(c.core_id),
+            if c.online {
+                c.core_cpus.to_string()
+            } else {
+                "-".into()
+            },
+            opt(c.numa_node),
+            inst(c.cpu, 1, CacheType::Data),
+            inst(c.cpu, 1, CacheType::Instruction),
+            inst(c.cpu, 2, l2ty),
+            inst(c.cpu, 3, CacheType::Unified),
+            c.kind
+                .map(|k| t.kinds[k].name.clone())
+                .unwrap_or_else(|| "-".into()),
+            if flags.is_empty() {
+                "-".into()
+            } else {
+                flags.join(",")
+            },
+        ]);
+    }
+    crate::render::table(&rows)
+}

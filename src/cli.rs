@@ -60,6 +60,7 @@ enum Command {
 /// Parses the process arguments and runs the command.
 pub fn main() -> Result<()> {
     let cli = Cli::parse();
+    crate::interrupt::install();
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Topo { root, cpus, json } => {

@@ -15,6 +15,8 @@ pub mod commands;
 pub mod cpuset;
 /// Exit codes and error classes.
 pub mod error;
+/// Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
+pub mod interrupt;
 /// The placement planner: topology + request → CPUs per thread.
 pub mod placement;
 /// Shared text renderers (tables, number formats).

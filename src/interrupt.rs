@@ -1,0 +1,51 @@
+//! Ctrl-C (SIGINT) and SIGTERM as a flag that long-running loops poll.
+//!
+//! The handler only stores to an atomic (async-signal-safe); the code that changed the
+//! machine — pinned backends, a managed database cluster, burner processes — notices the
+//! flag, undoes its change on the ordinary return path, and the command exits with 130.
+//! A second Ctrl-C restores the default action so a stuck run can still be killed.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    if COUNT.fetch_add(1, Ordering::SeqCst) >= 1 {
+        // SAFETY: signal() is async-signal-safe; restoring the default lets a second
+        // Ctrl-C terminate immediately.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
+}
+
+/// Installs the handler for SIGINT and SIGTERM. Idempotent.
+pub fn install() {
+    // SAFETY: the handler only touches atomics.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+/// True once Ctrl-C or SIGTERM arrived.
+pub fn requested() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// Returns `Err(Interrupted)` once Ctrl-C arrived, for `?` in loops.
+pub fn check() -> Result<(), crate::error::Interrupted> {
+    if requested() {
+        Err(crate::error::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// For tests: pretend Ctrl-C arrived (or clear it).
+pub fn set_for_test(v: bool) {
+    INTERRUPTED.store(v, Ordering::SeqCst);
+}

@@ -13,6 +13,8 @@ pub mod cli;
 pub mod commands;
 /// `CpuSet` and its list / hex / sysfs / decimal-mask forms.
 pub mod cpuset;
+/// The run engine: the only place threads are spawned, pinned and timed.
+pub mod engine;
 /// Exit codes and error classes.
 pub mod error;
 /// Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.

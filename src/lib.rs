@@ -23,5 +23,7 @@ pub mod interrupt;
 pub mod placement;
 /// Shared text renderers (tables, number formats).
 pub mod render;
+/// Statistics over samples: medians, MAD, outliers, bootstrap CIs, verdicts, fairness.
+pub mod stats;
 /// CPU topology from a sysfs root, and its views.
 pub mod topology;

@@ -1,19 +1,53 @@
 //! The run engine: the only module that creates measurement threads, pins them and reads
-//! clocks. Everything above it (experiments, stats, reports) sees only [`RunResult`]s.
+//! clocks. Everything above it (experiments, stats, reports) sees only
+//! [`RunResult`](crate::engine::RunResult)s.
 //!
-//! A run: spawn one thread per [`Plan`] entry → each pins itself and checks `sched_getcpu`
-//! → all meet at a barrier → warm-up (discarded) → measurement intervals until the
-//! duration → stop flag → per-thread CPU time, context switches and run-queue delay.
+//! A run: spawn one thread per [`Plan`](crate::placement::Plan) entry → each pins itself
+//! and checks `sched_getcpu` → all meet at a barrier → warm-up (discarded) → measurement
+//! intervals until the duration → stop flag → per-thread CPU time, context switches and
+//! run-queue delay.
 //!
 //! INTERFACE CONTRACT (shared by all experiments; keep stable):
-//! - A [`Workload`] is small: a name and `run_thread(&ThreadCtx)`, which loops until
-//!   `ctx.should_stop()` and reports operations with `ctx.add_progress(n)`. Per-thread state
-//!   lives in locals of `run_thread`; workload-specific results (lock stats, latency
-//!   histograms) are handed back through the workload's own interior-mutable fields.
+//! - A [`Workload`](crate::engine::Workload) is small: a name and `run_thread(&ThreadCtx)`,
+//!   which loops until `ctx.should_stop()` and reports operations with
+//!   `ctx.add_progress(n)`. Per-thread state lives in locals of `run_thread`;
+//!   workload-specific results (lock stats, latency histograms) are handed back through
+//!   the workload's own interior-mutable fields.
 //! - `ctx.thread` is the index into the plan; `ctx.phase()` tells warm-up from measurement.
+//! - `run_thread` is called **once per phase** on the same pinned OS thread: once for the
+//!   warm-up (only when `RunSpec::warmup` is non-zero, with `phase() == WarmUp`) and once
+//!   for the measurement (`phase() == Measure`). Between the two calls every thread meets
+//!   the others at a barrier and reads its own clocks, as divan puts barriers on both
+//!   sides of the timed section, so CPU time and context switches cover the measurement
+//!   only. Workloads that keep their own statistics record them only while
+//!   `phase() == Measure` (or reset them on the first measurement call).
+//! - Every loop a thread can block or spin in (waiting for a lock, for a partner) must
+//!   also give up once `should_stop()` is true, or the run cannot end.
+//!
+//! Engines: [`RealEngine`](crate::engine::RealEngine) (and the free function
+//! [`run`](crate::engine::run())) runs the workload for real;
+//! [`FakeEngine`](crate::engine::FakeEngine) makes up plausible, deterministic results
+//! from a seed without running anything, for tests of the statistics, report and CLI
+//! layers. [`interleave`](crate::engine::interleave()) and
+//! [`repeat`](crate::engine::repeat()) run repetitions, alternating compared
+//! configurations (A B A B …).
 
+mod fake;
+mod pingpong;
+mod real;
+mod repeat;
+mod result;
+mod threadstats;
+
+pub use fake::FakeEngine;
+pub use pingpong::{PingPongSpec, ping_pong};
+pub use real::{RealEngine, run, run_observed};
+pub use repeat::{Order, Trial, interleave, repeat, schedule};
+pub use result::{IntervalSample, PinningViolation, RunResult, RunSpec, ThreadResult};
+
+use crate::placement::Plan;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 /// What phase the run is in, as seen by workload threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +55,17 @@ pub enum Phase {
     WarmUp,
     Measure,
     Stopping,
+}
+
+impl Phase {
+    /// The value stored in [`ThreadCtx::phase`].
+    pub fn as_u8(self) -> u8 {
+        match self {
+            Phase::WarmUp => 0,
+            Phase::Measure => 1,
+            Phase::Stopping => 2,
+        }
+    }
 }
 
 /// Shared per-run state handed to each workload thread.
@@ -63,4 +108,29 @@ pub trait Workload: Sync {
     fn name(&self) -> String;
     /// Runs thread `ctx.thread` until `ctx.should_stop()`, counting operations.
     fn run_thread(&self, ctx: &ThreadCtx<'_>);
+}
+
+/// Something that turns a plan, a spec and a workload into a [`RunResult`]: the real
+/// engine, or the fake one for tests. Experiments take `&dyn Engine` so their report
+/// layers can be tested without the machine.
+pub trait Engine: Sync {
+    /// Runs once, calling `on_interval` in the calling thread at each measurement
+    /// interval boundary (for live per-interval output).
+    fn run_observed(
+        &self,
+        plan: &Plan,
+        spec: &RunSpec,
+        workload: &dyn Workload,
+        on_interval: &mut dyn FnMut(&IntervalSample),
+    ) -> anyhow::Result<RunResult>;
+
+    /// Runs once.
+    fn run(
+        &self,
+        plan: &Plan,
+        spec: &RunSpec,
+        workload: &dyn Workload,
+    ) -> anyhow::Result<RunResult> {
+        self.run_observed(plan, spec, workload, &mut |_| {})
+    }
 }

@@ -1,0 +1,258 @@
+//! What a run asks for ([`RunSpec`]) and what it hands back ([`RunResult`]). Plain data,
+//! serde-serialisable; units live in the JSON field names.
+
+use crate::cpuset::CpuSet;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How long to warm up and measure, and how finely to sample progress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// Warm-up before measuring; its operations are discarded. Zero skips it.
+    #[serde(rename = "warmup_ns", with = "as_ns")]
+    pub warmup: Duration,
+    /// Length of the measurement phase.
+    #[serde(rename = "duration_ns", with = "as_ns")]
+    pub duration: Duration,
+    /// Progress is sampled at every interval boundary; the last interval may be shorter.
+    #[serde(rename = "interval_ns", with = "as_ns")]
+    pub interval: Duration,
+}
+
+impl Default for RunSpec {
+    /// 1 s warm-up, 5 s measurement, 1 s intervals.
+    fn default() -> Self {
+        Self {
+            warmup: Duration::from_secs(1),
+            duration: Duration::from_secs(5),
+            interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RunSpec {
+    /// A spec with `warmup`, `duration` and the default 1 s interval (capped at the
+    /// duration).
+    pub fn new(warmup: Duration, duration: Duration) -> Self {
+        Self {
+            warmup,
+            duration,
+            interval: Duration::from_secs(1).min(duration.max(Duration::from_millis(1))),
+        }
+    }
+
+    /// Same spec with another interval.
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// Checks the spec makes sense: positive duration and interval.
+    pub fn validate(&self) -> Result<(), crate::error::BadInput> {
+        if self.duration.is_zero() {
+            return Err(crate::error::BadInput(
+                "the measurement duration must be positive (e.g. `--duration 5`)".into(),
+            ));
+        }
+        if self.interval.is_zero() {
+            return Err(crate::error::BadInput(
+                "the sampling interval must be positive (e.g. `--interval 1`)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Number of intervals a full (uninterrupted) run has.
+    pub fn intervals(&self) -> usize {
+        let d = self.duration.as_nanos();
+        let i = self.interval.as_nanos().max(1);
+        d.div_ceil(i).max(1) as usize
+    }
+}
+
+/// One interval boundary, as the coordinator saw it (handed to live observers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSample {
+    /// Interval index, from 0.
+    pub index: usize,
+    /// Wall time of this interval, ns.
+    pub elapsed_ns: u64,
+    /// Operations each thread completed in this interval (index = plan thread).
+    pub ops: Vec<u64>,
+}
+
+/// A thread that ran on a CPU outside the set it was pinned to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinningViolation {
+    /// Plan thread index.
+    pub thread: usize,
+    /// The CPU it was seen on.
+    pub cpu: u32,
+    /// Its planned CPUs.
+    pub allowed: CpuSet,
+}
+
+/// Everything measured about one thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadResult {
+    /// Plan thread index.
+    pub thread: usize,
+    /// Kernel thread id (0 for fake results).
+    pub tid: i32,
+    /// CPUs it was pinned to.
+    pub cpus: CpuSet,
+    /// CPUs it was seen running on: `sched_getcpu` after pinning and at the end (by the
+    /// thread), and `/proc/self/task/TID/stat` at each interval boundary (by the
+    /// coordinator).
+    pub observed_cpus: CpuSet,
+    /// Operations completed during the warm-up (discarded from every rate).
+    pub warmup_ops: u64,
+    /// Operations completed during the measurement (sum of `interval_ops`).
+    pub ops: u64,
+    /// Operations completed in each measurement interval.
+    pub interval_ops: Vec<u64>,
+    /// CPU time this thread used during the measurement (CLOCK_THREAD_CPUTIME_ID), ns.
+    pub cpu_time_ns: u64,
+    /// Voluntary context switches (blocked or yielded) during the measurement.
+    pub voluntary_ctx_switches: u64,
+    /// Involuntary context switches (preempted) during the measurement.
+    pub involuntary_ctx_switches: u64,
+    /// Time spent runnable but waiting for a CPU during the measurement
+    /// (`/proc/self/task/TID/schedstat` field 2), ns; None when the kernel lacks schedstat.
+    pub runqueue_delay_ns: Option<u64>,
+}
+
+impl ThreadResult {
+    /// Measured operations per second of wall time.
+    pub fn ops_per_sec(&self, measured_ns: u64) -> f64 {
+        per_sec(self.ops, measured_ns)
+    }
+
+    /// Share of the measurement this thread was on a CPU (0..1, can slightly exceed 1 from
+    /// clock granularity).
+    pub fn cpu_share(&self, measured_ns: u64) -> f64 {
+        if measured_ns == 0 {
+            0.0
+        } else {
+            self.cpu_time_ns as f64 / measured_ns as f64
+        }
+    }
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Workload name.
+    pub workload: String,
+    /// Placement request, as text.
+    pub placement: String,
+    /// What was asked for.
+    pub spec: RunSpec,
+    /// Wall time of the warm-up actually run, ns.
+    pub warmup_ns: u64,
+    /// Wall time of the measurement actually run, ns (shorter than asked when interrupted).
+    pub measured_ns: u64,
+    /// Wall time of each measurement interval, ns; the last may be partial.
+    pub interval_ns: Vec<u64>,
+    /// From the stop flag to every thread having returned, ns.
+    pub stop_latency_ns: u64,
+    /// Per-thread measurements, in plan order.
+    pub threads: Vec<ThreadResult>,
+    /// Threads seen outside their CPU set. Empty when pinning held.
+    pub pinning_violations: Vec<PinningViolation>,
+    /// Ctrl-C stopped the run early; the intervals so far are kept.
+    pub interrupted: bool,
+    /// Made up by [`super::FakeEngine`], not measured.
+    pub synthetic: bool,
+}
+
+impl RunResult {
+    /// All threads' measured operations.
+    pub fn total_ops(&self) -> u64 {
+        self.threads.iter().map(|t| t.ops).sum()
+    }
+
+    /// All threads' operations per second of measurement wall time.
+    pub fn ops_per_sec(&self) -> f64 {
+        per_sec(self.total_ops(), self.measured_ns)
+    }
+
+    /// Each thread's operations per second, in plan order.
+    pub fn thread_ops_per_sec(&self) -> Vec<f64> {
+        self.threads
+            .iter()
+            .map(|t| t.ops_per_sec(self.measured_ns))
+            .collect()
+    }
+
+    /// All threads' operations per second in each interval.
+    pub fn interval_ops_per_sec(&self) -> Vec<f64> {
+        self.interval_ns
+            .iter()
+            .enumerate()
+            .map(|(i, &ns)| {
+                let ops: u64 = self
+                    .threads
+                    .iter()
+                    .map(|t| t.interval_ops.get(i).copied().unwrap_or(0))
+                    .sum();
+                per_sec(ops, ns)
+            })
+            .collect()
+    }
+
+    /// True when every thread stayed inside its CPU set.
+    pub fn pinning_ok(&self) -> bool {
+        self.pinning_violations.is_empty()
+    }
+
+    /// Total CPU time of all threads, ns.
+    pub fn cpu_time_ns(&self) -> u64 {
+        self.threads.iter().map(|t| t.cpu_time_ns).sum()
+    }
+}
+
+fn per_sec(ops: u64, ns: u64) -> f64 {
+    if ns == 0 {
+        0.0
+    } else {
+        ops as f64 * 1e9 / ns as f64
+    }
+}
+
+/// Serialises a `Duration` as whole nanoseconds.
+mod as_ns {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_nanos(u64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_intervals_round_up() {
+        let s = RunSpec::new(Duration::ZERO, Duration::from_millis(2500));
+        assert_eq!(s.interval, Duration::from_secs(1));
+        assert_eq!(s.intervals(), 3);
+        let s = RunSpec::new(Duration::ZERO, Duration::from_millis(300));
+        assert_eq!(s.interval, Duration::from_millis(300));
+        assert_eq!(s.intervals(), 1);
+    }
+
+    #[test]
+    fn spec_json_has_units() {
+        let j = serde_json::to_value(RunSpec::default()).unwrap();
+        assert_eq!(j["duration_ns"], 5_000_000_000u64);
+        let back: RunSpec = serde_json::from_value(j).unwrap();
+        assert_eq!(back, RunSpec::default());
+    }
+}

@@ -1,0 +1,369 @@
+//! The run engine on this machine: pinning, intervals, warm-up, stopping, Ctrl-C, and the
+//! fake engine's determinism. Real runs are short and assert behaviour with wide margins.
+
+use smtlab::cpuset::CpuSet;
+use smtlab::engine::{
+    self, Engine, FakeEngine, Order, Phase, RealEngine, RunSpec, ThreadCtx, Trial, Workload,
+};
+use smtlab::placement::{Plan, ThreadPlacement};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Real runs share the CPUs and the process-wide Ctrl-C flag: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn allowed() -> Vec<u32> {
+    smtlab::affinity::process_affinity().unwrap().to_vec()
+}
+
+/// `n` threads, thread i pinned to the i-th allowed CPU (cycling).
+fn plan_cycling(n: usize) -> Plan {
+    let cpus = allowed();
+    Plan {
+        request: "test".into(),
+        threads: (0..n)
+            .map(|i| ThreadPlacement {
+                thread: i,
+                cpus: CpuSet::from_cpus([cpus[i % cpus.len()]]),
+            })
+            .collect(),
+        oversubscribed: n > cpus.len(),
+        notes: vec![],
+    }
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+/// Spins, counting iterations; never yields.
+struct Spin;
+
+impl Workload for Spin {
+    fn name(&self) -> String {
+        "spin".into()
+    }
+    fn run_thread(&self, ctx: &ThreadCtx<'_>) {
+        while !ctx.should_stop() {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+            ctx.add_progress(1);
+        }
+    }
+}
+
+#[test]
+fn pinning_is_honoured_and_progress_counted_per_interval() {
+    let _g = serial();
+    let n = 2 * allowed().len();
+    let plan = plan_cycling(n);
+    let spec = RunSpec {
+        warmup: ms(100),
+        duration: ms(600),
+        interval: ms(200),
+    };
+    let mut seen = Vec::new();
+    let r = engine::run_observed(&plan, &spec, &Spin, &mut |s| seen.push(s.clone())).unwrap();
+    assert!(r.pinning_ok(), "violations: {:?}", r.pinning_violations);
+    assert!(!r.interrupted && !r.synthetic);
+    assert_eq!(r.threads.len(), n);
+    assert_eq!(r.interval_ns.len(), 3);
+    assert_eq!(seen.len(), 3);
+    for (k, ns) in r.interval_ns.iter().enumerate() {
+        assert!(
+            (150e6..700e6).contains(&(*ns as f64)),
+            "interval {k}: {ns} ns"
+        );
+    }
+    assert!((500e6..1.5e9).contains(&(r.measured_ns as f64)));
+    for t in &r.threads {
+        assert!(!t.observed_cpus.is_empty());
+        assert!(t.observed_cpus.is_subset(&t.cpus), "thread {}", t.thread);
+        assert_eq!(t.interval_ops.len(), 3);
+        assert!(
+            t.interval_ops.iter().all(|&o| o > 0),
+            "thread {}: {:?}",
+            t.thread,
+            t.interval_ops
+        );
+        assert_eq!(t.ops, t.interval_ops.iter().sum::<u64>());
+        assert!(t.warmup_ops > 0);
+        assert!(t.cpu_time_ns > 0 && t.cpu_time_ns < 2 * r.measured_ns);
+        assert!(t.tid > 0);
+    }
+    // The observer saw the same per-interval numbers the result keeps.
+    for (k, s) in seen.iter().enumerate() {
+        assert_eq!(s.index, k);
+        for (i, t) in r.threads.iter().enumerate() {
+            assert_eq!(s.ops[i], t.interval_ops[k]);
+        }
+    }
+    // Two threads per CPU: each gets roughly half a CPU and waits in the run queue.
+    for t in &r.threads {
+        let share = t.cpu_share(r.measured_ns);
+        assert!(
+            share > 0.0 && share < 0.8,
+            "thread {} cpu share {share}",
+            t.thread
+        );
+        if let Some(d) = t.runqueue_delay_ns {
+            assert!(
+                d > r.measured_ns / 10,
+                "thread {} runqueue delay {d}",
+                t.thread
+            );
+        }
+        assert!(t.involuntary_ctx_switches > 0);
+    }
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(json["threads"][0]["cpu_time_ns"].is_u64());
+    assert!(json["spec"]["duration_ns"].is_u64());
+}
+
+/// Adds 2^40 per iteration while warming up and 1 while measuring, and records the phase
+/// of each call.
+#[derive(Default)]
+struct PhaseTagged {
+    measure_iters: AtomicU64,
+    calls: Mutex<Vec<(usize, Phase)>>,
+}
+
+impl Workload for PhaseTagged {
+    fn name(&self) -> String {
+        "phase-tagged".into()
+    }
+    fn run_thread(&self, ctx: &ThreadCtx<'_>) {
+        self.calls.lock().unwrap().push((ctx.thread, ctx.phase()));
+        while !ctx.should_stop() {
+            match ctx.phase() {
+                Phase::WarmUp => ctx.add_progress(1 << 40),
+                Phase::Measure => {
+                    ctx.add_progress(1);
+                    self.measure_iters.fetch_add(1, Ordering::Relaxed);
+                }
+                Phase::Stopping => {}
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+#[test]
+fn warm_up_is_excluded() {
+    let _g = serial();
+    let plan = plan_cycling(2);
+    let spec = RunSpec {
+        warmup: ms(200),
+        duration: ms(300),
+        interval: ms(100),
+    };
+    let w = PhaseTagged::default();
+    let r = engine::run(&plan, &spec, &w).unwrap();
+    for t in &r.threads {
+        assert!(t.warmup_ops >= 1 << 40, "warm-up ops {}", t.warmup_ops);
+        assert!(t.ops > 0 && t.ops < 1 << 40, "measured ops {}", t.ops);
+        // Sleeping threads block: voluntary switches, little CPU.
+        assert!(t.voluntary_ctx_switches > 10);
+        assert!(t.cpu_share(r.measured_ns) < 0.5);
+    }
+    assert!(r.total_ops() <= w.measure_iters.load(Ordering::Relaxed));
+    let calls = w.calls.lock().unwrap();
+    for i in 0..2 {
+        let phases: Vec<Phase> = calls.iter().filter(|c| c.0 == i).map(|c| c.1).collect();
+        assert_eq!(phases, [Phase::WarmUp, Phase::Measure]);
+    }
+    assert!((150e6..600e6).contains(&(r.warmup_ns as f64)));
+}
+
+#[test]
+fn no_warm_up_means_one_call() {
+    let _g = serial();
+    let w = PhaseTagged::default();
+    let spec = RunSpec::new(Duration::ZERO, ms(100));
+    let r = engine::run(&plan_cycling(1), &spec, &w).unwrap();
+    assert_eq!(r.threads[0].warmup_ops, 0);
+    assert_eq!(r.warmup_ns, 0);
+    assert_eq!(*w.calls.lock().unwrap(), [(0, Phase::Measure)]);
+}
+
+#[test]
+fn stops_within_a_second_with_64_spinners_on_few_cpus() {
+    let _g = serial();
+    let plan = plan_cycling(64);
+    let spec = RunSpec::new(ms(200), Duration::from_secs(1));
+    let t0 = Instant::now();
+    let r = engine::run(&plan, &spec, &Spin).unwrap();
+    let wall = t0.elapsed();
+    assert!(
+        wall < spec.warmup + spec.duration + Duration::from_secs(1),
+        "took {wall:?}"
+    );
+    assert!(
+        r.stop_latency_ns < 1_000_000_000,
+        "stop latency {}",
+        r.stop_latency_ns
+    );
+    assert!(r.pinning_ok());
+    // Every thread got some CPU, even oversubscribed 32:1 on 2 CPUs.
+    let ops: Vec<u64> = r.threads.iter().map(|t| t.ops).collect();
+    let cpu: Vec<u64> = r.threads.iter().map(|t| t.cpu_time_ns / 1000).collect();
+    // (The scheduler, not the engine, decides fairness; under outside load allow a few.)
+    let starved = ops.iter().filter(|&&o| o == 0).count();
+    assert!(starved <= 6, "ops {ops:?} cpu µs {cpu:?}");
+}
+
+#[test]
+fn ctrl_c_stops_early_and_keeps_what_ran() {
+    let _g = serial();
+    smtlab::interrupt::set_for_test(false);
+    let plan = plan_cycling(8);
+    let spec = RunSpec {
+        warmup: ms(100),
+        duration: Duration::from_secs(20),
+        interval: ms(200),
+    };
+    let t0 = Instant::now();
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(ms(700));
+            smtlab::interrupt::set_for_test(true);
+        });
+        engine::run(&plan, &spec, &Spin).unwrap()
+    });
+    let wall = t0.elapsed();
+    // Repetition helpers stop too, without starting another run.
+    let more = engine::repeat(&RealEngine, &plan, &spec, &Spin, 3).unwrap();
+    smtlab::interrupt::set_for_test(false);
+    assert!(r.interrupted);
+    assert!(wall < Duration::from_secs(2), "took {wall:?}");
+    assert!(!r.interval_ns.is_empty() && r.interval_ns.len() < 10);
+    assert!(r.total_ops() > 0);
+    assert!(more.is_empty());
+}
+
+struct Panics;
+
+impl Workload for Panics {
+    fn name(&self) -> String {
+        "panics".into()
+    }
+    fn run_thread(&self, ctx: &ThreadCtx<'_>) {
+        if ctx.thread == 1 {
+            panic!("boom");
+        }
+        while !ctx.should_stop() {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[test]
+fn a_panicking_workload_is_an_error_not_a_hang() {
+    let _g = serial();
+    let e = engine::run(&plan_cycling(3), &RunSpec::new(ms(50), ms(200)), &Panics).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("thread 1 panicked: boom"),
+        "{e:#}"
+    );
+}
+
+#[test]
+fn pinning_to_a_missing_cpu_is_an_error() {
+    let _g = serial();
+    let mut plan = plan_cycling(2);
+    plan.threads[1].cpus = CpuSet::from_cpus([4000]);
+    let e = engine::run(&plan, &RunSpec::new(ms(50), ms(100)), &Spin).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("pinning thread 1 to CPUs 4000"),
+        "{e:#}"
+    );
+}
+
+#[test]
+fn fake_engine_is_deterministic_and_plausible() {
+    let plan = plan_cycling(allowed().len());
+    let spec = RunSpec::default();
+    let a = FakeEngine::new(42);
+    let b = FakeEngine::new(42);
+    let ra: Vec<_> = (0..3)
+        .map(|_| a.run(&plan, &spec, &Spin).unwrap())
+        .collect();
+    let rb: Vec<_> = (0..3)
+        .map(|_| b.run(&plan, &spec, &Spin).unwrap())
+        .collect();
+    assert_eq!(
+        serde_json::to_string(&ra).unwrap(),
+        serde_json::to_string(&rb).unwrap()
+    );
+    assert_ne!(ra[0], ra[1], "repetitions differ");
+    assert_ne!(ra[0], FakeEngine::new(43).run(&plan, &spec, &Spin).unwrap());
+    let r = &ra[0];
+    assert!(r.synthetic && r.pinning_ok() && !r.interrupted);
+    assert_eq!(r.interval_ns.len(), 5);
+    let rate = r.ops_per_sec() / plan.threads.len() as f64;
+    assert!((5e6..15e6).contains(&rate), "{rate}");
+    // Slow threads are slow.
+    let slow = FakeEngine::new(1).with_thread_factors(vec![1.0, 0.1]);
+    let r = slow.run(&plan_cycling(2), &spec, &Spin).unwrap();
+    let per = r.thread_ops_per_sec();
+    assert!(per[0] > 5.0 * per[1]);
+}
+
+#[test]
+fn interleave_alternates_configurations() {
+    let fake = FakeEngine::new(7);
+    let (p1, p2) = (plan_cycling(1), plan_cycling(2));
+    let trials = [
+        Trial {
+            label: "one",
+            plan: &p1,
+            workload: &Spin,
+        },
+        Trial {
+            label: "two",
+            plan: &p2,
+            workload: &Spin,
+        },
+    ];
+    let mut order = Vec::new();
+    let spec = RunSpec::new(Duration::ZERO, Duration::from_secs(2));
+    let res = engine::interleave(
+        &fake,
+        &trials,
+        &spec,
+        3,
+        Order::RoundRobin,
+        &mut |t, rep, _| order.push((t, rep)),
+    )
+    .unwrap();
+    assert_eq!(order, [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
+    assert_eq!(res[0].len(), 3);
+    assert_eq!(res[1][0].threads.len(), 2);
+}
+
+#[test]
+fn ping_pong_measures_a_plausible_latency() {
+    let cpus = allowed();
+    if cpus.len() < 2 {
+        eprintln!("skipped: one CPU");
+        return;
+    }
+    let _g = serial();
+    let spec = engine::PingPongSpec {
+        samples: 30,
+        round_trips: 200,
+    };
+    let s = engine::ping_pong(cpus[0], cpus[1], &spec).unwrap();
+    assert_eq!(s.len(), 30);
+    let mut v = s.clone();
+    v.sort_by(f64::total_cmp);
+    let median = v[15];
+    assert!((1.0..5000.0).contains(&median), "{median} ns");
+    assert!(engine::ping_pong(cpus[0], cpus[0], &spec).is_err());
+}

@@ -1,7 +1,344 @@
-//! Statistics over samples: pure functions, no I/O.
+//! Statistics over samples: pure functions, no I/O, no clocks.
+//!
+//! Modelled on criterion's `stats` module and hyperfine's outlier detection, and cited as
+//! they are (REFERENCE §4):
+//! - **Headline and spread**: the median and the median absolute deviation scaled by
+//!   1.4826, which estimates σ for normal data while ignoring the long right tail that
+//!   preemption and interrupts add to timings (hyperfine `src/outlier_detection.rs`;
+//!   Leys et al. 2013, "Detecting outliers: do not use standard deviation around the
+//!   mean, use absolute deviation around the median").
+//! - **Percentiles** by linear interpolation between closest ranks (Hyndman & Fan type 7,
+//!   numpy's and criterion's default).
+//! - **Outliers are counted, never dropped**: Tukey's fences, mild beyond 1.5 IQR from the
+//!   quartiles, severe beyond 3 IQR (Tukey 1977; criterion
+//!   `src/stats/univariate/outliers/tukey.rs`, `book/src/analysis.md`).
+//! - **Comparisons**: a percentile bootstrap confidence interval of the ratio of medians,
+//!   resampling each group with replacement from a seeded generator (Efron & Tibshirani
+//!   1993; criterion `src/stats/univariate/bootstrap.rs`), and a [`Verdict`] that calls a
+//!   change only when the whole interval lies beyond a noise threshold (criterion
+//!   `src/report.rs`, `noise_threshold`, default 2 %).
+//! - **Fairness**: Jain's index `(Σx)² / (n·Σx²)`, 1 when all equal, 1/n when one thread
+//!   gets everything (Jain, Chiu, Hawe 1984, DEC-TR-301), next to the max/min ratio.
+//!
+//! Empty input gives NaN (or `None` for [`Summary::of`]) rather than a panic: a report
+//! shows "–" for a configuration that could not run.
 
-/// SplitMix64 (Steele, Lea, Flood 2014; the seeder of `rand`'s xoshiro): a tiny,
-/// fast, seedable generator, good enough for bootstrap resampling and fake data.
+use serde::{Deserialize, Serialize};
+
+/// MAD → σ for normally distributed data: 1 / Φ⁻¹(3/4).
+pub const MAD_SCALE: f64 = 1.4826;
+
+/// Arithmetic mean; NaN when empty.
+pub fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Sample standard deviation (n − 1 in the denominator); 0 for one value, NaN when empty.
+pub fn stddev(xs: &[f64]) -> f64 {
+    match xs.len() {
+        0 => f64::NAN,
+        1 => 0.0,
+        n => {
+            let m = mean(xs);
+            (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        }
+    }
+}
+
+/// Coefficient of variation, stddev / mean; NaN when empty or the mean is 0.
+pub fn cv(xs: &[f64]) -> f64 {
+    let m = mean(xs);
+    if m == 0.0 { f64::NAN } else { stddev(xs) / m }
+}
+
+/// Smallest value; NaN when empty.
+pub fn min(xs: &[f64]) -> f64 {
+    xs.iter().copied().reduce(f64::min).unwrap_or(f64::NAN)
+}
+
+/// Largest value; NaN when empty.
+pub fn max(xs: &[f64]) -> f64 {
+    xs.iter().copied().reduce(f64::max).unwrap_or(f64::NAN)
+}
+
+fn sorted(xs: &[f64]) -> Vec<f64> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Percentile `p` (0–100) of already sorted values, type 7 interpolation.
+fn percentile_sorted(v: &[f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let h = (v.len() - 1) as f64 * (p.clamp(0.0, 100.0) / 100.0);
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+/// Percentile `p` (0–100), linear interpolation between closest ranks (type 7); NaN when
+/// empty.
+pub fn percentile(xs: &[f64], p: f64) -> f64 {
+    percentile_sorted(&sorted(xs), p)
+}
+
+/// Several percentiles with one sort.
+pub fn percentiles(xs: &[f64], ps: &[f64]) -> Vec<f64> {
+    let v = sorted(xs);
+    ps.iter().map(|&p| percentile_sorted(&v, p)).collect()
+}
+
+/// Median; NaN when empty.
+pub fn median(xs: &[f64]) -> f64 {
+    percentile(xs, 50.0)
+}
+
+/// Median absolute deviation from the median, × [`MAD_SCALE`]; NaN when empty.
+pub fn mad(xs: &[f64]) -> f64 {
+    let m = median(xs);
+    let dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+    median(&dev) * MAD_SCALE
+}
+
+/// Jain's fairness index `(Σx)² / (n·Σx²)`: 1 = perfectly even, 1/n = one takes all.
+/// NaN when empty or all zero.
+pub fn jain(xs: &[f64]) -> f64 {
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if xs.is_empty() || s2 == 0.0 {
+        f64::NAN
+    } else {
+        s * s / (xs.len() as f64 * s2)
+    }
+}
+
+/// Largest / smallest value: how many times more the luckiest got than the unluckiest.
+/// Infinite when the smallest is 0 and the largest is not; NaN when empty.
+pub fn max_min_ratio(xs: &[f64]) -> f64 {
+    let (lo, hi) = (min(xs), max(xs));
+    if lo == 0.0 && hi == 0.0 {
+        f64::NAN
+    } else {
+        hi / lo
+    }
+}
+
+/// Tukey's fences from the quartiles.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Fences {
+    pub low_severe: f64,
+    pub low_mild: f64,
+    pub high_mild: f64,
+    pub high_severe: f64,
+}
+
+impl Fences {
+    /// Q1 − 3 IQR, Q1 − 1.5 IQR, Q3 + 1.5 IQR, Q3 + 3 IQR.
+    pub fn of(xs: &[f64]) -> Self {
+        let q = percentiles(xs, &[25.0, 75.0]);
+        let iqr = q[1] - q[0];
+        Self {
+            low_severe: q[0] - 3.0 * iqr,
+            low_mild: q[0] - 1.5 * iqr,
+            high_mild: q[1] + 1.5 * iqr,
+            high_severe: q[1] + 3.0 * iqr,
+        }
+    }
+}
+
+/// How many samples lie beyond each Tukey fence. Reported, never removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outliers {
+    /// Below Q1 − 3 IQR.
+    pub low_severe: usize,
+    /// Between Q1 − 3 IQR and Q1 − 1.5 IQR.
+    pub low_mild: usize,
+    /// Between Q3 + 1.5 IQR and Q3 + 3 IQR.
+    pub high_mild: usize,
+    /// Above Q3 + 3 IQR.
+    pub high_severe: usize,
+}
+
+impl Outliers {
+    /// Classifies every sample against the Tukey fences of the same samples.
+    pub fn of(xs: &[f64]) -> Self {
+        let mut o = Outliers::default();
+        if xs.len() < 4 {
+            return o; // quartiles of fewer values say nothing
+        }
+        let f = Fences::of(xs);
+        for &x in xs {
+            if x < f.low_severe {
+                o.low_severe += 1;
+            } else if x < f.low_mild {
+                o.low_mild += 1;
+            } else if x > f.high_severe {
+                o.high_severe += 1;
+            } else if x > f.high_mild {
+                o.high_mild += 1;
+            }
+        }
+        o
+    }
+
+    /// All outliers, mild and severe.
+    pub fn total(&self) -> usize {
+        self.low_severe + self.low_mild + self.high_mild + self.high_severe
+    }
+}
+
+/// The headline and spread of one set of samples. Unitless: the field holding it names
+/// the unit (`latency_ns: Summary`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Median.
+    pub median: f64,
+    /// Median absolute deviation × 1.4826 (a robust σ).
+    pub mad: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Number of samples.
+    pub n: usize,
+    /// Samples beyond Tukey's fences (kept in every other number).
+    pub outliers: Outliers,
+}
+
+impl Summary {
+    /// The summary of `xs`; None when empty.
+    pub fn of(xs: &[f64]) -> Option<Self> {
+        if xs.is_empty() {
+            return None;
+        }
+        Some(Self {
+            median: median(xs),
+            mad: mad(xs),
+            min: min(xs),
+            max: max(xs),
+            n: xs.len(),
+            outliers: Outliers::of(xs),
+        })
+    }
+
+    /// MAD relative to the median (a robust coefficient of variation).
+    pub fn relative_mad(&self) -> f64 {
+        self.mad / self.median
+    }
+}
+
+/// A confidence interval around a point estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Ci {
+    /// The statistic on the original samples.
+    pub estimate: f64,
+    /// Lower bound.
+    pub low: f64,
+    /// Upper bound.
+    pub high: f64,
+    /// Confidence level, e.g. 0.95.
+    pub confidence: f64,
+}
+
+impl Ci {
+    /// Whether `x` lies inside the interval.
+    pub fn contains(&self, x: f64) -> bool {
+        self.low <= x && x <= self.high
+    }
+}
+
+/// Percentile bootstrap CI of `median(a) / median(b)`: each of `resamples` rounds draws
+/// `a` and `b` with replacement (independently, since they are separate runs) from a
+/// [`SplitMix64`] seeded with `seed`. None when either group is empty or a median is 0.
+pub fn bootstrap_ratio_of_medians(
+    a: &[f64],
+    b: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<Ci> {
+    let (ma, mb) = (median(a), median(b));
+    if a.is_empty() || b.is_empty() || mb == 0.0 {
+        return None;
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut ra = vec![0.0; a.len()];
+    let mut rb = vec![0.0; b.len()];
+    let mut ratios = Vec::with_capacity(resamples.max(1));
+    for _ in 0..resamples.max(1) {
+        for x in ra.iter_mut() {
+            *x = a[rng.below(a.len() as u64) as usize];
+        }
+        for x in rb.iter_mut() {
+            *x = b[rng.below(b.len() as u64) as usize];
+        }
+        let d = median(&rb);
+        if d != 0.0 {
+            ratios.push(median(&ra) / d);
+        }
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    let alpha = (1.0 - confidence.clamp(0.0, 1.0)) / 2.0;
+    let q = percentiles(&ratios, &[alpha * 100.0, (1.0 - alpha) * 100.0]);
+    Some(Ci {
+        estimate: ma / mb,
+        low: q[0],
+        high: q[1],
+        confidence,
+    })
+}
+
+/// Outcome of comparing a candidate with a baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    NoDifference,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoDifference => "no difference",
+        })
+    }
+}
+
+/// What a larger value means for the ratio being judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Better {
+    /// Throughput-like: more is faster.
+    Higher,
+    /// Latency-like: less is faster.
+    Lower,
+}
+
+/// Judges a CI of `candidate / baseline`: a change is called only when the *whole*
+/// interval lies beyond `1 ± noise` (criterion's noise threshold; 0.02 = 2 %).
+pub fn verdict(ci: &Ci, noise: f64, better: Better) -> Verdict {
+    let up = ci.low > 1.0 + noise;
+    let down = ci.high < 1.0 - noise;
+    match (up, down, better) {
+        (true, _, Better::Higher) | (_, true, Better::Lower) => Verdict::Faster,
+        (true, _, Better::Lower) | (_, true, Better::Higher) => Verdict::Slower,
+        _ => Verdict::NoDifference,
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014, "Fast splittable pseudorandom number
+/// generators"; the seeder of `rand`'s xoshiro): tiny, fast and seedable, good enough for
+/// bootstrap resampling, shuffles and fake data. Not for cryptography.
 #[derive(Debug, Clone)]
 pub struct SplitMix64 {
     state: u64,
@@ -35,6 +372,168 @@ impl SplitMix64 {
         for i in (1..v.len()).rev() {
             let j = self.below(i as u64 + 1) as usize;
             v.swap(i, j);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
+    }
+
+    #[test]
+    fn hand_computed() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        // median 2; |deviations| 1 1 0 0 2 4 7 → median 1.
+        assert!(close(mad(&[1.0, 1.0, 2.0, 2.0, 4.0, 6.0, 9.0]), 1.4826));
+        let xs = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        assert_eq!(mean(&xs), 5.0);
+        assert!(close(stddev(&xs), (32.0f64 / 7.0).sqrt()));
+        assert!(close(cv(&xs), (32.0f64 / 7.0).sqrt() / 5.0));
+        assert_eq!((min(&xs), max(&xs)), (2.0, 9.0));
+        // Type 7: h = (n−1)·p = 7 · 0.25 = 1.75 → 4 + 0.75·(4 − 4) = 4; p90: h = 6.3 → 7 + 0.3·2.
+        assert_eq!(percentile(&xs, 25.0), 4.0);
+        assert!(close(percentile(&xs, 90.0), 7.6));
+        assert_eq!(percentile(&xs, 0.0), 2.0);
+        assert_eq!(percentile(&xs, 100.0), 9.0);
+        assert_eq!(jain(&[1.0, 1.0, 1.0, 1.0]), 1.0);
+        assert_eq!(jain(&[1.0, 0.0, 0.0, 0.0]), 0.25);
+        // (1+3)² / (2·(1+9)) = 0.8
+        assert!(close(jain(&[1.0, 3.0]), 0.8));
+        assert_eq!(max_min_ratio(&[2.0, 10.0, 5.0]), 5.0);
+        assert_eq!(max_min_ratio(&[0.0, 1.0]), f64::INFINITY);
+        assert!(median(&[]).is_nan() && mad(&[]).is_nan() && jain(&[]).is_nan());
+        assert_eq!(stddev(&[3.0]), 0.0);
+        assert!(Summary::of(&[]).is_none());
+    }
+
+    #[test]
+    fn tukey_counts_hand_computed() {
+        // 1..=10: Q1 = 3.25, Q3 = 7.75, IQR = 4.5 → mild above 14.5, severe above 21.25.
+        let mut xs: Vec<f64> = (1..=10).map(f64::from).collect();
+        let f = Fences::of(&xs);
+        assert!(close(f.high_mild, 14.5) && close(f.high_severe, 21.25));
+        assert!(close(f.low_mild, -3.5) && close(f.low_severe, -10.25));
+        xs.extend([16.0, 100.0, -50.0]);
+        // Fences move with the added points; recompute: Q1 = 3.0, Q3 = 9.0, IQR 6.
+        let o = Outliers::of(&xs);
+        assert_eq!(o.high_severe, 1); // 100 > 9 + 18
+        assert_eq!(o.high_mild, 0); // 16 < 9 + 9
+        assert_eq!(o.low_severe, 1); // −50 < 3 − 18
+        assert_eq!(o.total(), 2);
+        let s = Summary::of(&xs).unwrap();
+        assert_eq!(s.n, 13);
+        assert_eq!(s.max, 100.0); // outliers are kept
+    }
+
+    #[test]
+    fn bootstrap_and_verdict() {
+        let base: Vec<f64> = (0..20).map(|i| 100.0 + (i % 5) as f64).collect();
+        let fast: Vec<f64> = base.iter().map(|x| x * 1.5).collect();
+        let ci = bootstrap_ratio_of_medians(&fast, &base, 0.95, 2000, 1).unwrap();
+        assert!(close(ci.estimate, 1.5));
+        assert!(ci.contains(1.5) && ci.low > 1.4 && ci.high < 1.6, "{ci:?}");
+        assert_eq!(verdict(&ci, 0.02, Better::Higher), Verdict::Faster);
+        assert_eq!(verdict(&ci, 0.02, Better::Lower), Verdict::Slower);
+        let same = bootstrap_ratio_of_medians(&base, &base, 0.95, 2000, 1).unwrap();
+        assert_eq!(verdict(&same, 0.02, Better::Higher), Verdict::NoDifference);
+        // Seeded: the same seed gives the same interval.
+        assert_eq!(
+            bootstrap_ratio_of_medians(&fast, &base, 0.95, 500, 9),
+            bootstrap_ratio_of_medians(&fast, &base, 0.95, 500, 9)
+        );
+        assert!(bootstrap_ratio_of_medians(&[], &base, 0.95, 10, 1).is_none());
+        // A CI straddling the noise band is no difference even if its estimate is not 1.
+        let wide = Ci {
+            estimate: 1.1,
+            low: 0.97,
+            high: 1.3,
+            confidence: 0.95,
+        };
+        assert_eq!(verdict(&wide, 0.02, Better::Higher), Verdict::NoDifference);
+    }
+
+    #[test]
+    fn rng_is_reproducible_and_uniform_enough() {
+        let mut a = SplitMix64::new(5);
+        let mut b = SplitMix64::new(5);
+        let xs: Vec<u64> = (0..100).map(|_| a.next_u64()).collect();
+        assert!(xs.iter().all(|&x| x == b.next_u64()));
+        let mut counts = [0usize; 10];
+        for _ in 0..100_000 {
+            counts[a.below(10) as usize] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
+        assert_eq!(a.below(0), 0);
+        let f = a.next_f64();
+        assert!((0.0..1.0).contains(&f));
+    }
+
+    fn samples() -> impl Strategy<Value = Vec<f64>> {
+        prop::collection::vec(-1e6f64..1e6, 1..60)
+    }
+
+    proptest! {
+        #[test]
+        fn order_statistics_are_bounded(xs in samples(), p in 0.0f64..100.0) {
+            let (lo, hi) = (min(&xs), max(&xs));
+            let m = median(&xs);
+            prop_assert!(lo <= m && m <= hi);
+            let q = percentile(&xs, p);
+            prop_assert!(lo <= q && q <= hi);
+            prop_assert!(percentile(&xs, p) <= percentile(&xs, (p + 1.0).min(100.0)));
+            prop_assert!(mad(&xs) >= 0.0);
+            prop_assert!(stddev(&xs) >= 0.0);
+            prop_assert!(Outliers::of(&xs).total() <= xs.len());
+        }
+
+        #[test]
+        fn median_and_mad_are_shift_and_scale_equivariant(
+            xs in samples(), shift in -1e3f64..1e3, scale in 0.01f64..100.0,
+        ) {
+            let ys: Vec<f64> = xs.iter().map(|x| x * scale + shift).collect();
+            prop_assert!((median(&ys) - (median(&xs) * scale + shift)).abs() < 1e-6 * (1.0 + median(&ys).abs()));
+            prop_assert!((mad(&ys) - mad(&xs) * scale).abs() < 1e-6 * (1.0 + mad(&ys)));
+        }
+
+        #[test]
+        fn order_does_not_matter(mut xs in samples(), seed in any::<u64>()) {
+            let s = Summary::of(&xs).unwrap();
+            SplitMix64::new(seed).shuffle(&mut xs);
+            prop_assert_eq!(s, Summary::of(&xs).unwrap());
+        }
+
+        #[test]
+        fn jain_lies_between_one_over_n_and_one(xs in prop::collection::vec(0.0f64..1e9, 1..40)) {
+            let j = jain(&xs);
+            if xs.iter().any(|&x| x > 0.0) {
+                let n = xs.len() as f64;
+                prop_assert!(j >= 1.0 / n - 1e-12 && j <= 1.0 + 1e-12);
+                prop_assert!(max_min_ratio(&xs) >= 1.0);
+            } else {
+                prop_assert!(j.is_nan());
+            }
+        }
+
+        #[test]
+        fn bootstrap_ci_brackets_the_resampled_range(
+            a in prop::collection::vec(1.0f64..1e3, 1..20),
+            b in prop::collection::vec(1.0f64..1e3, 1..20),
+            seed in any::<u64>(),
+        ) {
+            let ci = bootstrap_ratio_of_medians(&a, &b, 0.9, 200, seed).unwrap();
+            prop_assert!(ci.low <= ci.high);
+            let bound = max(&a) / min(&b);
+            prop_assert!(ci.high <= bound * (1.0 + 1e-12));
+            prop_assert!(ci.low >= min(&a) / max(&b) * (1.0 - 1e-12));
         }
     }
 }

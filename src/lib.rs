@@ -17,6 +17,8 @@ pub mod cpuset;
 pub mod engine;
 /// Exit codes and error classes.
 pub mod error;
+/// Experiments: engine measurements turned into result models (c2c, …).
+pub mod experiments;
 /// Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
 pub mod interrupt;
 /// The placement planner: topology + request → CPUs per thread.

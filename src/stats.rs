@@ -14,14 +14,15 @@
 //!   `src/stats/univariate/outliers/tukey.rs`, `book/src/analysis.md`).
 //! - **Comparisons**: a percentile bootstrap confidence interval of the ratio of medians,
 //!   resampling each group with replacement from a seeded generator (Efron & Tibshirani
-//!   1993; criterion `src/stats/univariate/bootstrap.rs`), and a [`Verdict`] that calls a
-//!   change only when the whole interval lies beyond a noise threshold (criterion
-//!   `src/report.rs`, `noise_threshold`, default 2 %).
+//!   1993; criterion `src/stats/univariate/bootstrap.rs`), and a
+//!   [`Verdict`](crate::stats::Verdict) that calls a change only when the whole interval
+//!   lies beyond a noise threshold (criterion `src/report.rs`, `noise_threshold`,
+//!   default 2 %).
 //! - **Fairness**: Jain's index `(Σx)² / (n·Σx²)`, 1 when all equal, 1/n when one thread
 //!   gets everything (Jain, Chiu, Hawe 1984, DEC-TR-301), next to the max/min ratio.
 //!
-//! Empty input gives NaN (or `None` for [`Summary::of`]) rather than a panic: a report
-//! shows "–" for a configuration that could not run.
+//! Empty input gives NaN (or `None` for [`Summary::of`](crate::stats::Summary::of)) rather
+//! than a panic: a report shows "–" for a configuration that could not run.
 
 use serde::{Deserialize, Serialize};
 

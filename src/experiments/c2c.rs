@@ -1,0 +1,276 @@
+//! c2c: the one-way latency of handing a cache line from one CPU to another, for every
+//! pair of CPUs, and what it implies for locks.
+//!
+//! The engine does the timing ([`crate::engine::ping_pong`]); this module turns the samples
+//! into a matrix and summaries (pure, tested on made-up samples) and owns the ceiling
+//! arithmetic the lock experiments use: a contended lock handoff needs at least k
+//! serialized cache-line transfers (the lock line, then data lines; global spinning adds
+//! invalidations per waiter), so handoffs/s ≤ 1 / (k·L) for one-way latency L
+//! (REFERENCE §2.6: 134 ns → 7.5 M/s at k = 1, 3.7 M/s at k = 2).
+
+use crate::cpuset::CpuSet;
+use crate::engine::{self, PingPongSpec};
+use crate::stats::{self, Summary};
+use crate::topology::{Proximity, Topology};
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+/// Upper bound on contended lock handoffs per second when each handoff needs `k`
+/// serialized transfers of a line with one-way latency `latency_ns`: `1e9 / (k·L)`.
+/// Infinite for a zero latency or k; NaN for a NaN latency.
+pub fn ceiling(latency_ns: f64, k: u32) -> f64 {
+    1e9 / (k as f64 * latency_ns)
+}
+
+/// A measured handoff rate as a share of the k = 1 [`ceiling`] (0.25 = a quarter of what
+/// the line transfers alone would allow).
+pub fn share_of_ceiling(handoffs_per_sec: f64, latency_ns: f64) -> f64 {
+    handoffs_per_sec / ceiling(latency_ns, 1)
+}
+
+/// The ceilings implied by one latency.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// One-way latency the ceilings derive from, ns.
+    pub latency_ns: f64,
+    /// 1 / L: one line transfer per handoff.
+    pub k1_handoffs_per_sec: f64,
+    /// 1 / (2·L): the lock line plus one data line.
+    pub k2_handoffs_per_sec: f64,
+}
+
+impl Ceiling {
+    pub fn of(latency_ns: f64) -> Self {
+        Self {
+            latency_ns,
+            k1_handoffs_per_sec: ceiling(latency_ns, 1),
+            k2_handoffs_per_sec: ceiling(latency_ns, 2),
+        }
+    }
+}
+
+/// One measured pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pair {
+    /// The CPU that timed (ping).
+    pub a: u32,
+    /// Its partner (pong).
+    pub b: u32,
+    /// How the two CPUs relate (SMT sibling, same L3, …).
+    pub proximity: Proximity,
+    /// One-way latency over samples (median, MAD, range, outlier counts), ns.
+    pub latency_ns: Summary,
+    /// Mean one-way latency, ns (what core-to-core-latency prints).
+    pub mean_latency_ns: f64,
+}
+
+/// Latency summary for one proximity class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassSummary {
+    pub proximity: Proximity,
+    /// Pairs in this class.
+    pub pairs: usize,
+    /// Median over the pairs' medians, ns.
+    pub median_latency_ns: f64,
+    /// Smallest and largest pair median, ns.
+    pub min_latency_ns: f64,
+    pub max_latency_ns: f64,
+    /// Ceilings from the class median.
+    pub ceiling: Ceiling,
+}
+
+/// The whole c2c measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct C2c {
+    /// CPUs measured.
+    pub cpus: CpuSet,
+    /// Kept samples per pair (one more was taken and discarded).
+    pub samples: usize,
+    /// Round trips timed per sample.
+    pub round_trips: usize,
+    /// Every measured pair, a < b.
+    pub pairs: Vec<Pair>,
+    /// `matrix_ns[i][j]`: median one-way latency between the i-th and j-th CPU of `cpus`,
+    /// ns; null on the diagonal and for pairs not measured (interrupted).
+    pub matrix_ns: Vec<Vec<Option<f64>>>,
+    /// Per proximity class, closest first.
+    pub classes: Vec<ClassSummary>,
+    /// Ctrl-C stopped the measurement; `pairs` holds what finished.
+    pub interrupted: bool,
+}
+
+impl C2c {
+    /// Builds the result from raw per-pair one-way samples (ns). Pure.
+    pub fn from_samples(
+        topo: &Topology,
+        cpus: &CpuSet,
+        spec: &PingPongSpec,
+        samples: &[((u32, u32), Vec<f64>)],
+        interrupted: bool,
+    ) -> Self {
+        let list = cpus.to_vec();
+        let idx = |c: u32| list.iter().position(|&x| x == c);
+        let mut matrix = vec![vec![None; list.len()]; list.len()];
+        let mut pairs = Vec::new();
+        for ((a, b), s) in samples {
+            let Some(latency) = Summary::of(s) else {
+                continue;
+            };
+            if let (Some(i), Some(j)) = (idx(*a), idx(*b)) {
+                matrix[i][j] = Some(latency.median);
+                matrix[j][i] = Some(latency.median);
+            }
+            pairs.push(Pair {
+                a: *a,
+                b: *b,
+                proximity: topo.proximity(*a, *b),
+                latency_ns: latency,
+                mean_latency_ns: stats::mean(s),
+            });
+        }
+        let classes = Proximity::ALL
+            .iter()
+            .filter_map(|&p| {
+                let m: Vec<f64> = pairs
+                    .iter()
+                    .filter(|x| x.proximity == p)
+                    .map(|x| x.latency_ns.median)
+                    .collect();
+                if m.is_empty() {
+                    return None;
+                }
+                let median = stats::median(&m);
+                Some(ClassSummary {
+                    proximity: p,
+                    pairs: m.len(),
+                    median_latency_ns: median,
+                    min_latency_ns: stats::min(&m),
+                    max_latency_ns: stats::max(&m),
+                    ceiling: Ceiling::of(median),
+                })
+            })
+            .collect();
+        Self {
+            cpus: cpus.clone(),
+            samples: spec.samples,
+            round_trips: spec.round_trips,
+            pairs,
+            matrix_ns: matrix,
+            classes,
+            interrupted,
+        }
+    }
+
+    /// Median one-way latency between `a` and `b`, if measured, ns.
+    pub fn latency_ns(&self, a: u32, b: u32) -> Option<f64> {
+        self.pairs
+            .iter()
+            .find(|p| (p.a, p.b) == (a, b) || (p.a, p.b) == (b, a))
+            .map(|p| p.latency_ns.median)
+    }
+
+    /// The class summary for `p`, if any pair of that class was measured.
+    pub fn class(&self, p: Proximity) -> Option<&ClassSummary> {
+        self.classes.iter().find(|c| c.proximity == p)
+    }
+}
+
+/// The pairs to measure: every a < b in `cpus`.
+pub fn pairs(cpus: &CpuSet) -> Vec<(u32, u32)> {
+    let v = cpus.to_vec();
+    let mut out = Vec::new();
+    for (i, &a) in v.iter().enumerate() {
+        for &b in &v[i + 1..] {
+            out.push((a, b));
+        }
+    }
+    out
+}
+
+/// Measures every pair of `cpus` on this machine (stops early on Ctrl-C, marking the
+/// result `interrupted`). `on_pair` is called after each pair, e.g. for progress.
+pub fn measure(
+    topo: &Topology,
+    cpus: &CpuSet,
+    spec: &PingPongSpec,
+    on_pair: &mut dyn FnMut(usize, usize),
+) -> Result<C2c> {
+    let todo = pairs(cpus);
+    let mut samples = Vec::with_capacity(todo.len());
+    let mut interrupted = false;
+    for (k, &(a, b)) in todo.iter().enumerate() {
+        if crate::interrupt::requested() {
+            interrupted = true;
+            break;
+        }
+        let s = engine::ping_pong(a, b, spec)?;
+        if s.len() < spec.samples {
+            interrupted = true;
+            break;
+        }
+        samples.push(((a, b), s));
+        on_pair(k + 1, todo.len());
+    }
+    Ok(C2c::from_samples(topo, cpus, spec, &samples, interrupted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ceilings_match_the_reference_table() {
+        // REFERENCE §2.6: 7 ns → 143M/71M; 134 ns → 7.5M/3.7M; 200 ns → 5M/2.5M.
+        assert!((ceiling(7.0, 1) / 1e6 - 142.86).abs() < 0.01);
+        assert!((ceiling(7.0, 2) / 1e6 - 71.43).abs() < 0.01);
+        assert!((ceiling(134.0, 1) / 1e6 - 7.46).abs() < 0.01);
+        assert!((ceiling(134.0, 2) / 1e6 - 3.73).abs() < 0.01);
+        assert_eq!(ceiling(200.0, 2), 2.5e6);
+        assert_eq!(share_of_ceiling(2.5e6, 200.0), 0.5);
+        let c = Ceiling::of(100.0);
+        assert_eq!((c.k1_handoffs_per_sec, c.k2_handoffs_per_sec), (1e7, 5e6));
+    }
+
+    #[test]
+    fn samples_become_matrix_pairs_and_classes() {
+        let topo = crate::topology::discover(std::path::Path::new("/")).unwrap();
+        let cpus = CpuSet::from_cpus([0, 1, 2]);
+        let spec = PingPongSpec {
+            samples: 5,
+            round_trips: 10,
+        };
+        let samples = vec![
+            ((0, 1), vec![100.0, 102.0, 98.0, 101.0, 500.0]),
+            ((0, 2), vec![50.0, 50.0, 50.0, 50.0, 50.0]),
+            ((1, 2), vec![]),
+        ];
+        let r = C2c::from_samples(&topo, &cpus, &spec, &samples, true);
+        assert!(r.interrupted);
+        assert_eq!(r.pairs.len(), 2, "an empty pair is skipped");
+        assert_eq!(r.latency_ns(1, 0), Some(101.0));
+        assert_eq!(r.pairs[0].latency_ns.outliers.high_severe, 1);
+        assert_eq!(r.pairs[0].mean_latency_ns, 180.2);
+        assert_eq!(r.matrix_ns[0][1], Some(101.0));
+        assert_eq!(r.matrix_ns[1][0], Some(101.0));
+        assert_eq!(r.matrix_ns[2][0], Some(50.0));
+        assert_eq!(r.matrix_ns[1][2], None);
+        assert_eq!(r.matrix_ns[0][0], None);
+        let n: usize = r.classes.iter().map(|c| c.pairs).sum();
+        assert_eq!(n, 2);
+        for p in &r.pairs {
+            assert_eq!(p.proximity, topo.proximity(p.a, p.b));
+            let c = r.class(p.proximity).unwrap();
+            assert!(c.min_latency_ns <= p.latency_ns.median);
+        }
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j["matrix_ns"][0][0].is_null());
+        assert!(j["classes"][0]["ceiling"]["k1_handoffs_per_sec"].is_f64());
+    }
+
+    #[test]
+    fn pairs_are_unordered_and_complete() {
+        let p = pairs(&CpuSet::from_cpus([0, 2, 5]));
+        assert_eq!(p, [(0, 2), (0, 5), (2, 5)]);
+        assert!(pairs(&CpuSet::from_cpus([3])).is_empty());
+    }
+}

@@ -1,0 +1,4 @@
+//! Experiments: each turns engine results (or engine measurements) into its own result
+//! model — pure where it can be, so reports are tested without the hardware.
+
+pub mod c2c;

@@ -1,0 +1,97 @@
+//! `smtlab c2c` end to end: output shapes and bad input. Short runs (few samples).
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn smtlab() -> Command {
+    Command::cargo_bin("smtlab").unwrap()
+}
+
+fn usable_cpus() -> Vec<u32> {
+    smtlab::affinity::process_affinity().unwrap().to_vec()
+}
+
+#[test]
+fn text_matrix_and_ceiling() {
+    if usable_cpus().len() < 2 {
+        return;
+    }
+    smtlab()
+        .args(["c2c", "--samples", "20", "--round-trips", "100"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "20 samples × 100 round trips per pair",
+        ))
+        .stdout(predicate::str::contains("CPU"))
+        .stdout(predicate::str::contains(
+            "Ceiling on contended lock handoffs",
+        ))
+        .stdout(predicate::str::contains("K=2"));
+}
+
+#[test]
+fn json_has_every_pair_and_a_square_matrix() {
+    let cpus = usable_cpus();
+    if cpus.len() < 2 {
+        return;
+    }
+    // At most 4 CPUs keeps the test short on big machines.
+    let list: Vec<String> = cpus.iter().take(4).map(u32::to_string).collect();
+    let n = list.len();
+    let out = smtlab()
+        .args(["c2c", "--samples", "15", "--round-trips", "100", "--json"])
+        .args(["--cpus", &list.join(",")])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let j: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(j["pairs"].as_array().unwrap().len(), n * (n - 1) / 2);
+    assert_eq!(j["matrix_ns"].as_array().unwrap().len(), n);
+    for p in j["pairs"].as_array().unwrap() {
+        let m = p["latency_ns"]["median"].as_f64().unwrap();
+        assert!(m > 0.0 && m < 1e6, "{m}");
+        assert_eq!(p["latency_ns"]["n"], 15);
+    }
+    let c = &j["classes"][0]["ceiling"];
+    assert!(
+        c["k1_handoffs_per_sec"].as_f64().unwrap() > c["k2_handoffs_per_sec"].as_f64().unwrap()
+    );
+    assert_eq!(j["interrupted"], false);
+}
+
+#[test]
+fn one_cpu_is_not_possible() {
+    let first = usable_cpus()[0].to_string();
+    smtlab()
+        .args(["c2c", "--cpus", &first])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("at least 2 CPUs"));
+}
+
+#[test]
+fn bad_input_exits_2() {
+    smtlab()
+        .args(["c2c", "--cpus", "0,4095"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("4095"))
+        .stderr(predicate::str::contains("not usable"));
+    smtlab()
+        .args(["c2c", "--samples", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--samples"));
+    smtlab()
+        .args(["c2c", "--round-trips", "0"])
+        .assert()
+        .code(2);
+    smtlab()
+        .args(["c2c", "--cpus", "zero"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("zero"));
+}

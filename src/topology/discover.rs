@@ -20,7 +20,7 @@ pub enum DiscoverError {
         "`{0}` has no `sys/devices/system/cpu` directory: not a sysfs root (expected `/` or an unpacked topology dump)"
     )]
     NotSysfs(PathBuf),
-    #[error("`{path}` holds `{content}`, which is not valid: {source}")]
+    #[error("`{path}` holds `{content}`, which is not valid")]
     BadFile {
         path: PathBuf,
         content: String,
@@ -77,7 +77,8 @@ pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
         .unwrap_or_default();
 
     let mut cpus = Vec::with_capacity(ids.len());
-    let mut caches: Vec<Cache> = Vec::new();
+    // Every online CPU's own view of its caches; instances are built once all are read.
+    let mut cache_reports: Vec<(u32, Vec<Cache>)> = Vec::new();
     for &id in &ids {
         let base = format!("sys/devices/system/cpu/cpu{id}");
         // Online: the top-level list when the kernel has it, else cpuN/online (absent on
@@ -119,15 +120,19 @@ pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
                 cpu.core_cpus = s;
             }
             cpu.core_cpus.insert(id);
-            if let Some(s) = r.set_either(&topo, &["package_cpus", "core_siblings"])? {
+            // Left empty when the kernel gives no package mask (PS3, some ARM/RISC-V):
+            // then only `physical_package_id`, if any, says which package a CPU is in.
+            if let Some(s) = r.set_either(&topo, &["package_cpus", "core_siblings"])?
+                && !s.is_empty()
+            {
                 cpu.package_cpus = s;
+                cpu.package_cpus.insert(id);
             }
-            cpu.package_cpus.insert(id);
             cpu.die_cpus = r.set_either(&topo, &["die_cpus"])?;
             cpu.cluster_cpus = r.set_either(&topo, &["cluster_cpus"])?;
         }
         if online {
-            read_caches(&r, &base, id, &mut caches)?;
+            cache_reports.push((id, read_caches(&r, &base, id, &cpu.core_cpus)?));
         }
         cpus.push(cpu);
     }
@@ -146,13 +151,19 @@ pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
         c.core_cpus = c.core_cpus.intersection(&online);
         c.package_cpus = c.package_cpus.intersection(&online);
     }
+    let mut caches = cache_instances(cache_reports, &online, &mut warnings);
     caches.sort_by(|a, b| {
         (a.level, a.cache_type, a.cpus.first()).cmp(&(b.level, b.cache_type, b.cpus.first()))
     });
 
-    let numa_nodes = read_numa(&r, &mut cpus)?;
+    let mut numa_nodes = read_numa(&r, &mut cpus, &mut warnings)?;
     let kinds = read_kinds(&r, &mut cpus)?;
     let machine = read_machine(&r, possible, present);
+    if let [only] = numa_nodes.as_mut_slice()
+        && only.memory_bytes.is_none()
+    {
+        only.memory_bytes = machine.memory_bytes;
+    }
     let process = read_process(&r, live, &mut warnings);
 
     Ok(Topology {
@@ -179,8 +190,12 @@ impl Reader {
         self.root.join(rel.trim_start_matches('/'))
     }
 
+    /// The file's text, without the NUL padding some dump tools leave after the newline.
     fn text(&self, rel: &str) -> Option<String> {
-        fs::read_to_string(self.path(rel)).ok()
+        let mut t = fs::read_to_string(self.path(rel)).ok()?;
+        let end = t.trim_end_matches(['\0', '\n', ' ', '\t', '\r']).len();
+        t.truncate(end);
+        Some(t)
     }
 
     /// A decimal number file; negative or unparsable values are `None` (the kernel writes
@@ -202,11 +217,7 @@ impl Reader {
             None => Ok(None),
             Some(t) => CpuSet::parse_list(&t)
                 .map(Some)
-                .map_err(|e| DiscoverError::BadFile {
-                    path: self.path(rel),
-                    content: t.trim().to_string(),
-                    source: Box::new(e),
-                }),
+                .map_err(|e| bad_file(self.path(rel), &t, e)),
         }
     }
 
@@ -215,26 +226,57 @@ impl Reader {
             None => Ok(None),
             Some(t) => CpuSet::parse_sysfs_mask(&t)
                 .map(Some)
-                .map_err(|e| DiscoverError::BadFile {
-                    path: self.path(rel),
-                    content: t.trim().to_string(),
-                    source: Box::new(e),
-                }),
+                .map_err(|e| bad_file(self.path(rel), &t, e)),
         }
     }
 
-    /// The first of `NAME_list` / `NAME` (mask) that exists, for each name in turn.
+    /// The first of `NAME` (mask) / `NAME_list` that exists, for each name in turn.
+    ///
+    /// Masks first, as hwloc and lscpu read them: the kernel prints both files from one
+    /// bitmap, so they only disagree in hand-edited dumps, and those were edited for the
+    /// mask readers (hwloc:64fake-4n2s2ca2c2t has stale `0-7` lists beside correct masks).
     fn set_either(&self, dir: &str, names: &[&str]) -> Result<Option<CpuSet>, DiscoverError> {
         for n in names {
-            if let Some(s) = self.list(&format!("{dir}/{n}_list"))? {
+            if let Some(s) = self.mask(&format!("{dir}/{n}"))? {
                 return Ok(Some(s));
             }
-            if let Some(s) = self.mask(&format!("{dir}/{n}"))? {
+            if let Some(s) = self.list(&format!("{dir}/{n}_list"))? {
                 return Ok(Some(s));
             }
         }
         Ok(None)
     }
+}
+
+/// A file that exists but does not parse. The content is shown escaped and shortened so
+/// the error stays one line.
+fn bad_file(path: PathBuf, text: &str, mut e: CpuSetError) -> DiscoverError {
+    let t = text.trim();
+    let mut content = one_line(&t.chars().take(60).collect::<String>());
+    if t.chars().count() > 60 {
+        content.push('…');
+    }
+    e.input = content.clone();
+    e.problem = one_line(&e.problem);
+    DiscoverError::BadFile {
+        path,
+        content,
+        source: Box::new(e),
+    }
+}
+
+/// Control characters (newlines, NULs) escaped, so file contents fit in a one-line error.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let esc: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            esc
+        })
+        .collect()
 }
 
 /// `32K`, `1024K`, `12M`, `1G`, or plain bytes.
@@ -249,15 +291,17 @@ fn parse_size(t: &str) -> Option<u64> {
     num.trim().parse::<u64>().ok().map(|n| n * mult)
 }
 
+/// The caches `cpu` reports under `cpuN/cache/index*`, each with the CPUs it says share it.
 fn read_caches(
     r: &Reader,
     base: &str,
     cpu: u32,
-    out: &mut Vec<Cache>,
-) -> Result<(), DiscoverError> {
+    core: &CpuSet,
+) -> Result<Vec<Cache>, DiscoverError> {
+    let mut out = Vec::new();
     let dir = r.path(&format!("{base}/cache"));
     let Ok(rd) = fs::read_dir(&dir) else {
-        return Ok(());
+        return Ok(out);
     };
     let mut idx: Vec<String> = rd
         .filter_map(|e| e.ok())
@@ -276,10 +320,11 @@ fn read_caches(
             Some("Unified") => CacheType::Unified,
             _ => continue,
         };
-        let mut cpus = match r.list(&format!("{d}/shared_cpu_list"))? {
-            Some(s) => s,
-            None => r.mask(&format!("{d}/shared_cpu_map"))?.unwrap_or_default(),
-        };
+        let mut cpus = r.set_either(&d, &["shared_cpu_map"])?.unwrap_or_default();
+        if cpus.is_empty() {
+            // ia64 writes empty maps for its L3 and L2i: those are per core (as hwloc reads it).
+            cpus = core.clone();
+        }
         cpus.insert(cpu);
         let size_bytes = r.text(&format!("{d}/size")).and_then(|t| parse_size(&t));
         // A zero-sized cache is how some kernels say "no such cache" (hwloc skips them).
@@ -287,15 +332,6 @@ fn read_caches(
             continue;
         }
         let level = level.min(255) as u8;
-        if let Some(existing) = out
-            .iter_mut()
-            .find(|c| c.level == level && c.cache_type == cache_type && c.cpus.intersects(&cpus))
-        {
-            // Same instance seen from another CPU; sharing lists can disagree on buggy
-            // kernels, so keep the union.
-            existing.cpus = existing.cpus.union(&cpus);
-            continue;
-        }
         out.push(Cache {
             level,
             cache_type,
@@ -310,26 +346,82 @@ fn read_caches(
             cpus,
         });
     }
-    Ok(())
+    Ok(out)
 }
 
-fn read_numa(r: &Reader, cpus: &mut [Cpu]) -> Result<Vec<NumaNode>, DiscoverError> {
-    let dir = r.path("sys/devices/system/node");
-    let mut nodes = Vec::new();
-    let Ok(rd) = fs::read_dir(&dir) else {
-        return Ok(nodes);
-    };
-    let mut ids: Vec<u32> = rd
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix("node")?.parse().ok())
+/// Cache instances from the CPUs' reports. Each instance is taken from the first online CPU
+/// it lists, as hwloc does: sharing sets that disagree (a buggy kernel, or
+/// hwloc:40intel64-4n10c+pci-conflicts, edited to conflict) cannot then produce
+/// overlapping instances, nor can a union of them swallow a whole level. Reports that
+/// match no instance are named in a warning.
+fn cache_instances(
+    reports: Vec<(u32, Vec<Cache>)>,
+    online: &CpuSet,
+    warnings: &mut Vec<String>,
+) -> Vec<Cache> {
+    let mut out: Vec<Cache> = Vec::new();
+    let mut seen: std::collections::HashSet<(u8, CacheType, CpuSet)> = Default::default();
+    let mut rest = Vec::new();
+    for (cpu, caches) in reports {
+        for c in caches {
+            let key = (c.level, c.cache_type, c.cpus.intersection(online));
+            if key.2.first() == Some(cpu) {
+                seen.insert(key);
+                out.push(c);
+            } else {
+                rest.push((cpu, key));
+            }
+        }
+    }
+    let odd: CpuSet = rest
+        .into_iter()
+        .filter(|(_, key)| !seen.contains(key))
+        .map(|(cpu, _)| cpu)
         .collect();
+    if !odd.is_empty() {
+        warnings.push(format!(
+            "CPUs {odd} report cache sharing that disagrees with the CPUs they list: ignored"
+        ));
+    }
+    out
+}
+
+/// NUMA nodes from `node/online` (else the `nodeN` directories) and each node's `cpumap`.
+/// Without NUMA information (non-NUMA kernels, most embedded dumps) the machine is one
+/// node holding every CPU, as hwloc and lscpu report it. A node claiming CPUs that an
+/// earlier node already holds is firmware lying (hwloc:8em64t-2s2ca2c-buggynuma: 8 nodes
+/// each claiming all CPUs); it is dropped with a warning, as hwloc does.
+fn read_numa(
+    r: &Reader,
+    cpus: &mut [Cpu],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<NumaNode>, DiscoverError> {
+    let node_dir = "sys/devices/system/node";
+    let mut ids: Vec<u32> = match r.list(&format!("{node_dir}/online"))? {
+        Some(s) => s.iter().collect(),
+        None => fs::read_dir(r.path(node_dir))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter_map(|e| e.file_name().to_str()?.strip_prefix("node")?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
     ids.sort_unstable();
+    let mut nodes: Vec<NumaNode> = Vec::new();
+    let mut claimed = CpuSet::new();
+    let mut dropped = Vec::new();
     for n in ids {
-        let base = format!("sys/devices/system/node/node{n}");
-        let set = match r.list(&format!("{base}/cpulist"))? {
-            Some(s) => s,
-            None => r.mask(&format!("{base}/cpumap"))?.unwrap_or_default(),
-        };
+        let base = format!("{node_dir}/node{n}");
+        if !r.path(&base).is_dir() {
+            continue;
+        }
+        let set = r.set_either(&base, &["cpumap"])?.unwrap_or_default();
+        if set.intersects(&claimed) {
+            dropped.push(n);
+            continue;
+        }
+        claimed = claimed.union(&set);
         let memory_bytes = r.text(&format!("{base}/meminfo")).and_then(|t| {
             t.lines()
                 .find(|l| l.contains("MemTotal:"))
@@ -342,6 +434,21 @@ fn read_numa(r: &Reader, cpus: &mut [Cpu]) -> Result<Vec<NumaNode>, DiscoverErro
             memory_bytes,
         });
     }
+    if !dropped.is_empty() {
+        let list: CpuSet = dropped.iter().copied().collect();
+        warnings.push(format!(
+            "NUMA node{} {list} claim{} CPUs of an earlier node (buggy firmware tables): ignored",
+            if dropped.len() > 1 { "s" } else { "" },
+            if dropped.len() > 1 { "" } else { "s" },
+        ));
+    }
+    if nodes.is_empty() {
+        nodes.push(NumaNode {
+            node: 0,
+            cpus: cpus.iter().map(|c| c.cpu).collect(),
+            memory_bytes: None,
+        });
+    }
     for c in cpus.iter_mut() {
         c.numa_node = nodes
             .iter()
@@ -351,9 +458,11 @@ fn read_numa(r: &Reader, cpus: &mut [Cpu]) -> Result<Vec<NumaNode>, DiscoverErro
     Ok(nodes)
 }
 
-/// CPU kinds, in the order of trust REFERENCE §1.3.5 gives: the hybrid PMU sets, then
-/// `cpu_capacity`, then `base_frequency`. Never the maximum frequency alone: Raptor Lake
-/// P-cores report different turbo maxima (5.0 and 5.2 GHz) and would split into two kinds.
+/// CPU kinds, in the order of trust REFERENCE §1.3.5 gives: the hybrid PMU sets, else the
+/// classes of equal (`cpu_capacity`, `base_frequency`). CPUs differing in either are
+/// different kinds (hwloc refines its kinds the same way). Never the maximum frequency:
+/// Raptor Lake P-cores report different turbo maxima (5.0 and 5.2 GHz) and would split
+/// into two kinds.
 fn read_kinds(r: &Reader, cpus: &mut [Cpu]) -> Result<Vec<CpuKind>, DiscoverError> {
     let mut kinds = Vec::new();
     // Energy-efficient first, as hwloc ranks them.
@@ -373,20 +482,7 @@ fn read_kinds(r: &Reader, cpus: &mut [Cpu]) -> Result<Vec<CpuKind>, DiscoverErro
         }
     }
     if kinds.is_empty() {
-        kinds = group_kinds(
-            cpus,
-            |c| c.capacity.map(u64::from),
-            "cpu_capacity",
-            |v| format!("capacity {v}"),
-        );
-    }
-    if kinds.is_empty() {
-        kinds = group_kinds(
-            cpus,
-            |c| c.base_freq_khz,
-            "base_frequency",
-            |v| format!("base {} MHz", v / 1000),
-        );
+        kinds = group_kinds(cpus);
     }
     for c in cpus.iter_mut() {
         c.kind = kinds.iter().position(|k| k.cpus.contains(c.cpu));
@@ -394,31 +490,49 @@ fn read_kinds(r: &Reader, cpus: &mut [Cpu]) -> Result<Vec<CpuKind>, DiscoverErro
     Ok(kinds)
 }
 
-/// Kinds from a per-CPU value, ascending (lowest capacity = most efficient first). Only
-/// when every online CPU has the value and it takes at least two values.
-fn group_kinds(
-    cpus: &[Cpu],
-    value: impl Fn(&Cpu) -> Option<u64>,
-    source: &str,
-    name: impl Fn(u64) -> String,
-) -> Vec<CpuKind> {
-    let mut by: BTreeMap<u64, CpuSet> = BTreeMap::new();
-    for c in cpus.iter().filter(|c| c.online) {
-        match value(c) {
-            Some(v) => {
-                by.entry(v).or_default().insert(c.cpu);
-            }
-            None => return Vec::new(),
-        }
+/// Kinds from per-CPU capacity and base frequency, ascending (lowest capacity, then lowest
+/// base frequency = most efficient first). A property counts only when every online CPU
+/// has it; at least two classes are needed to speak of kinds.
+fn group_kinds(cpus: &[Cpu]) -> Vec<CpuKind> {
+    let online = || cpus.iter().filter(|c| c.online);
+    let use_cap = online().all(|c| c.capacity.is_some());
+    let use_base = online().all(|c| c.base_freq_khz.is_some());
+    let mut by: BTreeMap<(Option<u32>, Option<u64>), CpuSet> = BTreeMap::new();
+    for c in online() {
+        let key = (
+            c.capacity.filter(|_| use_cap),
+            c.base_freq_khz.filter(|_| use_base),
+        );
+        by.entry(key).or_default().insert(c.cpu);
     }
     if by.len() < 2 {
         return Vec::new();
     }
+    let caps = by
+        .keys()
+        .map(|k| k.0)
+        .collect::<std::collections::BTreeSet<_>>();
+    let bases = by
+        .keys()
+        .map(|k| k.1)
+        .collect::<std::collections::BTreeSet<_>>();
     by.into_iter()
-        .map(|(v, cpus)| CpuKind {
-            name: name(v),
-            source: source.into(),
-            cpus,
+        .map(|((cap, base), cpus)| {
+            let mut parts = Vec::new();
+            let mut sources = Vec::new();
+            if let Some(v) = cap.filter(|_| caps.len() > 1) {
+                parts.push(format!("capacity {v}"));
+                sources.push("cpu_capacity");
+            }
+            if let Some(v) = base.filter(|_| bases.len() > 1) {
+                parts.push(format!("base {} MHz", v / 1000));
+                sources.push("base_frequency");
+            }
+            CpuKind {
+                name: parts.join(", "),
+                source: sources.join("+"),
+                cpus,
+            }
         })
         .collect()
 }
@@ -487,28 +601,44 @@ fn read_process(r: &Reader, live: bool, warnings: &mut Vec<String>) -> ProcessCp
             Err(e) => warnings.push(format!("could not read this process's affinity: {e}")),
         }
     }
-    if let Some((src, set, quota)) = read_cgroup(r) {
-        p.cgroup_source = src;
-        p.cgroup_cpus = set;
-        p.cpu_quota = quota;
-    }
+    let cg = read_cgroup(r);
+    p.cgroup_source = cg.source;
+    p.cgroup_cpus = cg.cpus;
+    p.cgroup_mems = cg.mems;
+    p.cpu_quota = cg.quota;
     p
+}
+
+/// What the process's cgroup says: the cpuset file read, its CPUs and memory nodes, and
+/// the CPU quota.
+#[derive(Default)]
+struct CgroupInfo {
+    source: Option<String>,
+    cpus: Option<CpuSet>,
+    mems: Option<CpuSet>,
+    quota: Option<f64>,
 }
 
 /// Finds this process's cpuset cgroup as hwloc does: the path from `/proc/self/cgroup`
 /// (v2 `0::path`, v1 `N:…cpuset…:path`) or `/proc/self/cpuset`, the mount point from
-/// `/proc/mounts`, then `cpuset.cpus.effective` (v2), `cpuset.effective_cpus` or
-/// `cpuset.cpus` (v1), or `cpus` (legacy `noprefix` cpuset fs).
-type CgroupInfo = (Option<String>, Option<CpuSet>, Option<f64>);
-fn read_cgroup(r: &Reader) -> Option<CgroupInfo> {
-    let mounts = r.text("proc/mounts")?;
+/// `/proc/mounts` (any place: Slurm mounts cgroup2 at `/cgroup/unified`), then
+/// `cpuset.cpus.effective` (v2), `cpuset.effective_cpus` or `cpuset.cpus` (v1), or `cpus`
+/// (legacy cpuset fs, or cgroup v1 mounted with `noprefix`). v1's `effective_cpus` comes
+/// first because it is what the kernel enforces (hwloc reads the requested `cpuset.cpus`).
+fn read_cgroup(r: &Reader) -> CgroupInfo {
+    let mut info = CgroupInfo::default();
+    let Some(mounts) = r.text("proc/mounts") else {
+        return info;
+    };
     let mut v2_path = None;
     let mut v1_path = None;
     let mut v1_cpu_path = None;
     if let Some(t) = r.text("proc/self/cgroup") {
         for line in t.lines() {
             let mut it = line.splitn(3, ':');
-            let (id, ctrls, path) = (it.next()?, it.next()?, it.next()?);
+            let (Some(id), Some(ctrls), Some(path)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
             if id == "0" && ctrls.is_empty() {
                 v2_path = Some(path.to_string());
             } else {
@@ -522,21 +652,24 @@ fn read_cgroup(r: &Reader) -> Option<CgroupInfo> {
         }
     }
     let legacy_path = r.text("proc/self/cpuset").map(|t| t.trim().to_string());
-    let mut candidates: Vec<String> = Vec::new();
-    let mut quota = None;
+    // (cpus file, mems file) pairs, best first.
+    let mut candidates: Vec<(String, String)> = Vec::new();
     for line in mounts.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() < 4 {
             continue;
         }
-        let (mnt, fstype, opts) = (f[1], f[2], f[3]);
+        let (mnt, fstype, opts) = (f[1].trim_end_matches('/'), f[2], f[3]);
         let opts: Vec<&str> = opts.split(',').collect();
         if fstype == "cgroup2" {
             if let Some(p) = v2_path.as_ref().or(legacy_path.as_ref()) {
                 let dir = format!("{mnt}{}", p.trim_end_matches('/'));
-                candidates.push(format!("{dir}/cpuset.cpus.effective"));
-                if quota.is_none() {
-                    quota = r.text(&format!("{dir}/cpu.max")).and_then(|t| {
+                candidates.push((
+                    format!("{dir}/cpuset.cpus.effective"),
+                    format!("{dir}/cpuset.mems.effective"),
+                ));
+                if info.quota.is_none() {
+                    info.quota = r.text(&format!("{dir}/cpu.max")).and_then(|t| {
                         let mut it = t.split_whitespace();
                         let q = it.next()?.parse::<f64>().ok()?;
                         let per = it.next()?.parse::<f64>().ok()?;
@@ -548,42 +681,48 @@ fn read_cgroup(r: &Reader) -> Option<CgroupInfo> {
             if let Some(p) = v1_path.as_ref().or(legacy_path.as_ref()) {
                 let dir = format!("{mnt}{}", p.trim_end_matches('/'));
                 if opts.contains(&"noprefix") || fstype == "cpuset" {
-                    candidates.push(format!("{dir}/cpus"));
+                    candidates.push((format!("{dir}/cpus"), format!("{dir}/mems")));
                 } else {
-                    candidates.push(format!("{dir}/cpuset.effective_cpus"));
-                    candidates.push(format!("{dir}/cpuset.cpus"));
+                    candidates.push((
+                        format!("{dir}/cpuset.effective_cpus"),
+                        format!("{dir}/cpuset.effective_mems"),
+                    ));
+                    candidates.push((format!("{dir}/cpuset.cpus"), format!("{dir}/cpuset.mems")));
                 }
             }
         } else if fstype == "cgroup"
             && opts.contains(&"cpu")
-            && quota.is_none()
+            && info.quota.is_none()
             && let Some(p) = v1_cpu_path.as_ref()
         {
+            let dir = format!("{mnt}{}", p.trim_end_matches('/'));
+            let q = r.text(&format!("{dir}/cpu.cfs_quota_us"));
+            let per = r.text(&format!("{dir}/cpu.cfs_period_us"));
+            if let (Some(q), Some(per)) = (q, per)
+                && let (Ok(q), Ok(per)) = (q.trim().parse::<f64>(), per.trim().parse::<f64>())
+                && q > 0.0
+                && per > 0.0
             {
-                let dir = format!("{mnt}{}", p.trim_end_matches('/'));
-                let q = r.text(&format!("{dir}/cpu.cfs_quota_us"));
-                let per = r.text(&format!("{dir}/cpu.cfs_period_us"));
-                if let (Some(q), Some(per)) = (q, per)
-                    && let (Ok(q), Ok(per)) = (q.trim().parse::<f64>(), per.trim().parse::<f64>())
-                    && q > 0.0
-                    && per > 0.0
-                {
-                    quota = Some(q / per);
-                }
+                info.quota = Some(q / per);
             }
         }
     }
-    for c in candidates {
-        if let Some(t) = r.text(&c) {
-            // An empty effective list means "inherit everything" on a fresh cgroup.
-            if let Ok(s) = CpuSet::parse_list(&t)
-                && !s.is_empty()
-            {
-                return Some((Some(c), Some(s), quota));
-            }
+    for (cpus, mems) in candidates {
+        // An empty list means "inherit everything" on a fresh cgroup.
+        if let Some(t) = r.text(&cpus)
+            && let Ok(s) = CpuSet::parse_list(&t)
+            && !s.is_empty()
+        {
+            info.mems = r
+                .text(&mems)
+                .and_then(|t| CpuSet::parse_list(&t).ok())
+                .filter(|m| !m.is_empty());
+            info.source = Some(cpus);
+            info.cpus = Some(s);
+            break;
         }
     }
-    Some((None, None, quota))
+    info
 }
 
 #[cfg(test)]

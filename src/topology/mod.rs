@@ -33,7 +33,9 @@ pub struct Topology {
     /// CPU kinds (hybrid P/E cores), energy-efficient first as hwloc ranks them; empty when
     /// all CPUs are alike or the kernel does not tell.
     pub kinds: Vec<CpuKind>,
-    /// NUMA nodes that have CPUs or memory.
+    /// NUMA nodes with their CPUs and memory. Serialised as `numa` so that the top-level
+    /// `numa_nodes` key of `topo --json` stays the oracle-shaped partition (lists of CPUs).
+    #[serde(rename = "numa")]
     pub numa_nodes: Vec<NumaNode>,
     /// The CPUs this process may run on, and why.
     pub process: ProcessCpus,
@@ -56,9 +58,11 @@ pub struct Cpu {
     pub cluster: Option<u32>,
     /// `core_id`: per package, with gaps; a label, not an identity (use `core_cpus`).
     pub core_id: Option<u32>,
-    /// SMT siblings including this CPU (`core_cpus`, else `thread_siblings`), online only.
+    /// SMT siblings including this CPU (`core_cpus`, else `thread_siblings`), online only
+    /// (`discover` intersects with the online set).
     pub core_cpus: CpuSet,
-    /// CPUs of the same package (`package_cpus`, else `core_siblings`).
+    /// CPUs of the same package (`package_cpus`, else `core_siblings`), online only; empty
+    /// when the kernel gives no package mask.
     pub package_cpus: CpuSet,
     /// CPUs of the same die, when the kernel exposes dies.
     pub die_cpus: Option<CpuSet>,
@@ -125,7 +129,7 @@ pub struct CpuKind {
     /// Short label: `E-core`, `P-core`, `LP-E-core`, or `capacity N`/`base N MHz`.
     pub name: String,
     /// Where the kind came from: `pmu` (`/sys/devices/cpu_core|cpu_atom/cpus`),
-    /// `cpu_capacity` or `base_frequency`.
+    /// `cpu_capacity`, `base_frequency` or both joined by `+`.
     pub source: String,
     /// Member CPUs.
     pub cpus: CpuSet,
@@ -174,6 +178,10 @@ pub struct ProcessCpus {
     pub affinity: Option<CpuSet>,
     /// The cgroup (v2 `cpuset.cpus.effective`, v1 `cpuset.cpus`) restriction, when found.
     pub cgroup_cpus: Option<CpuSet>,
+    /// The cgroup's memory nodes (v2 `cpuset.mems.effective`, v1 `cpuset.mems`), when found
+    /// beside `cgroup_cpus`: NUMA node numbers this process may allocate on.
+    #[serde(default)]
+    pub cgroup_mems: Option<CpuSet>,
     /// Which cgroup file gave `cgroup_cpus`, relative to the root.
     pub cgroup_source: Option<String>,
     /// CPU quota from cgroup v2 `cpu.max` or v1 `cpu.cfs_quota_us`, in CPUs (e.g. 1.5);
@@ -263,14 +271,13 @@ impl Topology {
 
     /// Distinct SMT sibling sets (cores) over online CPUs, ordered by first CPU.
     pub fn cores(&self) -> Vec<CpuSet> {
-        unique_sets(self.cpus.iter().filter(|c| c.online).map(|c| {
-            let s = c.core_cpus.intersection(&self.online());
-            if s.is_empty() {
-                CpuSet::from_cpus([c.cpu])
-            } else {
-                s
-            }
-        }))
+        let online = self.online();
+        unique_sets(
+            self.cpus
+                .iter()
+                .filter(|c| c.online)
+                .map(|c| online_core(c, &online)),
+        )
     }
 
     /// Largest number of online threads on one core (1 = no SMT visible).
@@ -299,12 +306,22 @@ impl Topology {
         self.caches_at(level).find(|c| c.cpus.contains(cpu))
     }
 
-    /// The core (sibling set) containing `cpu`.
+    /// The core (online sibling set) containing `cpu`; `{cpu}` alone when unknown.
     pub fn core_of(&self, cpu: u32) -> CpuSet {
-        self.cores()
-            .into_iter()
-            .find(|c| c.contains(cpu))
-            .unwrap_or_else(|| CpuSet::from_cpus([cpu]))
+        match self.cpu(cpu) {
+            Some(c) if c.online && !c.core_cpus.is_empty() => {
+                // `discover` keeps `core_cpus` to online CPUs; re-check cheaply anyway.
+                if c.core_cpus
+                    .iter()
+                    .all(|s| self.cpu(s).is_some_and(|x| x.online))
+                {
+                    c.core_cpus.clone()
+                } else {
+                    online_core(c, &self.online())
+                }
+            }
+            _ => CpuSet::from_cpus([cpu]),
+        }
     }
 
     /// Groups of CPUs sharing a last-level cache; packages when no cache is known.
@@ -328,46 +345,96 @@ impl Topology {
                     groups.push(rest);
                 }
             }
-            groups.sort();
+            sort_sets(&mut groups);
             groups
         }
     }
 
-    /// Packages over online CPUs.
+    /// Packages over online CPUs, as the kernel's package masks (`package_cpus`, else
+    /// `core_siblings`) group them, else by `physical_package_id`. Online CPUs the kernel
+    /// places in no package form one more group, so every online CPU is in exactly one.
     pub fn packages(&self) -> Vec<CpuSet> {
         let online = self.online();
-        let mut by_id: BTreeMap<u32, CpuSet> = BTreeMap::new();
-        let mut loose = Vec::new();
-        for c in self.cpus.iter().filter(|c| c.online) {
-            match c.package {
-                Some(p) => {
-                    by_id.entry(p).or_default().insert(c.cpu);
-                }
-                None => loose.push(c.package_cpus.intersection(&online)),
-            }
+        let mut out = self.known_packages(&online);
+        let covered = out.iter().fold(CpuSet::new(), |a, p| a.union(p));
+        let rest = online.difference(&covered);
+        if !rest.is_empty() {
+            out.push(rest);
+            sort_sets(&mut out);
         }
-        let mut out = unique_sets(by_id.into_values().chain(loose));
-        out.retain(|s| !s.is_empty());
         out
     }
 
-    /// How CPUs `a` and `b` relate.
+    /// Packages the kernel reports (empty when it says nothing, as on the PS3).
+    fn known_packages(&self, online: &CpuSet) -> Vec<CpuSet> {
+        let mut by_id: BTreeMap<u32, CpuSet> = BTreeMap::new();
+        let mut sets = Vec::new();
+        for c in self.cpus.iter().filter(|c| c.online) {
+            let set = c.package_cpus.intersection(online);
+            if !set.is_empty() {
+                // Each package once, from its first CPU (as hwloc): a CPU whose mask
+                // disagrees with its first sibling's cannot split the partition.
+                if set.first() == Some(c.cpu) {
+                    sets.push(set);
+                }
+            } else if let Some(p) = c.package {
+                by_id.entry(p).or_default().insert(c.cpu);
+            }
+        }
+        unique_sets(sets.into_iter().chain(by_id.into_values()))
+    }
+
+    /// The package holding `cpu` (see [`Topology::packages`]).
+    pub fn package_of(&self, cpu: u32) -> CpuSet {
+        match self.cpu(cpu) {
+            Some(c) if !c.package_cpus.is_empty() => c.package_cpus.clone(),
+            _ => self
+                .packages()
+                .into_iter()
+                .find(|p| p.contains(cpu))
+                .unwrap_or_else(|| CpuSet::from_cpus([cpu])),
+        }
+    }
+
+    /// Dies that are a level of their own: the kernel's `die_cpus` groups that hold more
+    /// than one CPU and differ from their package (hwloc lists no die otherwise; kernels
+    /// write a die per package on every machine since 5.2).
+    pub fn dies(&self) -> Vec<CpuSet> {
+        let online = self.online();
+        let mut out = Vec::new();
+        for c in self.cpus.iter().filter(|c| c.online) {
+            let Some(d) = &c.die_cpus else { continue };
+            let d = d.intersection(&online);
+            if d.len() > 1 && d.first() == Some(c.cpu) && d != c.package_cpus.intersection(&online)
+            {
+                out.push(d);
+            }
+        }
+        unique_sets(out)
+    }
+
+    /// How CPUs `a` and `b` relate. Cheap (no partition is rebuilt), so callers may ask
+    /// for every pair of a large machine.
     pub fn proximity(&self, a: u32, b: u32) -> Proximity {
         if a == b {
-            Proximity::SameCpu
-        } else if self.core_of(a).contains(b) {
-            Proximity::SmtSibling
-        } else if self
-            .llc_groups()
-            .iter()
-            .any(|g| g.contains(a) && g.contains(b))
-        {
+            return Proximity::SameCpu;
+        }
+        if self.core_of(a).contains(b) {
+            return Proximity::SmtSibling;
+        }
+        let same_package = self.package_of(a).contains(b);
+        let llc = self
+            .llc_level()
+            .filter(|&l| l >= 2)
+            .and_then(|l| self.cache_of(a, l));
+        let same_llc = match llc {
+            Some(c) => c.cpus.contains(b),
+            // No shared cache known for `a`: its package is its group (as `llc_groups`).
+            None => same_package,
+        };
+        if same_llc {
             Proximity::SameL3
-        } else if self
-            .packages()
-            .iter()
-            .any(|p| p.contains(a) && p.contains(b))
-        {
+        } else if same_package {
             Proximity::OtherL3
         } else {
             Proximity::OtherPackage
@@ -379,33 +446,39 @@ impl Topology {
         let online = self.online();
         let at =
             |level: u8| unique_sets(self.caches_at(level).map(|c| c.cpus.intersection(&online)));
-        let dies = {
-            let mut by: BTreeMap<(Option<u32>, u32), CpuSet> = BTreeMap::new();
-            for c in self.cpus.iter().filter(|c| c.online) {
-                if let Some(d) = c.die {
-                    by.entry((c.package, d)).or_default().insert(c.cpu);
-                }
-            }
-            unique_sets(by.into_values())
-        };
         Partitions {
             online_cpus: online.clone(),
             allowed_cpus: self.allowed(),
             cores: self.cores(),
             l2_caches: at(2),
             l3_caches: at(3),
-            packages: self.packages(),
+            packages: self.known_packages(&online),
             numa_nodes: unique_sets(self.numa_nodes.iter().map(|n| n.cpus.intersection(&online))),
-            dies,
+            dies: self.dies(),
             cpu_kinds: unique_sets(self.kinds.iter().map(|k| k.cpus.intersection(&online))),
         }
     }
 }
 
+/// The online siblings of `c` (itself at least).
+fn online_core(c: &Cpu, online: &CpuSet) -> CpuSet {
+    let s = c.core_cpus.intersection(online);
+    if s.is_empty() {
+        CpuSet::from_cpus([c.cpu])
+    } else {
+        s
+    }
+}
+
+/// Sorts sets by their ascending CPU lists, as the oracles sort.
+fn sort_sets(v: &mut [CpuSet]) {
+    v.sort_by(|a, b| a.iter().cmp(b.iter()));
+}
+
 /// Distinct non-empty sets, sorted (by first CPU, as the oracles sort).
 pub fn unique_sets<I: IntoIterator<Item = CpuSet>>(sets: I) -> Vec<CpuSet> {
     let mut v: Vec<CpuSet> = sets.into_iter().filter(|s| !s.is_empty()).collect();
-    v.sort_by_key(|s| s.to_vec());
+    sort_sets(&mut v);
     v.dedup();
     v
 }

@@ -2,3 +2,5 @@
 //! model — pure where it can be, so reports are tested without the hardware.
 
 pub mod c2c;
+pub mod diagnosis;
+pub mod lockscan;

@@ -1,0 +1,695 @@
+//! `lockscan` (seed 000): lock threads hammer one global lock while scan threads memset a
+//! buffer; does a lock thread that shares a core with a scanner acquire less?
+//!
+//! The seed's program packed its counters into one array and reported one 10-second
+//! sample of one lock. Here every lock thread has its own stats block (cache-line padded,
+//! in the lock library), runs repeat with interleaved scenarios (baseline without scanners
+//! first in each round), and the verdict carries a bootstrap confidence interval.
+
+use crate::cpuset::CpuSet;
+use crate::engine::{Engine, IntervalSample, Phase, RunResult, RunSpec, ThreadCtx, Workload};
+use crate::locks::{LockCounters, LockKind, LockThread, StatsMode, ThreadStats, new_lock};
+use crate::placement::{Plan, ThreadPlacement};
+use crate::stats::{self, Ci, Summary};
+use crate::topology::{Proximity, Topology};
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+
+/// Bumped when the JSON layout changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Who runs where in one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Short name: `baseline`, `seed-default`, `scanner on 3`, …
+    pub label: String,
+    /// One lock thread per CPU listed (in order).
+    pub lock_cpus: Vec<u32>,
+    /// One scan thread per CPU listed.
+    pub scan_cpus: Vec<u32>,
+}
+
+impl Scenario {
+    /// The engine plan: lock threads first, then scan threads, each pinned to one CPU.
+    pub fn plan(&self) -> Plan {
+        let threads = self
+            .lock_cpus
+            .iter()
+            .chain(&self.scan_cpus)
+            .enumerate()
+            .map(|(thread, &c)| ThreadPlacement {
+                thread,
+                cpus: CpuSet::from_cpus([c]),
+            })
+            .collect::<Vec<_>>();
+        let cpus: CpuSet = self
+            .lock_cpus
+            .iter()
+            .chain(&self.scan_cpus)
+            .copied()
+            .collect();
+        Plan {
+            request: format!(
+                "lock {} / scan {}",
+                list(&self.lock_cpus),
+                list(&self.scan_cpus)
+            ),
+            oversubscribed: cpus.len() < threads.len(),
+            threads,
+            notes: Vec::new(),
+        }
+    }
+}
+
+fn list(v: &[u32]) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// Where threads go, as the user asked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Layout {
+    /// The seed's default: the scanner on the lowest allowed CPU (its `mask & (mask-1)`
+    /// clears the lowest bit for the lock threads), lock threads on the rest.
+    SeedDefault,
+    /// Explicit CPU sets (`--lock-cpus/--scan-cpus` or the seed's `-l/-s` masks).
+    Explicit { lock: CpuSet, scan: CpuSet },
+    /// One scenario per scanner position: on SMT machines the scanner on each lock
+    /// thread's sibling in turn; without SMT, on each core in turn.
+    Sweep,
+}
+
+/// A validated lockscan configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub layout: Layout,
+    pub locks: Vec<LockKind>,
+    /// Busy work inside the critical section, ns (0 = the seed's empty section).
+    pub cs_ns: u64,
+    /// Bytes each scan thread memsets per pass.
+    pub scan_bytes: usize,
+    pub spec: RunSpec,
+    pub repeat: usize,
+    /// Also run each scenario without scan threads (the cross-core reference).
+    pub baseline: bool,
+}
+
+/// Builds the scenarios for a layout on this topology, or says why it cannot.
+pub fn scenarios(topo: &Topology, layout: &Layout, baseline: bool) -> Result<Vec<Scenario>> {
+    use crate::error::BadInput;
+    let allowed = topo.allowed();
+    let mut out = Vec::new();
+    match layout {
+        Layout::SeedDefault => {
+            let scan = allowed
+                .first()
+                .ok_or_else(|| BadInput("no usable CPU".into()))?;
+            let lock: Vec<u32> = allowed.iter().filter(|&c| c != scan).collect();
+            if lock.is_empty() {
+                return Err(BadInput(
+                    "the seed's default layout needs at least 2 usable CPUs (one scanner, the rest lock threads); pass --lock-cpus/--scan-cpus".into(),
+                )
+                .into());
+            }
+            out.push(Scenario {
+                label: "seed-default".into(),
+                lock_cpus: lock,
+                scan_cpus: vec![scan],
+            });
+        }
+        Layout::Explicit { lock, scan } => {
+            check_usable(topo, lock, "lock")?;
+            check_usable(topo, scan, "scan")?;
+            if lock.is_empty() {
+                return Err(BadInput(
+                    "no lock threads: --lock-cpus (or -l) selects no CPU; give at least one, e.g. --lock-cpus 0".into(),
+                )
+                .into());
+            }
+            out.push(Scenario {
+                label: "explicit".into(),
+                lock_cpus: lock.to_vec(),
+                scan_cpus: scan.to_vec(),
+            });
+        }
+        Layout::Sweep => {
+            let cores = crate::placement::spread_cores(topo);
+            let smt = cores.iter().any(|c| c.len() >= 2);
+            if smt {
+                // Lock threads on the first sibling of every core with a sibling; the
+                // scanner visits each of those cores' second sibling.
+                let lock: Vec<u32> = cores
+                    .iter()
+                    .filter(|c| c.len() >= 2)
+                    .map(|c| c.first().expect("non-empty"))
+                    .collect();
+                for core in cores.iter().filter(|c| c.len() >= 2) {
+                    let sib = core.iter().nth(1).expect("2 siblings");
+                    out.push(Scenario {
+                        label: format!(
+                            "scanner on {sib} (sibling of {})",
+                            core.first().expect("x")
+                        ),
+                        lock_cpus: lock.clone(),
+                        scan_cpus: vec![sib],
+                    });
+                }
+            } else {
+                // Without SMT the scanner can only share a core by time-sharing a CPU
+                // with a lock thread; every other lock thread sees it cross-core.
+                let lock: Vec<u32> = cores.iter().map(|c| c.first().expect("x")).collect();
+                if lock.is_empty() {
+                    return Err(BadInput("no usable CPU".into()).into());
+                }
+                for &c in &lock {
+                    out.push(Scenario {
+                        label: format!("scanner on {c} (time-shares CPU {c})"),
+                        lock_cpus: lock.clone(),
+                        scan_cpus: vec![c],
+                    });
+                }
+            }
+        }
+    }
+    if baseline {
+        let first = out[0].clone();
+        out.insert(
+            0,
+            Scenario {
+                label: "baseline (no scanner)".into(),
+                lock_cpus: first.lock_cpus,
+                scan_cpus: Vec::new(),
+            },
+        );
+    }
+    Ok(out)
+}
+
+fn check_usable(topo: &Topology, set: &CpuSet, what: &str) -> Result<()> {
+    let allowed = topo.allowed();
+    let bad = set.difference(&allowed);
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let offline: CpuSet = topo
+        .cpus
+        .iter()
+        .filter(|c| !c.online)
+        .map(|c| c.cpu)
+        .collect();
+    let why = if bad.intersects(&offline) {
+        "offline"
+    } else if topo.cpu(bad.first().expect("non-empty")).is_none() {
+        "not on this machine"
+    } else {
+        "outside this process's affinity/cgroup"
+    };
+    Err(crate::error::BadInput(format!(
+        "{what} CPUs {bad} are {why}; usable CPUs: {allowed}"
+    ))
+    .into())
+}
+
+/// Busy-waits about `ns` nanoseconds (the critical-section work).
+#[inline]
+fn busy_ns(ns: u64) {
+    if ns == 0 {
+        return;
+    }
+    let start = crate::locks::now_ns();
+    while crate::locks::now_ns().saturating_sub(start) < ns {
+        std::hint::spin_loop();
+    }
+}
+
+/// The seed's two thread types over one global lock.
+pub struct LockScan {
+    lock_kind: LockKind,
+    lock: Box<dyn crate::locks::Lock>,
+    lock_threads: usize,
+    cs_ns: u64,
+    scan_bytes: usize,
+    /// Live counters of each lock thread, for per-interval spins.
+    live: Mutex<Vec<Option<Arc<LockCounters>>>>,
+    /// Final stats of each lock thread (measurement phase only).
+    finals: Mutex<Vec<Option<ThreadStats>>>,
+}
+
+impl LockScan {
+    pub fn new(lock_kind: LockKind, lock_threads: usize, cs_ns: u64, scan_bytes: usize) -> Self {
+        LockScan {
+            lock_kind,
+            lock: new_lock(lock_kind, StatsMode::Counters),
+            lock_threads,
+            cs_ns,
+            scan_bytes,
+            live: Mutex::new(vec![None; lock_threads]),
+            finals: Mutex::new(vec![None; lock_threads]),
+        }
+    }
+
+    /// Takes the final per-lock-thread stats of the last run.
+    pub fn take_stats(&self) -> Vec<ThreadStats> {
+        let mut f = self.finals.lock().expect("not poisoned");
+        f.iter_mut()
+            .map(|s| {
+                s.take()
+                    .unwrap_or_else(|| ThreadStats::new(self.lock_threads))
+            })
+            .collect()
+    }
+
+    /// Spins so far of each lock thread (live, for interval rows).
+    pub fn live_spins(&self) -> Vec<u64> {
+        self.live
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .map(|c| c.as_ref().map(|c| c.load().spins).unwrap_or(0))
+            .collect()
+    }
+}
+
+impl Workload for LockScan {
+    fn name(&self) -> String {
+        format!("lockscan/{}", self.lock_kind)
+    }
+
+    fn run_thread(&self, ctx: &ThreadCtx<'_>) {
+        if ctx.thread < self.lock_threads {
+            let mut lt = LockThread::new(ctx.thread, self.lock_threads);
+            self.live.lock().expect("not poisoned")[ctx.thread] = Some(lt.counters());
+            let mut measuring = false;
+            let mut n = 0u64;
+            while !ctx.should_stop() {
+                if !measuring && ctx.phase() == Phase::Measure {
+                    lt.reset();
+                    measuring = true;
+                }
+                self.lock.lock(&mut lt);
+                busy_ns(self.cs_ns);
+                // SAFETY: this thread took the lock two lines above and still holds it.
+                unsafe { self.lock.unlock(&mut lt) };
+                n += 1;
+                // Batch the shared progress counter: it sits on this thread's own line,
+                // but one add per acquisition would still double the loop's stores.
+                if n == 64 {
+                    ctx.add_progress(n);
+                    n = 0;
+                }
+            }
+            ctx.add_progress(n);
+            self.finals.lock().expect("not poisoned")[ctx.thread] = Some(lt.stats());
+        } else {
+            let mut buf = vec![0u8; self.scan_bytes];
+            let mut v = 0u8;
+            while !ctx.should_stop() {
+                v = v.wrapping_add(1);
+                // SAFETY: writes exactly buf.len() bytes into buf.
+                unsafe { std::ptr::write_bytes(buf.as_mut_ptr(), v, buf.len()) };
+                std::hint::black_box(&mut buf);
+                ctx.add_progress(1);
+            }
+        }
+    }
+}
+
+/// One thread's row (medians over repetitions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRow {
+    pub thread: usize,
+    /// `lock` or `scan`.
+    pub role: String,
+    pub cpu: u32,
+    /// The CPU's core (its SMT sibling set).
+    pub core: CpuSet,
+    /// A scan thread runs on this thread's core (an SMT sibling or the same CPU).
+    pub shares_core_with_scanner: bool,
+    /// Acquisitions per second (lock threads) or scan passes per second, median over runs.
+    pub ops_per_sec: f64,
+    /// Spread of `ops_per_sec` over runs.
+    pub ops_per_sec_summary: Option<Summary>,
+    /// Acquisitions in the measured time of the median run (`locked` in the seed).
+    pub locked: u64,
+    /// Wait-loop iterations (`spin` in the seed), median run.
+    pub spins: u64,
+    /// This thread's share of all acquisitions, 0–1.
+    pub share_of_acquisitions: f64,
+    pub spins_per_acquire: f64,
+    /// Acquisitions that took the lock from another thread.
+    pub handoffs_received: u64,
+    /// Handoffs received by the previous owner's proximity (`smt-sibling`, `same-l3`, …).
+    pub handoffs_by_proximity: Vec<(Proximity, u64)>,
+    /// Share of its wall time the thread was on a CPU, 0–1.
+    pub cpu_share: f64,
+    pub involuntary_ctx_switches: u64,
+}
+
+/// One scenario with one lock: all its runs summarised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    pub scenario: Scenario,
+    pub lock: LockKind,
+    pub runs: usize,
+    pub threads: Vec<ThreadRow>,
+    /// Total acquisitions per second, over runs.
+    pub acquisitions_per_sec: Option<Summary>,
+    /// Jain's fairness index over lock threads' acquisition rates (1 = perfectly fair).
+    pub jain_index: f64,
+    /// Fastest / slowest lock thread.
+    pub max_min_ratio: f64,
+    /// Handoffs per second (owner changed), median run.
+    pub handoffs_per_sec: f64,
+    /// Median acquisition rate of scanner-sharing lock threads ÷ the other lock threads,
+    /// with a bootstrap CI over runs; None when one group is empty.
+    pub sharing_vs_others: Option<Ci>,
+    /// Median acquisition rate of lock threads not sharing a core with a scanner ÷ the
+    /// same threads in the baseline scenario (cross-core interference); None without one.
+    pub cross_core_vs_baseline: Option<Ci>,
+    /// Pinning held in every run.
+    pub pinning_ok: bool,
+    /// Ctrl-C cut the runs short.
+    pub interrupted: bool,
+}
+
+/// The whole lockscan result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockscanReport {
+    pub schema_version: u32,
+    /// SMT siblings were visible, so sibling cases could run.
+    pub smt: bool,
+    pub hypervisor: bool,
+    pub cs_ns: u64,
+    pub scan_bytes: usize,
+    pub duration_ns: u64,
+    pub repeat: usize,
+    pub results: Vec<ScenarioResult>,
+    /// Plain-words conclusion.
+    pub verdict: Vec<String>,
+    /// What could not be measured here, and why.
+    pub notes: Vec<String>,
+}
+
+/// Live per-interval callback: scenario, lock, the engine's sample, spins per lock thread
+/// in that interval.
+pub type OnInterval<'a> = dyn FnMut(&Scenario, LockKind, &IntervalSample, &[u64]) + 'a;
+
+/// Runs every scenario × lock, interleaved, `repeat` times. `on_interval` receives live
+/// per-interval rows (scenario index, lock, sample, spins per lock thread so far).
+pub fn run(
+    engine: &dyn Engine,
+    topo: &Topology,
+    cfg: &Config,
+    scen: &[Scenario],
+    on_interval: &mut OnInterval<'_>,
+) -> Result<LockscanReport> {
+    // (scenario, lock) trials, interleaved round-robin over repetitions.
+    let trials: Vec<(usize, LockKind)> = scen
+        .iter()
+        .enumerate()
+        .flat_map(|(i, _)| cfg.locks.iter().map(move |&k| (i, k)))
+        .collect();
+    let mut runs: Vec<Vec<(RunResult, Vec<ThreadStats>)>> =
+        trials.iter().map(|_| Vec::new()).collect();
+    let mut interrupted = false;
+    'outer: for _ in 0..cfg.repeat {
+        for (ti, &(si, kind)) in trials.iter().enumerate() {
+            if crate::interrupt::requested() {
+                interrupted = true;
+                break 'outer;
+            }
+            let s = &scen[si];
+            let w = LockScan::new(kind, s.lock_cpus.len(), cfg.cs_ns, cfg.scan_bytes);
+            let plan = s.plan();
+            let mut prev_spins = vec![0u64; s.lock_cpus.len()];
+            let r = engine.run_observed(&plan, &cfg.spec, &w, &mut |sample| {
+                let now = w.live_spins();
+                let delta: Vec<u64> = now
+                    .iter()
+                    .zip(&prev_spins)
+                    .map(|(a, b)| a.saturating_sub(*b))
+                    .collect();
+                prev_spins = now;
+                on_interval(s, kind, sample, &delta);
+            })?;
+            let st = w.take_stats();
+            let stop = r.interrupted;
+            runs[ti].push((r, st));
+            if stop {
+                interrupted = true;
+                break 'outer;
+            }
+        }
+    }
+    let smt = topo.threads_per_core() > 1;
+    let mut results = Vec::new();
+    for (ti, &(si, kind)) in trials.iter().enumerate() {
+        if runs[ti].is_empty() {
+            continue;
+        }
+        let baseline = if cfg.baseline && si > 0 {
+            trials
+                .iter()
+                .position(|&(s, k)| s == 0 && k == kind)
+                .map(|b| &runs[b])
+        } else {
+            None
+        };
+        results.push(summarise(
+            topo,
+            &scen[si],
+            kind,
+            &runs[ti],
+            baseline,
+            interrupted,
+        ));
+    }
+    let mut notes = Vec::new();
+    if !smt {
+        notes.push("no SMT siblings on this machine: the sibling case (a lock thread whose SMT sibling scans memory, seed 000's ~10× loss) could not be run here; shown instead: a scanner time-sharing a lock thread's CPU, and lock threads on other cores (cross-core)".into());
+    }
+    if topo.machine.hypervisor {
+        notes.push("running under a hypervisor: vCPU preemption and host neighbours can distort lock results".into());
+    }
+    let verdict = verdict_lines(&results, smt);
+    Ok(LockscanReport {
+        schema_version: SCHEMA_VERSION,
+        smt,
+        hypervisor: topo.machine.hypervisor,
+        cs_ns: cfg.cs_ns,
+        scan_bytes: cfg.scan_bytes,
+        duration_ns: cfg.spec.duration.as_nanos() as u64,
+        repeat: cfg.repeat,
+        results,
+        verdict,
+        notes,
+    })
+}
+
+/// Per-run acquisition rate of each lock thread.
+fn lock_rates(r: &RunResult, lock_threads: usize) -> Vec<f64> {
+    r.threads
+        .iter()
+        .take(lock_threads)
+        .map(|t| t.ops_per_sec(r.measured_ns))
+        .collect()
+}
+
+fn summarise(
+    topo: &Topology,
+    s: &Scenario,
+    kind: LockKind,
+    runs: &[(RunResult, Vec<ThreadStats>)],
+    baseline: Option<&Vec<(RunResult, Vec<ThreadStats>)>>,
+    interrupted: bool,
+) -> ScenarioResult {
+    let nl = s.lock_cpus.len();
+    let scan: CpuSet = s.scan_cpus.iter().copied().collect();
+    let cpus: Vec<u32> = s.lock_cpus.iter().chain(&s.scan_cpus).copied().collect();
+    let sharing: Vec<bool> = cpus
+        .iter()
+        .map(|&c| topo.core_of(c).intersects(&scan))
+        .collect();
+    // The median run by total acquisitions represents counts (locked, spins).
+    let totals: Vec<f64> = runs
+        .iter()
+        .map(|(r, _)| lock_rates(r, nl).iter().sum())
+        .collect();
+    let med = stats::median(&totals);
+    let mid = totals
+        .iter()
+        .enumerate()
+        .min_by(|a, b| (a.1 - med).abs().total_cmp(&(b.1 - med).abs()))
+        .map(|(i, _)| i)
+        .unwrap_or(0);
+    let (mr, ms) = &runs[mid];
+    let total_locked: u64 = ms.iter().map(|t| t.counts.acquisitions).sum();
+    let mut rows = Vec::new();
+    for (i, &cpu) in cpus.iter().enumerate() {
+        let per_run: Vec<f64> = runs
+            .iter()
+            .map(|(r, _)| r.threads[i].ops_per_sec(r.measured_ns))
+            .collect();
+        let tr = &mr.threads[i];
+        let (locked, spins, handoffs, by) = if i < nl {
+            let st = &ms[i];
+            let mut by: Vec<(Proximity, u64)> = Vec::new();
+            for (prev, &n) in st.handoffs_from.iter().enumerate() {
+                if n == 0 || prev >= nl {
+                    continue;
+                }
+                let p = topo.proximity(s.lock_cpus[prev], cpu);
+                match by.iter_mut().find(|(q, _)| *q == p) {
+                    Some((_, m)) => *m += n,
+                    None => by.push((p, n)),
+                }
+            }
+            by.sort();
+            (
+                st.counts.acquisitions,
+                st.counts.spins,
+                st.counts.handoffs,
+                by,
+            )
+        } else {
+            (0, 0, 0, Vec::new())
+        };
+        rows.push(ThreadRow {
+            thread: i,
+            role: if i < nl { "lock" } else { "scan" }.into(),
+            cpu,
+            core: topo.core_of(cpu),
+            shares_core_with_scanner: i < nl && sharing[i],
+            ops_per_sec: stats::median(&per_run),
+            ops_per_sec_summary: Summary::of(&per_run),
+            locked,
+            spins,
+            share_of_acquisitions: if total_locked > 0 {
+                locked as f64 / total_locked as f64
+            } else {
+                0.0
+            },
+            spins_per_acquire: if locked > 0 {
+                spins as f64 / locked as f64
+            } else {
+                0.0
+            },
+            handoffs_received: handoffs,
+            handoffs_by_proximity: by,
+            cpu_share: tr.cpu_share(mr.measured_ns),
+            involuntary_ctx_switches: tr.involuntary_ctx_switches,
+        });
+    }
+    let med_rates: Vec<f64> = rows.iter().take(nl).map(|r| r.ops_per_sec).collect();
+    // Per run: mean rate of the sharing lock threads and of the others.
+    let group = |r: &RunResult, want: bool| -> Option<f64> {
+        let v: Vec<f64> = lock_rates(r, nl)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| sharing[*i] == want)
+            .map(|(_, x)| x)
+            .collect();
+        (!v.is_empty()).then(|| stats::mean(&v))
+    };
+    let a: Vec<f64> = runs.iter().filter_map(|(r, _)| group(r, true)).collect();
+    let b: Vec<f64> = runs.iter().filter_map(|(r, _)| group(r, false)).collect();
+    let sharing_vs_others = stats::bootstrap_ratio_of_medians(&a, &b, 0.95, 2000, 42);
+    let cross_core_vs_baseline = baseline.and_then(|base| {
+        let base_rates: Vec<f64> = base
+            .iter()
+            .filter_map(|(r, _)| {
+                let v: Vec<f64> = lock_rates(r, nl)
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| !sharing[*i])
+                    .map(|(_, x)| x)
+                    .collect();
+                (!v.is_empty()).then(|| stats::mean(&v))
+            })
+            .collect();
+        stats::bootstrap_ratio_of_medians(&b, &base_rates, 0.95, 2000, 43)
+    });
+    let handoffs: u64 = ms.iter().map(|t| t.counts.handoffs).sum();
+    ScenarioResult {
+        scenario: s.clone(),
+        lock: kind,
+        runs: runs.len(),
+        threads: rows,
+        acquisitions_per_sec: Summary::of(&totals),
+        jain_index: stats::jain(&med_rates),
+        max_min_ratio: stats::max_min_ratio(&med_rates),
+        handoffs_per_sec: handoffs as f64 / (mr.measured_ns.max(1) as f64 / 1e9),
+        sharing_vs_others,
+        cross_core_vs_baseline,
+        pinning_ok: runs.iter().all(|(r, _)| r.pinning_ok()),
+        interrupted,
+    }
+}
+
+fn fmt_ci(c: &Ci) -> String {
+    format!("{:.2}× (95% CI {:.2}–{:.2})", c.estimate, c.low, c.high)
+}
+
+fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in results {
+        if r.scenario.scan_cpus.is_empty() {
+            continue;
+        }
+        let what = if smt {
+            "lock threads sharing a core with a scanner"
+        } else {
+            "the lock thread time-sharing its CPU with a scanner"
+        };
+        match &r.sharing_vs_others {
+            Some(c) => out.push(format!(
+                "{} / {}: {what} acquired at {} the rate of the others",
+                r.lock,
+                r.scenario.label,
+                fmt_ci(c)
+            )),
+            None => {
+                if r.threads.iter().any(|t| t.shares_core_with_scanner) {
+                    out.push(format!(
+                        "{} / {}: every lock thread shares a core with a scanner; nothing to compare against",
+                        r.lock, r.scenario.label
+                    ));
+                }
+            }
+        }
+        if let Some(c) = &r.cross_core_vs_baseline {
+            out.push(format!(
+                "{} / {}: lock threads on other cores than the scanner ran at {} of their rate without a scanner (cross-core interference)",
+                r.lock,
+                r.scenario.label,
+                fmt_ci(c)
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_default_layout_scans_the_lowest_cpu() {
+        // As the seed computes it: lock = mask & (mask - 1), scan = the lowest bit.
+        let mask = 0b1111u32;
+        assert_eq!(mask & (mask - 1), 0b1110);
+        let s = Scenario {
+            label: "x".into(),
+            lock_cpus: vec![1, 2, 3],
+            scan_cpus: vec![0],
+        };
+        let p = s.plan();
+        assert_eq!(p.threads.len(), 4);
+        assert_eq!(p.threads[3].cpus.to_vec(), [0]);
+        assert!(!p.oversubscribed);
+    }
+}

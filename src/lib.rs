@@ -21,6 +21,8 @@ pub mod error;
 pub mod experiments;
 /// Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
 pub mod interrupt;
+/// The lock library: every measured lock behind one trait, with switchable instrumentation.
+pub mod locks;
 /// The placement planner: topology + request → CPUs per thread.
 pub mod placement;
 /// Shared text renderers (tables, number formats).

@@ -1,0 +1,282 @@
+//! What a burn run measured, per burner and in total, in either mode; and its text form.
+
+use super::kind::{BurnerKind, Unit};
+use super::sched::Policy;
+use super::workload::{BurnSpec, Burners};
+use crate::cpuset::CpuSet;
+use crate::engine::RunResult;
+use crate::render;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Where the burners run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Threads of this process, run by the engine.
+    #[default]
+    Thread,
+    /// Child processes (`smtlab burn` re-executed), one burner each.
+    Process,
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "thread" | "threads" => Ok(Mode::Thread),
+            "process" | "processes" => Ok(Mode::Process),
+            _ => Err(format!("unknown burner mode `{s}`; valid: thread, process")),
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Thread => "thread",
+            Mode::Process => "process",
+        })
+    }
+}
+
+/// One burner's measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BurnerResult {
+    /// Burner index, from 0.
+    pub burner: usize,
+    /// Process id of the child (process mode) or of smtlab (thread mode).
+    pub pid: i32,
+    /// Kernel thread id of the burner loop.
+    pub tid: i32,
+    /// CPUs it was pinned to.
+    pub cpus: CpuSet,
+    /// CPUs it was seen on.
+    pub observed_cpus: CpuSet,
+    /// `fma` variant that ran, when the kind has variants.
+    pub variant: Option<String>,
+    /// Buffer size, bytes, for buffer kinds.
+    pub buffer_bytes: Option<u64>,
+    /// Policy and nice the kernel reported for the burner thread.
+    pub policy: Option<Policy>,
+    pub nice: Option<i32>,
+    /// Progress during the measurement, in the kind's unit.
+    pub ops: u64,
+    /// Wall time of the measurement, ns.
+    pub measured_ns: u64,
+    /// `ops` per second of `measured_ns`.
+    pub ops_per_sec: f64,
+    /// CPU time the burner used during the measurement, ns.
+    pub cpu_time_ns: u64,
+    /// Preemptions during the measurement.
+    pub involuntary_ctx_switches: u64,
+    /// Run-queue wait during the measurement, ns (None without schedstat).
+    pub runqueue_delay_ns: Option<u64>,
+    /// From the stop request to the loop returning, ns.
+    pub stop_latency_ns: u64,
+}
+
+/// A whole burn run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BurnReport {
+    pub kind: BurnerKind,
+    /// What `ops` counts: events, ops, fmas, bytes, loads.
+    pub unit: Unit,
+    pub mode: Mode,
+    /// Placement request, as text.
+    pub placement: String,
+    pub policy: Policy,
+    pub nice: Option<i32>,
+    /// Prime bound (`prime` only; sysbench `--cpu-max-prime`).
+    pub max_prime: Option<u64>,
+    /// Warm-up and measurement asked for, ns.
+    pub warmup_ns: u64,
+    pub duration_ns: u64,
+    pub burners: Vec<BurnerResult>,
+    /// Sum of every burner's rate.
+    pub total_ops_per_sec: f64,
+    /// Ctrl-C ended the run early.
+    pub interrupted: bool,
+    /// Facts worth knowing (guessed cache sizes, oversubscription).
+    pub notes: Vec<String>,
+}
+
+impl BurnerResult {
+    /// Burner `i` of a thread-mode engine run of `burners`.
+    pub fn from_thread_run(run: &RunResult, burners: &Burners, i: usize) -> Self {
+        let t = &run.threads[i];
+        let info = burners.info(i);
+        BurnerResult {
+            burner: i,
+            pid: std::process::id() as i32,
+            tid: t.tid,
+            cpus: t.cpus.clone(),
+            observed_cpus: t.observed_cpus.clone(),
+            variant: info.variant,
+            buffer_bytes: info.buffer_bytes,
+            policy: info.policy,
+            nice: info.nice,
+            ops: t.ops,
+            measured_ns: run.measured_ns,
+            ops_per_sec: t.ops_per_sec(run.measured_ns),
+            cpu_time_ns: t.cpu_time_ns,
+            involuntary_ctx_switches: t.involuntary_ctx_switches,
+            runqueue_delay_ns: t.runqueue_delay_ns,
+            stop_latency_ns: run.stop_latency_ns,
+        }
+    }
+
+    /// Share of the measurement the burner was on a CPU, 0..1.
+    pub fn cpu_share(&self) -> f64 {
+        if self.measured_ns == 0 {
+            0.0
+        } else {
+            self.cpu_time_ns as f64 / self.measured_ns as f64
+        }
+    }
+}
+
+impl BurnReport {
+    /// The report skeleton for `spec`; burners are added by the caller.
+    pub fn new(
+        spec: &BurnSpec,
+        mode: Mode,
+        placement: String,
+        warmup_ns: u64,
+        duration_ns: u64,
+    ) -> Self {
+        BurnReport {
+            kind: spec.kind,
+            unit: spec.kind.unit(),
+            mode,
+            placement,
+            policy: spec.policy,
+            nice: spec.nice,
+            max_prime: (spec.kind == BurnerKind::Prime).then_some(spec.max_prime),
+            warmup_ns,
+            duration_ns,
+            burners: Vec::new(),
+            total_ops_per_sec: 0.0,
+            interrupted: false,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Recomputes the total from the burners.
+    pub fn finish(mut self) -> Self {
+        self.total_ops_per_sec = self.burners.iter().map(|b| b.ops_per_sec).sum();
+        self
+    }
+
+    /// The text table: one row per burner, then the total.
+    pub fn render_text(&self) -> String {
+        let unit = self.unit.label();
+        let fmt_rate = |v: f64| match self.unit {
+            Unit::Events => format!("{v:.2}"),
+            _ => render::si(v),
+        };
+        let mut out = format!(
+            "burn {} × {} ({} mode, placement {}, policy {}{}{}), {} after {} warm-up\n",
+            self.kind,
+            self.burners.len(),
+            self.mode,
+            self.placement,
+            self.policy,
+            self.nice.map(|n| format!(", nice {n}")).unwrap_or_default(),
+            self.max_prime
+                .map(|m| format!(", max prime {m}"))
+                .unwrap_or_default(),
+            render::duration_ns(self.duration_ns as f64),
+            render::duration_ns(self.warmup_ns as f64),
+        );
+        let mut header = vec![
+            "BURNER".to_string(),
+            "PID".into(),
+            "CPUS".into(),
+            "SEEN ON".into(),
+        ];
+        let variants = self.burners.iter().any(|b| b.variant.is_some());
+        let buffers = self.burners.iter().any(|b| b.buffer_bytes.is_some());
+        if variants {
+            header.push("VARIANT".into());
+        }
+        if buffers {
+            header.push("BUFFER".into());
+        }
+        header.extend([
+            format!("{}/S", unit.to_uppercase()),
+            "CPU%".into(),
+            "PREEMPTED".into(),
+        ]);
+        let mut rows = vec![header];
+        for b in &self.burners {
+            let mut r = vec![
+                b.burner.to_string(),
+                b.pid.to_string(),
+                b.cpus.to_string(),
+                b.observed_cpus.to_string(),
+            ];
+            if variants {
+                r.push(b.variant.clone().unwrap_or_else(|| "-".into()));
+            }
+            if buffers {
+                r.push(b.buffer_bytes.map(bytes).unwrap_or_else(|| "-".into()));
+            }
+            r.extend([
+                fmt_rate(b.ops_per_sec),
+                format!("{:.1}", 100.0 * b.cpu_share()),
+                render::thousands(b.involuntary_ctx_switches),
+            ]);
+            rows.push(r);
+        }
+        let mut total = vec![
+            "total".to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ];
+        if variants {
+            total.push(String::new());
+        }
+        if buffers {
+            total.push(String::new());
+        }
+        total.push(fmt_rate(self.total_ops_per_sec));
+        rows.push(total);
+        out.push_str(&render::table(&rows));
+        if self.unit == Unit::Bytes {
+            out.push_str(&format!(
+                "total bandwidth: {}\n",
+                bytes_per_sec(self.total_ops_per_sec)
+            ));
+        }
+        if self.interrupted {
+            out.push_str("interrupted: rates cover the time measured before Ctrl-C\n");
+        }
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        out
+    }
+}
+
+/// `64 MiB`, `32 KiB`, `1536 B`.
+fn bytes(b: u64) -> String {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// `12.3 GB/s` (decimal, as bandwidth is usually quoted).
+fn bytes_per_sec(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.2} GB/s", v / 1e9)
+    } else {
+        format!("{:.1} MB/s", v / 1e6)
+    }
+}

@@ -1,0 +1,279 @@
+//! Burners as an engine [`Workload`]: one burner per plan thread, each applying its
+//! scheduling policy and nice value to itself, building its buffers in its own pinned
+//! thread, then running its kernel until told to stop.
+
+use super::kernels::{self, FmaVariant, KernelSpec, SCAN_BYTES, State};
+use super::kind::BurnerKind;
+use super::sched::{self, NICE_RANGE, Policy};
+use crate::cpuset::CpuSet;
+use crate::engine::{ThreadCtx, Workload};
+use crate::error::{BadInput, NotPossible};
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+
+/// `sysbench cpu`'s default `--cpu-max-prime`.
+pub const DEFAULT_MAX_PRIME: u64 = 10_000;
+
+/// Smallest `stream`/`chase` buffer, whatever the LLC.
+pub const MIN_DRAM_BYTES: usize = 64 << 20;
+
+/// Base seed of the chase permutation; burner `i` uses `CHASE_SEED + i`.
+pub const CHASE_SEED: u64 = 0x5EED_C0DE;
+
+/// What to burn and how: the same for every burner of a set, in either mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BurnSpec {
+    /// The loop each burner runs.
+    pub kind: BurnerKind,
+    /// Scheduling class applied by each burner to itself.
+    pub policy: Policy,
+    /// Nice value applied by each burner to itself; None leaves it inherited.
+    pub nice: Option<i32>,
+    /// Prime bound for `prime` (sysbench `--cpu-max-prime`); primes are counted in
+    /// `3..max_prime`.
+    pub max_prime: u64,
+}
+
+impl BurnSpec {
+    /// `kind` at normal policy, inherited nice, sysbench's default prime bound.
+    pub fn new(kind: BurnerKind) -> Self {
+        Self {
+            kind,
+            policy: Policy::Normal,
+            nice: None,
+            max_prime: DEFAULT_MAX_PRIME,
+        }
+    }
+
+    /// Checks the values a user typed.
+    pub fn validate(&self) -> Result<(), BadInput> {
+        if let Some(n) = self.nice
+            && !NICE_RANGE.contains(&n)
+        {
+            return Err(BadInput(format!(
+                "--nice {n} is out of range: nice values run from -20 to 19"
+            )));
+        }
+        if self.max_prime < 3 {
+            return Err(BadInput(format!(
+                "--max-prime {} is too small: primes are counted in 3..MAX, so use at least 3 \
+                 (sysbench's default is {DEFAULT_MAX_PRIME})",
+                self.max_prime
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// How big a burner's buffer is for `cpu`, from the topology; plus a note when a cache
+/// size was unknown and a default stood in.
+pub fn buffer_bytes(
+    kind: BurnerKind,
+    topo: &Topology,
+    cpu: Option<u32>,
+) -> (usize, Option<String>) {
+    let cache = |level: u8| -> Option<usize> {
+        let c = match cpu {
+            Some(cpu) => topo.cache_of(cpu, level),
+            None => topo.caches_at(level).next(),
+        };
+        c.and_then(|c| c.size_bytes).map(|b| b as usize)
+    };
+    match kind {
+        BurnerKind::Stream | BurnerKind::Chase => {
+            let llc = topo.llc_level().and_then(cache);
+            let note = llc.is_none().then(|| {
+                format!(
+                    "{kind}: last-level cache size unknown, using {} MiB",
+                    MIN_DRAM_BYTES >> 20
+                )
+            });
+            ((llc.unwrap_or(0) * 4).max(MIN_DRAM_BYTES), note)
+        }
+        BurnerKind::L1 => match cache(1) {
+            Some(b) => (b / 2, None),
+            None => (16 << 10, Some("l1: L1d size unknown, using 16 KiB".into())),
+        },
+        BurnerKind::L2 => match cache(2) {
+            Some(b) => (b / 2, None),
+            None => (256 << 10, Some("l2: L2 size unknown, using 256 KiB".into())),
+        },
+        BurnerKind::Scan => (SCAN_BYTES, None),
+        _ => (0, None),
+    }
+}
+
+/// What one burner thread reported about itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BurnerInfo {
+    /// `fma` implementation that ran (`scalar`, `avx2`, `avx512`).
+    pub variant: Option<String>,
+    /// Buffer size, bytes (stream, chase, l1, l2, scan).
+    pub buffer_bytes: Option<u64>,
+    /// Policy and nice as the kernel reported them after applying.
+    pub policy: Option<Policy>,
+    pub nice: Option<i32>,
+    /// Why the policy or nice could not be applied; the burner did not run.
+    pub error: Option<String>,
+}
+
+/// N burners as one engine workload (thread `i` of the plan is burner `i`).
+///
+/// To run burners beside other threads in one engine run (as `neighbors` does), wrap this
+/// in your own workload and call [`Burners::run_burner`] with the burner's own index.
+pub struct Burners {
+    spec: BurnSpec,
+    kernels: Vec<KernelSpec>,
+    states: Vec<Mutex<Option<State>>>,
+    infos: Vec<Mutex<BurnerInfo>>,
+    /// Notes for the user (cache sizes that were guessed).
+    pub notes: Vec<String>,
+}
+
+impl Burners {
+    /// One burner per entry of `cpus` (the set each will be pinned to; it decides the
+    /// cache sizes). Checks up front that this CPU can run the kind and that the policy
+    /// and nice can be applied here (negative nice needs privileges).
+    pub fn new(spec: &BurnSpec, topo: &Topology, cpus: &[CpuSet]) -> anyhow::Result<Self> {
+        spec.validate()?;
+        let fma = match spec.kind {
+            BurnerKind::Fma(w) => Some(
+                FmaVariant::detect(w)
+                    .map_err(|e| NotPossible(format!("burner kind `{}`: {e}", spec.kind)))?,
+            ),
+            _ => None,
+        };
+        preflight(spec.policy, spec.nice)?;
+        let mut notes = Vec::new();
+        let kernels = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, set)| {
+                let (bytes, note) = buffer_bytes(spec.kind, topo, set.first());
+                if let Some(n) = note
+                    && !notes.contains(&n)
+                {
+                    notes.push(n);
+                }
+                KernelSpec {
+                    kind: spec.kind,
+                    max_prime: spec.max_prime,
+                    buffer_bytes: bytes,
+                    fma,
+                    seed: CHASE_SEED + i as u64,
+                }
+            })
+            .collect();
+        Ok(Self {
+            spec: spec.clone(),
+            kernels,
+            states: cpus.iter().map(|_| Mutex::new(None)).collect(),
+            infos: cpus
+                .iter()
+                .map(|_| Mutex::new(BurnerInfo::default()))
+                .collect(),
+            notes,
+        })
+    }
+
+    /// The spec every burner runs.
+    pub fn spec(&self) -> &BurnSpec {
+        &self.spec
+    }
+
+    /// Number of burners.
+    pub fn len(&self) -> usize {
+        self.kernels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kernels.is_empty()
+    }
+
+    /// Runs burner `i` on the calling (already pinned) thread until `ctx.should_stop()`.
+    /// Call it once per engine phase; the first call applies the policy and builds the
+    /// buffers, later calls reuse them.
+    pub fn run_burner(&self, i: usize, ctx: &ThreadCtx<'_>) {
+        let k = &self.kernels[i];
+        let mut slot = self.states[i].lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            let mut info = BurnerInfo {
+                variant: k.fma.map(|v| v.name().to_string()),
+                buffer_bytes: (k.buffer_bytes > 0).then_some(k.buffer_bytes as u64),
+                ..Default::default()
+            };
+            let applied = sched::apply_to_current_thread(self.spec.policy, self.spec.nice)
+                .and_then(|()| sched::current_thread());
+            match applied {
+                Ok((p, n)) => {
+                    info.policy = p;
+                    info.nice = Some(n);
+                }
+                Err(e) => info.error = Some(e.to_string()),
+            }
+            let failed = info.error.is_some();
+            *self.infos[i].lock().unwrap_or_else(|e| e.into_inner()) = info;
+            if failed {
+                return;
+            }
+            *slot = Some(State::prepare(k));
+        }
+        if let Some(state) = slot.as_mut() {
+            kernels::run(k, state, ctx);
+        }
+    }
+
+    /// What burner `i` reported (after it ran).
+    pub fn info(&self, i: usize) -> BurnerInfo {
+        self.infos[i]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Frees the buffers (they are also freed on drop).
+    pub fn release(&self) {
+        for s in &self.states {
+            *s.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+
+    /// The first burner error (policy or nice not applicable), as `NotPossible`.
+    pub fn check(&self) -> Result<(), NotPossible> {
+        for i in 0..self.len() {
+            if let Some(e) = self.info(i).error {
+                return Err(NotPossible(format!("burner {i}: {e}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Workload for Burners {
+    fn name(&self) -> String {
+        format!("burn-{}", self.spec.kind)
+    }
+
+    fn run_thread(&self, ctx: &ThreadCtx<'_>) {
+        self.run_burner(ctx.thread, ctx);
+    }
+}
+
+/// Tries the policy and nice on a throwaway thread, so a refusal (negative nice without
+/// `CAP_SYS_NICE`) fails before anything runs.
+fn preflight(policy: Policy, nice: Option<i32>) -> Result<(), NotPossible> {
+    if policy == Policy::Normal && nice.is_none_or(|n| n >= 0) {
+        return Ok(());
+    }
+    std::thread::spawn(move || sched::apply_to_current_thread(policy, nice))
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("preflight thread panicked")))
+        .map_err(|e| {
+            NotPossible(format!(
+                "cannot give burners policy {policy}{}: {e} (raising priority needs \
+                 CAP_SYS_NICE or RLIMIT_NICE)",
+                nice.map(|n| format!(" and nice {n}")).unwrap_or_default()
+            ))
+        })
+}

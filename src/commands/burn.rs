@@ -1,0 +1,71 @@
+//! `smtlab burn`: N burners of one kind, pinned per a placement, like `stress-ng --cpu`;
+//! prints each burner's CPUs and rate, and the total.
+
+use crate::burn::{self, BurnSpec, Mode};
+use crate::cpuset::CpuSet;
+use crate::error::BadInput;
+use crate::placement::{self, Request};
+use anyhow::Result;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// A validated `burn` invocation.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub spec: BurnSpec,
+    /// Number of burners (≥ 1).
+    pub threads: usize,
+    pub placement: Request,
+    pub mode: Mode,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub json: bool,
+    /// Set when this process is a burner child of another smtlab (hidden flags).
+    pub child: Option<Child>,
+}
+
+/// The child side of process mode.
+#[derive(Debug, Clone)]
+pub struct Child {
+    /// The CPUs to pin the one burner to.
+    pub cpus: CpuSet,
+    /// Run until SIGTERM instead of for `duration`.
+    pub until_stopped: bool,
+}
+
+impl Config {
+    /// Checks what clap cannot.
+    pub fn validate(&self) -> Result<(), BadInput> {
+        if self.threads == 0 {
+            return Err(BadInput(
+                "--threads must be at least 1 (got 0): how many burners to run".into(),
+            ));
+        }
+        self.spec.validate()
+    }
+}
+
+pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    cfg.validate()?;
+    let topo = super::load_topology(Path::new("/"))?;
+    if let Some(child) = &cfg.child {
+        let duration = (!child.until_stopped).then_some(cfg.duration);
+        return burn::run_child(&cfg.spec, &topo, &child.cpus, cfg.warmup, duration, out);
+    }
+    let plan = placement::plan(&topo, &cfg.placement, cfg.threads)?;
+    let run = crate::engine::RunSpec::new(cfg.warmup, cfg.duration);
+    let report = match cfg.mode {
+        Mode::Thread => burn::run_threads(&cfg.spec, &topo, &plan, &run)?,
+        Mode::Process => burn::run_processes(&cfg.spec, &plan, &run, &mut |pids| {
+            let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+            eprintln!("burn: burner processes started: {}", list.join(" "));
+        })?,
+    };
+    if cfg.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        out.write_all(report.render_text().as_bytes())?;
+    }
+    burn::interrupted_error(&report)
+}

@@ -86,16 +86,16 @@ fn pinning_is_honoured_and_progress_counted_per_interval() {
         assert!(!t.observed_cpus.is_empty());
         assert!(t.observed_cpus.is_subset(&t.cpus), "thread {}", t.thread);
         assert_eq!(t.interval_ops.len(), 3);
-        assert!(
-            t.interval_ops.iter().all(|&o| o > 0),
-            "thread {}: {:?}",
-            t.thread,
-            t.interval_ops
-        );
+        // Every thread progressed (single intervals may be empty when outside load
+        // leaves a thread waiting 200 ms for its CPU).
+        assert!(t.ops > 0, "thread {}: {:?}", t.thread, t.interval_ops);
         assert_eq!(t.ops, t.interval_ops.iter().sum::<u64>());
         assert!(t.warmup_ops > 0);
         assert!(t.cpu_time_ns > 0 && t.cpu_time_ns < 2 * r.measured_ns);
         assert!(t.tid > 0);
+    }
+    for k in 0..3 {
+        assert!(r.threads.iter().map(|t| t.interval_ops[k]).sum::<u64>() > 0);
     }
     // The observer saw the same per-interval numbers the result keeps.
     for (k, s) in seen.iter().enumerate() {
@@ -287,6 +287,7 @@ fn pinning_to_a_missing_cpu_is_an_error() {
 
 #[test]
 fn fake_engine_is_deterministic_and_plausible() {
+    let _g = serial(); // interleave/repeat look at the Ctrl-C flag another test sets
     let plan = plan_cycling(allowed().len());
     let spec = RunSpec::default();
     let a = FakeEngine::new(42);
@@ -317,6 +318,7 @@ fn fake_engine_is_deterministic_and_plausible() {
 
 #[test]
 fn interleave_alternates_configurations() {
+    let _g = serial();
     let fake = FakeEngine::new(7);
     let (p1, p2) = (plan_cycling(1), plan_cycling(2));
     let trials = [
@@ -366,4 +368,25 @@ fn ping_pong_measures_a_plausible_latency() {
     let median = v[15];
     assert!((1.0..5000.0).contains(&median), "{median} ns");
     assert!(engine::ping_pong(cpus[0], cpus[0], &spec).is_err());
+}
+
+#[test]
+fn c2c_stops_on_ctrl_c() {
+    let cpus = smtlab::affinity::process_affinity().unwrap();
+    if cpus.len() < 2 {
+        return;
+    }
+    let _g = serial();
+    let topo = smtlab::topology::discover(std::path::Path::new("/")).unwrap();
+    smtlab::interrupt::set_for_test(true);
+    let r = smtlab::experiments::c2c::measure(
+        &topo,
+        &cpus,
+        &engine::PingPongSpec::default(),
+        &mut |_, _| {},
+    );
+    smtlab::interrupt::set_for_test(false);
+    let r = r.unwrap();
+    assert!(r.interrupted);
+    assert!(r.pairs.is_empty());
 }

@@ -183,7 +183,8 @@ pub fn render_text(r: &C2c, hypervisor: bool) -> String {
     if hypervisor {
         s.push_str(
             "note: running under a hypervisor: vCPUs may share or move between physical \
-             cores, and vCPU preemption shows up as outliers.\n",
+             cores (so latencies can change between runs), and vCPU preemption shows up \
+             as outliers.\n",
         );
     }
     if r.interrupted {

@@ -55,6 +55,51 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run CPU burners, like `stress-ng --cpu`: each stresses one resource and reports its
+    /// rate (events/s for `prime`, comparable with `sysbench cpu`).
+    Burn {
+        /// Burner kind: prime, int, mul, fma, fma-scalar, fma-avx2, fma-avx512, pause,
+        /// stream, chase, l1, l2, scan.
+        #[arg(long, short = 'k')]
+        kind: String,
+        /// Number of burners.
+        #[arg(long, short = 't', default_value_t = 1)]
+        threads: usize,
+        /// Where burners run: one-per-core, pairs, all, same-core, same-l3, other-l3,
+        /// other-package, siblings-of:LIST, cpus:LIST, os (not pinned; the default).
+        #[arg(long, value_name = "REQUEST", conflicts_with = "cpus")]
+        placement: Option<String>,
+        /// Pin burners to these CPUs in turn (same as `--placement cpus:LIST`).
+        #[arg(long, value_name = "LIST")]
+        cpus: Option<String>,
+        /// Measurement length: 5, 5s, 500ms, 2m.
+        #[arg(long, short = 'd', default_value = "5s")]
+        duration: String,
+        /// Warm-up before measuring (buffers are built during it); 0 to skip.
+        #[arg(long, default_value = "1s")]
+        warmup: String,
+        /// thread (engine threads of this process) or process (one child process each).
+        #[arg(long, default_value = "thread")]
+        mode: String,
+        /// Scheduling policy of each burner: normal, batch, idle.
+        #[arg(long, default_value = "normal")]
+        policy: String,
+        /// Nice value of each burner (-20..19; negative needs CAP_SYS_NICE).
+        #[arg(long, allow_negative_numbers = true)]
+        nice: Option<i32>,
+        /// Prime bound for `prime`, as sysbench's --cpu-max-prime.
+        #[arg(long, default_value_t = crate::burn::DEFAULT_MAX_PRIME)]
+        max_prime: u64,
+        /// Machine-readable JSON.
+        #[arg(long)]
+        json: bool,
+        /// Internal: run as a process-mode burner child pinned to LIST.
+        #[arg(long, hide = true, value_name = "LIST")]
+        child_cpus: Option<String>,
+        /// Internal: a child runs until SIGTERM.
+        #[arg(long, hide = true, requires = "child_cpus")]
+        until_stopped: bool,
+    },
     /// Plan thread placements (which CPUs each thread gets) without running anything.
     Plan {
         /// one-per-core, pairs, all, same-core, same-l3, other-l3, other-package,
@@ -111,6 +156,58 @@ pub fn main() -> Result<()> {
             },
             &mut out,
         ),
+        Command::Burn {
+            kind,
+            threads,
+            placement,
+            cpus,
+            duration,
+            warmup,
+            mode,
+            policy,
+            nice,
+            max_prime,
+            json,
+            child_cpus,
+            until_stopped,
+        } => {
+            let bad = |e: String| crate::error::BadInput(e);
+            let kind: crate::burn::BurnerKind = kind.parse().map_err(|e| bad(format!("{e}")))?;
+            let placement = match (placement, cpus) {
+                (Some(p), _) => Request::parse(&p)?,
+                (None, Some(c)) => Request::parse(&format!("cpus:{c}"))?,
+                (None, None) => Request::Os,
+            };
+            let duration = crate::burn::parse_duration(&duration)
+                .map_err(|e| bad(format!("--duration: {e}")))?;
+            let warmup = crate::burn::parse_duration_or_zero(&warmup)
+                .map_err(|e| bad(format!("--warmup: {e}")))?;
+            let child = match child_cpus {
+                Some(c) => Some(commands::burn::Child {
+                    cpus: crate::cpuset::CpuSet::parse_user(&c)?,
+                    until_stopped,
+                }),
+                None => None,
+            };
+            commands::burn::run(
+                &commands::burn::Config {
+                    spec: crate::burn::BurnSpec {
+                        kind,
+                        policy: policy.parse().map_err(|e| bad(format!("--policy: {e}")))?,
+                        nice,
+                        max_prime,
+                    },
+                    threads,
+                    placement,
+                    mode: mode.parse().map_err(|e| bad(format!("--mode: {e}")))?,
+                    warmup,
+                    duration,
+                    json,
+                    child,
+                },
+                &mut out,
+            )
+        }
         Command::Plan {
             request,
             list,

@@ -7,6 +7,8 @@
 
 /// Affinity syscalls sized for > 1024 CPUs.
 pub mod affinity;
+/// CPU burners ("rulers") stressing one resource each, as engine threads or child processes.
+pub mod burn;
 /// The command line: clap types live here and nowhere else.
 pub mod cli;
 /// One module per subcommand, each taking a typed config.

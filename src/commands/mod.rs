@@ -1,5 +1,6 @@
 //! One module per subcommand: a typed `Config` in, output written to a `Write`.
 
+pub mod burn;
 pub mod c2c;
 pub mod plan;
 pub mod topo;

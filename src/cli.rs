@@ -39,22 +39,6 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Cache-line ping-pong latency between every pair of CPUs (as core-to-core-latency),
-    /// with the ceiling it puts on contended lock handoffs per second.
-    C2c {
-        /// CPUs to measure (default: every CPU this process may use).
-        #[arg(long, value_name = "LIST")]
-        cpus: Option<String>,
-        /// Samples per pair (one more is taken and discarded).
-        #[arg(long, default_value_t = 300)]
-        samples: usize,
-        /// Round trips timed per sample.
-        #[arg(long, default_value_t = 1000)]
-        round_trips: usize,
-        /// Machine-readable JSON: `{cpus, pairs: [{a, b, proximity, latency_ns}], matrix_ns, classes}`.
-        #[arg(long)]
-        json: bool,
-    },
     /// Run CPU burners, like `stress-ng --cpu`: each stresses one resource and reports its
     /// rate (events/s for `prime`, comparable with `sysbench cpu`).
     Burn {
@@ -100,6 +84,22 @@ enum Command {
         #[arg(long, hide = true, requires = "child_cpus")]
         until_stopped: bool,
     },
+    /// Cache-line ping-pong latency between every pair of CPUs (as core-to-core-latency),
+    /// with the ceiling it puts on contended lock handoffs per second.
+    C2c {
+        /// CPUs to measure (default: every CPU this process may use).
+        #[arg(long, value_name = "LIST")]
+        cpus: Option<String>,
+        /// Samples per pair (one more is taken and discarded).
+        #[arg(long, default_value_t = 300)]
+        samples: usize,
+        /// Round trips timed per sample.
+        #[arg(long, default_value_t = 1000)]
+        round_trips: usize,
+        /// Machine-readable JSON: `{cpus, pairs: [{a, b, proximity, latency_ns}], matrix_ns, classes}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Plan thread placements (which CPUs each thread gets) without running anything.
     Plan {
         /// one-per-core, pairs, all, same-core, same-l3, other-l3, other-package,
@@ -140,22 +140,6 @@ pub fn main() -> Result<()> {
                 &mut out,
             )
         }
-        Command::C2c {
-            cpus,
-            samples,
-            round_trips,
-            json,
-        } => commands::c2c::run(
-            &commands::c2c::Config {
-                cpus: cpus
-                    .map(|c| crate::cpuset::CpuSet::parse_user(&c))
-                    .transpose()?,
-                samples,
-                round_trips,
-                json,
-            },
-            &mut out,
-        ),
         Command::Burn {
             kind,
             threads,
@@ -208,6 +192,22 @@ pub fn main() -> Result<()> {
                 &mut out,
             )
         }
+        Command::C2c {
+            cpus,
+            samples,
+            round_trips,
+            json,
+        } => commands::c2c::run(
+            &commands::c2c::Config {
+                cpus: cpus
+                    .map(|c| crate::cpuset::CpuSet::parse_user(&c))
+                    .transpose()?,
+                samples,
+                round_trips,
+                json,
+            },
+            &mut out,
+        ),
         Command::Plan {
             request,
             list,

@@ -19,6 +19,9 @@ pub enum Diagnosis {
     /// Burners on other cores, no oversubscription, yet a loss: shared cache, memory
     /// bandwidth or frequency.
     SharedResources,
+    /// Not oversubscribed by this experiment, yet the workers wait for a CPU much of the
+    /// time: other processes on the machine (or the hypervisor) compete for it.
+    ExternalLoad,
     /// More runnable threads than CPUs, moderate loss: time slicing.
     Oversubscribed,
     /// More runnable threads than CPUs and throughput near one operation per time slice:
@@ -32,6 +35,7 @@ impl Diagnosis {
             Diagnosis::None => "none",
             Diagnosis::SmtSharing => "smt-sharing",
             Diagnosis::SharedResources => "shared-resources",
+            Diagnosis::ExternalLoad => "external-load",
             Diagnosis::Oversubscribed => "oversubscribed",
             Diagnosis::PreemptionCollapse => "preemption-collapse",
         }
@@ -65,6 +69,9 @@ pub struct Evidence {
 
 /// Step ratio at or above which a loss is not worth naming.
 pub const NO_LOSS_RATIO: f64 = 0.8;
+/// Run-queue wait share above which a step that does not oversubscribe the CPUs is
+/// blamed on other load.
+pub const EXTERNAL_DELAY_SHARE: f64 = 0.2;
 /// Throughput within this factor of one operation per time slice counts as "near" it.
 pub const SLICE_FACTOR: f64 = 10.0;
 
@@ -112,6 +119,14 @@ pub fn diagnose(e: &Evidence) -> (Diagnosis, String) {
         return (
             Diagnosis::Oversubscribed,
             format!("more runnable threads than CPUs, time slicing; {facts}"),
+        );
+    }
+    if e.worker_run_delay_share > EXTERNAL_DELAY_SHARE {
+        return (
+            Diagnosis::ExternalLoad,
+            format!(
+                "not oversubscribed by this experiment, yet workers waited for a CPU: other processes compete; {facts}"
+            ),
         );
     }
     if ratio >= NO_LOSS_RATIO {
@@ -190,6 +205,13 @@ mod tests {
         assert_eq!(diagnose(&e).0, Diagnosis::Oversubscribed);
         // Slow but without any sign of preemption: still not called a collapse.
         assert_eq!(diagnose(&ev(100.0, 10)).0, Diagnosis::Oversubscribed);
+    }
+
+    #[test]
+    fn external_load() {
+        let mut e = ev(70_000.0, 4);
+        e.worker_run_delay_share = 0.6;
+        assert_eq!(diagnose(&e).0, Diagnosis::ExternalLoad);
     }
 
     #[test]

@@ -4,3 +4,4 @@
 pub mod c2c;
 pub mod diagnosis;
 pub mod lockscan;
+pub mod neighbors;

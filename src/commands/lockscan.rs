@@ -1,0 +1,261 @@
+//! `smtlab lockscan`: seed 000's lock/scan experiment — live interval rows like the seed's
+//! output, then per-thread summaries, fairness and the verdict; `--json` for the model.
+
+use crate::engine::{IntervalSample, RealEngine};
+use crate::experiments::lockscan::{self, Config as Exp, Layout, LockscanReport, Scenario};
+use crate::locks::LockKind;
+use crate::render::{self, si};
+use anyhow::Result;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub root: PathBuf,
+    pub exp: Exp,
+    pub json: bool,
+    pub dry_run: bool,
+}
+
+pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    let topo = super::load_topology(&cfg.root)?;
+    let scen = lockscan::scenarios(&topo, &cfg.exp.layout, cfg.exp.baseline && !cfg.dry_run)?;
+    for s in &scen {
+        let lock: crate::cpuset::CpuSet = s.lock_cpus.iter().copied().collect();
+        let scan: crate::cpuset::CpuSet = s.scan_cpus.iter().copied().collect();
+        if lock.intersects(&scan) && !matches!(cfg.exp.layout, Layout::Sweep) {
+            eprintln!(
+                "warning: lock and scan CPUs overlap on {}: those threads time-share a CPU",
+                lock.intersection(&scan)
+            );
+        }
+    }
+    if cfg.dry_run {
+        return dry_run(&topo, &scen, out);
+    }
+    let engine = RealEngine;
+    let json = cfg.json;
+    let mut live = |s: &Scenario, k: LockKind, sample: &IntervalSample, spins: &[u64]| {
+        if json {
+            return;
+        }
+        let mut o = std::io::stderr().lock();
+        let _ = writeln!(
+            o,
+            "[{} / {}] interval {} ({:.1} s)",
+            k,
+            s.label,
+            sample.index + 1,
+            sample.elapsed_ns as f64 / 1e9
+        );
+        let nl = s.lock_cpus.len();
+        for (i, &c) in s.lock_cpus.iter().chain(&s.scan_cpus).enumerate() {
+            let ops = sample.ops.get(i).copied().unwrap_or(0);
+            if i < nl {
+                let _ = writeln!(
+                    o,
+                    "  Thread Id = {i}, CPU = {c}, Locked = {ops}, Spin = {}",
+                    spins.get(i).copied().unwrap_or(0)
+                );
+            } else {
+                let _ = writeln!(o, "  Thread Id = {i}, CPU = {c}, scan passes = {ops}");
+            }
+        }
+    };
+    let report = lockscan::run(&engine, &topo, &cfg.exp, &scen, &mut live)?;
+    if cfg.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        out.write_all(human(&report).as_bytes())?;
+    }
+    if report.results.iter().any(|r| r.interrupted) {
+        return Err(crate::error::Interrupted.into());
+    }
+    Ok(())
+}
+
+fn dry_run(topo: &crate::topology::Topology, scen: &[Scenario], out: &mut dyn Write) -> Result<()> {
+    writeln!(out, "lockscan placements (dry run, nothing started):")?;
+    for s in scen {
+        let scan: crate::cpuset::CpuSet = s.scan_cpus.iter().copied().collect();
+        writeln!(out, "\n{}", s.label)?;
+        let mut rows = vec![vec![
+            "THREAD".to_string(),
+            "ROLE".into(),
+            "CPU".into(),
+            "CORE".into(),
+            "SHARES CORE WITH SCANNER".into(),
+        ]];
+        let nl = s.lock_cpus.len();
+        for (i, &c) in s.lock_cpus.iter().chain(&s.scan_cpus).enumerate() {
+            let core = topo.core_of(c);
+            rows.push(vec![
+                i.to_string(),
+                if i < nl { "lock" } else { "scan" }.into(),
+                c.to_string(),
+                core.to_string(),
+                if i >= nl {
+                    "-".into()
+                } else if core.intersects(&scan) {
+                    if scan.contains(c) {
+                        "yes (same CPU)".into()
+                    } else {
+                        "yes (SMT sibling)".into()
+                    }
+                } else {
+                    "no".into()
+                },
+            ]);
+        }
+        out.write_all(render::table(&rows).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The end-of-run text: per scenario a per-thread table, fairness, then the verdict.
+pub fn human(r: &LockscanReport) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "lockscan: {} run{} of {:.1} s per scenario, critical section {} ns, scan buffer {}\n",
+        r.repeat,
+        if r.repeat == 1 { "" } else { "s" },
+        r.duration_ns as f64 / 1e9,
+        r.cs_ns,
+        crate::topology::render::human_bytes(r.scan_bytes as u64)
+    ));
+    for s in &r.results {
+        o.push_str(&format!(
+            "\n== {} / {} (lock {}, scan {}) ==\n",
+            s.lock,
+            s.scenario.label,
+            join(&s.scenario.lock_cpus),
+            join(&s.scenario.scan_cpus)
+        ));
+        let mut rows = vec![vec![
+            "THREAD".to_string(),
+            "ROLE".into(),
+            "CPU".into(),
+            "CORE".into(),
+            "SHARES".into(),
+            "OPS/S".into(),
+            "±MAD".into(),
+            "LOCKED".into(),
+            "SPINS".into(),
+            "SHARE".into(),
+            "SPINS/ACQ".into(),
+            "HANDOFFS IN".into(),
+            "CPU%".into(),
+        ]];
+        for t in &s.threads {
+            let lock = t.role == "lock";
+            rows.push(vec![
+                t.thread.to_string(),
+                t.role.clone(),
+                t.cpu.to_string(),
+                t.core.to_string(),
+                if !lock {
+                    "-".into()
+                } else if t.shares_core_with_scanner {
+                    "yes".into()
+                } else {
+                    "no".into()
+                },
+                si(t.ops_per_sec),
+                t.ops_per_sec_summary
+                    .map(|x| si(x.mad))
+                    .unwrap_or_else(|| "-".into()),
+                if lock {
+                    render::thousands(t.locked)
+                } else {
+                    "-".into()
+                },
+                if lock {
+                    render::thousands(t.spins)
+                } else {
+                    "-".into()
+                },
+                if lock {
+                    format!("{:.1}%", t.share_of_acquisitions * 100.0)
+                } else {
+                    "-".into()
+                },
+                if lock {
+                    format!("{:.2}", t.spins_per_acquire)
+                } else {
+                    "-".into()
+                },
+                if lock {
+                    render::thousands(t.handoffs_received)
+                } else {
+                    "-".into()
+                },
+                format!("{:.0}%", t.cpu_share * 100.0),
+            ]);
+        }
+        o.push_str(&render::table(&rows));
+        let nl = s.scenario.lock_cpus.len();
+        o.push_str(&format!(
+            "total {} acquisitions/s{}, {} handoffs/s",
+            si(s.acquisitions_per_sec.map(|x| x.median).unwrap_or(0.0)),
+            s.acquisitions_per_sec
+                .map(|x| format!(" ± {}", si(x.mad)))
+                .unwrap_or_default(),
+            si(s.handoffs_per_sec)
+        ));
+        if nl > 1 {
+            o.push_str(&format!(
+                "; fairness: Jain {:.3}, max/min {:.2}×",
+                s.jain_index, s.max_min_ratio
+            ));
+        }
+        o.push('\n');
+        if !s.pinning_ok {
+            o.push_str("warning: a thread was seen outside its pinned CPU\n");
+        }
+    }
+    if r.results.len() > 1 {
+        o.push_str("\n== comparison ==\n");
+        let mut rows = vec![vec![
+            "LOCK".to_string(),
+            "SCENARIO".into(),
+            "ACQ/S".into(),
+            "±MAD".into(),
+            "HANDOFFS/S".into(),
+            "JAIN".into(),
+            "MAX/MIN".into(),
+        ]];
+        for s in &r.results {
+            rows.push(vec![
+                s.lock.to_string(),
+                s.scenario.label.clone(),
+                si(s.acquisitions_per_sec.map(|x| x.median).unwrap_or(0.0)),
+                s.acquisitions_per_sec
+                    .map(|x| si(x.mad))
+                    .unwrap_or_else(|| "-".into()),
+                si(s.handoffs_per_sec),
+                format!("{:.3}", s.jain_index),
+                format!("{:.2}", s.max_min_ratio),
+            ]);
+        }
+        o.push_str(&render::table(&rows));
+    }
+    o.push_str("\nVerdict:\n");
+    if r.verdict.is_empty() {
+        o.push_str("  no scanner-sharing comparison in these scenarios\n");
+    }
+    for v in &r.verdict {
+        o.push_str(&format!("  {v}\n"));
+    }
+    for n in &r.notes {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    o
+}
+
+fn join(v: &[u32]) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    }
+}

@@ -1,0 +1,239 @@
+//! `smtlab neighbors`: seed 002's burner sweep — a table shaped like the seed's (burners →
+//! ops/s) with a diagnosis per step, or `--json`.
+
+use crate::engine::RealEngine;
+use crate::experiments::neighbors::{self, Config as Exp, HotPage, NeighborsReport, Worker};
+use crate::locks::LockKind;
+use crate::render::{self, duration_ns, si};
+use anyhow::Result;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Which worker side runs.
+#[derive(Debug, Clone)]
+pub enum WorkloadChoice {
+    /// Appends to one shared page under a lock of the library.
+    HotPage(LockKind),
+    /// Real singleton inserts (`oltp`'s insert path) on the given database.
+    Oltp(Box<crate::oltp::Config>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub root: PathBuf,
+    pub exp: Exp,
+    pub workload: WorkloadChoice,
+    pub json: bool,
+    pub dry_run: bool,
+}
+
+pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    let topo = super::load_topology(&cfg.root)?;
+    if cfg.dry_run {
+        for &b in &cfg.exp.burner_steps {
+            match neighbors::step_plan(&topo, &cfg.exp, b) {
+                Ok((plan, burners)) => {
+                    writeln!(out, "{b} burners:")?;
+                    for t in plan.threads.iter().take(cfg.exp.workers) {
+                        writeln!(out, "  worker {} on CPUs {}", t.thread, t.cpus)?;
+                    }
+                    for (i, c) in burners.iter().enumerate() {
+                        writeln!(out, "  burner {i} on CPUs {c}")?;
+                    }
+                }
+                Err(e) => writeln!(out, "{b} burners: skipped: {e:#}")?,
+            }
+        }
+        return Ok(());
+    }
+    let engine = RealEngine;
+    let json = cfg.json;
+    let workers = cfg.exp.workers;
+    let report = match &cfg.workload {
+        WorkloadChoice::HotPage(kind) => {
+            let kind = *kind;
+            let make = move |_: &crate::placement::Plan| -> Result<Box<dyn Worker>> {
+                Ok(Box::new(HotPage::new(kind, workers)))
+            };
+            neighbors::run(&engine, &topo, &cfg.exp, &make, &mut |s| {
+                if !json {
+                    eprintln!(
+                        "  {} burners: {} ops/s ({})",
+                        s.burners,
+                        si(s.ops_per_sec),
+                        s.diagnosis.label()
+                    );
+                }
+            })?
+        }
+        WorkloadChoice::Oltp(oc) => {
+            let db = crate::oltp::Db::open(&oc.db, oc.durability, workers)?;
+            let before = db.create_table(&oc.table, oc.prefill)?;
+            let committed = std::sync::atomic::AtomicU64::new(0);
+            let make = |plan: &crate::placement::Plan| -> Result<Box<dyn Worker + '_>> {
+                let w = crate::oltp::InsertWorkload::new(
+                    &db,
+                    &oc.table,
+                    plan,
+                    crate::oltp::StopRule::Duration,
+                )?;
+                Ok(Box::new(OltpWorker {
+                    w,
+                    committed: &committed,
+                }))
+            };
+            let report = neighbors::run(&engine, &topo, &cfg.exp, &make, &mut |s| {
+                if !json {
+                    eprintln!(
+                        "  {} burners: {} inserts/s ({})",
+                        s.burners,
+                        si(s.ops_per_sec),
+                        s.diagnosis.label()
+                    );
+                }
+            });
+            // Nothing lost: the table gained exactly the rows the clients committed.
+            let report = report?;
+            let rows = db.count_rows(&oc.table)?;
+            let expect = before + committed.load(std::sync::atomic::Ordering::Relaxed);
+            db.close()?;
+            if rows != expect {
+                anyhow::bail!(
+                    "row check failed: the table holds {rows} rows, {expect} were committed"
+                );
+            }
+            eprintln!("rows verified: {rows} in the table = {expect} committed");
+            report
+        }
+    };
+    if cfg.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        out.write_all(human(&report).as_bytes())?;
+    }
+    if report.interrupted {
+        return Err(crate::error::Interrupted.into());
+    }
+    Ok(())
+}
+
+/// The seed-shaped table, then one diagnosis line per step.
+pub fn human(r: &NeighborsReport) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "neighbors: {} workers ({}, {}) vs {} burners ({}, {} mode, policy {}); time slice {}\n",
+        r.workers,
+        r.workload,
+        r.worker_placement,
+        r.burner_kind,
+        serde_json::to_value(r.burner_placement)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        serde_json::to_value(r.burner_mode)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        r.burner_policy,
+        duration_ns(r.time_slice_ns)
+    ));
+    let mut rows = vec![vec![
+        "BURNERS".to_string(),
+        "WORKERS".into(),
+        "RUNNABLE".into(),
+        "OPS/S".into(),
+        "SHARE".into(),
+        "TIME/OP".into(),
+        "P50".into(),
+        "P99".into(),
+        "MAX".into(),
+        "INVOL/S".into(),
+        "RUNQ WAIT".into(),
+        "LONG HOLDS".into(),
+        "LONG WAITS".into(),
+        "BURNER OPS/S".into(),
+        "DIAGNOSIS".into(),
+    ]];
+    let row = |label: String, s: &neighbors::Step| -> Vec<String> {
+        vec![
+            label,
+            s.workers.to_string(),
+            format!("{}/{}", s.runnable_threads, s.cpus),
+            si(s.ops_per_sec),
+            format!("{:.1}%", s.ratio_to_first * 100.0),
+            duration_ns(s.time_per_op_ns),
+            duration_ns(s.latency_p50_ns as f64),
+            duration_ns(s.latency_p99_ns as f64),
+            duration_ns(s.latency_max_ns as f64),
+            format!("{:.0}", s.worker_involuntary_switches_per_sec),
+            s.worker_run_delay_share
+                .map(|d| format!("{:.0}%", d * 100.0))
+                .unwrap_or_else(|| "-".into()),
+            render::thousands(s.holder_preemptions),
+            render::thousands(s.long_waits),
+            si(s.burner_ops_per_sec),
+            s.diagnosis.label().into(),
+        ]
+    };
+    if let Some(rf) = &r.reference {
+        rows.push(row("ref".into(), rf));
+    }
+    for s in &r.steps {
+        rows.push(row(s.burners.to_string(), s));
+    }
+    o.push_str(&render::table(&rows));
+    o.push_str("SHARE is relative to ");
+    o.push_str(if r.reference.is_some() {
+        "the reference run (`ref`: as many workers as CPUs, no burners)\n"
+    } else {
+        "the first step\n"
+    });
+    o.push_str("\nDiagnosis:\n");
+    for s in &r.steps {
+        o.push_str(&format!(
+            "  {} burners: {} — {}\n",
+            s.burners,
+            s.diagnosis.label(),
+            s.reason
+        ));
+    }
+    for (b, why) in &r.skipped {
+        o.push_str(&format!("  {b} burners: skipped — {why}\n"));
+    }
+    for n in &r.notes {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    if r.hypervisor {
+        o.push_str("note: running under a hypervisor: vCPU preemption by the host adds to what is measured here\n");
+    }
+    o
+}
+
+/// `oltp`'s insert path as a neighbors worker.
+struct OltpWorker<'a> {
+    w: crate::oltp::InsertWorkload,
+    committed: &'a std::sync::atomic::AtomicU64,
+}
+
+impl crate::engine::Workload for OltpWorker<'_> {
+    fn name(&self) -> String {
+        self.w.name()
+    }
+    fn run_thread(&self, ctx: &crate::engine::ThreadCtx<'_>) {
+        self.w.run_thread(ctx)
+    }
+}
+
+impl Worker for OltpWorker<'_> {
+    fn finish(self: Box<Self>) -> Result<neighbors::WorkerOutcome> {
+        let outcome = self.w.finish()?;
+        self.committed.fetch_add(
+            outcome.rows_committed(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(neighbors::WorkerOutcome {
+            latency_ns: outcome.latency_ns,
+            preemptions: None,
+        })
+    }
+}

@@ -1,0 +1,194 @@
+//! CLI tests of the experiments built on the engine: `lockscan` and `neighbors`.
+//! Real runs are short and assert behaviour with wide margins, never speed.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn smtlab() -> Command {
+    Command::cargo_bin("smtlab").expect("binary built")
+}
+
+/// Unpacks a 2-threads-per-core dump (CPUs i and i+8 are siblings), or None with the
+/// reason printed when the dumps are not beside the project.
+fn smt_dump(tmp: &Path) -> Option<PathBuf> {
+    let dir = std::env::var_os("SMTLAB_TOPOLOGY_DUMPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/topology"));
+    let tar = dir.join("hwloc/16em64t-4s2c2t.tar.bz2");
+    if !tar.exists() {
+        if std::env::var("SMTLAB_REQUIRE_DUMPS").as_deref() == Ok("1") {
+            panic!("topology dump {} missing", tar.display());
+        }
+        eprintln!("skipped: no topology dump at {}", tar.display());
+        return None;
+    }
+    let ok = std::process::Command::new("tar")
+        .arg("-xf")
+        .arg(&tar)
+        .arg("-C")
+        .arg(tmp)
+        .status()
+        .expect("tar runs")
+        .success();
+    assert!(ok, "unpacking {}", tar.display());
+    Some(tmp.join("16em64t-4s2c2t"))
+}
+
+#[test]
+fn lockscan_sweep_dry_run_puts_the_scanner_on_each_sibling() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(root) = smt_dump(tmp.path()) else {
+        return;
+    };
+    let out = smtlab()
+        .args(["lockscan", "--sweep", "--dry-run", "--sysfs-root"])
+        .arg(&root)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    // 8 cores with siblings i, i+8: lock threads on 0-7, the scanner visits 8..15.
+    for sib in 8..16 {
+        assert!(
+            text.contains(&format!("scanner on {sib} (sibling of {})", sib - 8)),
+            "{text}"
+        );
+    }
+    assert!(text.contains("yes (SMT sibling)"), "{text}");
+}
+
+#[test]
+fn lockscan_seed_masks_print_interval_rows_and_a_summary() {
+    smtlab()
+        .args([
+            "lockscan", "-l1", "-s2", "--duration", "300ms", "--interval", "100ms", "--warmup",
+            "0", "--repeat", "2",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("Thread Id = 0, CPU = 0, Locked ="))
+        .stderr(predicate::str::contains("CPU = 1, scan passes ="))
+        .stdout(predicate::str::contains("Verdict:"))
+        .stdout(predicate::str::contains("SPINS/ACQ"));
+}
+
+#[test]
+fn lockscan_json_has_threads_and_verdict() {
+    let out = smtlab()
+        .args([
+            "lockscan", "--lock-cpus", "0,1", "--scan-cpus", "1", "--lock", "ticket,mutex",
+            "--duration", "200ms", "--interval", "100ms", "--warmup", "0", "--repeat", "1",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("overlap"))
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let results = v["results"].as_array().unwrap();
+    // baseline + explicit, for two locks.
+    assert_eq!(results.len(), 4);
+    let t = &results[1]["threads"][0];
+    for k in ["cpu", "locked", "spins", "share_of_acquisitions", "handoffs_received"] {
+        assert!(t.get(k).is_some(), "missing {k} in {t}");
+    }
+    assert!(v["verdict"].is_array());
+    assert_eq!(v["smt"], false);
+}
+
+#[test]
+fn lockscan_bad_input_is_a_clear_error() {
+    for (args, needle) in [
+        (vec!["--scan-bytes", "0"], "--scan-bytes"),
+        (vec!["--lock", "bogus"], "bogus"),
+        (vec!["--lock-cpus", "999"], "999"),
+        (vec!["-l", "0"], "selects no CPU"),
+        (vec!["--lock-cpus", "3-1"], "backwards"),
+        (vec!["--scan-bytes", "lots"], "lots"),
+    ] {
+        smtlab()
+            .arg("lockscan")
+            .args(&args)
+            .args(["--duration", "100ms"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::starts_with("Error:"))
+            .stderr(predicate::str::contains(needle))
+            .stderr(predicate::str::contains("panicked").not());
+    }
+}
+
+#[test]
+fn neighbors_dry_run_puts_burners_on_worker_siblings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(root) = smt_dump(tmp.path()) else {
+        return;
+    };
+    smtlab()
+        .args([
+            "neighbors", "--workers", "2", "--placement", "cpus:0,1", "--burners", "2",
+            "--burner-placement", "siblings", "--dry-run", "--sysfs-root",
+        ])
+        .arg(&root)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("burner 0 on CPUs 8"))
+        .stdout(predicate::str::contains("burner 1 on CPUs 9"));
+}
+
+#[test]
+fn neighbors_siblings_are_skipped_without_smt() {
+    smtlab()
+        .args([
+            "neighbors", "--workers", "1", "--placement", "cpus:0", "--burners", "1",
+            "--burner-placement", "siblings", "--dry-run",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("skipped"))
+        .stdout(predicate::str::contains("SMT"));
+}
+
+#[test]
+fn neighbors_oversubscribed_ticket_lock_is_diagnosed() {
+    let out = smtlab()
+        .args([
+            "neighbors", "--lock", "ticket", "--workers", "4", "--burners", "0", "--duration",
+            "500ms", "--warmup", "100ms", "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let step = &v["steps"][0];
+    assert_eq!(step["runnable_threads"], 4);
+    // More waiters than CPUs: never `none`, whatever the exact rate on a loaded machine.
+    assert_ne!(step["diagnosis"], "none", "{step}");
+    assert!(v["reference"].is_object(), "a 2-worker reference run: {v}");
+    assert!(step["reason"].as_str().unwrap().contains("runnable on"));
+}
+
+#[test]
+fn neighbors_bad_input() {
+    for (args, needle) in [
+        (vec!["--workers", "0"], "--workers"),
+        (vec!["--burners", "1,x"], "`x`"),
+        (vec!["--burner-kind", "nope"], "nope"),
+        (vec!["--burner-placement", "moon"], "moon"),
+        (vec!["--workload", "tea"], "tea"),
+    ] {
+        smtlab()
+            .arg("neighbors")
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+    }
+}

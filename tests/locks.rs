@@ -263,7 +263,7 @@ fn handoffs_are_attributed_to_the_previous_owner() {
     }
 }
 
-/// One thread holds the lock for 30 ms: blocking locks must give up the CPU (backoffs, sleep
+/// One thread holds the lock for 50 ms: blocking locks must give up the CPU (backoffs, sleep
 /// time), everyone records the wait, and the holder records a long hold.
 #[test]
 fn long_hold_makes_waiters_back_off_and_is_flagged() {
@@ -284,25 +284,26 @@ fn long_hold_makes_waiters_back_off_and_is_flagged() {
             while !go.load(Ordering::Acquire) {
                 std::thread::yield_now();
             }
-            std::thread::sleep(Duration::from_millis(30));
+            std::thread::sleep(Duration::from_millis(50));
             // SAFETY: locked above on this thread.
             unsafe { lock.unlock(&mut h) };
             (h.stats(), w.join().unwrap())
         });
         let s = holder.summary();
         assert_eq!(s.long_holds, Some(1), "{kind}");
-        assert!(s.hold_max_ns.unwrap() >= 29_000_000, "{kind}: {s:?}");
+        assert!(s.hold_max_ns.unwrap() >= 49_000_000, "{kind}: {s:?}");
         let w = waiter.counts;
         assert_eq!(
             (w.acquisitions, w.collisions, w.handoffs),
             (1, 1, 1),
             "{kind}"
         );
-        assert!(w.wait_ns >= 20_000_000, "{kind}: waited {} ns", w.wait_ns);
+        // Wide margins: the waiter may be scheduled late on a busy machine.
+        assert!(w.wait_ns >= 10_000_000, "{kind}: waited {} ns", w.wait_ns);
         match kind {
             LockKind::Backoff | LockKind::Mutex | LockKind::Adaptive => {
                 assert!(w.backoffs >= 1, "{kind}: {w:?}");
-                assert!(w.sleep_ns >= 10_000_000, "{kind}: {w:?}");
+                assert!(w.sleep_ns >= 5_000_000, "{kind}: {w:?}");
                 assert!(w.spins >= 1, "{kind}: {w:?}");
             }
             LockKind::ParkingLot => assert_eq!((w.spins, w.backoffs), (0, 0), "opaque"),

@@ -176,8 +176,16 @@ impl BurnReport {
             Unit::Events => format!("{v:.2}"),
             _ => render::si(v),
         };
+        let warm = if self.warmup_ns == 0 {
+            "without warm-up".to_string()
+        } else {
+            format!(
+                "after {} warm-up",
+                render::duration_ns(self.warmup_ns as f64)
+            )
+        };
         let mut out = format!(
-            "burn {} × {} ({} mode, placement {}, policy {}{}{}), {} after {} warm-up\n",
+            "burn {} × {} ({} mode, placement {}, policy {}{}{}), {} {}\n",
             self.kind,
             self.burners.len(),
             self.mode,
@@ -188,7 +196,7 @@ impl BurnReport {
                 .map(|m| format!(", max prime {m}"))
                 .unwrap_or_default(),
             render::duration_ns(self.duration_ns as f64),
-            render::duration_ns(self.warmup_ns as f64),
+            warm,
         );
         let mut header = vec![
             "BURNER".to_string(),
@@ -278,5 +286,76 @@ fn bytes_per_sec(v: f64) -> String {
         format!("{:.2} GB/s", v / 1e9)
     } else {
         format!("{:.1} MB/s", v / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::burn::FmaWidth;
+
+    fn burner(i: usize, cpu: u32, ops_per_sec: f64) -> BurnerResult {
+        BurnerResult {
+            burner: i,
+            pid: 4242,
+            tid: 4243 + i as i32,
+            cpus: CpuSet::from_cpus([cpu]),
+            observed_cpus: CpuSet::from_cpus([cpu]),
+            variant: None,
+            buffer_bytes: None,
+            policy: Some(Policy::Idle),
+            nice: Some(19),
+            ops: (ops_per_sec * 5.0) as u64,
+            measured_ns: 5_000_000_000,
+            ops_per_sec,
+            cpu_time_ns: 4_990_000_000,
+            involuntary_ctx_switches: 12,
+            runqueue_delay_ns: Some(1_000_000),
+            stop_latency_ns: 40_000,
+        }
+    }
+
+    #[test]
+    fn prime_table() {
+        let mut spec = BurnSpec::new(BurnerKind::Prime);
+        spec.policy = Policy::Idle;
+        spec.nice = Some(19);
+        let mut r = BurnReport::new(
+            &spec,
+            Mode::Thread,
+            "one-per-core".into(),
+            1_000_000_000,
+            5_000_000_000,
+        );
+        r.burners = vec![burner(0, 0, 4123.456), burner(1, 1, 4100.0)];
+        let r = r.finish();
+        assert!((r.total_ops_per_sec - 8223.456).abs() < 1e-6);
+        insta::assert_snapshot!(r.render_text());
+    }
+
+    #[test]
+    fn fma_and_buffer_columns() {
+        let spec = BurnSpec::new(BurnerKind::Fma(FmaWidth::Auto));
+        let mut r = BurnReport::new(&spec, Mode::Process, "os".into(), 0, 500_000_000);
+        let mut b = burner(0, 1, 7.5e9);
+        b.variant = Some("avx512".into());
+        b.buffer_bytes = Some(16 << 10);
+        r.burners = vec![b];
+        r.interrupted = true;
+        r.notes = vec!["l1: L1d size unknown, using 16 KiB".into()];
+        insta::assert_snapshot!(r.finish().render_text());
+    }
+
+    #[test]
+    fn json_carries_units() {
+        let spec = BurnSpec::new(BurnerKind::Stream);
+        let mut r = BurnReport::new(&spec, Mode::Thread, "os".into(), 0, 1);
+        r.burners = vec![burner(0, 0, 1e9)];
+        let j = serde_json::to_value(r.finish()).unwrap();
+        assert_eq!(j["unit"], "bytes");
+        assert_eq!(j["kind"], "stream");
+        assert_eq!(j["burners"][0]["policy"], "idle");
+        assert!(j["burners"][0]["ops_per_sec"].is_number());
+        assert!(j.get("max_prime").unwrap().is_null());
     }
 }

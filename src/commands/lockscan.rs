@@ -202,6 +202,9 @@ pub fn human(r: &LockscanReport) -> String {
                 .unwrap_or_default(),
             si(s.handoffs_per_sec)
         ));
+        if let Some(sh) = s.handoffs_share_of_ceiling {
+            o.push_str(&format!(" ({:.1}% of the c2c ceiling)", sh * 100.0));
+        }
         if nl > 1 {
             o.push_str(&format!(
                 "; fairness: Jain {:.3}, max/min {:.2}×",
@@ -238,6 +241,12 @@ pub fn human(r: &LockscanReport) -> String {
             ]);
         }
         o.push_str(&render::table(&rows));
+    }
+    if let Some(l) = r.c2c_latency_ns {
+        o.push_str(&format!(
+            "\ncache-line handoff latency between the first two lock CPUs: {l:.0} ns one way → ceiling {} handoffs/s\n",
+            si(1e9 / l)
+        ));
     }
     o.push_str("\nVerdict:\n");
     if r.verdict.is_empty() {

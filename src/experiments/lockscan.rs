@@ -370,6 +370,9 @@ pub struct ScenarioResult {
     /// Median acquisition rate of lock threads not sharing a core with a scanner ÷ the
     /// same threads in the baseline scenario (cross-core interference); None without one.
     pub cross_core_vs_baseline: Option<Ci>,
+    /// Handoffs per second as a share of the cache-line ceiling 1/latency measured by
+    /// ping-pong between the lock CPUs (k = 1); None when not measured.
+    pub handoffs_share_of_ceiling: Option<f64>,
     /// Pinning held in every run.
     pub pinning_ok: bool,
     /// Ctrl-C cut the runs short.
@@ -387,6 +390,9 @@ pub struct LockscanReport {
     pub scan_bytes: usize,
     pub duration_ns: u64,
     pub repeat: usize,
+    /// Median one-way cache-line latency between the first two lock CPUs (c2c ping-pong),
+    /// ns: the physical limit on handoffs.
+    pub c2c_latency_ns: Option<f64>,
     pub results: Vec<ScenarioResult>,
     /// Plain-words conclusion.
     pub verdict: Vec<String>,
@@ -446,6 +452,24 @@ pub fn run(
         }
     }
     let smt = topo.threads_per_core() > 1;
+    // The handoff ceiling: a short ping-pong between two lock CPUs (≈ 0.1 s).
+    let c2c_latency_ns = scen.iter().find(|s| s.lock_cpus.len() >= 2).and_then(|s| {
+        let (a, b) = (s.lock_cpus[0], s.lock_cpus[1]);
+        if a == b
+            || runs
+                .iter()
+                .all(|r| r.first().is_some_and(|(r, _)| r.synthetic))
+        {
+            return None;
+        }
+        let spec = crate::engine::PingPongSpec {
+            samples: 50,
+            round_trips: 1000,
+        };
+        crate::engine::ping_pong(a, b, &spec)
+            .ok()
+            .map(|v| stats::median(&v))
+    });
     let mut results = Vec::new();
     for (ti, &(si, kind)) in trials.iter().enumerate() {
         if runs[ti].is_empty() {
@@ -484,6 +508,7 @@ pub fn run(
         scan_bytes: cfg.scan_bytes,
         duration_ns: cfg.spec.duration.as_nanos() as u64,
         repeat: cfg.repeat,
+        c2c_latency_ns,
         results,
         verdict,
         notes,
@@ -623,6 +648,7 @@ fn summarise(
         jain_index: stats::jain(&med_rates),
         max_min_ratio: stats::max_min_ratio(&med_rates),
         handoffs_per_sec: handoffs as f64 / (mr.measured_ns.max(1) as f64 / 1e9),
+        handoffs_share_of_ceiling: None,
         sharing_vs_others,
         cross_core_vs_baseline,
         pinning_ok: runs.iter().all(|(r, _)| r.pinning_ok()),
@@ -630,8 +656,16 @@ fn summarise(
     }
 }
 
-fn fmt_ci(c: &Ci) -> String {
-    format!("{:.2}× (95% CI {:.2}–{:.2})", c.estimate, c.low, c.high)
+fn fmt_ci(c: &Ci, runs: usize) -> String {
+    if runs < 3 {
+        format!(
+            "{:.2}× ({runs} run{}: too few for a confidence interval, use --repeat 3 or more)",
+            c.estimate,
+            if runs == 1 { "" } else { "s" }
+        )
+    } else {
+        format!("{:.2}× (95% CI {:.2}–{:.2})", c.estimate, c.low, c.high)
+    }
 }
 
 fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
@@ -650,7 +684,7 @@ fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
                 "{} / {}: {what} acquired at {} the rate of the others",
                 r.lock,
                 r.scenario.label,
-                fmt_ci(c)
+                fmt_ci(c, r.runs)
             )),
             None => {
                 if r.threads.iter().any(|t| t.shares_core_with_scanner) {
@@ -662,11 +696,18 @@ fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
             }
         }
         if let Some(c) = &r.cross_core_vs_baseline {
+            let meaning = if c.estimate > 1.05 {
+                "faster: the scanner took CPU time from a competing lock thread, so fewer acquisitions competed"
+            } else if c.estimate < 0.95 {
+                "slower: cross-core interference (shared cache, memory bandwidth, frequency)"
+            } else {
+                "no clear cross-core effect"
+            };
             out.push(format!(
-                "{} / {}: lock threads on other cores than the scanner ran at {} of their rate without a scanner (cross-core interference)",
+                "{} / {}: lock threads on other cores than the scanner ran at {} of their rate without a scanner — {meaning}",
                 r.lock,
                 r.scenario.label,
-                fmt_ci(c)
+                fmt_ci(c, r.runs)
             ));
         }
     }

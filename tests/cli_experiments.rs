@@ -14,7 +14,9 @@ fn smtlab() -> Command {
 fn smt_dump(tmp: &Path) -> Option<PathBuf> {
     let dir = std::env::var_os("SMTLAB_TOPOLOGY_DUMPS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/topology"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/topology")
+        });
     let tar = dir.join("hwloc/16em64t-4s2c2t.tar.bz2");
     if !tar.exists() {
         if std::env::var("SMTLAB_REQUIRE_DUMPS").as_deref() == Ok("1") {
@@ -64,13 +66,22 @@ fn lockscan_sweep_dry_run_puts_the_scanner_on_each_sibling() {
 fn lockscan_seed_masks_print_interval_rows_and_a_summary() {
     smtlab()
         .args([
-            "lockscan", "-l1", "-s2", "--duration", "300ms", "--interval", "100ms", "--warmup",
-            "0", "--repeat", "2",
+            "lockscan",
+            "-l1",
+            "-s2",
+            "--duration",
+            "300ms",
+            "--interval",
+            "100ms",
+            "--warmup",
+            "0",
+            "--repeat",
+            "2",
         ])
         .assert()
         .success()
-        .stderr(predicate::str::contains("Thread Id = 0, CPU = 0, Locked ="))
-        .stderr(predicate::str::contains("CPU = 1, scan passes ="))
+        .stdout(predicate::str::contains("Thread Id = 0, CPU = 0, Locked ="))
+        .stdout(predicate::str::contains("CPU = 1, scan passes ="))
         .stdout(predicate::str::contains("Verdict:"))
         .stdout(predicate::str::contains("SPINS/ACQ"));
 }
@@ -79,8 +90,21 @@ fn lockscan_seed_masks_print_interval_rows_and_a_summary() {
 fn lockscan_json_has_threads_and_verdict() {
     let out = smtlab()
         .args([
-            "lockscan", "--lock-cpus", "0,1", "--scan-cpus", "1", "--lock", "ticket,mutex",
-            "--duration", "200ms", "--interval", "100ms", "--warmup", "0", "--repeat", "1",
+            "lockscan",
+            "--lock-cpus",
+            "0,1",
+            "--scan-cpus",
+            "1",
+            "--lock",
+            "ticket,mutex",
+            "--duration",
+            "200ms",
+            "--interval",
+            "100ms",
+            "--warmup",
+            "0",
+            "--repeat",
+            "1",
             "--json",
         ])
         .assert()
@@ -94,7 +118,13 @@ fn lockscan_json_has_threads_and_verdict() {
     // baseline + explicit, for two locks.
     assert_eq!(results.len(), 4);
     let t = &results[1]["threads"][0];
-    for k in ["cpu", "locked", "spins", "share_of_acquisitions", "handoffs_received"] {
+    for k in [
+        "cpu",
+        "locked",
+        "spins",
+        "share_of_acquisitions",
+        "handoffs_received",
+    ] {
         assert!(t.get(k).is_some(), "missing {k} in {t}");
     }
     assert!(v["verdict"].is_array());
@@ -131,8 +161,17 @@ fn neighbors_dry_run_puts_burners_on_worker_siblings() {
     };
     smtlab()
         .args([
-            "neighbors", "--workers", "2", "--placement", "cpus:0,1", "--burners", "2",
-            "--burner-placement", "siblings", "--dry-run", "--sysfs-root",
+            "neighbors",
+            "--workers",
+            "2",
+            "--placement",
+            "cpus:0,1",
+            "--burners",
+            "2",
+            "--burner-placement",
+            "siblings",
+            "--dry-run",
+            "--sysfs-root",
         ])
         .arg(&root)
         .assert()
@@ -145,8 +184,16 @@ fn neighbors_dry_run_puts_burners_on_worker_siblings() {
 fn neighbors_siblings_are_skipped_without_smt() {
     smtlab()
         .args([
-            "neighbors", "--workers", "1", "--placement", "cpus:0", "--burners", "1",
-            "--burner-placement", "siblings", "--dry-run",
+            "neighbors",
+            "--workers",
+            "1",
+            "--placement",
+            "cpus:0",
+            "--burners",
+            "1",
+            "--burner-placement",
+            "siblings",
+            "--dry-run",
         ])
         .assert()
         .success()
@@ -158,8 +205,18 @@ fn neighbors_siblings_are_skipped_without_smt() {
 fn neighbors_oversubscribed_ticket_lock_is_diagnosed() {
     let out = smtlab()
         .args([
-            "neighbors", "--lock", "ticket", "--workers", "4", "--burners", "0", "--duration",
-            "500ms", "--warmup", "100ms", "--json",
+            "neighbors",
+            "--lock",
+            "ticket",
+            "--workers",
+            "4",
+            "--burners",
+            "0",
+            "--duration",
+            "500ms",
+            "--warmup",
+            "100ms",
+            "--json",
         ])
         .assert()
         .success()

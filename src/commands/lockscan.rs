@@ -35,11 +35,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     }
     let engine = RealEngine;
     let json = cfg.json;
+    // Interval rows go where the seed printed them: stdout (stderr under --json).
+    let mut err = std::io::stderr();
+    let o: &mut dyn Write = if json { &mut err } else { &mut *out };
     let mut live = |s: &Scenario, k: LockKind, sample: &IntervalSample, spins: &[u64]| {
-        if json {
-            return;
-        }
-        let mut o = std::io::stderr().lock();
         let _ = writeln!(
             o,
             "[{} / {}] interval {} ({:.1} s)",

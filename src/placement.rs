@@ -313,9 +313,11 @@ pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, 
             if threads == 1 {
                 vec![one(cores[0].first().expect("non-empty"))]
             } else {
+                // The first core in spread order among those with the most siblings
+                // (`max_by_key` would return the last one).
                 let Some(best) = cores
                     .iter()
-                    .max_by_key(|c| c.len())
+                    .min_by_key(|c| std::cmp::Reverse(c.len()))
                     .filter(|c| c.len() >= 2)
                 else {
                     return Err(no_smt(""));

@@ -237,14 +237,19 @@ impl Reader {
     /// mask readers (hwloc:64fake-4n2s2ca2c2t has stale `0-7` lists beside correct masks).
     fn set_either(&self, dir: &str, names: &[&str]) -> Result<Option<CpuSet>, DiscoverError> {
         for n in names {
-            if let Some(s) = self.mask(&format!("{dir}/{n}"))? {
-                return Ok(Some(s));
-            }
-            if let Some(s) = self.list(&format!("{dir}/{n}_list"))? {
+            if let Some(s) = self.mask_or_list(&format!("{dir}/{n}"), &format!("{dir}/{n}_list"))? {
                 return Ok(Some(s));
             }
         }
         Ok(None)
+    }
+
+    /// The mask file if it exists, else the list file (see [`Reader::set_either`]).
+    fn mask_or_list(&self, mask: &str, list: &str) -> Result<Option<CpuSet>, DiscoverError> {
+        match self.mask(mask)? {
+            Some(s) => Ok(Some(s)),
+            None => self.list(list),
+        }
     }
 }
 
@@ -320,7 +325,12 @@ fn read_caches(
             Some("Unified") => CacheType::Unified,
             _ => continue,
         };
-        let mut cpus = r.set_either(&d, &["shared_cpu_map"])?.unwrap_or_default();
+        let mut cpus = r
+            .mask_or_list(
+                &format!("{d}/shared_cpu_map"),
+                &format!("{d}/shared_cpu_list"),
+            )?
+            .unwrap_or_default();
         if cpus.is_empty() {
             // ia64 writes empty maps for its L3 and L2i: those are per core (as hwloc reads it).
             cpus = core.clone();
@@ -416,7 +426,9 @@ fn read_numa(
         if !r.path(&base).is_dir() {
             continue;
         }
-        let set = r.set_either(&base, &["cpumap"])?.unwrap_or_default();
+        let set = r
+            .mask_or_list(&format!("{base}/cpumap"), &format!("{base}/cpulist"))?
+            .unwrap_or_default();
         if set.intersects(&claimed) {
             dropped.push(n);
             continue;

@@ -1,0 +1,437 @@
+//! Synthetic sysfs trees, written by the tests, for the cases no public dump has (REFERENCE
+//! §1.3.10): interleaved 0/8 siblings on 2 packages, Intel hybrid PMU sets, SMT switched
+//! off, mask-only old kernels, and a cgroup v2 restriction. Each checks discovery, the `topo`
+//! text and the planner.
+
+use smtlab::cpuset::CpuSet;
+use smtlab::placement::{PlanError, Request, plan, spread_cores};
+use smtlab::topology::{Topology, discover, render};
+use std::path::Path;
+
+/// A sysfs/procfs root in a temporary directory.
+struct Tree(tempfile::TempDir);
+
+impl Tree {
+    fn new() -> Self {
+        Tree(tempfile::tempdir().unwrap())
+    }
+
+    fn write(&self, rel: &str, content: &str) -> &Self {
+        let p = self.0.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("{content}\n")).unwrap();
+        self
+    }
+
+    fn mkdir(&self, rel: &str) -> &Self {
+        std::fs::create_dir_all(self.0.path().join(rel)).unwrap();
+        self
+    }
+
+    fn root(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn topo(&self) -> Topology {
+        discover(self.root()).expect("synthetic tree reads")
+    }
+
+    /// One CPU's topology files, in the modern list form.
+    fn cpu(&self, cpu: u32, pkg: u32, core_id: u32, siblings: &str, package: &str) -> &Self {
+        let t = format!("sys/devices/system/cpu/cpu{cpu}/topology");
+        self.write(&format!("{t}/physical_package_id"), &pkg.to_string())
+            .write(&format!("{t}/core_id"), &core_id.to_string())
+            .write(&format!("{t}/core_cpus_list"), siblings)
+            .write(&format!("{t}/thread_siblings_list"), siblings)
+            .write(&format!("{t}/package_cpus_list"), package)
+            .write(&format!("{t}/core_siblings_list"), package)
+    }
+
+    /// One cache of `cpu`.
+    fn cache(&self, cpu: u32, index: u32, level: u32, ty: &str, size: &str, shared: &str) -> &Self {
+        let d = format!("sys/devices/system/cpu/cpu{cpu}/cache/index{index}");
+        self.write(&format!("{d}/level"), &level.to_string())
+            .write(&format!("{d}/type"), ty)
+            .write(&format!("{d}/size"), size)
+            .write(&format!("{d}/coherency_line_size"), "64")
+            .write(&format!("{d}/shared_cpu_list"), shared)
+    }
+}
+
+fn set(s: &str) -> CpuSet {
+    CpuSet::parse_list(s).unwrap()
+}
+
+fn sets(v: &[&str]) -> Vec<CpuSet> {
+    v.iter().map(|s| set(s)).collect()
+}
+
+/// The CPUs of each thread of a plan, as lists.
+fn placed(topo: &Topology, req: &str, threads: usize) -> Result<Vec<String>, PlanError> {
+    let p = plan(topo, &Request::parse(req).unwrap(), threads)?;
+    Ok(p.threads.iter().map(|t| t.cpus.to_string()).collect())
+}
+
+/// 2 packages × 4 cores × 2 threads; CPU i and i+8 are siblings (the server numbering).
+fn two_socket() -> Tree {
+    let t = Tree::new();
+    t.write("sys/devices/system/cpu/online", "0-15")
+        .write("sys/devices/system/cpu/possible", "0-15")
+        .write("sys/devices/system/cpu/present", "0-15")
+        .write("sys/devices/system/cpu/smt/control", "on")
+        .write("sys/devices/system/cpu/smt/active", "1")
+        .write(
+            "proc/cpuinfo",
+            "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel name\t: Test Xeon\nflags\t\t: fpu sse2 ht\n",
+        )
+        .write("sys/devices/system/node/node0/cpulist", "0-3,8-11")
+        .write("sys/devices/system/node/node1/cpulist", "4-7,12-15");
+    for cpu in 0..16u32 {
+        let core = cpu % 8;
+        let pkg = core / 4;
+        let sib = format!("{core},{}", core + 8);
+        let pkg_set = if pkg == 0 { "0-3,8-11" } else { "4-7,12-15" };
+        // core_id per package with a gap (0,1,2,4), as on real parts.
+        let core_id = [0, 1, 2, 4][(core % 4) as usize];
+        t.cpu(cpu, pkg, core_id, &sib, pkg_set)
+            .cache(cpu, 0, 1, "Data", "48K", &sib)
+            .cache(cpu, 1, 1, "Instruction", "32K", &sib)
+            .cache(cpu, 2, 2, "Unified", "2048K", &sib)
+            .cache(cpu, 3, 3, "Unified", "30M", pkg_set);
+    }
+    t
+}
+
+#[test]
+fn two_sockets_interleaved_siblings() {
+    let t = two_socket();
+    let topo = t.topo();
+    assert_eq!(
+        topo.cores(),
+        sets(&["0,8", "1,9", "2,10", "3,11", "4,12", "5,13", "6,14", "7,15"])
+    );
+    assert_eq!(topo.online(), set("0-15"));
+    assert_eq!(topo.allowed(), set("0-15"));
+    assert_eq!(topo.packages(), sets(&["0-3,8-11", "4-7,12-15"]));
+    assert_eq!(topo.llc_groups(), sets(&["0-3,8-11", "4-7,12-15"]));
+    assert!(topo.kinds.is_empty());
+    let p = topo.partitions();
+    assert_eq!(p.numa_nodes, sets(&["0-3,8-11", "4-7,12-15"]));
+    assert!(p.dies.is_empty());
+    let smt = render::smt_summary(&topo);
+    assert_eq!(smt.sentence, "SMT: 2 threads per core, control=on");
+    let text = render::human(&topo);
+    assert!(
+        text.contains("16 CPUs online, 8 cores, 2 packages"),
+        "{text}"
+    );
+    assert!(
+        text.contains("core    4: CPUs 3,11"),
+        "core_id gap kept as label:\n{text}"
+    );
+    assert!(!text.contains("virtual machine"), "{text}");
+
+    use smtlab::topology::Proximity::*;
+    assert_eq!(topo.proximity(0, 8), SmtSibling);
+    assert_eq!(topo.proximity(0, 9), SameL3);
+    assert_eq!(topo.proximity(0, 4), OtherPackage);
+    assert_eq!(topo.proximity(3, 3), SameCpu);
+
+    // Spread order: package 0's first core, package 1's first core, then the next ones.
+    let order: Vec<String> = spread_cores(&topo).iter().map(|c| c.to_string()).collect();
+    assert_eq!(
+        order,
+        ["0,8", "4,12", "1,9", "5,13", "2,10", "6,14", "3,11", "7,15"]
+    );
+    assert_eq!(placed(&topo, "pairs", 4).unwrap(), ["0", "8", "4", "12"]);
+    assert_eq!(
+        placed(&topo, "pairs", 6).unwrap(),
+        ["0", "8", "4", "12", "1", "9"]
+    );
+    assert_eq!(placed(&topo, "one-per-core", 3).unwrap(), ["0", "4", "1"]);
+    assert_eq!(placed(&topo, "same-core", 2).unwrap(), ["0", "8"]);
+    assert_eq!(placed(&topo, "siblings-of:3", 1).unwrap(), ["11"]);
+    assert_eq!(placed(&topo, "siblings-of:3,12", 2).unwrap(), ["11", "4"]);
+    assert_eq!(placed(&topo, "other-package", 2).unwrap(), ["0", "4"]);
+    assert_eq!(placed(&topo, "other-l3", 2).unwrap(), ["0", "4"]);
+    assert_eq!(placed(&topo, "same-l3", 3).unwrap(), ["0", "1", "2"]);
+    let all = placed(&topo, "all", 16).unwrap();
+    assert_eq!(&all[..4], ["0", "4", "1", "5"]);
+    assert_eq!(&all[8..10], ["8", "12"]);
+    assert!(matches!(
+        placed(&topo, "other-package", 3),
+        Err(PlanError::NotEnough { have: 2, .. })
+    ));
+    assert!(matches!(
+        placed(&topo, "same-core", 3),
+        Err(PlanError::NotEnough { .. })
+    ));
+    let e = placed(&topo, "cpus:99", 1).unwrap_err();
+    assert!(
+        e.to_string().contains("99") && e.to_string().contains("0-15 only"),
+        "{e}"
+    );
+}
+
+/// 6 P-cores with HT (CPUs 0-11, siblings 2k,2k+1) + 8 E-cores (12-19), as Alder/Raptor Lake.
+fn hybrid(with_pmu: bool) -> Tree {
+    let t = Tree::new();
+    t.write("sys/devices/system/cpu/online", "0-19")
+        .write("sys/devices/system/cpu/smt/control", "on")
+        .write("sys/devices/system/cpu/smt/active", "1");
+    if with_pmu {
+        t.write("sys/devices/cpu_core/cpus", "0-11")
+            .write("sys/devices/cpu_atom/cpus", "12-19");
+    }
+    for cpu in 0..20u32 {
+        let base = "sys/devices/system/cpu";
+        if cpu < 12 {
+            let c = cpu / 2;
+            t.cpu(cpu, 0, c * 4, &format!("{},{}", 2 * c, 2 * c + 1), "0-19")
+                .cache(
+                    cpu,
+                    2,
+                    2,
+                    "Unified",
+                    "1280K",
+                    &format!("{},{}", 2 * c, 2 * c + 1),
+                );
+            // Turbo Boost Max 3.0: two favoured cores report a higher maximum.
+            let max = if c < 2 { "5200000" } else { "5000000" };
+            t.write(&format!("{base}/cpu{cpu}/cpufreq/cpuinfo_max_freq"), max)
+                .write(
+                    &format!("{base}/cpu{cpu}/cpufreq/base_frequency"),
+                    "1900000",
+                );
+        } else {
+            let quad = if cpu < 16 { "12-15" } else { "16-19" };
+            t.cpu(cpu, 0, 24 + (cpu - 12), &cpu.to_string(), "0-19")
+                .cache(cpu, 2, 2, "Unified", "2048K", quad)
+                .write(
+                    &format!("{base}/cpu{cpu}/cpufreq/cpuinfo_max_freq"),
+                    "3900000",
+                )
+                .write(
+                    &format!("{base}/cpu{cpu}/cpufreq/base_frequency"),
+                    "1400000",
+                );
+        }
+        t.cache(cpu, 3, 3, "Unified", "24M", "0-19");
+    }
+    t
+}
+
+#[test]
+fn hybrid_p_and_e_cores() {
+    let topo = hybrid(true).topo();
+    assert_eq!(topo.cores().len(), 14);
+    let kinds: Vec<(String, String)> = topo
+        .kinds
+        .iter()
+        .map(|k| (k.name.clone(), k.cpus.to_string()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("E-core".to_string(), "12-19".to_string()),
+            ("P-core".to_string(), "0-11".to_string())
+        ]
+    );
+    assert_eq!(topo.partitions().cpu_kinds, sets(&["0-11", "12-19"]));
+    assert_eq!(topo.partitions().l2_caches.len(), 6 + 2);
+    let smt = render::smt_summary(&topo);
+    assert_eq!(
+        smt.sentence,
+        "SMT: up to 2 threads per core (6 of 14 cores have siblings), control=on"
+    );
+    let text = render::human(&topo);
+    assert!(text.contains("CPUs 0,1  [P-core]"), "{text}");
+    assert!(text.contains("CPU  12  [E-core]"), "{text}");
+    // Pairs only on cores with two siblings: the P-cores.
+    assert_eq!(
+        placed(&topo, "pairs", 4).unwrap(),
+        ["0", "1", "2", "3"],
+        "pairs never land on single-thread E-cores"
+    );
+    assert!(matches!(
+        placed(&topo, "pairs", 14),
+        Err(PlanError::NotEnough { have: 6, .. })
+    ));
+}
+
+#[test]
+fn hybrid_without_pmu_files_uses_base_frequency_not_max() {
+    // Two turbo maxima on the P-cores (5.0 and 5.2 GHz) must not make three kinds.
+    let topo = hybrid(false).topo();
+    assert_eq!(topo.partitions().cpu_kinds, sets(&["0-11", "12-19"]));
+    assert_eq!(topo.kinds[0].cpus, set("12-19"), "efficient kind first");
+    assert_eq!(topo.kinds[0].source, "base_frequency");
+}
+
+/// 4 cores whose SMT siblings (4-7) were switched off: `smt/control=off`.
+fn smt_off() -> Tree {
+    let t = Tree::new();
+    t.write("sys/devices/system/cpu/online", "0-3")
+        .write("sys/devices/system/cpu/offline", "4-7")
+        .write("sys/devices/system/cpu/possible", "0-7")
+        .write("sys/devices/system/cpu/present", "0-7")
+        .write("sys/devices/system/cpu/smt/control", "off")
+        .write("sys/devices/system/cpu/smt/active", "0");
+    for cpu in 0..4u32 {
+        // Some kernels still list the offline sibling; it must not count.
+        t.cpu(cpu, 0, cpu, &format!("{cpu},{}", cpu + 4), "0-7")
+            .cache(cpu, 3, 3, "Unified", "16M", "0-7");
+    }
+    for cpu in 4..8u32 {
+        // Offline CPUs have no topology/ directory.
+        t.write(&format!("sys/devices/system/cpu/cpu{cpu}/online"), "0");
+    }
+    t
+}
+
+#[test]
+fn smt_switched_off() {
+    let topo = smt_off().topo();
+    assert_eq!(topo.online(), set("0-3"));
+    let offline: Vec<u32> = topo
+        .cpus
+        .iter()
+        .filter(|c| !c.online)
+        .map(|c| c.cpu)
+        .collect();
+    assert_eq!(offline, [4, 5, 6, 7]);
+    assert_eq!(topo.cores(), sets(&["0", "1", "2", "3"]));
+    assert_eq!(topo.machine.smt_active, Some(false));
+    let s = render::smt_summary(&topo).sentence;
+    assert!(
+        s.starts_with("no SMT siblings visible: 1 thread per core") && s.contains("switched off"),
+        "{s}"
+    );
+    let text = render::human(&topo);
+    assert!(text.contains("Offline CPUs: 4-7"), "{text}");
+    assert!(matches!(
+        placed(&topo, "pairs", 2),
+        Err(PlanError::NoSmt { .. })
+    ));
+    assert!(matches!(
+        placed(&topo, "siblings-of:0", 1),
+        Err(PlanError::NoSmt { .. })
+    ));
+    let e = placed(&topo, "pairs", 2).unwrap_err().to_string();
+    assert!(
+        e.contains("needs SMT siblings") && e.contains("one-per-core"),
+        "{e}"
+    );
+    assert_eq!(
+        placed(&topo, "one-per-core", 4).unwrap(),
+        ["0", "1", "2", "3"]
+    );
+    let e = placed(&topo, "cpus:5", 1).unwrap_err().to_string();
+    assert!(e.contains("offline"), "{e}");
+}
+
+/// An old kernel: only `thread_siblings`/`core_siblings` hex masks, no `*_list`, no
+/// top-level `online`; cpu0 has no `online` file (it cannot be offlined).
+#[test]
+fn mask_only_old_kernel() {
+    let t = Tree::new();
+    // 2 packages × 2 cores × 2 threads; siblings (i, i+4); packages {0,1,4,5}, {2,3,6,7}.
+    for cpu in 0..8u32 {
+        let c = cpu % 4;
+        let pkg = c / 2;
+        let sib_mask = (1u32 << c) | (1 << (c + 4));
+        let pkg_mask: u32 = if pkg == 0 { 0x33 } else { 0xcc };
+        let d = format!("sys/devices/system/cpu/cpu{cpu}");
+        t.write(
+            &format!("{d}/topology/thread_siblings"),
+            &format!("00000000,{sib_mask:08x}"),
+        )
+        .write(
+            &format!("{d}/topology/core_siblings"),
+            &format!("00000000,{pkg_mask:08x}"),
+        )
+        .write(&format!("{d}/topology/core_id"), &(c % 2 * 8).to_string())
+        .write(
+            &format!("{d}/topology/physical_package_id"),
+            &pkg.to_string(),
+        )
+        .write(&format!("{d}/cache/index0/level"), "2")
+        .write(&format!("{d}/cache/index0/type"), "Unified")
+        .write(&format!("{d}/cache/index0/size"), "4096K")
+        .write(
+            &format!("{d}/cache/index0/shared_cpu_map"),
+            &format!("00000000,{pkg_mask:08x}"),
+        );
+        if cpu > 0 {
+            t.write(&format!("{d}/online"), "1");
+        }
+    }
+    let topo = t.topo();
+    assert_eq!(topo.online(), set("0-7"));
+    assert_eq!(topo.cores(), sets(&["0,4", "1,5", "2,6", "3,7"]));
+    assert_eq!(topo.packages(), sets(&["0-1,4-5", "2-3,6-7"]));
+    assert_eq!(topo.partitions().l2_caches, sets(&["0-1,4-5", "2-3,6-7"]));
+    assert_eq!(topo.threads_per_core(), 2);
+    assert_eq!(
+        render::smt_summary(&topo).sentence,
+        "SMT: 2 threads per core, no smt/control file"
+    );
+    assert_eq!(placed(&topo, "pairs", 2).unwrap(), ["0", "4"]);
+    assert_eq!(placed(&topo, "other-l3", 2).unwrap(), ["0", "2"]);
+}
+
+/// A cgroup v2 job restricted to CPUs 1-2 of 4, with a 1.5-CPU quota.
+#[test]
+fn cgroup_restricted() {
+    let t = Tree::new();
+    t.write("sys/devices/system/cpu/online", "0-3")
+        .write("proc/self/cgroup", "0::/job")
+        .write(
+            "proc/mounts",
+            "sysfs /sys sysfs rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0",
+        )
+        .write("sys/fs/cgroup/job/cpuset.cpus.effective", "1-2")
+        .write("sys/fs/cgroup/job/cpuset.mems.effective", "0")
+        .write("sys/fs/cgroup/job/cpu.max", "150000 100000")
+        .mkdir("sys/devices/system/node/node0");
+    t.write("sys/devices/system/node/node0/cpulist", "0-3");
+    for cpu in 0..4u32 {
+        t.cpu(cpu, 0, cpu, &cpu.to_string(), "0-3")
+            .cache(cpu, 3, 3, "Unified", "8M", "0-3");
+    }
+    let topo = t.topo();
+    assert_eq!(topo.online(), set("0-3"));
+    assert_eq!(topo.allowed(), set("1-2"));
+    assert_eq!(topo.partitions().allowed_cpus, set("1-2"));
+    assert_eq!(
+        topo.process.cgroup_source.as_deref(),
+        Some("/sys/fs/cgroup/job/cpuset.cpus.effective")
+    );
+    assert_eq!(topo.process.cgroup_mems, Some(set("0")));
+    assert_eq!(topo.process.cpu_quota, Some(1.5));
+    let text = render::human(&topo);
+    assert!(
+        text.contains("Usable by this process: 1-2 (restricted by"),
+        "{text}"
+    );
+    assert!(text.contains("CPU  0!"), "disallowed CPUs marked:\n{text}");
+    assert_eq!(placed(&topo, "one-per-core", 2).unwrap(), ["1", "2"]);
+    assert_eq!(placed(&topo, "os", 2).unwrap(), ["1-2", "1-2"]);
+    assert!(matches!(
+        placed(&topo, "one-per-core", 3),
+        Err(PlanError::NotEnough { have: 2, .. })
+    ));
+    let e = placed(&topo, "cpus:0", 1).unwrap_err().to_string();
+    assert!(e.contains("outside this process's affinity/cgroup"), "{e}");
+}
+
+/// Garbage in a list file is an error naming the file, on one line.
+#[test]
+fn garbage_in_a_list_file_is_a_one_line_error() {
+    let t = smt_off();
+    t.write("sys/devices/system/cpu/online", "0-3,\u{0}zz\nmore");
+    let e = discover(t.root()).unwrap_err();
+    let msg = format!("{:#}", anyhow::Error::from(e));
+    assert!(msg.contains("sys/devices/system/cpu/online"), "{msg}");
+    assert!(!msg.contains('\n'), "one line: {msg}");
+}

@@ -100,6 +100,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Singleton inserts from N pinned client threads into SQLite or PostgreSQL (seeds 001,
+    /// 002): inserts/s, per-thread elapsed, commit latency, a row-count check.
+    Oltp(OltpArgs),
     /// Plan thread placements (which CPUs each thread gets) without running anything.
     Plan {
         /// one-per-core, pairs, all, same-core, same-l3, other-l3, other-package,
@@ -208,6 +211,7 @@ pub fn main() -> Result<()> {
             },
             &mut out,
         ),
+        Command::Oltp(args) => commands::oltp::run(&oltp_config(args)?, &mut out),
         Command::Plan {
             request,
             list,
@@ -231,6 +235,113 @@ pub fn main() -> Result<()> {
             )
         }
     }
+}
+
+/// `smtlab oltp` options.
+#[derive(Args, Debug)]
+struct OltpArgs {
+    /// sqlite (temporary file), sqlite:PATH, postgres-managed (a throwaway cluster smtlab
+    /// creates and removes), or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.
+    #[arg(
+        long,
+        default_value = "sqlite",
+        value_name = "DB",
+        hide_default_value = false
+    )]
+    db: String,
+    /// Table: seed-001 (bigint key, 150-byte rows) or seed-002 (identity key, uuid).
+    #[arg(long, default_value = "seed-001")]
+    schema: String,
+    /// sequential (hot last page) or random keys.
+    #[arg(long, default_value = "sequential")]
+    key: String,
+    /// Rows per transaction (one multi-row INSERT per commit).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    rows_per_txn: u32,
+    /// full (commit waits for the log flush) or delayed (the seeds' Delayed Durability =
+    /// FORCED: SQLite synchronous=OFF, PostgreSQL synchronous_commit=off).
+    #[arg(long, default_value = "delayed")]
+    durability: String,
+    /// Random-key rows inserted before each run (seed 001's big table, scaled).
+    #[arg(long, default_value_t = 0, value_name = "ROWS")]
+    prefill: u64,
+    /// Client threads (one connection each).
+    #[arg(long, short = 't', default_value_t = 2)]
+    threads: usize,
+    /// Each thread inserts this many rows (seed 001 style; per-thread elapsed reported).
+    #[arg(long, value_name = "R")]
+    rows_per_thread: Option<u64>,
+    /// Measurement length (10, 10s, 500ms, 2m); with --rows-per-thread, the time limit.
+    /// Default 10 s, or 1 h with --rows-per-thread.
+    #[arg(long, short = 'd')]
+    duration: Option<String>,
+    /// Warm-up before measuring. Default 1 s, or 0 with --rows-per-thread.
+    #[arg(long)]
+    warmup: Option<String>,
+    /// Where client threads (and local backends) run: one-per-core, pairs, all, os,
+    /// cpus:LIST, … (see `smtlab plan`).
+    #[arg(long, default_value = "os", conflicts_with = "configs")]
+    placement: String,
+    /// Several layouts, run interleaved (e.g. one-per-core,pairs,all); impossible ones
+    /// are skipped with the reason.
+    #[arg(long, value_name = "LIST")]
+    configs: Option<String>,
+    /// Rounds over the layouts (A B C A B C …).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Print the placements only.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    root: RootArg,
+    /// Machine-readable JSON (`inserts_per_sec`, `rows_verified`, …).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Turns the `oltp` options into a validated config.
+fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
+    use crate::oltp::{
+        Config, DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec, parse_duration,
+        parse_layouts,
+    };
+    let stop = match a.rows_per_thread {
+        Some(r) => StopRule::RowsPerThread(r),
+        None => StopRule::Duration,
+    };
+    let rows_mode = a.rows_per_thread.is_some();
+    let duration = match &a.duration {
+        Some(d) => parse_duration(d)?,
+        None if rows_mode => std::time::Duration::from_secs(3600),
+        None => std::time::Duration::from_secs(10),
+    };
+    let warmup = match &a.warmup {
+        Some(w) => parse_duration(w)?,
+        None if rows_mode => std::time::Duration::ZERO,
+        None => std::time::Duration::from_secs(1),
+    };
+    let layouts = parse_layouts(a.configs.as_deref().unwrap_or(&a.placement))?;
+    let cfg = Config {
+        db: DbTarget::parse(&a.db)?,
+        table: TableSpec {
+            schema: Schema::parse(&a.schema)?,
+            key: KeyMode::parse(&a.key)?,
+            rows_per_txn: a.rows_per_txn,
+        },
+        durability: Durability::parse(&a.durability)?,
+        prefill: a.prefill,
+        threads: a.threads,
+        stop,
+        duration,
+        warmup,
+        layouts,
+        repeat: a.repeat,
+        dry_run: a.dry_run,
+        sysfs_root: a.root.sysfs_root,
+        json: a.json,
+    };
+    cfg.validate()?;
+    Ok(cfg)
 }
 
 /// True when the error is a closed stdout (`smtlab topo | head`): exit quietly.

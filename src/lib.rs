@@ -25,6 +25,8 @@ pub mod experiments;
 pub mod interrupt;
 /// The lock library: every measured lock behind one trait, with switchable instrumentation.
 pub mod locks;
+/// Singleton inserts on real databases (SQLite, PostgreSQL by URL or managed): seeds 001/002.
+pub mod oltp;
 /// The placement planner: topology + request → CPUs per thread.
 pub mod placement;
 /// Shared text renderers (tables, number formats).

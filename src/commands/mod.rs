@@ -2,6 +2,7 @@
 
 pub mod burn;
 pub mod c2c;
+pub mod oltp;
 pub mod plan;
 pub mod topo;
 

@@ -1,0 +1,192 @@
+//! Which database `--db` names, and how to print it without its password.
+
+use crate::error::BadInput;
+use std::fmt;
+use std::path::PathBuf;
+
+/// The `--db` values accepted on the command line.
+pub const TARGET_NAMES: &str =
+    "sqlite, sqlite:PATH, postgres-managed, postgres://USER[:PASSWORD]@HOST[:PORT]/DB";
+
+/// A database to run against.
+#[derive(Clone, PartialEq, Eq)]
+pub enum DbTarget {
+    /// Bundled SQLite: a file in a temporary directory (`None`, removed afterwards) or at
+    /// the given path (kept).
+    Sqlite(Option<PathBuf>),
+    /// An existing PostgreSQL server, by URL or `key=value` connection string. The string
+    /// may hold a password: print it only through [`redact`] (this type's `Debug` and
+    /// `Display` do).
+    Postgres(String),
+    /// A throwaway cluster smtlab creates, starts and removes (see `managed`).
+    PostgresManaged,
+}
+
+impl DbTarget {
+    /// Parses a `--db` value.
+    pub fn parse(s: &str) -> Result<Self, BadInput> {
+        let t = s.trim();
+        if t == "sqlite" {
+            return Ok(DbTarget::Sqlite(None));
+        }
+        if let Some(p) = t.strip_prefix("sqlite:") {
+            if p.is_empty() {
+                return Err(BadInput(
+                    "`--db sqlite:` needs a file path, as in `sqlite:/tmp/oltp.db`".into(),
+                ));
+            }
+            return Ok(DbTarget::Sqlite(Some(PathBuf::from(p))));
+        }
+        if t == "postgres-managed" || t == "postgresql-managed" {
+            return Ok(DbTarget::PostgresManaged);
+        }
+        if t.starts_with("postgres://") || t.starts_with("postgresql://") {
+            return Ok(DbTarget::Postgres(t.to_string()));
+        }
+        if t.contains('=') && (t.contains("host=") || t.contains("dbname=")) {
+            return Ok(DbTarget::Postgres(t.to_string()));
+        }
+        Err(BadInput(format!(
+            "unknown database `{}`; valid: {TARGET_NAMES}",
+            redact(t)
+        )))
+    }
+
+    /// The engine: `sqlite` or `postgres`.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            DbTarget::Sqlite(_) => "sqlite",
+            DbTarget::Postgres(_) | DbTarget::PostgresManaged => "postgres",
+        }
+    }
+}
+
+impl fmt::Display for DbTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DbTarget::Sqlite(None) => f.write_str("sqlite (temporary file)"),
+            DbTarget::Sqlite(Some(p)) => write!(f, "sqlite:{}", p.display()),
+            DbTarget::Postgres(u) => f.write_str(&redact(u)),
+            DbTarget::PostgresManaged => f.write_str("postgres-managed"),
+        }
+    }
+}
+
+impl fmt::Debug for DbTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DbTarget({self})")
+    }
+}
+
+/// The connection string with any password replaced by `***`: the URL's user-info
+/// password, a `password=` query parameter, or a `password=` key of a `key=value` string.
+pub fn redact(s: &str) -> String {
+    let mut out = s.to_string();
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = out[rest_start..]
+            .find(['/', '?'])
+            .map_or(out.len(), |i| rest_start + i);
+        if let Some(at) = out[rest_start..authority_end].rfind('@') {
+            let userinfo = &out[rest_start..rest_start + at];
+            if let Some(colon) = userinfo.find(':') {
+                let from = rest_start + colon + 1;
+                let to = rest_start + at;
+                out.replace_range(from..to, "***");
+            }
+        }
+    }
+    redact_password_params(&out)
+}
+
+/// Replaces the value of every `password=` parameter (query string or `key=value` form).
+fn redact_password_params(s: &str) -> String {
+    let lower = s.to_ascii_lowercase();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while let Some(off) = lower[i..].find("password=") {
+        let k = i + off;
+        let at_boundary = k == 0 || matches!(s.as_bytes()[k - 1], b' ' | b'?' | b'&' | b'\t');
+        let v = k + "password=".len();
+        out.push_str(&s[i..v]);
+        if !at_boundary {
+            i = v;
+            continue;
+        }
+        let bytes = s.as_bytes();
+        let end = if bytes.get(v) == Some(&b'\'') {
+            // key='quoted value' (backslash escapes allowed)
+            let mut j = v + 1;
+            while j < bytes.len() && bytes[j] != b'\'' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            (j + 1).min(bytes.len())
+        } else {
+            s[v..]
+                .find([' ', '&', '\t', '#'])
+                .map_or(s.len(), |e| v + e)
+        };
+        out.push_str("***");
+        i = end;
+    }
+    out.push_str(&s[i..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_targets() {
+        assert_eq!(DbTarget::parse("sqlite").unwrap(), DbTarget::Sqlite(None));
+        assert_eq!(
+            DbTarget::parse("sqlite:/tmp/x.db").unwrap(),
+            DbTarget::Sqlite(Some("/tmp/x.db".into()))
+        );
+        assert_eq!(
+            DbTarget::parse("postgres-managed").unwrap(),
+            DbTarget::PostgresManaged
+        );
+        assert!(matches!(
+            DbTarget::parse("postgresql://u@h/db").unwrap(),
+            DbTarget::Postgres(_)
+        ));
+        assert!(matches!(
+            DbTarget::parse("host=/tmp dbname=x").unwrap(),
+            DbTarget::Postgres(_)
+        ));
+        let e = DbTarget::parse("mysql://u:secret@h/db").unwrap_err().0;
+        assert!(
+            e.contains("unknown database") && !e.contains("secret"),
+            "{e}"
+        );
+        assert!(DbTarget::parse("sqlite:").is_err());
+    }
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(
+            redact("postgres://u:secret@127.0.0.1:1/db"),
+            "postgres://u:***@127.0.0.1:1/db"
+        );
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact("postgres://u:p%40ss:w@h/db?sslmode=disable&password=zz"),
+            "postgres://u:***@h/db?sslmode=disable&password=***"
+        );
+        assert_eq!(
+            redact("host=h password='se cret' user=u"),
+            "host=h password=*** user=u"
+        );
+        assert_eq!(
+            redact("host=h PASSWORD=secret user=u"),
+            "host=h PASSWORD=*** user=u"
+        );
+        let d = format!(
+            "{:?}",
+            DbTarget::Postgres("postgres://u:secret@h/db".into())
+        );
+        assert!(!d.contains("secret"), "{d}");
+    }
+}

@@ -1,0 +1,557 @@
+//! CLI tests of `smtlab oltp`: SQLite always; the managed PostgreSQL cluster when the
+//! server binaries exist (skipped with the reason otherwise, unless CI=true). Runs are
+//! short and assert behaviour (row counts, cleanup, messages, exit codes), never speed.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn smtlab() -> Command {
+    Command::cargo_bin("smtlab").expect("binary built")
+}
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("smtlab")
+}
+
+/// True when PostgreSQL server binaries exist; prints why not otherwise, and fails under
+/// CI, where `.ci/run` installs them.
+fn have_postgres() -> bool {
+    match smtlab::oltp::managed::find_binaries() {
+        Ok(_) => true,
+        Err(e) => {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("CI must have PostgreSQL: {e:#}");
+            }
+            eprintln!("skipped: {e:#}");
+            false
+        }
+    }
+}
+
+/// The cluster directory named in smtlab's stderr ("managed cluster in DIR (").
+fn cluster_dir(stderr: &str) -> PathBuf {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("managed cluster in "))
+        .unwrap_or_else(|| panic!("no cluster line in:\n{stderr}"));
+    let rest = line.split("managed cluster in ").nth(1).unwrap();
+    PathBuf::from(rest.split(" (").next().unwrap())
+}
+
+/// Pids of live (non-zombie) processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) && alive(pid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A process exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => {
+            let state = s.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Asserts the cluster is gone: directory removed, postmaster and anything naming the
+/// directory ended (allowing a moment for the kernel to reap).
+fn assert_cluster_gone(dir: &Path, postmaster: Option<i32>) {
+    let t0 = Instant::now();
+    loop {
+        let procs = processes_mentioning(&dir.display().to_string());
+        let pm_alive = postmaster.is_some_and(alive);
+        if !dir.exists() && procs.is_empty() && !pm_alive {
+            return;
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            panic!(
+                "cluster not cleaned up: dir exists {}, processes {procs:?}, postmaster alive {pm_alive}",
+                dir.exists()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn stderr_of(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+#[test]
+fn sqlite_rows_per_thread_verifies_row_count() {
+    let out = smtlab()
+        .args([
+            "oltp",
+            "--db",
+            "sqlite",
+            "--threads",
+            "2",
+            "--rows-per-thread",
+            "500",
+        ])
+        .args(["--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &j["runs"][0];
+    assert_eq!(run["rows_committed"], 1000);
+    assert_eq!(run["rows_in_table"], 1000);
+    assert_eq!(run["rows_verified"], true);
+    assert!(run["inserts_per_sec"].as_f64().unwrap() > 0.0);
+    assert_eq!(run["per_thread"].as_array().unwrap().len(), 2);
+    assert!(
+        run["thread_elapsed_max_ns"].as_u64().unwrap()
+            >= run["thread_elapsed_min_ns"].as_u64().unwrap()
+    );
+    // The temporary database is gone.
+    let err = stderr_of(&out);
+    let path = err
+        .lines()
+        .find_map(|l| l.split(" at ").nth(1))
+        .and_then(|r| r.split(' ').next())
+        .expect("db path in stderr");
+    assert!(!Path::new(path).exists(), "{path} left behind");
+}
+
+#[test]
+fn sqlite_seed002_random_duration_with_batches() {
+    smtlab()
+        .args([
+            "oltp", "--db", "sqlite", "--schema", "seed-002", "--key", "random",
+        ])
+        .args([
+            "--rows-per-txn",
+            "3",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+        ])
+        .args(["--durability", "full", "--prefill", "100", "-t", "2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "seed-002 (random key, 3 row(s)/txn, durability full)",
+        ))
+        .stdout(predicate::str::contains("  ok"));
+}
+
+#[test]
+fn sqlite_file_path_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("x.db");
+    smtlab()
+        .args(["oltp", "--rows-per-thread", "50", "-t", "1", "--db"])
+        .arg(format!("sqlite:{}", db.display()))
+        .assert()
+        .success();
+    assert!(db.exists());
+}
+
+#[test]
+fn configs_run_interleaved_and_skip_impossible_layouts() {
+    let out = smtlab()
+        .args([
+            "oltp",
+            "--configs",
+            "one-per-core,pairs,all",
+            "--threads",
+            "2",
+        ])
+        .args(["--rows-per-thread", "200", "--repeat", "2", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let order: Vec<String> = j["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["placement"].as_str().unwrap().to_string())
+        .collect();
+    let smt = order.iter().any(|p| p == "pairs");
+    if smt {
+        assert_eq!(
+            order,
+            [
+                "one-per-core",
+                "pairs",
+                "all",
+                "one-per-core",
+                "pairs",
+                "all"
+            ]
+        );
+    } else {
+        assert_eq!(order, ["one-per-core", "all", "one-per-core", "all"]);
+        let reason = j["skipped"][0]["reason"].as_str().unwrap();
+        assert_eq!(j["skipped"][0]["placement"], "pairs");
+        assert!(reason.contains("SMT"), "{reason}");
+    }
+    assert!(
+        j["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["rows_verified"] == true)
+    );
+}
+
+#[test]
+fn dry_run_on_an_smt_dump_shows_seed_001_layouts() {
+    let dir = std::env::var_os("SMTLAB_TOPOLOGY_DUMPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/topology")
+        });
+    let tar = dir.join("hwloc/16em64t-4s2c2t.tar.bz2");
+    if !tar.exists() {
+        if std::env::var("SMTLAB_REQUIRE_DUMPS").as_deref() == Ok("1") {
+            panic!("topology dump {} missing", tar.display());
+        }
+        eprintln!("skipped: no topology dump at {}", tar.display());
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(
+        std::process::Command::new("tar")
+            .arg("-xf")
+            .arg(&tar)
+            .arg("-C")
+            .arg(tmp.path())
+            .status()
+            .unwrap()
+            .success()
+    );
+    let root = tmp.path().join("16em64t-4s2c2t");
+    let out = smtlab()
+        .args([
+            "oltp",
+            "--configs",
+            "one-per-core,pairs,all",
+            "--threads",
+            "6",
+            "--dry-run",
+        ])
+        .arg("--sysfs-root")
+        .arg(&root)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("one-per-core: 6 threads on CPUs 0-5 (6 cores)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pairs: 6 threads on CPUs 0-2,8-10 (3 cores)"),
+        "{text}"
+    );
+    assert!(text.contains("all: 6 threads"), "{text}");
+    assert!(text.contains("--configs pairs --threads 12"), "{text}");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    for (args, msg) in [
+        (vec!["--threads", "0"], "--threads must be at least 1"),
+        (vec!["--db", "mysql://u:secret@h/db"], "unknown database"),
+        (vec!["--schema", "tpcc"], "unknown schema `tpcc`"),
+        (vec!["--key", "zigzag"], "unknown key mode"),
+        (vec!["--rows-per-txn", "0"], "--rows-per-txn must be"),
+        (vec!["--placement", "bogus"], "unknown placement"),
+    ] {
+        let out = smtlab()
+            .arg("oltp")
+            .args(&args)
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = stderr_of(&out);
+        assert!(err.contains(msg), "{args:?}: {err}");
+        assert!(!err.contains("secret"), "{err}");
+    }
+}
+
+#[test]
+fn unreachable_and_malformed_urls_fail_fast_without_the_password() {
+    for url in [
+        "postgres://u:secret@127.0.0.1:1/db",
+        "postgres://u:secret@127.0.0.1:1/db?connect_timeout=zz",
+    ] {
+        let t0 = Instant::now();
+        let out = smtlab()
+            .args(["oltp", "--db", url, "--rows-per-thread", "1"])
+            .assert()
+            .failure()
+            .get_output()
+            .clone();
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "{url}: {:?}",
+            t0.elapsed()
+        );
+        let all = format!(
+            "{}{}",
+            stderr_of(&out),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(!all.contains("secret"), "{all}");
+        assert!(all.contains("u:***@127.0.0.1:1"), "{all}");
+    }
+}
+
+#[test]
+fn managed_postgres_runs_verifies_and_cleans_up() {
+    if !have_postgres() {
+        return;
+    }
+    let out = smtlab()
+        .args(["oltp", "--db", "postgres-managed", "--threads", "2"])
+        .args(["--rows-per-thread", "300", "--rows-per-txn", "2", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = stderr_of(&out);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["runs"][0]["rows_in_table"], 600);
+    assert_eq!(j["runs"][0]["rows_verified"], true);
+    assert!(
+        j["backend_pinning"]
+            .as_str()
+            .unwrap()
+            .contains("backend pinned")
+    );
+    let pids = &j["runs"][0]["per_thread"];
+    assert!(pids[0]["backend_pid"].as_i64().unwrap() > 0);
+    assert_cluster_gone(&cluster_dir(&err), None);
+}
+
+/// Spawns `smtlab oltp --db postgres-managed` for a `duration` run and waits until it inserts;
+/// returns the child, its cluster directory and the postmaster pid.
+fn start_long_managed_run(
+    duration: &str,
+) -> (
+    std::process::Child,
+    PathBuf,
+    i32,
+    std::thread::JoinHandle<String>,
+) {
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "oltp",
+            "--db",
+            "postgres-managed",
+            "--threads",
+            "2",
+            "--duration",
+            duration,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+            if line.contains("inserting with") {
+                let _ = tx.send(all.clone());
+            }
+        }
+        all
+    });
+    let so_far = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("smtlab starts inserting within 60 s");
+    let dir = cluster_dir(&so_far);
+    let pm: i32 = std::fs::read_to_string(dir.join("data/postmaster.pid"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pm));
+    // Let it insert for a moment.
+    std::thread::sleep(Duration::from_millis(500));
+    (child, dir, pm, reader)
+}
+
+fn wait_with_timeout(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t0.elapsed() > limit {
+            // Ctrl-C first, so even a failing test leaves no cluster behind.
+            // SAFETY: kill with our own child's pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            std::thread::sleep(Duration::from_secs(5));
+            let _ = child.kill();
+            panic!("smtlab did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sigint_mid_run_stops_and_removes_the_cluster() {
+    if !have_postgres() {
+        return;
+    }
+    let (mut child, dir, pm, reader) = start_long_managed_run("60");
+    // SAFETY: kill with a valid pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_with_timeout(&mut child, Duration::from_secs(30));
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert_cluster_gone(&dir, Some(pm));
+}
+
+#[test]
+fn error_mid_run_removes_the_cluster() {
+    if !have_postgres() {
+        return;
+    }
+    // The engine ends a duration run when its time is up, so a failure shows then.
+    let (mut child, dir, pm, reader) = start_long_managed_run("6");
+    // Kill the client backends from outside: the run fails mid-way.
+    let mut admin = postgres::Config::new()
+        .host_path(&dir)
+        .user("smtlab")
+        .dbname("postgres")
+        .connect(postgres::NoTls)
+        .unwrap();
+    let n: i64 = admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = 'smtlab' AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(n >= 1);
+    drop(admin);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(30));
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("terminat") || err.contains("closed"), "{err}");
+    assert_cluster_gone(&dir, Some(pm));
+}
+
+#[test]
+fn password_auth_failure_is_clear_fast_and_secret_free() {
+    if !have_postgres() {
+        return;
+    }
+    // A cluster of our own with one password-protected role.
+    let cluster =
+        smtlab::oltp::ManagedCluster::start(smtlab::oltp::Durability::Delayed, 4).unwrap();
+    let hba = cluster.data_dir().join("pg_hba.conf");
+    let old = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(&hba, format!("local all pwuser scram-sha-256\n{old}")).unwrap();
+    let mut admin = postgres::Config::new()
+        .host_path(cluster.dir())
+        .user("smtlab")
+        .dbname("postgres")
+        .connect(postgres::NoTls)
+        .unwrap();
+    admin
+        .batch_execute(
+            "SET password_encryption = 'scram-sha-256'; \
+             CREATE ROLE pwuser LOGIN SUPERUSER PASSWORD 'right'; SELECT pg_reload_conf();",
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let host = cluster.dir().display().to_string().replace('/', "%2F");
+    let t0 = Instant::now();
+    let out = smtlab()
+        .args(["oltp", "--rows-per-thread", "5", "--db"])
+        .arg(format!("postgresql://pwuser:secret@{host}/postgres"))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let err = stderr_of(&out);
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(err.contains("pwuser:***@"), "{err}");
+    assert!(!err.contains("secret"), "{err}");
+    // The right password works end to end (SCRAM in both the admin and the insert client),
+    // and a server reached by URL on this host gets its backends pinned too.
+    let out = smtlab()
+        .args([
+            "oltp",
+            "--rows-per-thread",
+            "20",
+            "-t",
+            "2",
+            "--json",
+            "--db",
+        ])
+        .arg(format!("postgresql://pwuser:right@{host}/postgres"))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["runs"][0]["rows_verified"], true);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("right@"));
+    assert!(j["db"].as_str().unwrap().contains("pwuser:***@"));
+    // The table smtlab made on a server it does not own is dropped again.
+    let n: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'smtlab_%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0);
+    drop(admin);
+    let dir = cluster.dir().to_path_buf();
+    drop(cluster);
+    assert_cluster_gone(&dir, None);
+}
+
+#[test]
+fn missing_binaries_give_the_install_hint() {
+    let out = smtlab()
+        .env("SMTLAB_PG_BINDIR", "/nonexistent/bin")
+        .args(["oltp", "--db", "postgres-managed", "--rows-per-thread", "1"])
+        .assert()
+        .code(3)
+        .get_output()
+        .clone();
+    let err = stderr_of(&out);
+    assert!(err.contains("no PostgreSQL server binaries"), "{err}");
+    assert!(err.contains("apt-get install postgresql"), "{err}");
+}

@@ -1,0 +1,36 @@
+//! `smtlab report results.json`: re-render `report.html` and `summary.md` from a study's
+//! JSON, without rerunning anything. The output is byte-identical to what the study wrote.
+
+use crate::report;
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The `results.json` to read.
+    pub results: PathBuf,
+    /// Where to write; None = the directory holding `results`.
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    let text = std::fs::read_to_string(&cfg.results)
+        .with_context(|| format!("reading `{}`", cfg.results.display()))
+        .map_err(|e| crate::error::BadInput(format!("{e:#}")))?;
+    let rendered = report::render_json(&text)
+        .with_context(|| format!("rendering `{}`", cfg.results.display()))?;
+    let dir = match &cfg.out {
+        Some(d) => d.clone(),
+        None => cfg
+            .results
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(".")),
+    };
+    for p in report::write_rendered(&rendered, &dir, false)? {
+        writeln!(out, "wrote {}", p.display())?;
+    }
+    Ok(())
+}

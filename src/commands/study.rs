@@ -1,0 +1,169 @@
+//! `smtlab study`: run every experiment this machine supports within a time budget, with one
+//! progress bar per phase on stderr, then write `results.json`, `report.html` and
+//! `summary.md` (atomically) and print the verdict. Ctrl-C writes what finished, marked
+//! `partial`, and exits 130.
+
+use crate::report::{self, PhaseName, PhaseStatus, Status};
+use crate::study::{self, Progress, RealLab};
+use anyhow::{Context, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::cell::RefCell;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub study: study::Config,
+    /// Directory for the three files (created if missing).
+    pub out: PathBuf,
+}
+
+pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    let root = Path::new("/");
+    // Fail on an unwritable output directory now, not after a minute of measuring.
+    std::fs::create_dir_all(&cfg.out)
+        .with_context(|| format!("creating the output directory `{}`", cfg.out.display()))?;
+    let probe = cfg.out.join(".smtlab-write-test");
+    report::write_atomic(&probe, b"")
+        .with_context(|| format!("`{}` is not writable", cfg.out.display()))?;
+    let _ = std::fs::remove_file(&probe);
+
+    let topo = super::load_topology(root)?;
+    let machine = report::machine::machine_info(&topo, root);
+    let provenance = report::machine::provenance(cfg.study.command.clone());
+    let bars = Bars::new(std::io::stderr().is_terminal());
+    let lab = RealLab::default();
+    let rep = study::run(&lab, &topo, machine, provenance, &cfg.study, &bars)?;
+    bars.close();
+    let written = report::write_all(&rep, &cfg.out)?;
+    writeln!(out, "Verdict: {}", rep.verdict.headline)?;
+    for p in &written {
+        writeln!(out, "wrote {}", p.display())?;
+    }
+    if rep.status == Status::Partial {
+        writeln!(
+            out,
+            "partial: stopped with Ctrl-C; the files hold the phases that finished"
+        )?;
+        return Err(crate::error::Interrupted.into());
+    }
+    Ok(())
+}
+
+/// One indicatif bar per phase (kept on screen when done), or plain lines on stderr when
+/// it is not a terminal.
+struct Bars {
+    multi: Option<MultiProgress>,
+    current: RefCell<Option<Current>>,
+}
+
+struct Current {
+    bar: ProgressBar,
+    ticker: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+}
+
+impl Bars {
+    fn new(terminal: bool) -> Self {
+        Bars {
+            multi: terminal.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+            current: RefCell::new(None),
+        }
+    }
+
+    fn stop_current(&self) -> Option<ProgressBar> {
+        let cur = self.current.borrow_mut().take()?;
+        if let Some((stop, h)) = cur.ticker {
+            stop.store(true, Ordering::Relaxed);
+            let _ = h.join();
+        }
+        Some(cur.bar)
+    }
+
+    fn close(&self) {
+        if let Some(b) = self.stop_current() {
+            b.abandon();
+        }
+    }
+}
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template)
+        .expect("valid template")
+        .progress_chars("=> ")
+}
+
+impl Progress for Bars {
+    fn start(&self, phase: PhaseName, units: u64, estimate: Duration) {
+        self.close();
+        let Some(multi) = &self.multi else {
+            return;
+        };
+        let (bar, ticker) = if units > 0 {
+            let b = multi.add(ProgressBar::new(units));
+            b.set_style(style(
+                "{prefix:>10} [{bar:30}] {pos}/{len}  {elapsed:>4} elapsed, ETA {eta}",
+            ));
+            b.enable_steady_tick(Duration::from_millis(200));
+            (b, None)
+        } else {
+            // No step counts (oltp): progress by the estimate, held short of the end.
+            let len = estimate.as_millis().max(1) as u64;
+            let b = multi.add(ProgressBar::new(len));
+            b.set_style(style(
+                "{prefix:>10} [{bar:30}] {elapsed:>4} elapsed, ETA ~{eta}",
+            ));
+            let stop = Arc::new(AtomicBool::new(false));
+            let (s, bb, t0) = (stop.clone(), b.clone(), Instant::now());
+            let h = std::thread::spawn(move || {
+                while !s.load(Ordering::Relaxed) {
+                    bb.set_position((t0.elapsed().as_millis() as u64).min(len.saturating_sub(1)));
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            });
+            (b, Some((stop, h)))
+        };
+        bar.set_prefix(phase.label());
+        *self.current.borrow_mut() = Some(Current { bar, ticker });
+    }
+
+    fn advance(&self, n: u64) {
+        if let Some(c) = self.current.borrow().as_ref() {
+            c.bar.inc(n);
+        }
+    }
+
+    fn finish(&self, phase: PhaseName, status: PhaseStatus, reason: Option<&str>, wall: Duration) {
+        let msg = match (status, reason) {
+            (PhaseStatus::Done, _) => format!("done in {:.1} s", wall.as_secs_f64()),
+            (s, Some(r)) => format!("{}: {}", s.label(), first_line(r)),
+            (s, None) => s.label().to_string(),
+        };
+        match self.stop_current() {
+            Some(bar) => {
+                bar.set_style(style("{prefix:>10} {msg}"));
+                bar.finish_with_message(msg);
+            }
+            None => match &self.multi {
+                Some(m) => {
+                    let b = m.add(ProgressBar::new(1));
+                    b.set_style(style("{prefix:>10} {msg}"));
+                    b.set_prefix(phase.label());
+                    b.finish_with_message(msg);
+                }
+                None => eprintln!("study: {phase}: {msg}"),
+            },
+        }
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let l = s.lines().next().unwrap_or("");
+    if l.chars().count() > 110 {
+        l.chars().take(107).collect::<String>() + "…"
+    } else {
+        l.to_string()
+    }
+}

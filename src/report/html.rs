@@ -1,0 +1,599 @@
+//! `report.html`: one self-contained page (inline CSS, inline SVG, no scripts, no network)
+//! rendered from a [`Report`] alone. Deterministic: the same report gives the same bytes.
+
+use super::svg::{self, Bar, CoreBox, Group, L3Box, PackageBox, Point, Series, esc};
+use super::tables::{self, Table};
+use super::{PhaseStatus, Report, Status};
+use crate::experiments::diagnosis::Diagnosis;
+use crate::render::{duration_ns, si};
+use crate::topology::Topology;
+use std::fmt::Write;
+
+const CSS: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#1a1a1a;line-height:1.45}
+h1{margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
+.meta{color:#555}.banner{padding:.6em 1em;border-radius:6px;margin:1em 0;font-weight:600}
+.synthetic{background:#fff3cd;border:1px solid #e0c060}.partial{background:#fde2e1;border:1px solid #d9534f}
+#verdict{background:#f3f8ff;border:1px solid #b8d0f0;border-radius:8px;padding:.2em 1.2em 1em}
+#verdict h2{border:none}.headline{font-size:1.1em}
+dt{font-weight:700;margin-top:.8em}dd{margin-left:1em}dd p{margin:.3em 0}
+table{border-collapse:collapse;margin:.6em 0;font-size:.88em}th,td{border:1px solid #ddd;padding:.25em .55em;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.chart{display:block;margin:.8em 0;max-width:100%;height:auto}.note{color:#555;font-size:.9em}
+code{background:#f2f2f2;padding:0 .25em;border-radius:3px;font-size:.92em}details{margin:.5em 0}summary{cursor:pointer;color:#0b5394}footer{margin-top:3em;color:#777;font-size:.85em}
+";
+
+/// Renders the page.
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let title = format!("smtlab study — {}", r.machine.cpu_model);
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n",
+        esc(&title)
+    );
+    let _ = writeln!(
+        o,
+        "<h1>smtlab study</h1>\n<p class=\"meta\">{} · {} · smtlab {} (git {}) · {}</p>",
+        esc(&r.machine.cpu_model),
+        esc(&tables::utc(r.provenance.started_unix_s)),
+        esc(&r.provenance.smtlab_version),
+        esc(&r.provenance.git_revision),
+        if r.status == Status::Complete {
+            "complete"
+        } else {
+            "partial"
+        }
+    );
+    if r.synthetic {
+        o.push_str("<p class=\"banner synthetic\">Synthetic data: every number on this page was made up by the fake engine for tests. Nothing was measured.</p>\n");
+    }
+    if r.status == Status::Partial {
+        o.push_str("<p class=\"banner partial\">Partial: the study was stopped with Ctrl-C. Phases that finished are shown; the others are listed as not run.</p>\n");
+    }
+    verdict(&mut o, r);
+    machine(&mut o, r);
+    c2c(&mut o, r);
+    lockscan(&mut o, r);
+    neighbors(&mut o, r);
+    oltp(&mut o, r);
+    rwcache(&mut o, r);
+    let _ = writeln!(
+        o,
+        "<footer>Written by <code>{}</code>; re-render with <code>smtlab report results.json</code>. Schema version {}.</footer>\n</body>\n</html>",
+        esc(&r.provenance.command),
+        r.schema_version
+    );
+    o
+}
+
+fn table(o: &mut String, t: &Table) {
+    o.push_str("<table>\n");
+    if t.header.iter().any(|h| !h.is_empty()) {
+        o.push_str("<tr>");
+        for h in &t.header {
+            let _ = write!(o, "<th>{}</th>", esc(h));
+        }
+        o.push_str("</tr>\n");
+    }
+    for row in &t.rows {
+        o.push_str("<tr>");
+        for c in row {
+            let numeric = c.starts_with(|ch: char| ch.is_ascii_digit()) && !c.contains(' ')
+                || c.ends_with('×');
+            if numeric {
+                let _ = write!(o, "<td class=\"num\">{}</td>", esc(c));
+            } else {
+                let _ = write!(o, "<td>{}</td>", inline(c));
+            }
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
+}
+
+fn para(o: &mut String, class: &str, text: &str) {
+    let _ = writeln!(o, "<p class=\"{class}\">{}</p>", inline(text));
+}
+
+/// Escapes text and turns `backticked` spans into `<code>`.
+pub fn inline(text: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            out.push_str("<code>");
+            out.push_str(&esc(part));
+            out.push_str("</code>");
+        } else {
+            out.push_str(&esc(part));
+        }
+    }
+    // An odd number of backticks: the last one was literal.
+    if text.matches('`').count() % 2 == 1 {
+        return esc(text);
+    }
+    out
+}
+
+fn verdict(o: &mut String, r: &Report) {
+    let v = &r.verdict;
+    o.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
+    para(o, "headline", &v.headline);
+    if !v.findings.is_empty() {
+        o.push_str(
+            "<h3>What each experiment showed, and what it means for HT and pinning</h3>\n<dl>\n",
+        );
+        for f in &v.findings {
+            let _ = writeln!(
+                o,
+                "<dt>{}</dt>\n<dd><p>{}</p><p><strong>Meaning:</strong> {}</p></dd>",
+                inline(&f.topic),
+                inline(&f.observed),
+                inline(&f.meaning)
+            );
+        }
+        o.push_str("</dl>\n");
+    }
+    if !v.not_measured.is_empty() {
+        o.push_str("<h3>Not measured here, and why</h3>\n<ul>\n");
+        for n in &v.not_measured {
+            let _ = writeln!(o, "<li>{}</li>", inline(n));
+        }
+        o.push_str("</ul>\n");
+    }
+    o.push_str("</section>\n");
+}
+
+/// The topology picture's boxes: packages ⊃ L3 groups ⊃ cores (online CPUs).
+pub fn topology_boxes(t: &Topology) -> Vec<PackageBox> {
+    let allowed = t.allowed();
+    let cores = t.cores();
+    let l3 = t.llc_groups();
+    let llc_name = t
+        .llc_level()
+        .map(|l| format!("L{l}"))
+        .unwrap_or_else(|| "group".into());
+    t.packages()
+        .iter()
+        .enumerate()
+        .map(|(pi, p)| PackageBox {
+            label: format!("Package {pi}: CPUs {p}"),
+            l3: l3
+                .iter()
+                .filter(|g| g.intersects(p))
+                .map(|g| {
+                    let size = g
+                        .first()
+                        .and_then(|c| t.llc_level().and_then(|l| t.cache_of(c, l)))
+                        .and_then(|c| c.size_bytes)
+                        .map(|b| format!(" {}", crate::topology::render::human_bytes(b)))
+                        .unwrap_or_default();
+                    L3Box {
+                        label: format!("{llc_name}{size}: CPUs {g}"),
+                        cores: cores
+                            .iter()
+                            .filter(|c| c.first().is_some_and(|f| g.contains(f) && p.contains(f)))
+                            .map(|c| CoreBox {
+                                cpus: c.to_vec(),
+                                disallowed: c.difference(&allowed).to_vec(),
+                            })
+                            .collect(),
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn machine(o: &mut String, r: &Report) {
+    o.push_str("<section id=\"machine\">\n<h2>Machine</h2>\n");
+    table(o, &tables::machine(r));
+    o.push_str(&svg::topology(
+        "topology",
+        &format!(
+            "Topology: {} package(s), {} L3 group(s), {} cores, {} thread(s) per core",
+            r.machine.packages, r.machine.l3_groups, r.machine.cores, r.smt.threads_per_core
+        ),
+        &topology_boxes(&r.topology),
+    ));
+    if !r.notes.is_empty() {
+        o.push_str("<ul class=\"note\">\n");
+        for n in &r.notes {
+            let _ = writeln!(o, "<li>{}</li>", inline(n));
+        }
+        o.push_str("</ul>\n");
+    }
+    o.push_str("<h3>Phases</h3>\n");
+    table(o, &tables::phases(r));
+    o.push_str("</section>\n");
+}
+
+fn missing(o: &mut String, r: &Report, phase: super::PhaseName) {
+    let p = r.phases.iter().find(|p| p.phase == phase);
+    let why = match p {
+        Some(p) => format!(
+            "Not measured ({}): {}",
+            p.status.label(),
+            p.reason.as_deref().unwrap_or("no reason recorded")
+        ),
+        None => "Not measured.".into(),
+    };
+    para(o, "note", &why);
+}
+
+fn interrupted_note(o: &mut String, r: &Report, phase: super::PhaseName) {
+    if r.phases
+        .iter()
+        .any(|p| p.phase == phase && p.status == PhaseStatus::Interrupted)
+    {
+        para(
+            o,
+            "note",
+            "Interrupted by Ctrl-C: only the runs that finished are shown.",
+        );
+    }
+}
+
+fn c2c(o: &mut String, r: &Report) {
+    o.push_str("<section id=\"c2c\">\n<h2>Cache-line handoff latency (c2c)</h2>\n");
+    let Some(c) = &r.c2c else {
+        missing(o, r, super::PhaseName::C2c);
+        o.push_str("</section>\n");
+        return;
+    };
+    para(
+        o,
+        "note",
+        &format!(
+            "One-way latency of moving a modified cache line between two CPUs (compare-and-swap ping-pong, median of {} samples × {} round trips per pair). A contended lock handoff needs at least one such transfer, so 1/latency caps handoffs per second.",
+            c.samples, c.round_trips
+        ),
+    );
+    interrupted_note(o, r, super::PhaseName::C2c);
+    let labels: Vec<String> = c.result.cpus.iter().map(|x| x.to_string()).collect();
+    o.push_str(&svg::heatmap(
+        "c2c-heatmap",
+        "One-way cache-line latency between CPUs (ns)",
+        &labels,
+        &c.result.matrix_ns,
+        "ns",
+    ));
+    table(o, &tables::c2c(c));
+    if !c.cpus_left_out.is_empty() {
+        para(
+            o,
+            "note",
+            &format!("CPUs {} were left out to fit the budget.", c.cpus_left_out),
+        );
+    }
+    o.push_str("</section>\n");
+}
+
+fn lockscan(o: &mut String, r: &Report) {
+    o.push_str("<section id=\"lockscan\">\n<h2>Lock threads vs a memory scanner (lockscan, seed 000)</h2>\n");
+    let Some(l) = &r.lockscan else {
+        missing(o, r, super::PhaseName::Lockscan);
+        o.push_str("</section>\n");
+        return;
+    };
+    para(
+        o,
+        "note",
+        &format!(
+            "Lock threads loop acquire → release on one global lock while a scan thread memsets {} per pass; one scenario per scanner position plus a baseline without scanner, {} runs each of {} (after {} warm-up), interleaved. Bars: each lock thread's acquisitions per second (median; whiskers min–max over runs).",
+            crate::topology::render::human_bytes(l.result.scan_bytes as u64),
+            l.result.repeat,
+            duration_ns(l.duration_ns as f64),
+            duration_ns(l.warmup_ns as f64)
+        ),
+    );
+    interrupted_note(o, r, super::PhaseName::Lockscan);
+    const MAX_BARS: usize = 96;
+    let mut groups = Vec::new();
+    let mut bars = 0;
+    let mut cut = false;
+    for s in &l.result.results {
+        let n = s.threads.iter().filter(|t| t.role == "lock").count();
+        if bars + n > MAX_BARS {
+            cut = true;
+            continue;
+        }
+        bars += n;
+        let li = l.locks.iter().position(|k| *k == s.lock).unwrap_or(0);
+        groups.push(Group {
+            caption: format!("{} / {}", s.lock, short_scenario(&s.scenario.label)),
+            bars: s
+                .threads
+                .iter()
+                .filter(|t| t.role == "lock")
+                .map(|t| Bar {
+                    label: format!("{}", t.cpu),
+                    value: t.ops_per_sec,
+                    range: t.ops_per_sec_summary.map(|x| (x.min, x.max)),
+                    series: li,
+                    highlight: t.shares_core_with_scanner,
+                    tooltip: format!(
+                        "{} / {}: thread {} on CPU {}: {} acquisitions/s",
+                        s.lock,
+                        s.scenario.label,
+                        t.thread,
+                        t.cpu,
+                        si(t.ops_per_sec)
+                    ),
+                })
+                .collect(),
+        });
+    }
+    let series: Vec<String> = l.locks.iter().map(|k| k.to_string()).collect();
+    let sharing = if r.smt.threads_per_core > 1 {
+        "shares its core with the scanner"
+    } else {
+        "shares its CPU with the scanner"
+    };
+    o.push_str(&svg::bar_chart(
+        "lockscan-threads",
+        "Per-thread lock acquisitions per second (labels: CPU)",
+        "acquisitions/s",
+        &groups,
+        &series,
+        Some(sharing),
+        false,
+    ));
+    if cut {
+        para(
+            o,
+            "note",
+            "The chart shows the first scenarios only; the table has all.",
+        );
+    }
+    table(o, &tables::lockscan(l));
+    for line in &l.result.verdict {
+        para(o, "note", line);
+    }
+    for n in &l.result.notes {
+        para(o, "note", n);
+    }
+    o.push_str("<details><summary>Per-thread tables</summary>\n");
+    for s in &l.result.results {
+        let _ = writeln!(
+            o,
+            "<h4>{} / {}</h4>",
+            esc(&s.lock.to_string()),
+            esc(&s.scenario.label)
+        );
+        table(o, &tables::lockscan_threads(s));
+    }
+    o.push_str("</details>\n</section>\n");
+}
+
+/// `baseline (no scanner)` → `baseline`, `scanner on 3 (sibling of 0)` → `scanner on 3`.
+fn short_scenario(label: &str) -> &str {
+    label.split(" (").next().unwrap_or(label)
+}
+
+/// Marker colour per diagnosis (apart from the series colours, which ring the markers).
+pub fn diagnosis_colour(d: Diagnosis) -> &'static str {
+    match d {
+        Diagnosis::None => "#2ca02c",
+        Diagnosis::SmtSharing => "#9467bd",
+        Diagnosis::SharedResources => "#17becf",
+        Diagnosis::ExternalLoad => "#8c8c8c",
+        Diagnosis::Oversubscribed => "#f5d000",
+        Diagnosis::PreemptionCollapse => "#d62728",
+    }
+}
+
+fn neighbors(o: &mut String, r: &Report) {
+    o.push_str("<section id=\"neighbors\">\n<h2>Noisy neighbours: a hot lock vs CPU burners (neighbors, seed 002)</h2>\n");
+    let Some(n) = &r.neighbors else {
+        missing(o, r, super::PhaseName::Neighbors);
+        o.push_str("</section>\n");
+        return;
+    };
+    para(
+        o,
+        "note",
+        &format!(
+            "{} workers append rows to one shared page under the lock while `{}` burners ({} mode) step up; {} sweep(s) per lock, {} per step after {} warm-up. Points: median ops/s (log axis), bars min–max; marker fill = diagnosis.",
+            n.workers,
+            n.burner_kind,
+            n.burner_mode,
+            n.repeat,
+            duration_ns(n.duration_ns as f64),
+            duration_ns(n.warmup_ns as f64)
+        ),
+    );
+    interrupted_note(o, r, super::PhaseName::Neighbors);
+    let series: Vec<Series> = n
+        .series
+        .iter()
+        .map(|s| Series {
+            name: s.lock.to_string(),
+            points: s
+                .steps
+                .iter()
+                .map(|st| Point {
+                    x: st.burners as f64,
+                    y: st.ops_per_sec.median,
+                    range: Some((st.ops_per_sec.min, st.ops_per_sec.max)),
+                    marker: Some(diagnosis_colour(st.diagnosis).to_string()),
+                    tooltip: format!(
+                        "{}: {} burners, {} ops/s ({:.3}×), {}",
+                        s.lock,
+                        st.burners,
+                        si(st.ops_per_sec.median),
+                        st.ratio_to_first,
+                        st.diagnosis.label()
+                    ),
+                })
+                .collect(),
+        })
+        .collect();
+    let mut seen: Vec<Diagnosis> = Vec::new();
+    for s in &n.series {
+        for st in &s.steps {
+            if !seen.contains(&st.diagnosis) {
+                seen.push(st.diagnosis);
+            }
+        }
+    }
+    let legend: Vec<(String, String)> = seen
+        .iter()
+        .map(|d| (d.label().to_string(), diagnosis_colour(*d).to_string()))
+        .collect();
+    o.push_str(&svg::line_chart(
+        "neighbors-throughput",
+        "Worker throughput vs CPU burners (log scale)",
+        "burners",
+        "ops/s",
+        &series,
+        &legend,
+        true,
+    ));
+    table(o, &tables::neighbors(n));
+    let mut notes: Vec<&String> = Vec::new();
+    for run in &n.runs {
+        for x in &run.notes {
+            if !notes.contains(&x) {
+                notes.push(x);
+            }
+        }
+    }
+    for x in notes {
+        para(o, "note", x);
+    }
+    o.push_str("</section>\n");
+}
+
+fn oltp(o: &mut String, r: &Report) {
+    o.push_str(
+        "<section id=\"oltp\">\n<h2>Database inserts per CPU layout (oltp, seeds 001/002)</h2>\n",
+    );
+    let Some(x) = &r.oltp else {
+        missing(o, r, super::PhaseName::Oltp);
+        o.push_str("</section>\n");
+        return;
+    };
+    let res = &x.result;
+    para(
+        o,
+        "note",
+        &format!(
+            "{} client threads insert singleton rows into {} ({} table, {} keys, {} row(s) per transaction, durability {}); layouts {} run interleaved, {} per run. Backends: {}.",
+            res.threads,
+            res.db_description,
+            res.schema,
+            res.key,
+            res.rows_per_txn,
+            res.durability,
+            x.layouts.join(", "),
+            res.duration_ns
+                .map(tables::secs)
+                .unwrap_or_else(|| "–".into()),
+            res.backend_pinning
+        ),
+    );
+    interrupted_note(o, r, super::PhaseName::Oltp);
+    let groups: Vec<Group> = x
+        .summary
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Group {
+            caption: s.placement.clone(),
+            bars: vec![Bar {
+                label: String::new(),
+                value: s.inserts_per_sec.median,
+                range: Some((s.inserts_per_sec.min, s.inserts_per_sec.max)),
+                series: i,
+                highlight: false,
+                tooltip: format!(
+                    "{}: {} inserts/s",
+                    s.placement,
+                    tables::summary(&s.inserts_per_sec)
+                ),
+            }],
+        })
+        .collect();
+    o.push_str(&svg::bar_chart(
+        "oltp-layouts",
+        "Inserts per second by layout (median, whiskers min–max)",
+        "inserts/s",
+        &groups,
+        &[],
+        None,
+        false,
+    ));
+    table(o, &tables::oltp(x));
+    o.push_str("<details><summary>Every run</summary>\n");
+    table(o, &tables::oltp_runs(x));
+    o.push_str("</details>\n</section>\n");
+}
+
+fn rwcache(o: &mut String, r: &Report) {
+    o.push_str("<section id=\"rwcache\">\n<h2>Read-mostly cache under reader/writer schemes (rwcache, seed 003)</h2>\n");
+    let Some(w) = &r.rwcache else {
+        missing(o, r, super::PhaseName::Rwcache);
+        o.push_str("</section>\n");
+        return;
+    };
+    para(o, "note", &tables::rwcache_settings(w));
+    interrupted_note(o, r, super::PhaseName::Rwcache);
+    let mut schemes: Vec<String> = Vec::new();
+    let mut threads: Vec<usize> = Vec::new();
+    for row in &w.rows {
+        if !schemes.contains(&row.scheme) {
+            schemes.push(row.scheme.clone());
+        }
+        if !threads.contains(&row.threads) {
+            threads.push(row.threads);
+        }
+    }
+    let groups: Vec<Group> = threads
+        .iter()
+        .map(|&t| Group {
+            caption: format!("{t} thread{}", if t == 1 { "" } else { "s" }),
+            bars: w
+                .rows
+                .iter()
+                .filter(|x| x.threads == t)
+                .map(|x| Bar {
+                    label: String::new(),
+                    value: x.requests_per_sec.median,
+                    range: Some((x.requests_per_sec.min, x.requests_per_sec.max)),
+                    series: schemes.iter().position(|s| *s == x.scheme).unwrap_or(0),
+                    highlight: false,
+                    tooltip: format!(
+                        "{} at {t} threads: {} requests/s",
+                        x.scheme,
+                        tables::summary(&x.requests_per_sec)
+                    ),
+                })
+                .collect(),
+        })
+        .collect();
+    o.push_str(&svg::bar_chart(
+        "rwcache-schemes",
+        "Requests per second by scheme and thread count",
+        "requests/s",
+        &groups,
+        &schemes,
+        None,
+        false,
+    ));
+    table(o, &tables::rwcache(w));
+    for n in w.result.verdict.iter().chain(&w.result.notes) {
+        para(o, "note", n);
+    }
+    o.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_code_spans_are_escaped() {
+        assert_eq!(inline("a `<b>` c"), "a <code>&lt;b&gt;</code> c");
+        assert_eq!(inline("odd ` tick"), "odd ` tick");
+        assert_eq!(inline("plain & simple"), "plain &amp; simple");
+    }
+}

@@ -1,0 +1,509 @@
+//! The study's one data model, [`Report`], and everything that turns it into files:
+//! `results.json` (the model serialised), `report.html` (self-contained, SVG charts) and
+//! `summary.md`.
+//!
+//! Rendering is a pure function of the JSON: `smtlab study` writes `results.json`, reads it
+//! back and renders from what it read, exactly as `smtlab report results.json` does, so both
+//! produce byte-identical HTML and Markdown. Every file is written atomically (a temporary
+//! file in the same directory, then `rename`), so an error or Ctrl-C never leaves half a
+//! file behind.
+//!
+//! Codemap: [`machine`] collects the facts about this machine and build; [`verdict`] turns
+//! results into plain words; [`svg`] draws charts; [`html`] and [`markdown`] render;
+//! [`lenient`] reads JSON in which non-finite numbers were written as `null`;
+//! [`tables`] holds the rows both renderers print; [`fixture`] builds made-up topologies for
+//! tests.
+
+pub mod fixture;
+pub mod html;
+pub mod lenient;
+pub mod machine;
+pub mod markdown;
+pub mod svg;
+pub mod tables;
+pub mod verdict;
+
+use crate::experiments::c2c::C2c;
+use crate::experiments::diagnosis::Diagnosis;
+use crate::experiments::lockscan::LockscanReport;
+use crate::experiments::neighbors::NeighborsReport;
+use crate::experiments::rwcache::RwcacheReport;
+use crate::locks::LockKind;
+use crate::oltp::OltpReport;
+use crate::stats::Summary;
+use crate::topology::Topology;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Version of the `results.json` layout; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// File names written into the output directory.
+pub const RESULTS_JSON: &str = "results.json";
+pub const REPORT_HTML: &str = "report.html";
+pub const SUMMARY_MD: &str = "summary.md";
+
+/// Everything one `smtlab study` found, and what it could not measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Version of this JSON layout.
+    pub schema_version: u32,
+    /// `complete`, or `partial` when Ctrl-C stopped the study (finished phases are kept).
+    pub status: Status,
+    /// True when the numbers were made up by the fake engine (tests), not measured.
+    pub synthetic: bool,
+    /// Which smtlab, built how, started when.
+    pub provenance: Provenance,
+    /// Kernel, governor, hypervisor and the CPU summary.
+    pub machine: MachineInfo,
+    /// SMT facts in one place.
+    pub smt: SmtFacts,
+    /// The full topology model (as `smtlab topo --json` has it).
+    pub topology: Topology,
+    /// How the study was asked to run.
+    pub study: StudySettings,
+    /// Every phase in order, with what happened to it.
+    pub phases: Vec<PhaseRecord>,
+    /// Cache-line handoff latency between CPUs.
+    pub c2c: Option<C2cSection>,
+    /// Seed 000: lock threads vs a memory scanner.
+    pub lockscan: Option<LockscanSection>,
+    /// Seed 002: a hot-page lock vs CPU burners.
+    pub neighbors: Option<NeighborsSection>,
+    /// Seeds 001/002: singleton inserts on a real database, per layout.
+    pub oltp: Option<OltpSection>,
+    /// Seed 003: a read-mostly cache under different reader/writer schemes.
+    pub rwcache: Option<RwcacheSection>,
+    /// The answer in plain words.
+    pub verdict: Verdict,
+    /// Study-wide notes (budget overruns, skipped CPUs, …).
+    pub notes: Vec<String>,
+}
+
+/// Whether every phase got its chance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Complete,
+    /// Ctrl-C stopped the study; later phases did not run.
+    Partial,
+}
+
+/// Which smtlab produced the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `CARGO_PKG_VERSION`.
+    pub smtlab_version: String,
+    /// `git rev-parse --short=12 HEAD` at build time, or `unknown` outside a git checkout.
+    pub git_revision: String,
+    /// `release` or `debug` (debug builds measure the wrong thing).
+    pub build_profile: String,
+    /// The command line, as typed.
+    pub command: String,
+    /// Start of the study, seconds since the Unix epoch (UTC).
+    pub started_unix_s: u64,
+    /// Wall time of the whole study, ns.
+    pub wall_ns: u64,
+}
+
+/// Facts about the machine that change what results mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    /// CPU model name from `/proc/cpuinfo`, or `unknown`.
+    pub cpu_model: String,
+    /// `uname -srvm`.
+    pub kernel: String,
+    /// `cpufreq/scaling_governor` of the first usable CPU, or `unavailable` (no cpufreq,
+    /// as in most VMs).
+    pub frequency_governor: String,
+    /// The hypervisor's name (`KVM`, `VMware`, …), `none` on bare metal, or `yes
+    /// (unknown)` when only the CPU flag says so.
+    pub hypervisor: String,
+    /// Whether the kernel exposes a CPU PMU (`/sys/bus/event_source/devices/cpu*`). The
+    /// study reads no hardware counters either way; this says whether `perf` could.
+    pub hardware_counters: String,
+    /// Online logical CPUs.
+    pub online_cpus: usize,
+    /// CPUs this process may use, as a list (`0-1`).
+    pub usable_cpus: String,
+    /// Cores, packages and L3 groups over online CPUs.
+    pub cores: usize,
+    pub packages: usize,
+    pub l3_groups: usize,
+    /// Total memory, bytes.
+    pub memory_bytes: Option<u64>,
+}
+
+/// What the machine says about SMT.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SmtFacts {
+    /// Most online threads on one core (1 = no SMT siblings visible).
+    pub threads_per_core: usize,
+    /// Cores with more than one online thread.
+    pub cores_with_siblings: usize,
+    /// `smt/control`, when the kernel has it.
+    pub control: Option<String>,
+    /// `smt/active`, when the kernel has it.
+    pub active: Option<bool>,
+    /// One plain sentence.
+    pub sentence: String,
+}
+
+/// How the study was asked to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StudySettings {
+    /// `--quick` was given.
+    pub quick: bool,
+    /// Time the measurements were sized to fill, ns.
+    pub budget_ns: u64,
+    /// The sum of the phases' estimates, ns (may exceed the budget on large machines).
+    pub estimate_ns: u64,
+    /// The database for `oltp` (password replaced by `***`).
+    pub db: String,
+}
+
+/// The phases, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseName {
+    Topology,
+    C2c,
+    Lockscan,
+    Neighbors,
+    Oltp,
+    Rwcache,
+}
+
+impl PhaseName {
+    pub const ALL: [PhaseName; 6] = [
+        PhaseName::Topology,
+        PhaseName::C2c,
+        PhaseName::Lockscan,
+        PhaseName::Neighbors,
+        PhaseName::Oltp,
+        PhaseName::Rwcache,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            PhaseName::Topology => "topology",
+            PhaseName::C2c => "c2c",
+            PhaseName::Lockscan => "lockscan",
+            PhaseName::Neighbors => "neighbors",
+            PhaseName::Oltp => "oltp",
+            PhaseName::Rwcache => "rwcache",
+        }
+    }
+}
+
+impl std::fmt::Display for PhaseName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// What happened to a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseStatus {
+    /// Ran to the end.
+    Done,
+    /// Ctrl-C arrived during it; what finished is kept.
+    Interrupted,
+    /// Not possible or not available here (the reason says why).
+    Skipped,
+    /// It failed; the reason holds the error. Other phases still ran.
+    Failed,
+    /// Ctrl-C arrived before it started.
+    NotRun,
+}
+
+impl PhaseStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            PhaseStatus::Done => "done",
+            PhaseStatus::Interrupted => "interrupted",
+            PhaseStatus::Skipped => "skipped",
+            PhaseStatus::Failed => "failed",
+            PhaseStatus::NotRun => "not run",
+        }
+    }
+}
+
+/// One phase's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseRecord {
+    pub phase: PhaseName,
+    pub status: PhaseStatus,
+    /// Why it was skipped, failed or cut short; None when done.
+    pub reason: Option<String>,
+    /// What the study expected it to take, ns.
+    pub estimate_ns: u64,
+    /// What it took, ns.
+    pub wall_ns: u64,
+}
+
+/// `c2c` as the study ran it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct C2cSection {
+    /// Samples kept per pair.
+    pub samples: usize,
+    /// Round trips per sample.
+    pub round_trips: usize,
+    /// Usable CPUs left out to fit the budget (empty when all were measured).
+    pub cpus_left_out: String,
+    pub result: C2c,
+}
+
+/// `lockscan` as the study ran it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockscanSection {
+    /// `sweep`: one scenario per scanner position, plus a baseline without scanner.
+    pub layout: String,
+    pub locks: Vec<LockKind>,
+    /// Discarded warm-up per run, ns.
+    pub warmup_ns: u64,
+    /// Measured time per run, ns.
+    pub duration_ns: u64,
+    pub result: LockscanReport,
+}
+
+/// `neighbors` as the study ran it: one burner sweep per lock, repeated, interleaved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighborsSection {
+    pub workers: usize,
+    pub locks: Vec<LockKind>,
+    pub burner_steps: Vec<usize>,
+    pub burner_kind: String,
+    /// `thread` or `process`.
+    pub burner_mode: String,
+    /// Discarded warm-up per step, ns.
+    pub warmup_ns: u64,
+    /// Measured time per step, ns.
+    pub duration_ns: u64,
+    /// Sweeps per lock.
+    pub repeat: usize,
+    /// Per lock: every step summarised over the sweeps.
+    pub series: Vec<NeighborsSeries>,
+    /// Every sweep as `neighbors` reported it, in the order they ran.
+    pub runs: Vec<NeighborsReport>,
+}
+
+/// One lock's burner sweep, summarised over repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighborsSeries {
+    pub lock: LockKind,
+    pub steps: Vec<NeighborsStep>,
+}
+
+/// One burner count of one lock, over repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighborsStep {
+    pub burners: usize,
+    /// Workers + burners.
+    pub runnable_threads: usize,
+    /// Usable logical CPUs.
+    pub cpus: usize,
+    /// Worker operations per second over the sweeps.
+    pub ops_per_sec: Summary,
+    /// Median `ops_per_sec` ÷ the median of the 0-burner step.
+    pub ratio_to_first: f64,
+    /// Median op latency p99 over the sweeps, ns.
+    pub latency_p99_ns: u64,
+    /// The diagnosis most sweeps gave (ties: the more severe).
+    pub diagnosis: Diagnosis,
+    /// The evidence of the sweep closest to the median.
+    pub reason: String,
+}
+
+/// `oltp` as the study ran it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OltpSection {
+    /// Layouts asked for (impossible ones are in `result.skipped`).
+    pub layouts: Vec<String>,
+    /// Per layout that ran: inserts/s over rounds.
+    pub summary: Vec<OltpLayoutSummary>,
+    pub result: OltpReport,
+}
+
+/// One layout over its rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OltpLayoutSummary {
+    pub placement: String,
+    pub inserts_per_sec: Summary,
+    /// Median commit latency p99 over rounds, ns.
+    pub commit_latency_p99_ns: u64,
+    /// Every round's row count matched what was committed.
+    pub rows_verified: bool,
+}
+
+/// `rwcache` as the study ran it: every scheme at 1 thread and at every usable CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RwcacheSection {
+    /// One row per scheme × thread count (what the chart and table show).
+    pub rows: Vec<RwcacheRow>,
+    /// The experiment's own report (lock stats, before/after, best, verdict, notes).
+    pub result: RwcacheReport,
+}
+
+/// One scheme at one thread count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RwcacheRow {
+    pub scheme: String,
+    pub threads: usize,
+    pub requests_per_sec: Summary,
+    /// Median share of the threads' time spent in the lock code, 0–1, when measured.
+    pub lock_cpu_share: Option<f64>,
+}
+
+/// The answer, in plain words, with what it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// "On this machine: …" — one paragraph.
+    pub headline: String,
+    /// One finding per experiment.
+    pub findings: Vec<Finding>,
+    /// What could not be measured here, and why.
+    pub not_measured: Vec<String>,
+}
+
+/// What one experiment showed and what it means for HT and pinning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// `locks`, `neighbors`, `oltp`, `rwcache`, `c2c`.
+    pub topic: String,
+    /// What was measured, with numbers and spread.
+    pub observed: String,
+    /// What it means for someone deciding on HT and pinning.
+    pub meaning: String,
+}
+
+impl Report {
+    /// The JSON text of `results.json` (pretty, newline-terminated).
+    pub fn to_json(&self) -> Result<String> {
+        let mut s = serde_json::to_string_pretty(self).context("serialising the report")?;
+        s.push('\n');
+        Ok(s)
+    }
+
+    /// Reads a report from JSON text. Non-finite numbers (written as `null`) read back as
+    /// NaN; the layout version must be this build's.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).context("results.json is not JSON")?;
+        let version = v.get("schema_version").and_then(|x| x.as_u64());
+        if version != Some(SCHEMA_VERSION as u64) {
+            return Err(crate::error::BadInput(format!(
+                "results.json has schema_version {}, this smtlab reads {SCHEMA_VERSION}",
+                version.map_or("missing".to_string(), |x| x.to_string())
+            ))
+            .into());
+        }
+        Self::deserialize(lenient::Lenient(v)).map_err(|e| {
+            crate::error::BadInput(format!("results.json does not match the report model: {e}"))
+                .into()
+        })
+    }
+}
+
+/// The three files rendered from one JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub json: String,
+    pub html: String,
+    pub markdown: String,
+}
+
+/// Renders HTML and Markdown from the JSON text alone (what `smtlab report` does).
+pub fn render_json(json: &str) -> Result<Rendered> {
+    let r = Report::from_json(json)?;
+    Ok(Rendered {
+        json: json.to_string(),
+        html: html::render(&r),
+        markdown: markdown::render(&r),
+    })
+}
+
+/// Serialises `report`, renders from the serialised text, and writes all three files into
+/// `dir` atomically. Returns the paths written.
+pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
+    let json = report.to_json()?;
+    let r = render_json(&json)?;
+    write_rendered(&r, dir, true)
+}
+
+/// Writes rendered files into `dir` (created if missing); `with_json` also writes
+/// `results.json`. Each file is written atomically.
+pub fn write_rendered(r: &Rendered, dir: &Path, with_json: bool) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating `{}`", dir.display()))?;
+    let mut out = Vec::new();
+    if with_json {
+        out.push(write_atomic(&dir.join(RESULTS_JSON), r.json.as_bytes())?);
+    }
+    out.push(write_atomic(&dir.join(REPORT_HTML), r.html.as_bytes())?);
+    out.push(write_atomic(&dir.join(SUMMARY_MD), r.markdown.as_bytes())?);
+    Ok(out)
+}
+
+/// Writes `bytes` to `path` via a temporary file in the same directory and `rename`, so
+/// readers see the old file or the whole new one, never a part. The temporary file is
+/// removed on any error.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .with_context(|| format!("`{}` names no file", path.display()))?
+        .to_string_lossy()
+        .into_owned();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("writing `{}`", path.display()));
+    }
+    Ok(path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_whole_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn atomic_write_into_a_missing_dir_fails_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("nope/x.json");
+        assert!(write_atomic(&p, b"x").is_err());
+        assert!(!dir.path().join("nope").exists());
+    }
+
+    #[test]
+    fn wrong_schema_version_is_bad_input() {
+        let e = Report::from_json(r#"{"schema_version": 999}"#).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_BAD_INPUT);
+        assert!(format!("{e:#}").contains("999"));
+    }
+}

@@ -1,0 +1,381 @@
+//! The report's tables as plain rows of text, shared by the HTML and Markdown renderers so
+//! both say the same thing. Pure.
+
+use super::{Report, RwcacheSection};
+use crate::render::{duration_ns, si, thousands};
+use crate::stats::{Ci, Summary};
+
+/// A header row and body rows; cells are plain text (renderers escape).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(header: &[&str]) -> Self {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+}
+
+/// `5.2 M ± 0.1 M` (median ± MAD), or `–`.
+pub fn summary(s: &Summary) -> String {
+    if !s.median.is_finite() {
+        return "–".into();
+    }
+    if s.mad.is_finite() && s.mad > 0.0 {
+        format!("{} ± {}", si(s.median), si(s.mad))
+    } else {
+        si(s.median)
+    }
+}
+
+/// `0.52× (0.48–0.55)` or `–`.
+pub fn ci(c: Option<&Ci>) -> String {
+    match c {
+        Some(c) if c.estimate.is_finite() => {
+            format!("{:.2}× ({:.2}–{:.2})", c.estimate, c.low, c.high)
+        }
+        _ => "–".into(),
+    }
+}
+
+/// A ratio or index with two decimals, `–` when not finite.
+pub fn num2(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        "–".into()
+    }
+}
+
+/// Seconds with one decimal.
+pub fn secs(ns: u64) -> String {
+    format!("{:.1} s", ns as f64 / 1e9)
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` from Unix seconds (proleptic Gregorian, no time zone data).
+pub fn utc(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let rem = unix_s % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Machine facts as key/value rows.
+pub fn machine(r: &Report) -> Table {
+    let m = &r.machine;
+    let mut t = Table::new(&["", ""]);
+    let mut kv = |k: &str, v: String| t.rows.push(vec![k.to_string(), v]);
+    kv("CPU", m.cpu_model.clone());
+    kv(
+        "CPUs",
+        format!(
+            "{} online, usable {}; {} cores, {} package(s), {} L3 group(s)",
+            m.online_cpus, m.usable_cpus, m.cores, m.packages, m.l3_groups
+        ),
+    );
+    kv("SMT", r.smt.sentence.clone());
+    kv("Hypervisor", m.hypervisor.clone());
+    kv("Kernel", m.kernel.clone());
+    kv("Frequency governor", m.frequency_governor.clone());
+    kv("Hardware counters", m.hardware_counters.clone());
+    if let Some(b) = m.memory_bytes {
+        kv("Memory", crate::topology::render::human_bytes(b));
+    }
+    let p = &r.provenance;
+    kv(
+        "smtlab",
+        format!(
+            "{} (git {}), {} build",
+            p.smtlab_version, p.git_revision, p.build_profile
+        ),
+    );
+    kv("Command", p.command.clone());
+    kv(
+        "Started",
+        format!("{}, took {}", utc(p.started_unix_s), secs(p.wall_ns)),
+    );
+    kv(
+        "Budget",
+        format!(
+            "{}{} (estimated {}); database {}",
+            secs(r.study.budget_ns),
+            if r.study.quick { " (--quick)" } else { "" },
+            secs(r.study.estimate_ns),
+            r.study.db
+        ),
+    );
+    t
+}
+
+/// One row per phase.
+pub fn phases(r: &Report) -> Table {
+    let mut t = Table::new(&["PHASE", "STATUS", "TOOK", "ESTIMATE", "NOTE"]);
+    for p in &r.phases {
+        t.rows.push(vec![
+            p.phase.to_string(),
+            p.status.label().into(),
+            secs(p.wall_ns),
+            secs(p.estimate_ns),
+            p.reason.clone().unwrap_or_default(),
+        ]);
+    }
+    t
+}
+
+/// c2c classes.
+pub fn c2c(c: &super::C2cSection) -> Table {
+    let mut t = Table::new(&["CLASS", "PAIRS", "MEDIAN", "RANGE", "CEILING k=1", "k=2"]);
+    for k in &c.result.classes {
+        t.rows.push(vec![
+            k.proximity.label().into(),
+            k.pairs.to_string(),
+            format!("{:.0} ns", k.median_latency_ns),
+            format!("{:.0}–{:.0} ns", k.min_latency_ns, k.max_latency_ns),
+            format!("{}/s", si(k.ceiling.k1_handoffs_per_sec)),
+            format!("{}/s", si(k.ceiling.k2_handoffs_per_sec)),
+        ]);
+    }
+    t
+}
+
+/// lockscan: one row per lock × scenario.
+pub fn lockscan(l: &super::LockscanSection) -> Table {
+    let mut t = Table::new(&[
+        "LOCK",
+        "SCENARIO",
+        "ACQ/S",
+        "HANDOFFS/S",
+        "JAIN",
+        "MAX/MIN",
+        "SHARING/OTHERS",
+        "CROSS-CORE/BASELINE",
+    ]);
+    for s in &l.result.results {
+        t.rows.push(vec![
+            s.lock.to_string(),
+            s.scenario.label.clone(),
+            s.acquisitions_per_sec
+                .as_ref()
+                .map(summary)
+                .unwrap_or_else(|| "–".into()),
+            si(s.handoffs_per_sec),
+            num2(s.jain_index),
+            num2(s.max_min_ratio),
+            ci(s.sharing_vs_others.as_ref()),
+            ci(s.cross_core_vs_baseline.as_ref()),
+        ]);
+    }
+    t
+}
+
+/// lockscan per thread, for one scenario result.
+pub fn lockscan_threads(s: &crate::experiments::lockscan::ScenarioResult) -> Table {
+    let mut t = Table::new(&[
+        "THREAD",
+        "ROLE",
+        "CPU",
+        "SHARES",
+        "OPS/S",
+        "SHARE",
+        "SPINS/ACQ",
+        "CPU%",
+    ]);
+    for th in &s.threads {
+        let lock = th.role == "lock";
+        t.rows.push(vec![
+            th.thread.to_string(),
+            th.role.clone(),
+            th.cpu.to_string(),
+            if !lock {
+                "–".into()
+            } else if th.shares_core_with_scanner {
+                "yes".into()
+            } else {
+                "no".into()
+            },
+            th.ops_per_sec_summary
+                .as_ref()
+                .map(summary)
+                .unwrap_or_else(|| si(th.ops_per_sec)),
+            if lock {
+                format!("{:.1}%", th.share_of_acquisitions * 100.0)
+            } else {
+                "–".into()
+            },
+            if lock {
+                num2(th.spins_per_acquire)
+            } else {
+                "–".into()
+            },
+            format!("{:.0}%", th.cpu_share * 100.0),
+        ]);
+    }
+    t
+}
+
+/// neighbors: one row per lock × burner step.
+pub fn neighbors(n: &super::NeighborsSection) -> Table {
+    let mut t = Table::new(&[
+        "LOCK",
+        "BURNERS",
+        "RUNNABLE/CPUS",
+        "OPS/S",
+        "RATIO",
+        "P99",
+        "DIAGNOSIS",
+        "EVIDENCE",
+    ]);
+    for s in &n.series {
+        for st in &s.steps {
+            t.rows.push(vec![
+                s.lock.to_string(),
+                st.burners.to_string(),
+                format!("{}/{}", st.runnable_threads, st.cpus),
+                summary(&st.ops_per_sec),
+                format!("{:.3}", st.ratio_to_first),
+                duration_ns(st.latency_p99_ns as f64),
+                st.diagnosis.label().into(),
+                st.reason.clone(),
+            ]);
+        }
+    }
+    t
+}
+
+/// oltp: one row per layout.
+pub fn oltp(o: &super::OltpSection) -> Table {
+    let mut t = Table::new(&[
+        "LAYOUT",
+        "ROUNDS",
+        "INSERTS/S",
+        "MIN–MAX",
+        "COMMIT P99",
+        "ROWS",
+    ]);
+    for s in &o.summary {
+        t.rows.push(vec![
+            s.placement.clone(),
+            s.inserts_per_sec.n.to_string(),
+            summary(&s.inserts_per_sec),
+            format!(
+                "{}–{}",
+                si(s.inserts_per_sec.min),
+                si(s.inserts_per_sec.max)
+            ),
+            duration_ns(s.commit_latency_p99_ns as f64),
+            if s.rows_verified {
+                "verified".into()
+            } else {
+                "MISMATCH".into()
+            },
+        ]);
+    }
+    for s in &o.result.skipped {
+        t.rows.push(vec![
+            s.placement.clone(),
+            "0".into(),
+            "skipped".into(),
+            "–".into(),
+            "–".into(),
+            s.reason.clone(),
+        ]);
+    }
+    t
+}
+
+/// oltp: every run.
+pub fn oltp_runs(o: &super::OltpSection) -> Table {
+    let mut t = Table::new(&[
+        "LAYOUT",
+        "ROUND",
+        "INSERTS/S",
+        "ROWS",
+        "CPUS",
+        "INVOL. SWITCHES",
+    ]);
+    for r in &o.result.runs {
+        t.rows.push(vec![
+            r.placement.clone(),
+            r.round.to_string(),
+            thousands(r.inserts_per_sec.round().max(0.0) as u64),
+            thousands(r.rows_committed),
+            r.per_thread
+                .iter()
+                .map(|t| t.cpus.clone())
+                .collect::<Vec<_>>()
+                .join(" "),
+            thousands(r.involuntary_ctx_switches),
+        ]);
+    }
+    t
+}
+
+/// rwcache's settings in one sentence.
+pub fn rwcache_settings(w: &RwcacheSection) -> String {
+    let r = &w.result;
+    format!(
+        "A hash table of {} entries; each request looks up {} keys, {} of requests replace an entry; threads placed `{}`; {} run(s) of {} per scheme and thread count after {} warm-up, interleaved. Lock time sampled with the {} clock.",
+        thousands(r.table.entries as u64),
+        r.table.lookups,
+        r.table.write_ratio,
+        r.placement,
+        r.repeat,
+        duration_ns(r.duration_ns as f64),
+        duration_ns(r.warmup_ns as f64),
+        r.clock
+    )
+}
+
+/// rwcache: one row per scheme × threads.
+pub fn rwcache(w: &RwcacheSection) -> Table {
+    let mut t = Table::new(&["SCHEME", "THREADS", "REQUESTS/S", "CPU IN LOCK"]);
+    for r in &w.rows {
+        t.rows.push(vec![
+            r.scheme.clone(),
+            r.threads.to_string(),
+            summary(&r.requests_per_sec),
+            r.lock_cpu_share
+                .map(|x| format!("{:.1}%", x * 100.0))
+                .unwrap_or_else(|| "–".into()),
+        ]);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_700_000_000), "2023-11-14 22:13:20 UTC");
+    }
+
+    #[test]
+    fn numbers_never_print_nan() {
+        assert_eq!(num2(f64::NAN), "–");
+        assert_eq!(num2(f64::INFINITY), "–");
+        assert_eq!(ci(None), "–");
+    }
+}

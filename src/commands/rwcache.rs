@@ -1,0 +1,275 @@
+//! `smtlab rwcache`: seed 003's metadata cache under every scheme — one line per run on
+//! stderr while it goes, then the scheme table, the lock stats, the seed's before/after
+//! table (`spin` → `rwspin`), the read-side cost and the best scheme; `--json` for the model.
+
+use crate::engine::RealEngine;
+use crate::experiments::rwcache::{self, Config as Exp, RwcacheReport, SchemeResult};
+use crate::render::{self, si, thousands};
+use crate::rwcache::SchemeKind;
+use anyhow::Result;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// A validated `rwcache` command.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub root: PathBuf,
+    pub exp: Exp,
+    pub json: bool,
+}
+
+pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    cfg.exp.validate()?;
+    let topo = super::load_topology(&cfg.root)?;
+    let json = cfg.json;
+    let mut progress = |n: usize, k: SchemeKind, rep: usize, r: &crate::engine::RunResult| {
+        if json {
+            return;
+        }
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "[{n} thread{} / {k} / run {}] {} requests/s",
+            if n == 1 { "" } else { "s" },
+            rep + 1,
+            si(r.ops_per_sec())
+        );
+    };
+    let report = rwcache::run(&RealEngine, &topo, &cfg.exp, &mut progress)?;
+    if cfg.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        out.write_all(human(&report).as_bytes())?;
+    }
+    if report.interrupted {
+        return Err(crate::error::Interrupted.into());
+    }
+    Ok(())
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}", x * 100.0)
+}
+
+fn ns(x: f64) -> String {
+    if x < 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn rps(r: &SchemeResult) -> f64 {
+    r.requests_per_sec.map(|s| s.median).unwrap_or(0.0)
+}
+
+/// The end-of-run text.
+pub fn human(r: &RwcacheReport) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "rwcache: {} entries ({} slots, {}-slot shards), {} lookup{} per request, write ratio {}, {} run{} of {:.1} s per scheme, placement {}\n",
+        thousands(r.table.entries as u64),
+        thousands(r.slots as u64),
+        r.shard_slots,
+        r.table.lookups,
+        if r.table.lookups == 1 { "" } else { "s" },
+        r.table.write_ratio,
+        r.repeat,
+        if r.repeat == 1 { "" } else { "s" },
+        r.duration_ns as f64 / 1e9,
+        r.placement
+    ));
+    if r.table.work_ns > 0 {
+        o.push_str(&format!(
+            "busy work outside the lock: {} ns per request\n",
+            r.table.work_ns
+        ));
+    }
+
+    o.push_str("\n== requests and CPU in the lock ==\n");
+    let mut rows = vec![vec![
+        "THREADS".to_string(),
+        "SCHEME".into(),
+        "CPUS".into(),
+        "REQ/S".into(),
+        "±MAD".into(),
+        "LOOKUPS/S".into(),
+        "CPU%".into(),
+        "LOCK %CPU".into(),
+        "SPIN %CPU".into(),
+        "READ LOCK NS".into(),
+        "CPU NS/REQ".into(),
+    ]];
+    for s in &r.results {
+        rows.push(vec![
+            s.threads.to_string(),
+            s.scheme.to_string(),
+            s.cpus.to_string(),
+            si(rps(s)),
+            s.requests_per_sec
+                .map(|x| si(x.mad))
+                .unwrap_or_else(|| "-".into()),
+            si(s.lookups_per_sec),
+            pct(s.cpu_share),
+            s.lock_cpu_share
+                .map(|x| pct(x.median))
+                .unwrap_or_else(|| "-".into()),
+            pct(s.spin_cpu_share),
+            ns(s.read_lock_ns_per_lookup),
+            ns(s.cpu_ns_per_request),
+        ]);
+    }
+    o.push_str(&render::table(&rows));
+
+    o.push_str("\n== lock stats (totals over runs; R = reads, W = writes) ==\n");
+    let mut rows = vec![vec![
+        "THREADS".to_string(),
+        "SCHEME".into(),
+        "R ACQ".into(),
+        "R COLL".into(),
+        "R SPINS".into(),
+        "R SPINS/COLL".into(),
+        "R BACKOFFS".into(),
+        "W ACQ".into(),
+        "W COLL".into(),
+        "W SPINS".into(),
+        "W BACKOFFS".into(),
+        "SLEEP".into(),
+        "W WAIT P99".into(),
+        "W WAIT MAX".into(),
+        "RETRIES".into(),
+    ]];
+    for s in &r.results {
+        let v = s.spins_visible;
+        let hide = |x: u64| if v { thousands(x) } else { "-".into() };
+        rows.push(vec![
+            s.threads.to_string(),
+            s.scheme.to_string(),
+            thousands(s.reads.acquisitions),
+            thousands(s.reads.collisions),
+            hide(s.reads.spins),
+            if v {
+                format!("{:.0}", s.reads.spins_per_collision)
+            } else {
+                "-".into()
+            },
+            hide(s.reads.backoffs),
+            thousands(s.writes.acquisitions),
+            thousands(s.writes.collisions),
+            hide(s.writes.spins),
+            hide(s.writes.backoffs),
+            if v {
+                render::duration_ns((s.reads.sleep_ns + s.writes.sleep_ns) as f64)
+            } else {
+                "-".into()
+            },
+            render::duration_ns(s.writer_wait_p99_ns as f64),
+            render::duration_ns(s.writer_wait_max_ns as f64),
+            if s.scheme == SchemeKind::SeqLock {
+                thousands(s.read_retries)
+            } else {
+                "-".into()
+            },
+        ]);
+    }
+    o.push_str(&render::table(&rows));
+
+    for b in &r.before_after {
+        o.push_str(&format!(
+            "\n== before/after at {} thread{} (seed 003: RTM → CU2) ==\n",
+            b.threads,
+            if b.threads == 1 { "" } else { "s" }
+        ));
+        let rows = vec![
+            vec![
+                "".to_string(),
+                "% CPU".into(),
+                "% CPU IN LOCK".into(),
+                "REQUESTS/S".into(),
+                "CPU NS/REQ".into(),
+            ],
+            vec![
+                format!("{} (before)", b.before.scheme),
+                format!("{:.1}", b.before.cpu_pct),
+                format!("{:.1}", b.before.lock_cpu_pct),
+                si(b.before.requests_per_sec),
+                ns(b.before.cpu_ns_per_request),
+            ],
+            vec![
+                format!("{} (after)", b.after.scheme),
+                format!("{:.1}", b.after.cpu_pct),
+                format!("{:.1}", b.after.lock_cpu_pct),
+                si(b.after.requests_per_sec),
+                ns(b.after.cpu_ns_per_request),
+            ],
+            vec![
+                "change".into(),
+                format!("{:+.1} pts", b.after.cpu_pct - b.before.cpu_pct),
+                format!("{:+.1} pts", b.lock_cpu_change_pts),
+                format!("{:+.1} %", b.requests_change_pct),
+                format!("{:+.1} %", b.cpu_per_request_change_pct),
+            ],
+        ];
+        o.push_str(&render::table(&rows));
+        if let (Some(c), Some(v)) = (b.requests_ratio, b.verdict) {
+            o.push_str(&format!(
+                "requests/s ratio {:.3} (95% CI {:.3}–{:.3}): {v}\n",
+                c.estimate, c.low, c.high
+            ));
+        }
+    }
+
+    if r.read_cost.iter().any(|c| c.by_threads.len() > 1) {
+        o.push_str("\n== read-side cost: lock+unlock ns per lookup, requests/s per thread ==\n");
+        let mut threads: Vec<usize> = r
+            .read_cost
+            .iter()
+            .flat_map(|c| c.by_threads.iter().map(|x| x.threads))
+            .collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let mut head = vec!["SCHEME".to_string(), "SHARED LINE".into()];
+        for t in &threads {
+            head.push(format!("NS @{t}"));
+            head.push(format!("REQ/S/THR @{t}"));
+        }
+        head.push("SCALING".into());
+        let mut rows = vec![head];
+        for c in &r.read_cost {
+            let mut row = vec![
+                c.scheme.to_string(),
+                if c.shared_reader_line { "yes" } else { "no" }.into(),
+            ];
+            for t in &threads {
+                match c.by_threads.iter().find(|x| x.threads == *t) {
+                    Some(x) => {
+                        row.push(ns(x.read_lock_ns_per_lookup));
+                        row.push(si(x.requests_per_sec_per_thread));
+                    }
+                    None => {
+                        row.push("-".into());
+                        row.push("-".into());
+                    }
+                }
+            }
+            row.push(
+                c.scaling
+                    .map(|x| format!("{x:.2}×"))
+                    .unwrap_or_else(|| "-".into()),
+            );
+            rows.push(row);
+        }
+        o.push_str(&render::table(&rows));
+    }
+
+    o.push_str("\nVerdict:\n");
+    for v in &r.verdict {
+        o.push_str(&format!("  {v}\n"));
+    }
+    for n in &r.notes {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    if r.results.iter().any(|s| !s.pinning_ok) {
+        o.push_str("warning: a thread was seen outside its pinned CPU\n");
+    }
+    o
+}

@@ -1,16 +1,16 @@
 //! `study`: every experiment this machine supports, sized to a time budget, into one
-//! [`Report`].
+//! [`Report`](crate::report::Report).
 //!
 //! Phases run in a fixed order — topology, c2c, lockscan, neighbors, oltp, rwcache — each
-//! through the experiment's library function with a configuration sized by [`size`]. A
+//! through the experiment's library function with a configuration sized by [`size`](crate::study::size). A
 //! phase that fails is recorded with its error and the study goes on; a phase that is not
 //! possible here is recorded as skipped with the reason. Ctrl-C ([`crate::interrupt`]) lets
 //! the running experiment stop and undo its changes on its normal return path (the
 //! experiments guarantee that), keeps what it finished, marks later phases `not run` and the
 //! report `partial`.
 //!
-//! Measurements come from a [`Lab`]: [`RealLab`] measures this machine, [`FakeLab`] makes
-//! up deterministic results through the [`FakeEngine`] for tests of everything above.
+//! Measurements come from a [`Lab`](crate::study::Lab): [`RealLab`](crate::study::RealLab) measures this machine, [`FakeLab`](crate::study::FakeLab) makes
+//! up deterministic results through the [`FakeEngine`](crate::engine::FakeEngine) for tests of everything above.
 
 use crate::cpuset::CpuSet;
 use crate::engine::{Engine, FakeEngine, PingPongSpec, RealEngine, RunSpec, ThreadCtx, Workload};

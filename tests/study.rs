@@ -289,7 +289,7 @@ fn study_rejects_bad_options() {
 fn real_ctrl_c_during_a_quick_study_writes_a_partial_report_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let bin = assert_cmd::cargo::cargo_bin("smtlab");
-    let mut child = std::process::Command::new(bin)
+    let child = std::process::Command::new(bin)
         .args(["study", "--quick", "--out"])
         .arg(dir.path())
         .stdout(std::process::Stdio::null())

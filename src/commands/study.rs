@@ -38,6 +38,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let lab = RealLab::default();
     let rep = study::run(&lab, &topo, machine, provenance, &cfg.study, &bars)?;
     bars.close();
+    if bars.multi.is_some() {
+        // The kept bars leave the cursor at the end of the last one.
+        eprintln!();
+    }
     let written = report::write_all(&rep, &cfg.out)?;
     writeln!(out, "Verdict: {}", rep.verdict.headline)?;
     for p in &written {

@@ -1,4 +1,4 @@
-//! The study's one data model, [`Report`], and everything that turns it into files:
+//! The study's one data model, [`Report`](crate::report::Report), and everything that turns it into files:
 //! `results.json` (the model serialised), `report.html` (self-contained, SVG charts) and
 //! `summary.md`.
 //!
@@ -8,10 +8,10 @@
 //! file in the same directory, then `rename`), so an error or Ctrl-C never leaves half a
 //! file behind.
 //!
-//! Codemap: [`machine`] collects the facts about this machine and build; [`verdict`] turns
-//! results into plain words; [`svg`] draws charts; [`html`] and [`markdown`] render;
-//! [`lenient`] reads JSON in which non-finite numbers were written as `null`;
-//! [`tables`] holds the rows both renderers print; [`fixture`] builds made-up topologies for
+//! Codemap: [`machine`](crate::report::machine) collects the facts about this machine and build; [`verdict`](crate::report::verdict) turns
+//! results into plain words; [`svg`](crate::report::svg) draws charts; [`html`](crate::report::html) and [`markdown`](crate::report::markdown) render;
+//! [`lenient`](crate::report::lenient) reads JSON in which non-finite numbers were written as `null`;
+//! [`tables`](crate::report::tables) holds the rows both renderers print; [`fixture`](crate::report::fixture) builds made-up topologies for
 //! tests.
 
 pub mod fixture;

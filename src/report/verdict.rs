@@ -111,7 +111,7 @@ pub fn build(r: &Report) -> Verdict {
     headline.push_str(&key_sentence(r, smt));
     if r.status == Status::Partial {
         headline.push_str(
-            " The study was stopped with Ctrl-C: this report holds only the phases that finished.",
+            " The study was stopped with Ctrl-C: this report holds the phases before it and the runs the interrupted phase finished; later phases did not run.",
         );
     }
     if r.synthetic {

@@ -84,6 +84,9 @@ enum Command {
         #[arg(long, hide = true, requires = "child_cpus")]
         until_stopped: bool,
     },
+    /// Singleton inserts from N pinned client threads into SQLite or PostgreSQL (seeds 001,
+    /// 002): inserts/s, per-thread elapsed, commit latency, a row-count check.
+    Oltp(OltpArgs),
     /// Cache-line ping-pong latency between every pair of CPUs (as core-to-core-latency),
     /// with the ceiling it puts on contended lock handoffs per second.
     C2c {
@@ -100,9 +103,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Singleton inserts from N pinned client threads into SQLite or PostgreSQL (seeds 001,
-    /// 002): inserts/s, per-thread elapsed, commit latency, a row-count check.
-    Oltp(OltpArgs),
+    /// Seed 000: lock threads spin on one global lock while scan threads memset a buffer;
+    /// does a lock thread sharing a core with a scanner acquire less?
+    Lockscan(LockscanArgs),
+    /// Seed 002: workers append to one hot page under a lock while CPU burners step up;
+    /// per step ops/s, latency, scheduling evidence and the mechanism behind any loss.
+    Neighbors(NeighborsArgs),
+    /// Seed 003: a read-mostly metadata cache under spin, rwspin, rwlock, parking_lot-rw,
+    /// brlock, seqlock and rcu; requests/s, % CPU in the lock, lock stats, spin → rwspin.
+    Rwcache(RwcacheArgs),
+    /// The main job: run every experiment this machine supports (topology, c2c, lockscan,
+    /// neighbors, oltp, rwcache) within a time budget and write results.json, report.html
+    /// and summary.md with a plain-words verdict.
+    Study(StudyArgs),
+    /// Re-render report.html and summary.md from a study's results.json (byte-identical to
+    /// what the study wrote).
+    Report {
+        /// The results.json a study wrote.
+        results: PathBuf,
+        /// Output directory (default: the directory holding results.json).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Plan thread placements (which CPUs each thread gets) without running anything.
     Plan {
         /// one-per-core, pairs, all, same-core, same-l3, other-l3, other-package,
@@ -195,6 +217,14 @@ pub fn main() -> Result<()> {
                 &mut out,
             )
         }
+        Command::Neighbors(args) => commands::neighbors::run(&neighbors_config(args)?, &mut out),
+        Command::Lockscan(args) => commands::lockscan::run(&lockscan_config(args)?, &mut out),
+        Command::Rwcache(args) => commands::rwcache::run(&rwcache_config(args)?, &mut out),
+        Command::Study(args) => commands::study::run(&study_config(args)?, &mut out),
+        Command::Report { results, out: dir } => {
+            commands::report::run(&commands::report::Config { results, out: dir }, &mut out)
+        }
+        Command::Oltp(args) => commands::oltp::run(&oltp_config(args)?, &mut out),
         Command::C2c {
             cpus,
             samples,
@@ -211,7 +241,6 @@ pub fn main() -> Result<()> {
             },
             &mut out,
         ),
-        Command::Oltp(args) => commands::oltp::run(&oltp_config(args)?, &mut out),
         Command::Plan {
             request,
             list,
@@ -344,6 +373,230 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
     Ok(cfg)
 }
 
+#[derive(Args, Debug)]
+struct NeighborsArgs {
+    #[command(flatten)]
+    root: RootArg,
+    /// Worker threads (the seed ran 4 insert sessions).
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// Worker side: `hot-page` (appends under a library lock) or `oltp` (real inserts).
+    #[arg(long, default_value = "hot-page")]
+    workload: String,
+    /// Lock of the hot page: tas, ttas, backoff, ticket, mcs, mutex, parking_lot, adaptive.
+    #[arg(long, default_value = "ticket")]
+    lock: String,
+    /// Worker placement (default `os`: unpinned, as in the seed).
+    #[arg(long, default_value = "os")]
+    placement: String,
+    /// Burner counts to step through, e.g. 0,1,2,4 (default: 0 up to usable CPUs + 2).
+    #[arg(long, value_name = "LIST")]
+    burners: Option<String>,
+    /// Burner kind (default `prime`, the seed's isPrimeN).
+    #[arg(long, default_value = "prime")]
+    burner_kind: String,
+    /// os, same-cpus, siblings, other-cores.
+    #[arg(long, default_value = "os")]
+    burner_placement: String,
+    /// thread (in-process) or process (re-executed `smtlab burn`).
+    #[arg(long, default_value = "thread")]
+    burner_mode: String,
+    /// Burner scheduling policy: normal, batch, idle.
+    #[arg(long, default_value = "normal")]
+    burner_policy: String,
+    /// Burner nice value.
+    #[arg(long, allow_hyphen_values = true)]
+    burner_nice: Option<i32>,
+    /// Measured time per step.
+    #[arg(long, short = 'd', default_value = "2s")]
+    duration: String,
+    /// Discarded warm-up per step.
+    #[arg(long, default_value = "500ms")]
+    warmup: String,
+    /// `--workload oltp`: the database (sqlite, sqlite:PATH, postgres://…, postgres-managed).
+    #[arg(long, default_value = "sqlite")]
+    db: String,
+    /// `--workload oltp`: seed-001 or seed-002.
+    #[arg(long, default_value = "seed-002")]
+    schema: String,
+    /// `--workload oltp`: full or delayed.
+    #[arg(long, default_value = "delayed")]
+    durability: String,
+    /// Print the placements only.
+    #[arg(long)]
+    dry_run: bool,
+    /// JSON: `{steps: [{burners, ops_per_sec, diagnosis, …}]}`.
+    #[arg(long)]
+    json: bool,
+}
+
+fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
+    use crate::error::BadInput;
+    use crate::experiments::neighbors::{BurnerMode, Config};
+    let bad = |m: String| anyhow::Error::new(BadInput(m));
+    if a.workers == 0 {
+        return Err(bad("--workers must be at least 1 (got 0)".into()));
+    }
+    let burner_steps = match &a.burners {
+        Some(l) => {
+            let mut v = Vec::new();
+            for t in l.split(',') {
+                let t = t.trim();
+                v.push(t.parse::<usize>().map_err(|_| {
+                    bad(format!(
+                        "--burners: `{t}` is not a count; expected a list like 0,1,2,4"
+                    ))
+                })?);
+            }
+            if v.iter().any(|&b| b > 4096) {
+                return Err(bad("--burners: at most 4096 burners per step".into()));
+            }
+            v
+        }
+        None => {
+            let topo = commands::load_topology(&a.root.sysfs_root)?;
+            (0..=topo.allowed().len() + 2).collect()
+        }
+    };
+    let mut burner = crate::burn::BurnSpec::new(
+        a.burner_kind
+            .parse()
+            .map_err(|e| bad(format!("--burner-kind: {e}")))?,
+    );
+    burner.policy = a
+        .burner_policy
+        .parse()
+        .map_err(|e| bad(format!("--burner-policy: {e}")))?;
+    burner.nice = a.burner_nice;
+    burner.validate()?;
+    let workload = match a.workload.as_str() {
+        "hot-page" | "hotpage" => commands::neighbors::WorkloadChoice::HotPage(
+            a.lock.parse().map_err(|e| bad(format!("--lock: {e}")))?,
+        ),
+        "oltp" => {
+            use crate::oltp::{DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec};
+            let oc = crate::oltp::Config {
+                db: DbTarget::parse(&a.db)?,
+                table: TableSpec {
+                    schema: Schema::parse(&a.schema)?,
+                    key: KeyMode::parse("sequential")?,
+                    rows_per_txn: 1,
+                },
+                durability: Durability::parse(&a.durability)?,
+                prefill: 0,
+                threads: a.workers,
+                stop: StopRule::Duration,
+                duration: std::time::Duration::from_secs(1),
+                warmup: std::time::Duration::ZERO,
+                layouts: vec![Request::Os],
+                repeat: 1,
+                dry_run: a.dry_run,
+                sysfs_root: a.root.sysfs_root.clone(),
+                json: a.json,
+            };
+            oc.validate()?;
+            commands::neighbors::WorkloadChoice::Oltp(Box::new(oc))
+        }
+        w => {
+            return Err(bad(format!(
+                "--workload: unknown `{w}`; valid: hot-page, oltp"
+            )));
+        }
+    };
+    let spec = crate::engine::RunSpec::new(
+        crate::burn::parse_duration_or_zero(&a.warmup)
+            .map_err(|e| bad(format!("--warmup: {e}")))?,
+        crate::burn::parse_duration(&a.duration).map_err(|e| bad(format!("--duration: {e}")))?,
+    );
+    spec.validate()?;
+    Ok(commands::neighbors::Config {
+        root: a.root.sysfs_root,
+        exp: Config {
+            workers: a.workers,
+            worker_placement: Request::parse(&a.placement)?,
+            burner_steps,
+            burner,
+            burner_placement: a
+                .burner_placement
+                .parse()
+                .map_err(|e: String| bad(format!("--burner-placement: {e}")))?,
+            burner_mode: match a.burner_mode.as_str() {
+                "thread" => BurnerMode::Thread,
+                "process" => BurnerMode::Process,
+                m => {
+                    return Err(bad(format!(
+                        "--burner-mode: unknown `{m}`; valid: thread, process"
+                    )));
+                }
+            },
+            spec,
+        },
+        workload,
+        json: a.json,
+        dry_run: a.dry_run,
+    })
+}
+
+/// `smtlab study` options.
+#[derive(Args, Debug)]
+struct StudyArgs {
+    /// Finish within about a minute: short runs, fewer samples.
+    #[arg(long, conflicts_with = "budget")]
+    quick: bool,
+    /// Time the measurements are sized to fill: 90s, 5m, 20m (default 5m).
+    #[arg(long, value_name = "DURATION")]
+    budget: Option<String>,
+    /// Directory for results.json, report.html and summary.md.
+    #[arg(long, value_name = "DIR", default_value = "smtlab-study")]
+    out: PathBuf,
+    /// Database for the oltp phase: sqlite (a temporary file), sqlite:PATH,
+    /// postgres-managed (a throwaway cluster) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.
+    #[arg(long, value_name = "DB", default_value = "sqlite")]
+    db: String,
+}
+
+/// Turns the `study` options into a validated config.
+fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
+    use crate::error::BadInput;
+    let budget = match (&a.budget, a.quick) {
+        (_, true) => crate::study::QUICK_BUDGET,
+        (Some(b), false) => {
+            let d =
+                crate::burn::parse_duration(b).map_err(|e| BadInput(format!("--budget: {e}")))?;
+            if d < std::time::Duration::from_secs(10) {
+                return Err(BadInput(format!(
+                    "--budget must be at least 10s (got {b}); use --quick for the shortest study"
+                ))
+                .into());
+            }
+            d
+        }
+        (None, false) => crate::study::DEFAULT_BUDGET,
+    };
+    let db = crate::oltp::DbTarget::parse(&a.db)?;
+    // The command as typed, minus any password in the database URL.
+    let mut command = String::from("smtlab study");
+    if a.quick {
+        command.push_str(" --quick");
+    }
+    if let Some(b) = &a.budget {
+        command.push_str(&format!(" --budget {b}"));
+    }
+    command.push_str(&format!(" --out {}", a.out.display()));
+    if a.db != "sqlite" {
+        command.push_str(&format!(" --db {db}"));
+    }
+    Ok(commands::study::Config {
+        study: crate::study::Config {
+            quick: a.quick,
+            budget,
+            db,
+            command,
+        },
+        out: a.out,
+    })
+}
+
 /// True when the error is a closed stdout (`smtlab topo | head`): exit quietly.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
@@ -361,4 +614,276 @@ mod tests {
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
     }
+}
+
+#[derive(Args, Debug)]
+struct LockscanArgs {
+    #[command(flatten)]
+    root: RootArg,
+    /// Lock kind: tas, ttas (the seed's), backoff, ticket, mcs, mutex, parking_lot,
+    /// adaptive; or `all` to compare every lock in one table.
+    #[arg(long, default_value = "ttas")]
+    lock: String,
+    /// Busy work inside the critical section, ns (0 = the seed's empty section).
+    #[arg(long, default_value_t = 0)]
+    cs_ns: u64,
+    /// Bytes each scan thread memsets per pass: a size (1MiB, 2097152, 512K) or `auto`
+    /// (2 × the core's L2).
+    #[arg(long, default_value = "1MiB")]
+    scan_bytes: String,
+    /// CPUs of the lock threads (one thread per CPU).
+    #[arg(long, value_name = "LIST")]
+    lock_cpus: Option<String>,
+    /// CPUs of the scan threads (one thread per CPU).
+    #[arg(long, value_name = "LIST")]
+    scan_cpus: Option<String>,
+    /// The seed's lock-thread affinity mask: decimal (`-l7` = CPUs 0-2) or 0x hex.
+    #[arg(short = 'l', value_name = "MASK", conflicts_with = "lock_cpus")]
+    lock_mask: Option<String>,
+    /// The seed's scan-thread affinity mask: decimal (`-s8` = CPU 3) or 0x hex.
+    #[arg(short = 's', value_name = "MASK", conflicts_with = "scan_cpus")]
+    scan_mask: Option<String>,
+    /// One scenario per scanner position (each lock thread's sibling; without SMT, each core).
+    #[arg(long, conflicts_with_all = ["lock_cpus", "scan_cpus", "lock_mask", "scan_mask"])]
+    sweep: bool,
+    /// Measured time per run: 10s, 500ms, 2m.
+    #[arg(long, short = 'd', default_value = "10s")]
+    duration: String,
+    /// Interval between live rows (the seed printed every 10 s).
+    #[arg(long, default_value = "1s")]
+    interval: String,
+    /// Discarded warm-up before each run.
+    #[arg(long, default_value = "500ms")]
+    warmup: String,
+    /// Repetitions of every scenario (interleaved), for medians and confidence intervals.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Skip the reference run without scan threads.
+    #[arg(long)]
+    no_baseline: bool,
+    /// Print the placements only (works with --sysfs-root).
+    #[arg(long)]
+    dry_run: bool,
+    /// Machine-readable JSON: `{results: [{threads: [{cpu, locked, spins, …}]}], verdict}`.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let (num, mult) = [
+        ("gib", 1usize << 30),
+        ("mib", 1 << 20),
+        ("kib", 1 << 10),
+        ("g", 1 << 30),
+        ("m", 1 << 20),
+        ("k", 1 << 10),
+        ("b", 1),
+    ]
+    .iter()
+    .find_map(|(suf, m)| lower.strip_suffix(suf).map(|n| (n.trim().to_string(), *m)))
+    .unwrap_or((lower.clone(), 1));
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| {
+            format!("`{t}` is not a size; expected bytes like 1048576, 512K, 1MiB or `auto`")
+        })
+}
+
+fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
+    use crate::cpuset::CpuSet;
+    use crate::error::BadInput;
+    use crate::experiments::lockscan::{Config, Layout};
+    let bad = |m: String| anyhow::Error::new(BadInput(m));
+    let locks: Vec<crate::locks::LockKind> = if a.lock == "all" {
+        crate::locks::LockKind::ALL.to_vec()
+    } else {
+        a.lock
+            .split(',')
+            .map(|k| k.trim().parse().map_err(|e| bad(format!("--lock: {e}"))))
+            .collect::<Result<_>>()?
+    };
+    let scan_bytes = if a.scan_bytes.trim() == "auto" {
+        let topo = commands::load_topology(&a.root.sysfs_root)?;
+        let l2 = topo
+            .allowed()
+            .first()
+            .and_then(|c| topo.cache_of(c, 2))
+            .and_then(|c| c.size_bytes)
+            .ok_or_else(|| {
+                bad("--scan-bytes auto: this machine reports no L2 size; give a size".into())
+            })?;
+        (2 * l2) as usize
+    } else {
+        parse_bytes(&a.scan_bytes).map_err(|e| bad(format!("--scan-bytes: {e}")))?
+    };
+    if scan_bytes == 0 {
+        return Err(bad(
+            "--scan-bytes must be at least 1 byte (the seed used 1MiB)".into(),
+        ));
+    }
+    let list = |s: &Option<String>, m: &Option<String>, what: &str| -> Result<Option<CpuSet>> {
+        Ok(match (s, m) {
+            (Some(l), _) => {
+                Some(CpuSet::parse_user(l).map_err(|e| bad(format!("--{what}-cpus: {e}")))?)
+            }
+            (None, Some(m)) => {
+                Some(CpuSet::parse_mask(m).map_err(|e| bad(format!("-{}: {e}", &what[..1])))?)
+            }
+            (None, None) => None,
+        })
+    };
+    let lock = list(&a.lock_cpus, &a.lock_mask, "lock")?;
+    let scan = list(&a.scan_cpus, &a.scan_mask, "scan")?;
+    let layout = if a.sweep {
+        Layout::Sweep
+    } else if lock.is_none() && scan.is_none() {
+        Layout::SeedDefault
+    } else {
+        let topo = commands::load_topology(&a.root.sysfs_root)?;
+        let allowed = topo.allowed();
+        // One side given: the other takes the remaining usable CPUs, as in the seed.
+        let (lock, scan) = match (lock, scan) {
+            (Some(l), Some(s)) => (l, s),
+            (Some(l), None) => {
+                let rest = allowed.difference(&l);
+                (
+                    l,
+                    rest.first()
+                        .map(|c| CpuSet::from_cpus([c]))
+                        .unwrap_or_default(),
+                )
+            }
+            (None, Some(s)) => (allowed.difference(&s), s),
+            (None, None) => unreachable!("handled above"),
+        };
+        Layout::Explicit { lock, scan }
+    };
+    let dur = |s: &str, what: &str| {
+        crate::burn::parse_duration(s).map_err(|e| bad(format!("--{what}: {e}")))
+    };
+    let spec = crate::engine::RunSpec::new(
+        crate::burn::parse_duration_or_zero(&a.warmup)
+            .map_err(|e| bad(format!("--warmup: {e}")))?,
+        dur(&a.duration, "duration")?,
+    )
+    .with_interval(dur(&a.interval, "interval")?);
+    spec.validate()?;
+    if a.repeat == 0 {
+        return Err(bad("--repeat must be at least 1".into()));
+    }
+    Ok(commands::lockscan::Config {
+        root: a.root.sysfs_root,
+        exp: Config {
+            layout,
+            locks,
+            cs_ns: a.cs_ns,
+            scan_bytes,
+            spec,
+            repeat: a.repeat,
+            baseline: !a.no_baseline,
+        },
+        json: a.json,
+        dry_run: a.dry_run,
+    })
+}
+
+#[derive(Args, Debug)]
+struct RwcacheArgs {
+    #[command(flatten)]
+    root: RootArg,
+    /// Schemes: spin, rwspin, rwlock, parking_lot-rw, brlock, seqlock, rcu (a list), or all.
+    #[arg(long, default_value = "all")]
+    scheme: String,
+    /// Thread counts to run, e.g. 1,2,4 (default: 1 and every usable CPU).
+    #[arg(long, short = 't', value_name = "LIST")]
+    threads: Option<String>,
+    /// Where threads run: all (one per CPU, cores first), one-per-core, pairs, cpus:LIST,
+    /// os, … (see `smtlab plan`).
+    #[arg(long, default_value = "all")]
+    placement: String,
+    /// Metadata objects in the table.
+    #[arg(long, default_value_t = 10_000)]
+    entries: usize,
+    /// Lookups per request (each under its own read-side acquisition).
+    #[arg(long, default_value_t = 4)]
+    lookups: usize,
+    /// Fraction of requests that replace an entry (0..1).
+    #[arg(long, default_value_t = 0.0001)]
+    write_ratio: f64,
+    /// Busy work per request outside the lock, ns (the rest of a statement).
+    #[arg(long, default_value_t = 0)]
+    work_ns: u64,
+    /// Measured time per run: 2s, 500ms, 1m.
+    #[arg(long, short = 'd', default_value = "2s")]
+    duration: String,
+    /// Discarded warm-up before each run.
+    #[arg(long, default_value = "300ms")]
+    warmup: String,
+    /// Rounds over every (threads, scheme) pair, interleaved, for medians and CIs.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Seed of the key sequences.
+    #[arg(long, default_value_t = 3)]
+    seed: u64,
+    /// Machine-readable JSON: `{results: [{scheme, threads, requests_per_sec, lock_cpu_share,
+    /// reads, writes, …}], before_after, read_cost, best}`.
+    #[arg(long)]
+    json: bool,
+}
+
+fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
+    use crate::error::BadInput;
+    use crate::experiments::rwcache::{Config, TableSpec};
+    let bad = |m: String| anyhow::Error::new(BadInput(m));
+    let schemes =
+        crate::rwcache::parse_schemes(&a.scheme).map_err(|e| bad(format!("--scheme: {e}")))?;
+    let threads = match &a.threads {
+        Some(l) => l
+            .split(',')
+            .map(|t| {
+                let t = t.trim();
+                t.parse::<usize>().map_err(|_| {
+                    bad(format!(
+                        "--threads: `{t}` is not a thread count; expected a list like 1,2,4"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?,
+        None => {
+            let topo = commands::load_topology(&a.root.sysfs_root)?;
+            let n = topo.allowed().len().max(1);
+            if n == 1 { vec![1] } else { vec![1, n] }
+        }
+    };
+    let dur = |s: &str, what: &str| {
+        crate::burn::parse_duration(s).map_err(|e| bad(format!("--{what}: {e}")))
+    };
+    let spec = crate::engine::RunSpec::new(
+        crate::burn::parse_duration_or_zero(&a.warmup)
+            .map_err(|e| bad(format!("--warmup: {e}")))?,
+        dur(&a.duration, "duration")?,
+    );
+    let exp = Config {
+        schemes,
+        threads,
+        placement: Request::parse(&a.placement)?,
+        table: TableSpec {
+            entries: a.entries,
+            lookups: a.lookups,
+            write_ratio: a.write_ratio,
+            work_ns: a.work_ns,
+        },
+        spec,
+        repeat: a.repeat,
+        seed: a.seed,
+    };
+    exp.validate()?;
+    Ok(commands::rwcache::Config {
+        root: a.root.sysfs_root,
+        exp,
+        json: a.json,
+    })
 }

@@ -31,7 +31,13 @@ pub mod oltp;
 pub mod placement;
 /// Shared text renderers (tables, number formats).
 pub mod render;
+/// The study's one data model (`results.json`) and its HTML, Markdown and SVG renderers.
+pub mod report;
+/// A read-mostly metadata cache under seven protection schemes, from a spinlock to RCU (seed 003).
+pub mod rwcache;
 /// Statistics over samples: medians, MAD, outliers, bootstrap CIs, verdicts, fairness.
 pub mod stats;
+/// `study`: every experiment this machine supports, sized to a time budget, into one report.
+pub mod study;
 /// CPU topology from a sysfs root, and its views.
 pub mod topology;

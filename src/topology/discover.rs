@@ -38,9 +38,7 @@ pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
         return Err(DiscoverError::NoRoot(root.to_path_buf()));
     }
     let live = fs::canonicalize(root).is_ok_and(|p| p == Path::new("/"));
-    let r = Reader {
-        root: root.to_path_buf(),
-    };
+    let r = Reader::new(root);
     let cpu_dir = r.path("sys/devices/system/cpu");
     if !cpu_dir.is_dir() {
         return Err(DiscoverError::NotSysfs(root.to_path_buf()));
@@ -76,65 +74,45 @@ pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
         .flatten()
         .unwrap_or_default();
 
-    let mut cpus = Vec::with_capacity(ids.len());
     // Every online CPU's own view of its caches; instances are built once all are read.
     let mut cache_reports: Vec<(u32, Vec<Cache>)> = Vec::new();
-    for &id in &ids {
-        let base = format!("sys/devices/system/cpu/cpu{id}");
-        // Online: the top-level list when the kernel has it, else cpuN/online (absent on
-        // CPUs that cannot be offlined, usually cpu0, which are therefore online).
-        let online = match &online_list {
-            Some(l) => l.contains(id),
-            None => r
-                .text(&format!("{base}/online"))
-                .is_none_or(|t| t.trim() != "0"),
-        };
-        let topo = format!("{base}/topology");
-        let has_topo = r.path(&topo).is_dir();
-        let mut cpu = Cpu {
-            cpu: id,
-            online,
-            package: None,
-            die: None,
-            cluster: None,
-            core_id: None,
-            core_cpus: CpuSet::from_cpus([id]),
-            package_cpus: CpuSet::new(),
-            die_cpus: None,
-            cluster_cpus: None,
-            numa_node: None,
-            kind: None,
-            capacity: r.number(&format!("{base}/cpu_capacity")).map(|v| v as u32),
-            base_freq_khz: r.number(&format!("{base}/cpufreq/base_frequency")),
-            max_freq_khz: r.number(&format!("{base}/cpufreq/cpuinfo_max_freq")),
-            isolated: isolated.contains(id),
-            nohz_full: nohz_full.contains(id),
-        };
-        if online && has_topo {
-            cpu.package = r.id(&format!("{topo}/physical_package_id"));
-            cpu.die = r.id(&format!("{topo}/die_id"));
-            // Kernels without cluster information write -1 or 65535.
-            cpu.cluster = r.id(&format!("{topo}/cluster_id")).filter(|&c| c != 65535);
-            cpu.core_id = r.id(&format!("{topo}/core_id"));
-            if let Some(s) = r.set_either(&topo, &["core_cpus", "thread_siblings"])? {
-                cpu.core_cpus = s;
+    let mut cpus = Vec::with_capacity(ids.len());
+    // Large machines are read by a few threads: the work is thousands of small file reads,
+    // almost all kernel time (path walks), and splits evenly by CPU.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4)
+        .min(ids.len().div_ceil(64))
+        .max(1);
+    let chunk = ids.len().div_ceil(threads);
+    let scope = CpuScope {
+        online_list: online_list.as_ref(),
+        isolated: &isolated,
+        nohz_full: &nohz_full,
+    };
+    let parts: Vec<Result<Vec<CpuRead>, DiscoverError>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = ids
+            .chunks(chunk)
+            .map(|part| {
+                let scope = &scope;
+                sc.spawn(move || {
+                    let r = Reader::new(root);
+                    part.iter().map(|&id| read_cpu(&r, id, scope)).collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("CPU reader thread panicked"))
+            .collect()
+    });
+    for part in parts {
+        for (cpu, caches) in part? {
+            if let Some(c) = caches {
+                cache_reports.push((cpu.cpu, c));
             }
-            cpu.core_cpus.insert(id);
-            // Left empty when the kernel gives no package mask (PS3, some ARM/RISC-V):
-            // then only `physical_package_id`, if any, says which package a CPU is in.
-            if let Some(s) = r.set_either(&topo, &["package_cpus", "core_siblings"])?
-                && !s.is_empty()
-            {
-                cpu.package_cpus = s;
-                cpu.package_cpus.insert(id);
-            }
-            cpu.die_cpus = r.set_either(&topo, &["die_cpus"])?;
-            cpu.cluster_cpus = r.set_either(&topo, &["cluster_cpus"])?;
+            cpus.push(cpu);
         }
-        if online {
-            cache_reports.push((id, read_caches(&r, &base, id, &cpu.core_cpus)?));
-        }
-        cpus.push(cpu);
     }
     if let Some(p) = &present {
         // CPUs the kernel lists as present but without a cpuN directory (rare, old dumps).
@@ -179,20 +157,161 @@ pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
     })
 }
 
+/// What every CPU's reading shares.
+struct CpuScope<'a> {
+    online_list: Option<&'a CpuSet>,
+    isolated: &'a CpuSet,
+    nohz_full: &'a CpuSet,
+}
+
+/// One CPU, and (when online) the caches it reports.
+type CpuRead = (Cpu, Option<Vec<Cache>>);
+
+/// One CPU's files, and (when online) the caches it reports.
+fn read_cpu(r: &Reader, id: u32, scope: &CpuScope) -> Result<CpuRead, DiscoverError> {
+    let (online_list, isolated, nohz_full) = (scope.online_list, scope.isolated, scope.nohz_full);
+    let base = format!("sys/devices/system/cpu/cpu{id}");
+    // One directory listing each instead of a failed open per absent file: old
+    // kernels and other architectures lack most of them (256ia64: 15 of 19).
+    r.prefetch(&base);
+    if r.may_exist(&format!("{base}/cpufreq")) {
+        r.prefetch(&format!("{base}/cpufreq"));
+    }
+    // Online: the top-level list when the kernel has it, else cpuN/online (absent on
+    // CPUs that cannot be offlined, usually cpu0, which are therefore online).
+    let online = match &online_list {
+        Some(l) => l.contains(id),
+        None => r
+            .text(&format!("{base}/online"))
+            .is_none_or(|t| t.trim() != "0"),
+    };
+    let topo = format!("{base}/topology");
+    let has_topo = r.prefetch(&topo);
+    let mut cpu = Cpu {
+        cpu: id,
+        online,
+        package: None,
+        die: None,
+        cluster: None,
+        core_id: None,
+        core_cpus: CpuSet::from_cpus([id]),
+        package_cpus: CpuSet::new(),
+        die_cpus: None,
+        cluster_cpus: None,
+        numa_node: None,
+        kind: None,
+        capacity: r.number(&format!("{base}/cpu_capacity")).map(|v| v as u32),
+        base_freq_khz: r.number(&format!("{base}/cpufreq/base_frequency")),
+        max_freq_khz: r.number(&format!("{base}/cpufreq/cpuinfo_max_freq")),
+        isolated: isolated.contains(id),
+        nohz_full: nohz_full.contains(id),
+    };
+    if online && has_topo {
+        cpu.package = r.id(&format!("{topo}/physical_package_id"));
+        cpu.die = r.id(&format!("{topo}/die_id"));
+        // Kernels without cluster information write -1 or 65535.
+        cpu.cluster = r.id(&format!("{topo}/cluster_id")).filter(|&c| c != 65535);
+        cpu.core_id = r.id(&format!("{topo}/core_id"));
+        if let Some(s) = r.set_either(&topo, &["core_cpus", "thread_siblings"])? {
+            cpu.core_cpus = s;
+        }
+        cpu.core_cpus.insert(id);
+        // Left empty when the kernel gives no package mask (PS3, some ARM/RISC-V):
+        // then only `physical_package_id`, if any, says which package a CPU is in.
+        if let Some(s) = r.set_either(&topo, &["package_cpus", "core_siblings"])?
+            && !s.is_empty()
+        {
+            cpu.package_cpus = s;
+            cpu.package_cpus.insert(id);
+        }
+        cpu.die_cpus = r.set_either(&topo, &["die_cpus"])?;
+        cpu.cluster_cpus = r.set_either(&topo, &["cluster_cpus"])?;
+    }
+    let caches = if online {
+        Some(read_caches(r, &base, id, &cpu.core_cpus)?)
+    } else {
+        None
+    };
+    Ok((cpu, caches))
+}
+
 /// Paths under the root, and lenient readers: a missing file is `None`, never an error;
 /// a file that exists but holds garbage is an error naming it.
 struct Reader {
     root: PathBuf,
+    /// Names in directories listed by [`Reader::prefetch`] (None: the directory is absent).
+    listed: std::cell::RefCell<std::collections::HashMap<String, Option<Vec<String>>>>,
 }
 
 impl Reader {
+    fn new(root: &Path) -> Self {
+        Reader {
+            root: root.to_path_buf(),
+            listed: Default::default(),
+        }
+    }
+
     fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel.trim_start_matches('/'))
     }
 
+    /// Lists `dir` once, so reads of files absent from it cost no syscall. Returns whether
+    /// the directory exists.
+    fn prefetch(&self, dir: &str) -> bool {
+        let names = fs::read_dir(self.path(dir)).ok().map(|rd| {
+            let mut v: Vec<String> = rd
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect();
+            v.sort_unstable();
+            v
+        });
+        let exists = names.is_some();
+        self.listed.borrow_mut().insert(dir.to_string(), names);
+        exists
+    }
+
+    /// False only when a listed directory on `rel`'s path lacks the next component.
+    fn may_exist(&self, rel: &str) -> bool {
+        let Some((dir, name)) = rel.rsplit_once('/') else {
+            return true;
+        };
+        match self.listed.borrow().get(dir) {
+            None => {}
+            Some(None) => return false,
+            Some(Some(names)) => return names.binary_search_by(|n| n.as_str().cmp(name)).is_ok(),
+        }
+        self.may_exist(dir)
+    }
+
     /// The file's text, without the NUL padding some dump tools leave after the newline.
+    /// Read with plain `read` calls: sysfs files are small, and `fs::read_to_string` would
+    /// add a `statx` per file.
     fn text(&self, rel: &str) -> Option<String> {
-        let mut t = fs::read_to_string(self.path(rel)).ok()?;
+        use std::io::Read;
+        if !self.may_exist(rel) {
+            return None;
+        }
+        let mut f = fs::File::open(self.path(rel)).ok()?;
+        let mut buf = Vec::with_capacity(256);
+        let mut chunk = [0u8; 4096];
+        // A sysfs attribute is produced whole by its first read (at most a page), so a short
+        // read is the end: saves the second `read` on thousands of files. procfs files
+        // (seq_file) may come in pieces and are read to EOF.
+        let one_shot = rel.trim_start_matches('/').starts_with("sys/");
+        loop {
+            match f.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) if one_shot && n < chunk.len() => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    break;
+                }
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        let mut t = String::from_utf8(buf)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         let end = t.trim_end_matches(['\0', '\n', ' ', '\t', '\r']).len();
         t.truncate(end);
         Some(t)
@@ -304,6 +423,9 @@ fn read_caches(
     core: &CpuSet,
 ) -> Result<Vec<Cache>, DiscoverError> {
     let mut out = Vec::new();
+    if !r.may_exist(&format!("{base}/cache")) {
+        return Ok(out);
+    }
     let dir = r.path(&format!("{base}/cache"));
     let Ok(rd) = fs::read_dir(&dir) else {
         return Ok(out);
@@ -423,6 +545,7 @@ fn read_numa(
     let mut dropped = Vec::new();
     for n in ids {
         let base = format!("{node_dir}/node{n}");
+        // `node/online` may list nodes without a directory (hand-trimmed dumps).
         if !r.path(&base).is_dir() {
             continue;
         }

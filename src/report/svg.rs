@@ -593,14 +593,16 @@ pub fn heatmap(
             10.0,
             &format!("{lo:.0} {unit}"),
         );
-        d.rect(lx, y0 + 22.0, 14.0, 14.0, &colour(hi), "none", "");
-        d.text(
-            lx + 18.0,
-            y0 + 33.0,
-            "start",
-            10.0,
-            &format!("{hi:.0} {unit}"),
-        );
+        if hi > lo {
+            d.rect(lx, y0 + 22.0, 14.0, 14.0, &colour(hi), "none", "");
+            d.text(
+                lx + 18.0,
+                y0 + 33.0,
+                "start",
+                10.0,
+                &format!("{hi:.0} {unit}"),
+            );
+        }
     }
     d.finish(name, title)
 }
@@ -817,7 +819,7 @@ mod tests {
             "c",
             "C",
             &["0".into(), "1".into()],
-            &[vec![None, Some(80.0)], vec![Some(80.0), None]],
+            &[vec![None, Some(80.0)], vec![Some(90.0), None]],
             "ns",
         );
         balanced(&h);

@@ -390,3 +390,42 @@ fn c2c_stops_on_ctrl_c() {
     assert!(r.interrupted);
     assert!(r.pairs.is_empty());
 }
+
+/// A workload whose threads stop on their own (a fixed amount of work) ends the run
+/// early instead of sleeping out the duration.
+#[test]
+fn run_ends_when_every_worker_returned() {
+    struct Fixed;
+    impl smtlab::engine::Workload for Fixed {
+        fn name(&self) -> String {
+            "fixed".into()
+        }
+        fn run_thread(&self, ctx: &smtlab::engine::ThreadCtx<'_>) {
+            if ctx.phase() == smtlab::engine::Phase::Measure {
+                ctx.add_progress(10);
+            }
+        }
+    }
+    let plan = smtlab::placement::Plan {
+        request: "test".into(),
+        threads: vec![smtlab::placement::ThreadPlacement {
+            thread: 0,
+            cpus: smtlab::affinity::get_affinity(0).unwrap(),
+        }],
+        oversubscribed: false,
+        notes: vec![],
+    };
+    let spec = smtlab::engine::RunSpec::new(
+        std::time::Duration::ZERO,
+        std::time::Duration::from_secs(20),
+    );
+    let t = std::time::Instant::now();
+    let r = smtlab::engine::run(&plan, &spec, &Fixed).unwrap();
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(r.total_ops(), 10);
+    assert!(!r.interrupted);
+}

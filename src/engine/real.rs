@@ -94,6 +94,7 @@ pub fn run_observed(
             spec,
             shared,
             interrupted: false,
+            all_done: false,
         };
         let timing = c.drive(on_interval);
         let outs = join_all(handles);
@@ -253,6 +254,10 @@ struct Coordinator<'a> {
     spec: &'a RunSpec,
     shared: &'a Shared,
     interrupted: bool,
+    /// Every worker returned from the measurement on its own (a fixed amount of work
+    /// done, or a client failed): the run ends at the next poll instead of sleeping out
+    /// the duration.
+    all_done: bool,
 }
 
 impl Coordinator<'_> {
@@ -264,6 +269,12 @@ impl Coordinator<'_> {
                 return false;
             }
             if Instant::now() >= deadline {
+                return true;
+            }
+            if self.shared.phase.load(Ordering::Relaxed) == Phase::Measure.as_u8()
+                && self.shared.gate.done.load(Ordering::SeqCst) as usize >= self.plan.threads.len()
+            {
+                self.all_done = true;
                 return true;
             }
             sleep_until_or(deadline, POLL);
@@ -337,6 +348,9 @@ impl Coordinator<'_> {
                 }
             }
             on_interval(&sample);
+            if self.all_done {
+                break;
+            }
         }
         sh.phase.store(Phase::Stopping.as_u8(), Ordering::SeqCst);
         let stop_at = Instant::now();

@@ -72,6 +72,9 @@ pub const NO_LOSS_RATIO: f64 = 0.8;
 /// Run-queue wait share above which a step that does not oversubscribe the CPUs is
 /// blamed on other load.
 pub const EXTERNAL_DELAY_SHARE: f64 = 0.2;
+/// A step at or below this share of the reference, with preemption evidence, is a
+/// collapse rather than ordinary time slicing (which costs at most runnable/CPUs).
+pub const COLLAPSE_RATIO: f64 = 0.05;
 /// Throughput within this factor of one operation per time slice counts as "near" it.
 pub const SLICE_FACTOR: f64 = 10.0;
 
@@ -105,7 +108,9 @@ pub fn diagnose(e: &Evidence) -> (Diagnosis, String) {
         let preempted = e.holder_preemptions > 0
             || e.worker_involuntary_switches_per_sec > 0.0
             || e.worker_run_delay_share > 0.05;
-        if near_slice && ratio < 0.1 && preempted {
+        // The cliff: a drop of 20× or more with preempted holders or waiters in evidence,
+        // or a rate already down at a few operations per time slice.
+        if preempted && (ratio < COLLAPSE_RATIO || (near_slice && ratio < 0.1)) {
             return (
                 Diagnosis::PreemptionCollapse,
                 format!(
@@ -196,6 +201,16 @@ mod tests {
         let mut six = ev(550.0, 10);
         six.worker_run_delay_share = 0.5;
         assert_eq!(diagnose(&six).0, Diagnosis::PreemptionCollapse);
+    }
+
+    #[test]
+    fn deep_drop_with_preemption_is_a_collapse() {
+        // 4 ticket waiters on 2 CPUs: 80× slower, waits of a slice each.
+        let mut e = ev(28_000.0, 4);
+        e.cpus = 2;
+        e.baseline_ops_per_sec = 2_300_000.0;
+        e.holder_preemptions = 685;
+        assert_eq!(diagnose(&e).0, Diagnosis::PreemptionCollapse);
     }
 
     #[test]

@@ -98,6 +98,9 @@ impl ProcessBurners {
         spec.validate()?;
         let exe = match &opts.exe {
             Some(p) => p.clone(),
+            // /proc/self/exe still opens the running binary after it was replaced on disk
+            // (a rebuild mid-run), where the path from current_exe() would not.
+            None if Path::new("/proc/self/exe").exists() => PathBuf::from("/proc/self/exe"),
             None => std::env::current_exe().context("finding the smtlab binary to re-execute")?,
         };
         let mut set = ProcessBurners {

@@ -1,4 +1,4 @@
-//! The per-thread insert loop as an [`engine::Workload`]: each client thread owns one
+//! The per-thread insert loop as an [`crate::engine::Workload`]: each client thread owns one
 //! [`Session`] (opened, and its backend pinned, before the engine's barrier), commits
 //! transactions until the engine says stop or its row quota is done, and records each
 //! commit's latency in its own histogram.

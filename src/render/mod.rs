@@ -11,12 +11,11 @@ pub fn table(rows: &[Vec<String>]) -> String {
             widths[i] = widths[i].max(c.chars().count());
         }
     }
+    // Numeric: the first word is a number (`74,635`, `5.73 M`, `4.7 ms`, `53.1%`, `1.5×`).
     let numeric = |s: &str| {
-        let t = s.trim_end_matches(['%', 'x', '×']);
-        !t.is_empty()
-            && t.chars()
-                .all(|c| c.is_ascii_digit() || ",.-+±e ".contains(c))
-            && t.chars().any(|c| c.is_ascii_digit())
+        let w = s.split_whitespace().next().unwrap_or("");
+        let w = w.trim_end_matches(['%', 'x', '×']).replace(',', "");
+        !w.is_empty() && w.parse::<f64>().is_ok_and(f64::is_finite)
     };
     let mut out = String::new();
     for (ri, r) in rows.iter().enumerate() {

@@ -169,8 +169,12 @@ pub fn human(r: &NeighborsReport) -> String {
             s.worker_run_delay_share
                 .map(|d| format!("{:.0}%", d * 100.0))
                 .unwrap_or_else(|| "-".into()),
-            render::thousands(s.holder_preemptions),
-            render::thousands(s.long_waits),
+            s.holder_preemptions
+                .map(render::thousands)
+                .unwrap_or_else(|| "-".into()),
+            s.long_waits
+                .map(render::thousands)
+                .unwrap_or_else(|| "-".into()),
             si(s.burner_ops_per_sec),
             s.diagnosis.label().into(),
         ]

@@ -287,10 +287,11 @@ pub struct Step {
     /// Share of the workers' time spent runnable but waiting for a CPU, 0–1; None when
     /// schedstat is unavailable.
     pub worker_run_delay_share: Option<f64>,
-    /// Lock holds longer than 1 ms (holder preempted).
-    pub holder_preemptions: u64,
-    /// Lock waits longer than 1 ms (holder or next waiter preempted).
-    pub long_waits: u64,
+    /// Lock holds longer than 1 ms (holder preempted); None when the worker cannot see its
+    /// lock (a database's internal locks).
+    pub holder_preemptions: Option<u64>,
+    /// Lock waits longer than 1 ms (holder or next waiter preempted); None as above.
+    pub long_waits: Option<u64>,
     /// Burner progress, their own units per second, summed.
     pub burner_ops_per_sec: f64,
     pub diagnosis: Diagnosis,
@@ -504,7 +505,7 @@ fn run_step(
     let name = worker.name();
     let outcome = worker.finish()?;
     let lat = outcome.latency_ns;
-    let (holds, waits) = outcome.preemptions.unwrap_or((0, 0));
+    let preemptions = outcome.preemptions;
     Ok(Some((
         make_step(
             topo,
@@ -514,8 +515,7 @@ fn run_step(
             &plan,
             &r,
             &lat,
-            holds,
-            waits,
+            preemptions,
             burner_ops_per_sec,
             baseline,
             slice,
@@ -533,8 +533,7 @@ fn make_step(
     plan: &Plan,
     r: &RunResult,
     lat: &Histogram<u64>,
-    holds: u64,
-    waits: u64,
+    preemptions: Option<(u64, u64)>,
     burner_ops_per_sec: f64,
     first: Option<f64>,
     slice: f64,
@@ -573,7 +572,7 @@ fn make_step(
         burners_on_worker_cpus: on_cpus,
         worker_involuntary_switches_per_sec: invol as f64 / secs,
         worker_run_delay_share: delay_share.unwrap_or(0.0),
-        holder_preemptions: holds + waits,
+        holder_preemptions: preemptions.map(|(h, w)| h + w).unwrap_or(0),
         time_slice_ns: slice,
     };
     let (d, why) = diagnosis::diagnose(&ev);
@@ -598,8 +597,8 @@ fn make_step(
         worker_involuntary_switches_per_sec: invol as f64 / secs,
         worker_voluntary_switches_per_sec: vol as f64 / secs,
         worker_run_delay_share: delay_share,
-        holder_preemptions: holds,
-        long_waits: waits,
+        holder_preemptions: preemptions.map(|p| p.0),
+        long_waits: preemptions.map(|p| p.1),
         burner_ops_per_sec,
         diagnosis: d,
         reason: why,

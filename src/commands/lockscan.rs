@@ -62,15 +62,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         }
     };
     let report = lockscan::run(&engine, &topo, &cfg.exp, &scen, &mut live)?;
-    if cfg.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-    } else {
-        out.write_all(human(&report).as_bytes())?;
-    }
-    if report.results.iter().any(|r| r.interrupted) {
-        return Err(crate::error::Interrupted.into());
-    }
-    Ok(())
+    let interrupted = report.results.iter().any(|r| r.interrupted);
+    super::emit(out, cfg.json, &report, human, interrupted)
 }
 
 fn dry_run(topo: &crate::topology::Topology, scen: &[Scenario], out: &mut dyn Write) -> Result<()> {

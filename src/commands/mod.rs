@@ -18,6 +18,26 @@ use crate::topology::{Topology, discover};
 use anyhow::{Context, Result};
 use std::path::Path;
 
+/// Writes a finished experiment: its serde model as JSON or its text view, then turns a
+/// Ctrl-C-shortened run into the `Interrupted` error (exit 130) after the output is out.
+pub fn emit<T: serde::Serialize>(
+    out: &mut dyn std::io::Write,
+    json: bool,
+    report: &T,
+    human: impl FnOnce(&T) -> String,
+    interrupted: bool,
+) -> Result<()> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
+    } else {
+        out.write_all(human(report).as_bytes())?;
+    }
+    if interrupted {
+        return Err(crate::error::Interrupted.into());
+    }
+    Ok(())
+}
+
 /// Reads the topology under `root`, with the root named in the error.
 pub fn load_topology(root: &Path) -> Result<Topology> {
     discover(root).with_context(|| format!("reading the CPU topology under `{}`", root.display()))

@@ -106,15 +106,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             report
         }
     };
-    if cfg.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-    } else {
-        out.write_all(human(&report).as_bytes())?;
-    }
-    if report.interrupted {
-        return Err(crate::error::Interrupted.into());
-    }
-    Ok(())
+    super::emit(out, cfg.json, &report, human, report.interrupted)
 }
 
 /// The seed-shaped table, then one diagnosis line per step.

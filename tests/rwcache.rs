@@ -35,7 +35,8 @@ fn every_scheme_ends_with_the_same_contents_single_threaded() {
         .map(|_| (rng.below(10) == 0, rng.below(1000)))
         .collect();
     let mut contents = Vec::new();
-    for kind in SchemeKind::ALL {
+    // The `none` reference (no lock) runs the same code single-threaded: it must agree too.
+    for kind in SchemeKind::ALL.into_iter().chain([SchemeKind::Unlocked]) {
         let c = kind.build(&layout, 1);
         let mut h = c.handle(0);
         let mut version = 0;
@@ -60,6 +61,7 @@ fn every_scheme_ends_with_the_same_contents_single_threaded() {
             (ops.len() - writes.len()) as u64,
             "{kind}"
         );
+        drop(h);
         contents.push((kind, c.contents()));
     }
     let want = model(&layout, &writes);
@@ -238,6 +240,19 @@ fn writers_progress_under_constant_reads() {
     }
 }
 
+#[test]
+fn the_no_lock_reference_is_single_threaded_only() {
+    let layout = Layout::new(100);
+    assert!(std::panic::catch_unwind(|| SchemeKind::Unlocked.build(&layout, 2)).is_err());
+    let c = SchemeKind::Unlocked.build(&layout, 1);
+    let h = c.handle(0);
+    // A second live handle (a second thread) is refused; once the first is gone it is fine.
+    assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.handle(0))).is_err());
+    drop(h);
+    let mut h = c.handle(0);
+    assert_eq!(c.get(&mut h, 7), Some(Entry::new(7, 0)));
+}
+
 fn topo() -> smtlab::topology::Topology {
     smtlab::topology::discover(std::path::Path::new("/")).unwrap()
 }
@@ -256,8 +271,24 @@ fn fake_engine_report_has_every_table() {
     let fake = FakeEngine::new(5);
     let mut seen = 0;
     let r = rwcache::run(&fake, &topo(), &cfg, &mut |_, _, _, _| seen += 1).unwrap();
+    // The `none` reference runs once per round too, but is not reported as a scheme run.
     assert_eq!(seen, 7 * 2 * 3);
     assert_eq!(r.results.len(), 14);
+    let reference = r.reference.as_ref().expect("the no-lock reference ran");
+    assert_eq!(
+        (reference.scheme, reference.threads, reference.runs),
+        (SchemeKind::Unlocked, 1, 3)
+    );
+    assert!(r.results.iter().all(|x| x.scheme != SchemeKind::Unlocked));
+    for x in &r.results {
+        let share = x.lock_cpu_share.expect("measured by subtraction");
+        assert!(
+            (0.0..=1.0).contains(&share.min) && share.max <= 1.0,
+            "{share:?}"
+        );
+        assert!(x.lock_cpu_ns_per_request.unwrap() >= 0.0);
+        assert!((0.0..=1.0).contains(&x.wait_cpu_share));
+    }
     assert_eq!(r.before_after.len(), 2);
     assert_eq!(r.read_cost.len(), 7);
     let best = r.best.as_ref().unwrap();
@@ -267,11 +298,19 @@ fn fake_engine_report_has_every_table() {
     let j = serde_json::to_value(&r).unwrap();
     assert!(j["results"][0]["requests_per_sec"]["median"].is_number());
     assert!(j["results"][0]["writer_wait_p99_ns"].is_number());
+    assert!(j["results"][0]["lock_cpu_share"]["median"].is_number());
+    assert!(j["results"][0]["lock_cpu_ns_per_request"].is_number());
+    assert!(j["results"][0]["wait_cpu_share"].is_number());
     assert_eq!(j["results"][1]["scheme"], "rwspin");
+    assert_eq!(j["reference"]["scheme"], "none");
+    assert!(j["reference"]["cpu_ns_per_request"]["median"].is_number());
+    assert!(j["before_after"][0]["before"]["lock_cpu_pct"].is_number());
     let text = smtlab::commands::rwcache::human(&r);
     for want in [
         "before/after at 2 threads",
         "% CPU IN LOCK",
+        "none (no lock: reference)",
+        "CPU in the lock is found by subtraction",
         "W WAIT P99",
         "best overall",
     ] {
@@ -343,8 +382,17 @@ fn short_real_run_gives_json_with_units() {
         assert!(r["requests_per_sec"]["median"].as_f64().unwrap() > 0.0);
         assert!(r["reads"]["acquisitions"].as_u64().unwrap() > 0);
         let share = r["lock_cpu_share"]["median"].as_f64().unwrap();
-        assert!((0.0..=1.5).contains(&share), "{share}");
+        assert!((0.0..=1.0).contains(&share), "{share}");
+        let wait = r["wait_cpu_share"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&wait), "{wait}");
     }
+    assert_eq!(j["reference"]["scheme"], "none");
+    assert!(
+        j["reference"]["cpu_ns_per_request"]["median"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     assert_eq!(j["before_after"][0]["before"]["scheme"], "spin");
     assert_eq!(j["before_after"][0]["after"]["scheme"], "rwspin");
 }

@@ -58,6 +58,10 @@ fn ns(x: f64) -> String {
     }
 }
 
+fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    x.map(f).unwrap_or_else(|| "-".into())
+}
+
 fn rps(r: &SchemeResult) -> f64 {
     r.requests_per_sec.map(|s| s.median).unwrap_or(0.0)
 }
@@ -94,10 +98,10 @@ pub fn human(r: &RwcacheReport) -> String {
         "±MAD".into(),
         "LOOKUPS/S".into(),
         "CPU%".into(),
-        "LOCK %CPU".into(),
-        "SPIN %CPU".into(),
-        "READ LOCK NS".into(),
         "CPU NS/REQ".into(),
+        "LOCK NS/REQ".into(),
+        "LOCK %CPU".into(),
+        "WAIT %CPU".into(),
     ]];
     for s in &r.results {
         rows.push(vec![
@@ -110,12 +114,25 @@ pub fn human(r: &RwcacheReport) -> String {
                 .unwrap_or_else(|| "-".into()),
             si(s.lookups_per_sec),
             pct(s.cpu_share),
-            s.lock_cpu_share
-                .map(|x| pct(x.median))
-                .unwrap_or_else(|| "-".into()),
-            pct(s.spin_cpu_share),
-            ns(s.read_lock_ns_per_lookup),
             ns(s.cpu_ns_per_request),
+            opt(s.lock_cpu_ns_per_request, ns),
+            opt(s.lock_cpu_share.map(|x| x.median), pct),
+            pct(s.wait_cpu_share),
+        ]);
+    }
+    if let Some(x) = &r.reference {
+        rows.push(vec![
+            x.threads.to_string(),
+            format!("{} (no lock: reference)", x.scheme),
+            x.cpus.to_string(),
+            opt(x.requests_per_sec.map(|s| s.median), si),
+            opt(x.requests_per_sec.map(|s| s.mad), si),
+            "".into(),
+            pct(x.cpu_share),
+            opt(x.cpu_ns_per_request.map(|s| s.median), ns),
+            "".into(),
+            "".into(),
+            "".into(),
         ]);
     }
     o.push_str(&render::table(&rows));
@@ -190,21 +207,21 @@ pub fn human(r: &RwcacheReport) -> String {
             vec![
                 format!("{} (before)", b.before.scheme),
                 format!("{:.1}", b.before.cpu_pct),
-                format!("{:.1}", b.before.lock_cpu_pct),
+                opt(b.before.lock_cpu_pct, |x| format!("{x:.1}")),
                 si(b.before.requests_per_sec),
                 ns(b.before.cpu_ns_per_request),
             ],
             vec![
                 format!("{} (after)", b.after.scheme),
                 format!("{:.1}", b.after.cpu_pct),
-                format!("{:.1}", b.after.lock_cpu_pct),
+                opt(b.after.lock_cpu_pct, |x| format!("{x:.1}")),
                 si(b.after.requests_per_sec),
                 ns(b.after.cpu_ns_per_request),
             ],
             vec![
                 "change".into(),
                 format!("{:+.1} pts", b.after.cpu_pct - b.before.cpu_pct),
-                format!("{:+.1} pts", b.lock_cpu_change_pts),
+                opt(b.lock_cpu_change_pts, |x| format!("{x:+.1} pts")),
                 format!("{:+.1} %", b.requests_change_pct),
                 format!("{:+.1} %", b.cpu_per_request_change_pct),
             ],
@@ -219,7 +236,9 @@ pub fn human(r: &RwcacheReport) -> String {
     }
 
     if r.read_cost.iter().any(|c| c.by_threads.len() > 1) {
-        o.push_str("\n== read-side cost: lock+unlock ns per lookup, requests/s per thread ==\n");
+        o.push_str(
+            "\n== read-side cost: lock CPU ns per lookup (by subtraction), requests/s per thread ==\n",
+        );
         let mut threads: Vec<usize> = r
             .read_cost
             .iter()
@@ -242,7 +261,7 @@ pub fn human(r: &RwcacheReport) -> String {
             for t in &threads {
                 match c.by_threads.iter().find(|x| x.threads == *t) {
                     Some(x) => {
-                        row.push(ns(x.read_lock_ns_per_lookup));
+                        row.push(opt(x.lock_cpu_ns_per_lookup, ns));
                         row.push(si(x.requests_per_sec_per_thread));
                     }
                     None => {

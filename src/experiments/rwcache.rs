@@ -1,9 +1,17 @@
 //! `rwcache` (seed 003): a read-mostly metadata cache under each protection scheme of
 //! [`crate::rwcache`], at each thread count, through the engine (pinned threads, schemes
 //! interleaved A B C … per round). Per scheme: requests/s with spread; the share of CPU
-//! spent in the lock code (the seed's "spinlock % CPU contribution"); lock stats per side;
+//! spent in the lock (the seed's "spinlock % CPU contribution"); lock stats per side;
 //! then the seed's before/after table (`spin` → `rwspin`, as RTM → CU2), the cost of a
 //! shared reader line, and the best scheme.
+//!
+//! CPU in the lock is found by subtraction ([`crate::rwcache::lock_cost`]): every round also
+//! runs the reference `none` — the same request loop with no lock, 1 thread, pinned like
+//! the 1-thread runs — and a scheme's lock CPU per request is its CPU ns per request minus
+//! the reference's median, floored at 0; its share is that ÷ its own CPU ns per request
+//! (0–1). At more threads the difference also holds what sharing costs: cache-line
+//! transfers, waits, and a sibling's competition for the core. Waits after a collision are
+//! timed exactly (the clock is read only then) and give `wait_cpu_share`.
 //!
 //! A request looks up `lookups` uniformly random keys, each under its own read-side
 //! acquisition (each T-SQL statement looks metadata up, seed 003), and with probability
@@ -15,7 +23,7 @@ use crate::engine::{Engine, Order, Phase, RunResult, RunSpec, ThreadCtx, Workloa
 use crate::error::BadInput;
 use crate::locks::LockSummary;
 use crate::placement::{self, Request};
-use crate::rwcache::{Entry, Layout, MAX_ENTRIES, RwThreadStats, SAMPLE_EVERY, Scheme, SchemeKind};
+use crate::rwcache::{Entry, Layout, MAX_ENTRIES, RwThreadStats, Scheme, SchemeKind, lock_cost};
 use crate::stats::{self, Better, Ci, SplitMix64, Summary, Verdict};
 use crate::topology::Topology;
 use anyhow::Result;
@@ -23,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
 /// Bumped when the JSON layout changes incompatibly.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Most lookups per request.
 pub const MAX_LOOKUPS: usize = 1024;
@@ -145,6 +153,9 @@ struct Requests<S: Scheme> {
 }
 
 /// Builds the workload of `kind` for `threads` threads.
+///
+/// # Panics
+/// [`SchemeKind::Unlocked`] (the `none` reference) with `threads` ≠ 1.
 pub fn workload(
     kind: SchemeKind,
     table: &TableSpec,
@@ -169,6 +180,7 @@ pub fn workload(
         SchemeKind::BrLock => make::<r::BrLock>(table, threads, seed),
         SchemeKind::SeqLock => make::<r::SeqLock>(table, threads, seed),
         SchemeKind::Rcu => make::<r::Rcu>(table, threads, seed),
+        SchemeKind::Unlocked => make::<r::Unlocked>(table, threads, seed),
     }
 }
 
@@ -200,28 +212,16 @@ impl<S: Scheme> Workload for Requests<S> {
         let always_write = self.table.write_ratio >= 1.0;
         // P(write) = threshold / 2^64.
         let threshold = (self.table.write_ratio * 2f64.powi(64)) as u64;
-        let mut lookups = 0u64;
         let mut writes = 0u64;
         let mut acc = 0u64;
         let mut pending = 0u64;
         while !ctx.should_stop() {
+            // Identical for every scheme and the `none` reference: nothing here is timed,
+            // so lock cost is the difference in CPU per request.
             for _ in 0..self.table.lookups {
                 let key = rng.below(n);
-                let sample = lookups & (SAMPLE_EVERY - 1) == 0;
-                lookups += 1;
-                S::common(&mut h).timer.arm(sample);
                 if let Some(e) = self.cache.get(&mut h, key) {
                     acc = acc.wrapping_add(e.version ^ e.payload[0]);
-                }
-                if sample {
-                    let c = S::common(&mut h);
-                    match c.timer.take() {
-                        (_, true) => c.stats.read_samples_dropped += 1,
-                        (ns, false) => {
-                            c.stats.read_lock_sampled_ns += ns;
-                            c.stats.read_samples += 1;
-                        }
-                    }
                 }
             }
             if always_write || rng.next_u64() < threshold {
@@ -229,10 +229,9 @@ impl<S: Scheme> Workload for Requests<S> {
                 writes += 1;
                 // Versions unique per thread: (count << 16) | thread.
                 let version = (writes << 16) | (ctx.thread as u64 & 0xFFFF);
-                S::common(&mut h).timer.arm(true);
                 self.cache.replace(&mut h, Entry::new(key, version));
                 let c = S::common(&mut h);
-                c.stats.write_lock_ns += c.timer.take().0;
+                c.stats.write_lock_ns += c.timer.take();
             }
             busy_ns(self.table.work_ns);
             pending += 1;
@@ -282,25 +281,21 @@ impl RunOutcome {
         self.run.measured_ns as f64 * self.run.threads.len().max(1) as f64
     }
 
-    /// Time in the lock code (minus sleeps) ÷ the threads' time. Both are wall clock, so a
-    /// thread that lost its CPU to another process for a while is not counted as in the
-    /// lock more than elsewhere; with each thread on its own CPU this is the share of CPU.
-    fn lock_cpu_share(&self) -> f64 {
-        ratio(self.merged().lock_cpu_ns_estimate(), self.thread_ns())
-    }
-
-    /// Waiting on the CPU after a collision (exact: wait − sleep) ÷ the threads' time.
-    fn spin_cpu_share(&self) -> f64 {
-        let m = self.merged();
-        let spin = m.reads.counts.spin_ns() + m.writes.counts.spin_ns();
-        ratio(spin as f64, self.thread_ns())
-    }
-
-    fn read_lock_ns_per_lookup(&self) -> f64 {
-        let m = self.merged();
+    /// Waiting on the CPU after a collision (timed: wait − sleep) ÷ the threads' CPU time,
+    /// at most 1.
+    fn wait_cpu_share(&self) -> f64 {
         ratio(
-            m.read_lock_ns_estimate(),
-            m.reads.counts.acquisitions as f64,
+            self.merged().wait_on_cpu_ns() as f64,
+            self.run.cpu_time_ns() as f64,
+        )
+        .min(1.0)
+    }
+
+    /// Lookups per request (reads ÷ requests).
+    fn lookups_per_request(&self) -> f64 {
+        ratio(
+            self.merged().reads.counts.acquisitions as f64,
+            self.requests() as f64,
         )
     }
 
@@ -336,17 +331,25 @@ pub struct SchemeResult {
     pub lookups_per_sec: f64,
     /// Threads' CPU time ÷ (wall time × threads), median over runs, 0–1 (the seed's "% CPU").
     pub cpu_share: f64,
-    /// Time in the lock code (acquire + release paths, waits on the CPU; sampled) ÷ the
-    /// threads' measured time, over runs, 0–1 (the seed's "spinlock % CPU contribution";
-    /// equal to the share of CPU while each thread has its CPU, see `cpu_share`).
+    /// Share of the threads' CPU spent in the lock, by subtraction, over runs, 0–1 (the
+    /// seed's "spinlock % CPU contribution"): per run, (CPU ns per request − the `none`
+    /// reference's median CPU ns per request) floored at 0, ÷ CPU ns per request. None
+    /// without a reference run.
     pub lock_cpu_share: Option<Summary>,
-    /// Waiting on the CPU after a collision (exact, from the lock stats) ÷ the threads'
-    /// measured time, median over runs, 0–1: the contended part of `lock_cpu_share`.
-    pub spin_cpu_share: f64,
-    /// Read lock + unlock time per lookup (sampled), median over runs, ns.
-    pub read_lock_ns_per_lookup: f64,
+    /// CPU per request attributed to the lock (same subtraction), median over runs, ns.
+    pub lock_cpu_ns_per_request: Option<f64>,
+    /// `lock_cpu_ns_per_request` ÷ lookups per request, median over runs, ns: the lock's
+    /// cost per lookup (writes, 1 in 10^4 requests by default, included).
+    pub lock_cpu_ns_per_lookup: Option<f64>,
+    /// Waiting after a collision (timed from the collision: wait − sleeps) ÷ the threads'
+    /// CPU time, median over runs, 0–1: the contended part of the lock's CPU. rwlock and
+    /// parking_lot-rw wait inside their own code, so theirs includes time parked.
+    pub wait_cpu_share: f64,
     /// Threads' CPU time per request, median over runs, ns.
     pub cpu_ns_per_request: f64,
+    /// Writer's lock code (acquire + release, waits included) per write, mean, ns
+    /// (fenced TSC around each write, timer cost subtracted); 0 without writes.
+    pub write_lock_ns_per_write: f64,
     /// Read side, all runs merged (counts are totals over `runs`).
     pub reads: LockSummary,
     /// Write side, all runs merged.
@@ -357,11 +360,6 @@ pub struct SchemeResult {
     pub writer_wait_max_ns: u64,
     /// Seqlock reads that copied again because a writer ran (0 for other schemes).
     pub read_retries: u64,
-    /// Timed lookups kept for `lock_cpu_share`, all runs.
-    pub lock_samples: u64,
-    /// Timed lookups dropped because the thread was descheduled inside the lock code
-    /// (a piece over 100 µs), all runs.
-    pub lock_samples_dropped: u64,
     /// False for rwlock / parking_lot-rw: their spins and backoffs are not visible (0 here).
     pub spins_visible: bool,
     /// Voluntary context switches, all threads and runs (blocking, yields, sleeps).
@@ -374,14 +372,31 @@ pub struct SchemeResult {
     pub run_requests_per_sec: Vec<f64>,
 }
 
+/// The `none` reference (the request loop with no lock, 1 thread) over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceResult {
+    /// Always `none`.
+    pub scheme: SchemeKind,
+    /// Always 1.
+    pub threads: usize,
+    pub cpus: CpuSet,
+    pub runs: usize,
+    pub requests_per_sec: Option<Summary>,
+    /// Threads' CPU time per request, over runs, ns; its median is subtracted.
+    pub cpu_ns_per_request: Option<Summary>,
+    /// Threads' CPU time ÷ wall time, median over runs, 0–1.
+    pub cpu_share: f64,
+    pub pinning_ok: bool,
+}
+
 /// One row of the before/after table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BeforeAfterRow {
     pub scheme: SchemeKind,
     /// Threads' CPU busy, % of their wall time.
     pub cpu_pct: f64,
-    /// Time in the lock code, % of CPU time.
-    pub lock_cpu_pct: f64,
+    /// CPU in the lock (by subtraction), % of the scheme's CPU; None without a reference.
+    pub lock_cpu_pct: Option<f64>,
     /// Requests per second, median.
     pub requests_per_sec: f64,
     /// CPU per request, ns.
@@ -397,7 +412,7 @@ pub struct BeforeAfter {
     /// after ÷ before − 1, %.
     pub requests_change_pct: f64,
     /// Change of the CPU-in-lock share, percentage points.
-    pub lock_cpu_change_pts: f64,
+    pub lock_cpu_change_pts: Option<f64>,
     /// Change of CPU per request, %.
     pub cpu_per_request_change_pct: f64,
     /// Bootstrap 95 % CI of requests/s after ÷ before (None with one run each).
@@ -411,7 +426,7 @@ pub struct BeforeAfter {
 pub struct ReadCost {
     pub scheme: SchemeKind,
     pub shared_reader_line: bool,
-    /// (threads, read lock+unlock ns per lookup, requests/s per thread).
+    /// (threads, lock CPU ns per lookup, requests/s per thread).
     pub by_threads: Vec<ReadCostAt>,
     /// Requests/s at the most threads ÷ at 1 thread (None without a 1-thread run).
     pub scaling: Option<f64>,
@@ -421,8 +436,8 @@ pub struct ReadCost {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadCostAt {
     pub threads: usize,
-    /// Read lock + unlock, ns per lookup.
-    pub read_lock_ns_per_lookup: f64,
+    /// Lock CPU per lookup (by subtraction), ns.
+    pub lock_cpu_ns_per_lookup: Option<f64>,
     /// Requests per second per thread.
     pub requests_per_sec_per_thread: f64,
 }
@@ -464,14 +479,15 @@ pub struct RwcacheReport {
     pub duration_ns: u64,
     pub repeat: usize,
     pub seed: u64,
-    /// Clock of the lock timing: `tsc` or `clock_monotonic`.
+    /// Clock of the writers' lock timing: `tsc` or `clock_monotonic`.
     pub clock: String,
-    /// Cost of an empty timed piece (fenced TSC pair), subtracted from each, ns.
+    /// Cost of an empty timed piece (fenced TSC pair), subtracted from each write's, ns.
     pub timer_overhead_ns: f64,
-    /// One lookup in this many is timed for `lock_cpu_share`.
-    pub lock_time_sample_every: u64,
     pub hypervisor: bool,
     pub smt: bool,
+    /// The `none` reference whose CPU per request is subtracted (None when 1 thread could
+    /// not be placed or no run finished).
+    pub reference: Option<ReferenceResult>,
     pub results: Vec<SchemeResult>,
     pub before_after: Vec<BeforeAfter>,
     pub read_cost: Vec<ReadCost>,
@@ -512,9 +528,20 @@ pub fn run(
         ))
         .into());
     }
-    let trials: Vec<(usize, SchemeKind)> = (0..plans.len())
+    let mut trials: Vec<(usize, SchemeKind)> = (0..plans.len())
         .flat_map(|p| cfg.schemes.iter().map(move |&k| (p, k)))
         .collect();
+    // The `none` reference, first in every round (so it has a run whenever another trial
+    // does), on the 1-thread placement.
+    match placement::plan(topo, &cfg.placement, 1) {
+        Ok(p) => {
+            plans.push((1, p));
+            trials.insert(0, (plans.len() - 1, SchemeKind::Unlocked));
+        }
+        Err(e) => notes.push(format!(
+            "the no-lock reference (1 thread) could not be placed ({e}): CPU in the lock is not measured"
+        )),
+    }
     let mut runs: Vec<Vec<RunOutcome>> = trials.iter().map(|_| Vec::new()).collect();
     let mut interrupted = false;
     for ti in schedule(trials.len(), cfg.repeat, Order::RoundRobin) {
@@ -527,7 +554,9 @@ pub fn run(
         let seed = cfg.seed.wrapping_add(runs[ti].len() as u64);
         let w = workload(kind, &cfg.table, *n, seed);
         let r = engine.run(plan, &cfg.spec, w.as_ref())?;
-        on_run(*n, kind, runs[ti].len(), &r);
+        if kind != SchemeKind::Unlocked {
+            on_run(*n, kind, runs[ti].len(), &r);
+        }
         let stop = r.interrupted;
         runs[ti].push(RunOutcome {
             run: r,
@@ -538,11 +567,20 @@ pub fn run(
             break;
         }
     }
+    let reference = trials
+        .iter()
+        .zip(&runs)
+        .find(|((_, k), r)| *k == SchemeKind::Unlocked && !r.is_empty())
+        .map(|(&(pi, _), r)| summarise_reference(&plans[pi].1, r));
+    let ref_ns = reference
+        .as_ref()
+        .and_then(|r| r.cpu_ns_per_request)
+        .map(|s| s.median);
     let results: Vec<SchemeResult> = trials
         .iter()
         .zip(&runs)
-        .filter(|(_, r)| !r.is_empty())
-        .map(|(&(pi, kind), r)| summarise(kind, plans[pi].0, &plans[pi].1, r))
+        .filter(|((_, k), r)| *k != SchemeKind::Unlocked && !r.is_empty())
+        .map(|(&(pi, kind), r)| summarise(kind, plans[pi].0, &plans[pi].1, r, ref_ns))
         .collect();
     let layout = Layout::new(cfg.table.entries);
     let smt = topo.threads_per_core() > 1;
@@ -555,11 +593,12 @@ pub fn run(
     if cfg.schemes.iter().any(|k| !k.spins_visible()) {
         notes.push("rwlock and parking_lot-rw wait inside std / parking_lot: their collisions (failed try_read/try_write) and wait times are measured, their spins and backoffs are not (shown as -)".into());
     }
-    notes.push(format!(
-        "lock time is sampled: 1 lookup in {SAMPLE_EVERY} (and every write) timed with the {} clock (fenced), minus {:.1} ns per timed piece for the clock itself; rcu's lock code is arc-swap's load and guard drop, seqlock's the two sequence reads",
-        crate::locks::clock_name(),
-        crate::rwcache::timer_overhead_ns()
-    ));
+    if let Some(x) = ref_ns {
+        notes.push(format!(
+            "CPU in the lock is found by subtraction: LOCK NS/REQ = the scheme's CPU ns per request − {} ns of `none` (the same requests with no lock, 1 thread, run in every round), floored at 0; LOCK %CPU = that ÷ the scheme's CPU ns per request (at more threads it also holds cache-line transfers and a sibling's competition for the core); WAIT %CPU = timed waits after a collision ÷ CPU time",
+            fmt_ns(x)
+        ));
+    }
     let starved: Vec<String> = results
         .iter()
         .filter(|r| !r.oversubscribed && r.cpu_share < 0.9)
@@ -587,9 +626,9 @@ pub fn run(
         seed: cfg.seed,
         clock: crate::locks::clock_name().into(),
         timer_overhead_ns: crate::rwcache::timer_overhead_ns(),
-        lock_time_sample_every: SAMPLE_EVERY,
         hypervisor: topo.machine.hypervisor,
         smt,
+        reference,
         results,
         before_after,
         read_cost,
@@ -600,16 +639,70 @@ pub fn run(
     })
 }
 
-/// Summarises one trial's runs (pure).
+fn fmt_ns(x: f64) -> String {
+    if x < 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// Summarises the `none` reference's runs (pure).
+pub fn summarise_reference(plan: &crate::placement::Plan, runs: &[RunOutcome]) -> ReferenceResult {
+    let cpu: Vec<f64> = runs
+        .iter()
+        .map(RunOutcome::cpu_ns_per_request)
+        .filter(|&x| x > 0.0)
+        .collect();
+    let shares: Vec<f64> = runs.iter().map(RunOutcome::cpu_share).collect();
+    let rps: Vec<f64> = runs.iter().map(|r| r.run.ops_per_sec()).collect();
+    ReferenceResult {
+        scheme: SchemeKind::Unlocked,
+        threads: 1,
+        cpus: plan.cpus(),
+        runs: runs.len(),
+        requests_per_sec: Summary::of(&rps),
+        cpu_ns_per_request: Summary::of(&cpu),
+        cpu_share: if shares.is_empty() {
+            0.0
+        } else {
+            stats::median(&shares)
+        },
+        pinning_ok: runs.iter().all(|r| r.run.pinning_ok()),
+    }
+}
+
+/// Summarises one trial's runs (pure); `reference_cpu_ns_per_request` is the `none`
+/// reference's median CPU ns per request, subtracted for the lock's CPU.
 pub fn summarise(
     kind: SchemeKind,
     threads: usize,
     plan: &crate::placement::Plan,
     runs: &[RunOutcome],
+    reference_cpu_ns_per_request: Option<f64>,
 ) -> SchemeResult {
     let med = |f: &dyn Fn(&RunOutcome) -> f64| {
         let v: Vec<f64> = runs.iter().map(f).collect();
         if v.is_empty() { 0.0 } else { stats::median(&v) }
+    };
+    let cost = |r: &RunOutcome| {
+        reference_cpu_ns_per_request.and_then(|x| lock_cost(r.cpu_ns_per_request(), x))
+    };
+    let costs: Vec<(f64, f64, f64)> = runs
+        .iter()
+        .filter_map(|r| {
+            cost(r).map(|c| {
+                (
+                    c.lock_cpu_share,
+                    c.lock_cpu_ns_per_request,
+                    ratio(c.lock_cpu_ns_per_request, r.lookups_per_request()),
+                )
+            })
+        })
+        .collect();
+    let med_of = |f: fn(&(f64, f64, f64)) -> f64| {
+        let v: Vec<f64> = costs.iter().map(f).collect();
+        (!v.is_empty()).then(|| stats::median(&v))
     };
     let rps: Vec<f64> = runs.iter().map(|r| r.run.ops_per_sec()).collect();
     let mut all = RwThreadStats::default();
@@ -632,22 +725,20 @@ pub fn summarise(
             )
         }),
         cpu_share: med(&RunOutcome::cpu_share),
-        lock_cpu_share: Summary::of(
-            &runs
-                .iter()
-                .map(RunOutcome::lock_cpu_share)
-                .collect::<Vec<_>>(),
-        ),
-        spin_cpu_share: med(&RunOutcome::spin_cpu_share),
-        read_lock_ns_per_lookup: med(&RunOutcome::read_lock_ns_per_lookup),
+        lock_cpu_share: Summary::of(&costs.iter().map(|c| c.0).collect::<Vec<_>>()),
+        lock_cpu_ns_per_request: med_of(|c| c.1),
+        lock_cpu_ns_per_lookup: med_of(|c| c.2),
+        wait_cpu_share: med(&RunOutcome::wait_cpu_share),
         cpu_ns_per_request: med(&RunOutcome::cpu_ns_per_request),
+        write_lock_ns_per_write: ratio(
+            all.write_lock_ns as f64,
+            all.writes.counts.acquisitions as f64,
+        ),
         reads: all.reads.summary(),
         writer_wait_p99_ns: writes.wait_p99_ns,
         writer_wait_max_ns: writes.wait_max_ns,
         writes,
         read_retries: all.read_retries,
-        lock_samples: all.read_samples,
-        lock_samples_dropped: all.read_samples_dropped,
         spins_visible: kind.spins_visible(),
         voluntary_ctx_switches: runs
             .iter()
@@ -672,7 +763,7 @@ fn row(r: &SchemeResult) -> BeforeAfterRow {
     BeforeAfterRow {
         scheme: r.scheme,
         cpu_pct: r.cpu_share * 100.0,
-        lock_cpu_pct: r.lock_cpu_share.map(|s| s.median).unwrap_or(0.0) * 100.0,
+        lock_cpu_pct: r.lock_cpu_share.map(|s| s.median * 100.0),
         requests_per_sec: median_rps(r),
         cpu_ns_per_request: r.cpu_ns_per_request,
     }
@@ -700,7 +791,10 @@ pub fn before_after(results: &[SchemeResult]) -> Vec<BeforeAfter> {
             threads: b.threads,
             requests_change_pct: (ratio(after.requests_per_sec, before.requests_per_sec) - 1.0)
                 * 100.0,
-            lock_cpu_change_pts: after.lock_cpu_pct - before.lock_cpu_pct,
+            lock_cpu_change_pts: after
+                .lock_cpu_pct
+                .zip(before.lock_cpu_pct)
+                .map(|(a, b)| a - b),
             cpu_per_request_change_pct: (ratio(
                 after.cpu_ns_per_request,
                 before.cpu_ns_per_request,
@@ -736,7 +830,7 @@ pub fn read_cost(results: &[SchemeResult], schemes: &[SchemeKind]) -> Vec<ReadCo
                     .iter()
                     .map(|r| ReadCostAt {
                         threads: r.threads,
-                        read_lock_ns_per_lookup: r.read_lock_ns_per_lookup,
+                        lock_cpu_ns_per_lookup: r.lock_cpu_ns_per_lookup,
                         requests_per_sec_per_thread: median_rps(r) / r.threads as f64,
                     })
                     .collect(),
@@ -815,20 +909,22 @@ fn verdict_lines(
     let mut out = Vec::new();
     for b in ba {
         out.push(format!(
-            "spin → rwspin at {} thread{}: requests/s {:+.1} %{}, CPU in the lock {:.1} % → {:.1} % ({:+.1} pts), CPU per request {:+.1} % (seed 003: +12.5 % requests/s, 30 % → not observed)",
+            "spin → rwspin at {} thread{}: requests/s {:+.1} %{}, {}, CPU per request {:+.1} % (seed 003: +12.5 % requests/s, 31.8 % of CPU in the spinlock before)",
             b.threads,
             if b.threads == 1 { "" } else { "s" },
             b.requests_change_pct,
             b.requests_ratio
                 .map(|c| format!(" (95% CI {:+.1}…{:+.1} %)", (c.low - 1.0) * 100.0, (c.high - 1.0) * 100.0))
                 .unwrap_or_default(),
-            b.before.lock_cpu_pct,
-            b.after.lock_cpu_pct,
-            b.lock_cpu_change_pts,
+            match (b.before.lock_cpu_pct, b.after.lock_cpu_pct, b.lock_cpu_change_pts) {
+                (Some(x), Some(y), Some(d)) =>
+                    format!("CPU in the lock {x:.1} % → {y:.1} % ({d:+.1} pts)"),
+                _ => "CPU in the lock not measured".to_string(),
+            },
             b.cpu_per_request_change_pct
         ));
     }
-    // Shared reader line: read lock+unlock at the most threads, shared vs private.
+    // Shared reader line: lock CPU per lookup at the most threads, shared vs private.
     let most = results.iter().map(|r| r.threads).max().unwrap_or(0);
     if most > 1 {
         let at = |shared: bool| -> Vec<String> {
@@ -836,12 +932,16 @@ fn verdict_lines(
                 .filter(|c| c.shared_reader_line == shared && c.scheme != SchemeKind::Spin)
                 .filter_map(|c| {
                     let hi = c.by_threads.iter().find(|x| x.threads == most)?;
-                    let lo = c.by_threads.iter().find(|x| x.threads == 1);
+                    let lo = c
+                        .by_threads
+                        .iter()
+                        .find(|x| x.threads == 1)
+                        .and_then(|l| l.lock_cpu_ns_per_lookup);
                     Some(format!(
                         "{} {:.1} ns{}",
                         c.scheme,
-                        hi.read_lock_ns_per_lookup,
-                        lo.map(|l| format!(" (1 thread: {:.1})", l.read_lock_ns_per_lookup))
+                        hi.lock_cpu_ns_per_lookup?,
+                        lo.map(|l| format!(" (1 thread: {l:.1})"))
                             .unwrap_or_default()
                     ))
                 })
@@ -850,7 +950,7 @@ fn verdict_lines(
         let (s, p) = (at(true), at(false));
         if !s.is_empty() && !p.is_empty() {
             out.push(format!(
-                "read lock+unlock per lookup at {most} threads — a shared reader line: {}; private or no reader writes: {}",
+                "lock CPU per lookup (by subtraction) at {most} threads — a shared reader line: {}; private or no reader writes: {}",
                 s.join(", "),
                 p.join(", ")
             ));

@@ -92,15 +92,11 @@ impl Scheme for BrLock {
         let slot = &self.readers[h.slot];
         let c = &mut h.common;
         let mut w = Wait::default();
-        c.timer.start();
         self.read_lock(slot, &mut w);
-        c.timer.stop();
         w.record(&mut c.stats.reads);
         // SAFETY: our slot is non-zero and no writer holds the flag, so writers wait.
         let e = lookup(&self.layout, unsafe { self.slots.read() }, key);
-        c.timer.start();
         slot.fetch_sub(1, Ordering::Release);
-        c.timer.stop();
         e
     }
 

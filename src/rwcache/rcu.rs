@@ -69,17 +69,13 @@ impl Scheme for Rcu {
         let c = &mut h.common;
         let shard = self.layout.shard_of(self.layout.probe(key, 0));
         let base = self.base(shard);
-        c.timer.start();
         let g = self.shards[shard].load();
-        c.timer.stop();
         c.stats.reads.counts.acquisitions += 1;
         let e = self
             .layout
             .find(key, |s| g[s - base].key)
             .map(|s| g[s - base]);
-        c.timer.start();
         drop(g);
-        c.timer.stop();
         e
     }
 

@@ -45,7 +45,6 @@ macro_rules! rw_scheme {
             fn get(&self, h: &mut $handle, key: u64) -> Option<Entry> {
                 let c = &mut h.common;
                 let mut w = Wait::default();
-                c.timer.start();
                 let g = match $try_read(&self.table) {
                     Some(g) => g,
                     None => {
@@ -53,12 +52,9 @@ macro_rules! rw_scheme {
                         $read(&self.table)
                     }
                 };
-                c.timer.stop();
                 w.record(&mut c.stats.reads);
                 let e = lookup(&self.layout, &g, key);
-                c.timer.start();
                 drop(g);
-                c.timer.stop();
                 e
             }
 

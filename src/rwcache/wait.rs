@@ -172,55 +172,34 @@ impl WriterLock {
     }
 }
 
-/// A timed piece longer than this (100 µs) is dropped from the read sample: the thread
-/// was descheduled inside it (or slept in a backoff), and one 4 ms preemption scaled by
-/// [`super::SAMPLE_EVERY`] would swamp a 20 ns lock path. Spinning waits are shorter (the
-/// backoff schedule spins at most 64 µs) and stay in.
-pub const MAX_PIECE_NS: u64 = 100_000;
-
-/// Times the lock code of sampled sections: `start`/`stop` read the clock only while armed.
+/// Times the writers' lock code (writes are rare and slow, so a fenced clock read around
+/// each piece costs little against them; lookups are never timed, see [`super`]).
 /// Accumulates [`ticks`], minus [`timer_overhead_ticks`] per piece.
 #[derive(Debug, Default)]
 pub struct LockTimer {
-    armed: bool,
     t0: u64,
     /// Ticks accumulated since the last `take`.
     acc: u64,
-    /// A piece since the last `take` exceeded [`MAX_PIECE_NS`].
-    long: bool,
 }
 
 impl LockTimer {
-    /// Arms (or disarms) timing for the next section.
-    #[inline]
-    pub fn arm(&mut self, on: bool) {
-        self.armed = on;
-    }
-
     /// Starts a timed piece.
     #[inline]
     pub fn start(&mut self) {
-        if self.armed {
-            self.t0 = ticks();
-        }
+        self.t0 = ticks();
     }
 
     /// Ends a timed piece, adding its time minus the clock's own cost.
     #[inline]
     pub fn stop(&mut self) {
-        if self.armed {
-            let d = ticks().saturating_sub(self.t0);
-            self.long |= d > max_piece_ticks();
-            self.acc += d.saturating_sub(timer_overhead_ticks());
-        }
+        let d = ticks().saturating_sub(self.t0);
+        self.acc += d.saturating_sub(timer_overhead_ticks());
     }
 
-    /// Returns and clears the accumulated time, ns, and whether a piece was longer than
-    /// [`MAX_PIECE_NS`].
+    /// Returns and clears the accumulated time, ns.
     #[inline]
-    pub fn take(&mut self) -> (u64, bool) {
-        let ns = (std::mem::take(&mut self.acc) as f64 * ns_per_tick()) as u64;
-        (ns, std::mem::take(&mut self.long))
+    pub fn take(&mut self) -> u64 {
+        (std::mem::take(&mut self.acc) as f64 * ns_per_tick()) as u64
     }
 }
 
@@ -288,14 +267,8 @@ pub fn timer_overhead_ticks() -> u64 {
     })
 }
 
-fn max_piece_ticks() -> u64 {
-    static T: OnceLock<u64> = OnceLock::new();
-    *T.get_or_init(|| (MAX_PIECE_NS as f64 / ns_per_tick()) as u64)
-}
-
 /// Chooses the clock and measures its cost (call before running, so no sample pays it).
 pub fn calibrate_timer() {
     ns_per_tick();
     timer_overhead_ticks();
-    max_piece_ticks();
 }

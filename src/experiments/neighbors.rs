@@ -484,13 +484,17 @@ fn run_step(
                 .sum();
             ops as f64 / (r.measured_ns.max(1) as f64 / 1e9)
         }
-        _ => r
+        _ => {
+            r
             .threads
             .iter()
             .skip(cfg.workers)
             .map(|t| t.ops_per_sec(r.measured_ns))
             .sum::<f64>()
-            .max(0.0),
+            .max(0.0)
+            // An empty f64 sum is -0.0, and max(-0.0, 0.0) may keep it; + 0.0 makes it +0.
+            + 0.0
+        }
     };
     drop(procs);
     if let Some(tb) = &thread_burners {

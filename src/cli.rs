@@ -311,8 +311,9 @@ struct OltpArgs {
     /// cpus:LIST, … (see `smtlab plan`).
     #[arg(long, default_value = "os", conflicts_with = "configs")]
     placement: String,
-    /// Several layouts, run interleaved (e.g. one-per-core,pairs,all); impossible ones
-    /// are skipped with the reason.
+    /// Several layouts, run interleaved; impossible ones are skipped with the reason.
+    /// Seed 001's comparison is `one-per-core,pairs,all`: N threads on N cores, N threads
+    /// on N/2 cores' sibling pairs, and every sibling of those N cores (2N threads with SMT).
     #[arg(long, value_name = "LIST")]
     configs: Option<String>,
     /// Rounds over the layouts (A B C A B C …).

@@ -222,7 +222,7 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
     let threads = topo.cores().len().clamp(1, 8);
     let possible = layouts
         .iter()
-        .filter(|r| placement::plan(topo, r, threads).is_ok())
+        .filter(|r| crate::oltp::layout_plan(topo, r, threads).is_ok())
         .count()
         .max(1);
     let oruns = (possible * repeat) as u32;
@@ -468,7 +468,7 @@ fn fake_oltp(engine: &FakeEngine, topo: &Topology, cfg: &oltp::Config) -> Result
     let mut plans = Vec::new();
     let mut skipped = Vec::new();
     for r in &cfg.layouts {
-        match placement::plan(topo, r, cfg.threads) {
+        match crate::oltp::layout_plan(topo, r, cfg.threads) {
             Ok(p) => plans.push(p),
             Err(e @ (PlanError::NoSmt { .. } | PlanError::NotEnough { .. })) => {
                 skipped.push(SkippedLayout {

@@ -268,8 +268,11 @@ fn dry_run_on_an_smt_dump_shows_seed_001_layouts() {
         text.contains("pairs: 6 threads on CPUs 0-2,8-10 (3 cores)"),
         "{text}"
     );
-    assert!(text.contains("all: 6 threads"), "{text}");
-    assert!(text.contains("--configs pairs --threads 12"), "{text}");
+    // Seed 001's third layout: every sibling of the same 6 cores, 12 threads.
+    assert!(
+        text.contains("all: 12 threads on CPUs 0-5,8-13 (6 cores)"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@ use crate::engine::{self, RunSpec};
 use crate::error::{Interrupted, NotPossible};
 use crate::oltp::report::{self, LayoutRun, OltpReport, SkippedLayout, ThreadRun};
 use crate::oltp::{Config, Db, DbTarget, InsertWorkload, StopRule, fixed, workload};
-use crate::placement::{self, Plan, PlanError};
+use crate::placement::{Plan, PlanError};
 use crate::render;
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -17,7 +17,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let mut plans: Vec<Plan> = Vec::new();
     let mut skipped: Vec<SkippedLayout> = Vec::new();
     for l in &cfg.layouts {
-        match placement::plan(&topo, l, cfg.threads) {
+        match crate::oltp::layout_plan(&topo, l, cfg.threads) {
             Ok(p) => plans.push(p),
             Err(e @ (PlanError::NoSmt { .. } | PlanError::NotEnough { .. })) => {
                 skipped.push(SkippedLayout {
@@ -274,7 +274,7 @@ fn dry_run(
     }
     writeln!(
         out,
-        "oltp dry run: {} layout(s) of {} client threads; nothing is run",
+        "oltp dry run: {} layout(s) for --threads {}; nothing is run",
         plans.len(),
         cfg.threads
     )?;
@@ -328,13 +328,11 @@ fn same_placements(plans: &[Plan]) -> Vec<String> {
     for (i, p) in plans.iter().enumerate() {
         if let Some(q) = plans[..i].iter().find(|q| q.threads == p.threads) {
             notes.push(format!(
-                "`{}` places its {} threads exactly as `{}`; seed 001's third layout \
-                 (both siblings of every core used) is `pairs` with twice the threads, \
-                 e.g. `--configs pairs --threads {}`",
+                "`{}` places its {} threads exactly as `{}`: the cores have no usable SMT \
+                 siblings here",
                 p.request,
                 p.threads.len(),
-                q.request,
-                p.threads.len() * 2
+                q.request
             ));
         }
     }

@@ -3,39 +3,13 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
-use std::path::{Path, PathBuf};
 
 fn smtlab() -> Command {
     Command::cargo_bin("smtlab").expect("binary built")
 }
 
-/// Unpacks a 2-threads-per-core dump (CPUs i and i+8 are siblings), or None with the
-/// reason printed when the dumps are not beside the project.
-fn smt_dump(tmp: &Path) -> Option<PathBuf> {
-    let dir = std::env::var_os("SMTLAB_TOPOLOGY_DUMPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/topology")
-        });
-    let tar = dir.join("hwloc/16em64t-4s2c2t.tar.bz2");
-    if !tar.exists() {
-        if std::env::var("SMTLAB_REQUIRE_DUMPS").as_deref() == Ok("1") {
-            panic!("topology dump {} missing", tar.display());
-        }
-        eprintln!("skipped: no topology dump at {}", tar.display());
-        return None;
-    }
-    let ok = std::process::Command::new("tar")
-        .arg("-xf")
-        .arg(&tar)
-        .arg("-C")
-        .arg(tmp)
-        .status()
-        .expect("tar runs")
-        .success();
-    assert!(ok, "unpacking {}", tar.display());
-    Some(tmp.join("16em64t-4s2c2t"))
-}
+mod common;
+use common::smt_dump;
 
 #[test]
 fn lockscan_sweep_dry_run_puts_the_scanner_on_each_sibling() {

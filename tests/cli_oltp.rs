@@ -2,6 +2,7 @@
 //! server binaries exist (skipped with the reason otherwise, unless CI=true). Runs are
 //! short and assert behaviour (row counts, cleanup, messages, exit codes), never speed.
 
+mod common;
 use assert_cmd::Command;
 use predicates::prelude::*;
 use std::io::{BufRead, BufReader};
@@ -218,31 +219,10 @@ fn configs_run_interleaved_and_skip_impossible_layouts() {
 
 #[test]
 fn dry_run_on_an_smt_dump_shows_seed_001_layouts() {
-    let dir = std::env::var_os("SMTLAB_TOPOLOGY_DUMPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/topology")
-        });
-    let tar = dir.join("hwloc/16em64t-4s2c2t.tar.bz2");
-    if !tar.exists() {
-        if std::env::var("SMTLAB_REQUIRE_DUMPS").as_deref() == Ok("1") {
-            panic!("topology dump {} missing", tar.display());
-        }
-        eprintln!("skipped: no topology dump at {}", tar.display());
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
-    assert!(
-        std::process::Command::new("tar")
-            .arg("-xf")
-            .arg(&tar)
-            .arg("-C")
-            .arg(tmp.path())
-            .status()
-            .unwrap()
-            .success()
-    );
-    let root = tmp.path().join("16em64t-4s2c2t");
+    let Some(root) = common::smt_dump(tmp.path()) else {
+        return;
+    };
     let out = smtlab()
         .args([
             "oltp",

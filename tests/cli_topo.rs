@@ -4,7 +4,7 @@
 use assert_cmd::Command;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn smtlab() -> Command {
     Command::cargo_bin("smtlab").unwrap()
@@ -72,34 +72,8 @@ fn small_tree() -> tempfile::TempDir {
     d
 }
 
-/// The unpacked root of a real 2-threads-per-core dump (hwloc's 16em64t-4s2c2t: 4 packages
-/// × 2 cores × 2 threads), or None without the fixtures.
-fn ht_dump(tmp: &Path) -> Option<PathBuf> {
-    let dir = std::env::var_os("SMTLAB_TOPOLOGY_DUMPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/topology")
-        });
-    let tarball = dir.join("hwloc/16em64t-4s2c2t.tar.bz2");
-    if !tarball.is_file() {
-        assert!(
-            std::env::var("SMTLAB_REQUIRE_DUMPS").as_deref() != Ok("1"),
-            "missing {}",
-            tarball.display()
-        );
-        eprintln!("skipped: no {}", tarball.display());
-        return None;
-    }
-    let st = std::process::Command::new("tar")
-        .arg("-xf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(tmp)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    Some(tmp.join("16em64t-4s2c2t"))
-}
+mod common;
+use common::smt_dump as ht_dump;
 
 #[test]
 fn topo_on_this_machine() {

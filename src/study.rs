@@ -107,6 +107,20 @@ fn clamp(d: Duration, lo: Duration, hi: Duration) -> Duration {
     d.max(lo).min(hi)
 }
 
+/// Splits one run's time slot into (warm-up, measurement): `measure_share` of it measured,
+/// the rest warm-up, each clamped to its own limits.
+fn split_run(
+    slot: Duration,
+    measure_share: f64,
+    measure: (Duration, Duration),
+    warm: (Duration, Duration),
+) -> (Duration, Duration) {
+    (
+        clamp(slot.mul_f64(1.0 - measure_share), warm.0, warm.1),
+        clamp(slot.mul_f64(measure_share), measure.0, measure.1),
+    )
+}
+
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
@@ -157,8 +171,12 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
     let scen = lockscan::scenarios(topo, &Layout::Sweep, true)?;
     let runs = (scen.len() * locks.len() * repeat) as u32;
     let per_run = (share(budget, PhaseName::Lockscan) / runs.max(1)).saturating_sub(RUN_OVERHEAD);
-    let l_measure = clamp(per_run.mul_f64(0.75), ms(100), Duration::from_secs(10));
-    let l_warm = clamp(per_run.mul_f64(0.25), ms(30), Duration::from_secs(1));
+    let (l_warm, l_measure) = split_run(
+        per_run,
+        0.75,
+        (ms(100), Duration::from_secs(10)),
+        (ms(30), Duration::from_secs(1)),
+    );
     let l_spec = RunSpec::new(l_warm, l_measure);
     estimates.push((
         PhaseName::Lockscan,
@@ -196,8 +214,12 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
         };
     let per_step =
         (share(budget, PhaseName::Neighbors) / nsteps.max(1)).saturating_sub(step_overhead);
-    let n_measure = clamp(per_step.mul_f64(0.8), ms(100), Duration::from_secs(5));
-    let n_warm = clamp(per_step.mul_f64(0.2), ms(30), Duration::from_secs(1));
+    let (n_warm, n_measure) = split_run(
+        per_step,
+        0.8,
+        (ms(100), Duration::from_secs(5)),
+        (ms(30), Duration::from_secs(1)),
+    );
     estimates.push((
         PhaseName::Neighbors,
         (n_warm + n_measure + step_overhead) * nsteps,
@@ -232,8 +254,12 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
     };
     let per_orun =
         (share(budget, PhaseName::Oltp).saturating_sub(setup) / oruns).saturating_sub(ms(60));
-    let o_measure = clamp(per_orun.mul_f64(0.75), ms(300), Duration::from_secs(20));
-    let o_warm = clamp(per_orun.mul_f64(0.25), ms(100), Duration::from_secs(2));
+    let (o_warm, o_measure) = split_run(
+        per_orun,
+        0.75,
+        (ms(300), Duration::from_secs(20)),
+        (ms(100), Duration::from_secs(2)),
+    );
     estimates.push((
         PhaseName::Oltp,
         setup + (o_measure + o_warm + ms(60)) * oruns,
@@ -264,8 +290,12 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
     let schemes = crate::rwcache::SchemeKind::ALL.to_vec();
     let rruns = (rw_threads.len() * schemes.len() * repeat) as u32;
     let per_rrun = (share(budget, PhaseName::Rwcache) / rruns).saturating_sub(RUN_OVERHEAD);
-    let r_measure = clamp(per_rrun.mul_f64(0.8), ms(80), Duration::from_secs(5));
-    let r_warm = clamp(per_rrun.mul_f64(0.2), ms(20), Duration::from_secs(1));
+    let (r_warm, r_measure) = split_run(
+        per_rrun,
+        0.8,
+        (ms(80), Duration::from_secs(5)),
+        (ms(20), Duration::from_secs(1)),
+    );
     estimates.push((
         PhaseName::Rwcache,
         (r_measure + r_warm + RUN_OVERHEAD) * rruns,

@@ -735,8 +735,9 @@ pub fn summarise(
             all.writes.counts.acquisitions as f64,
         ),
         reads: all.reads.summary(),
-        writer_wait_p99_ns: writes.wait_p99_ns,
-        writer_wait_max_ns: writes.wait_max_ns,
+        // Every scheme times its waits (the library lock in `spin` runs in `Waits` mode).
+        writer_wait_p99_ns: writes.wait_p99_ns.unwrap_or(0),
+        writer_wait_max_ns: writes.wait_max_ns.unwrap_or(0),
         writes,
         read_retries: all.read_retries,
         spins_visible: kind.spins_visible(),

@@ -10,8 +10,9 @@
 
 use super::clock::{pause_n, pauses_for_ns};
 use super::probe::Probe;
-use super::{LockKind, LockThread, RawLock};
-use std::sync::atomic::{AtomicBool, Ordering};
+use super::tas::Ttas;
+use super::{LockKind, LockThread, RawLock, owner_word};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// Delays and thresholds of the `backoff` lock, in ns.
@@ -48,7 +49,8 @@ impl Default for BackoffParams {
 }
 
 pub(crate) struct Backoff {
-    locked: AtomicBool,
+    /// An [`owner_word`], taken as TTAS does.
+    word: AtomicU32,
     params: BackoffParams,
     min_pauses: u64,
     max_pauses: u64,
@@ -58,17 +60,12 @@ pub(crate) struct Backoff {
 impl Backoff {
     pub(crate) fn new(params: BackoffParams) -> Self {
         Backoff {
-            locked: AtomicBool::new(false),
+            word: AtomicU32::new(0),
             params,
             min_pauses: pauses_for_ns(params.min_delay_ns),
             max_pauses: pauses_for_ns(params.max_delay_ns.max(params.min_delay_ns)),
             limit_pauses: pauses_for_ns(params.spin_limit_ns),
         }
-    }
-
-    #[inline]
-    fn try_take(&self) -> bool {
-        !self.locked.load(Ordering::Relaxed) && !self.locked.swap(true, Ordering::Acquire)
     }
 }
 
@@ -77,10 +74,13 @@ impl RawLock for Backoff {
         LockKind::Backoff
     }
 
+    const TRACKS_OWNER: bool = true;
+
     #[inline]
-    fn acquire<P: Probe>(&self, p: &mut P, _: &mut LockThread) {
-        if self.try_take() {
-            return;
+    fn acquire<P: Probe>(&self, p: &mut P, t: &mut LockThread) -> u32 {
+        let mine = owner_word::locked_by(t.index);
+        if let Some(prev) = Ttas::try_take(&self.word, mine) {
+            return prev;
         }
         p.collision();
         let mut delay = self.min_pauses;
@@ -104,14 +104,15 @@ impl RawLock for Backoff {
                 p.backoff_end();
                 sleep_ns = (sleep_ns * 2).min(self.params.max_sleep_ns);
             }
-            if self.try_take() {
-                return;
+            if let Some(prev) = Ttas::try_take(&self.word, mine) {
+                return prev;
             }
         }
     }
 
     #[inline]
-    unsafe fn release(&self, _: &mut LockThread) {
-        self.locked.store(false, Ordering::Release);
+    unsafe fn release(&self, t: &mut LockThread) {
+        self.word
+            .store(owner_word::released_by(t.index), Ordering::Release);
     }
 }

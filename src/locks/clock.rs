@@ -7,7 +7,8 @@
 //! third of the vDSO call here (`cargo bench --bench locks` prints both). Not serialised
 //! (no `cpuid`, a VM exit under KVM, REFERENCE §2.2): a few cycles of skew are far below what
 //! the locks time. Locks read it only on slow paths (after a collision, around a sleep) and,
-//! in `Full` stats mode, twice per acquisition, and build it at construction
+//! in `Full` stats mode, twice per acquisition, as raw ticks ([`ticks`], scaled to ns after
+//! the lock is released), and build it at construction
 //! ([`calibrate`]) so no acquisition pays for calibration.
 //!
 //! PAUSE: ~25 ns on this EPYC guest, ~140 cycles on Skylake, ~10 cycles before (REFERENCE
@@ -102,6 +103,31 @@ pub fn now_ns() -> u64 {
             source();
             now_ns()
         }
+    }
+}
+
+/// A raw timestamp for differences: TSC ticks, or ns where the clock is `CLOCK_MONOTONIC`.
+/// What the locks read inside a critical section: it skips [`now_ns`]'s scaling, which
+/// [`ticks_to_ns`] applies to the difference later, outside the lock.
+#[inline]
+pub(crate) fn ticks() -> u64 {
+    match SOURCE.get() {
+        #[cfg(target_arch = "x86_64")]
+        Some(Source::Tsc { .. }) => rdtsc(),
+        Some(_) => monotonic_ns(),
+        None => {
+            source();
+            ticks()
+        }
+    }
+}
+
+/// A difference of two [`ticks`] in ns.
+#[inline]
+pub(crate) fn ticks_to_ns(d: u64) -> u64 {
+    match source() {
+        Source::Tsc { ns_per_tick } => (d as f64 * ns_per_tick) as u64,
+        Source::Monotonic => d,
     }
 }
 

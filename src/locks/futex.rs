@@ -17,7 +17,7 @@
 
 use super::clock::pauses_for_ns;
 use super::probe::Probe;
-use super::{LockKind, LockThread, RawLock};
+use super::{LockKind, LockThread, NO_OWNER, RawLock};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const UNLOCKED: u32 = 0;
@@ -78,13 +78,13 @@ impl RawLock for FutexLock {
     }
 
     #[inline]
-    fn acquire<P: Probe>(&self, p: &mut P, _: &mut LockThread) {
+    fn acquire<P: Probe>(&self, p: &mut P, _: &mut LockThread) -> u32 {
         if self
             .state
             .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
-            return;
+            return NO_OWNER;
         }
         p.collision();
         let mut state = self.spin(p);
@@ -95,7 +95,7 @@ impl RawLock for FutexLock {
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return,
+                Ok(_) => return NO_OWNER,
                 Err(s) => state = s,
             }
         }
@@ -103,7 +103,7 @@ impl RawLock for FutexLock {
             // Taking it as CONTENDED (not LOCKED) is conservative: we cannot know whether other
             // sleepers remain, so our unlock will issue a wake.
             if state != CONTENDED && self.state.swap(CONTENDED, Ordering::Acquire) == UNLOCKED {
-                return;
+                return NO_OWNER;
             }
             p.backoff_begin();
             futex_wait(&self.state, CONTENDED);

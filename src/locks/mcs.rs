@@ -7,7 +7,7 @@
 //! queue or held, so one thread may hold several MCS locks at once.
 
 use super::probe::Probe;
-use super::{LockKind, LockThread, RawLock};
+use super::{LockKind, LockThread, NO_OWNER, RawLock};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
@@ -70,7 +70,7 @@ impl RawLock for Mcs {
     }
 
     #[inline]
-    fn acquire<P: Probe>(&self, p: &mut P, t: &mut LockThread) {
+    fn acquire<P: Probe>(&self, p: &mut P, t: &mut LockThread) -> u32 {
         let node = t.nodes.take();
         // SAFETY: `node` is ours (just taken) until a predecessor links to it below.
         unsafe {
@@ -95,6 +95,9 @@ impl RawLock for Mcs {
         }
         // Holder-only field; the lock's acquire/release edges order it between holders.
         self.holder.store(node, Ordering::Relaxed);
+        // Waiters spin on their own nodes, not the lock line: the wrapper's owner field
+        // costs nothing here.
+        NO_OWNER
     }
 
     #[inline]

@@ -7,7 +7,7 @@
 //! parked time for this lock.
 
 use super::probe::Probe;
-use super::{LockKind, LockThread, RawLock};
+use super::{LockKind, LockThread, NO_OWNER, RawLock};
 use parking_lot::lock_api::RawMutex as _;
 
 pub(crate) struct ParkingLot {
@@ -28,16 +28,17 @@ impl RawLock for ParkingLot {
     }
 
     #[inline]
-    fn acquire<P: Probe>(&self, p: &mut P, _: &mut LockThread) {
+    fn acquire<P: Probe>(&self, p: &mut P, _: &mut LockThread) -> u32 {
         if !P::ENABLED {
             self.raw.lock();
-            return;
+            return NO_OWNER;
         }
         if self.raw.try_lock() {
-            return;
+            return NO_OWNER;
         }
         p.collision();
         self.raw.lock();
+        NO_OWNER
     }
 
     #[inline]

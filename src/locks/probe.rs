@@ -1,7 +1,7 @@
 //! Wait-loop hooks. Each algorithm is written once, generic over [`Probe`]; with [`NoProbe`]
 //! every hook compiles to nothing, so the uninstrumented lock is the bare algorithm.
 
-use super::clock::now_ns;
+use super::clock::ticks;
 
 /// What an algorithm reports while acquiring.
 pub(crate) trait Probe {
@@ -33,15 +33,35 @@ impl Probe for NoProbe {
 }
 
 /// Records one acquisition's wait in locals (registers); folded into the thread's counters
-/// once, after acquiring. The clock is read only on the slow path.
-#[derive(Default)]
+/// by the wrapper. Sleeps are always timed (a clock read is nothing next to a syscall); the
+/// collision is timed only when `timed` (stats mode `waits` or `full`), in raw [`ticks`]
+/// converted to ns after the release.
 pub(crate) struct WaitProbe {
+    /// Read the clock at the collision (a constant per lock type, so the test folds away).
+    timed: bool,
     pub collided: bool,
-    pub start_ns: u64,
+    /// When the collision happened, [`ticks`] (0 unless `timed`).
+    pub start_ticks: u64,
     pub spins: u64,
     pub backoffs: u64,
-    pub sleep_ns: u64,
-    sleep_start_ns: u64,
+    /// Time given up, [`ticks`].
+    pub sleep_ticks: u64,
+    sleep_start: u64,
+}
+
+impl WaitProbe {
+    #[inline(always)]
+    pub fn new(timed: bool) -> Self {
+        WaitProbe {
+            timed,
+            collided: false,
+            start_ticks: 0,
+            spins: 0,
+            backoffs: 0,
+            sleep_ticks: 0,
+            sleep_start: 0,
+        }
+    }
 }
 
 impl Probe for WaitProbe {
@@ -49,7 +69,9 @@ impl Probe for WaitProbe {
     #[inline(always)]
     fn collision(&mut self) {
         self.collided = true;
-        self.start_ns = now_ns();
+        if self.timed {
+            self.start_ticks = ticks();
+        }
     }
     #[inline(always)]
     fn spins(&mut self, n: u64) {
@@ -58,10 +80,10 @@ impl Probe for WaitProbe {
     #[inline]
     fn backoff_begin(&mut self) {
         self.backoffs += 1;
-        self.sleep_start_ns = now_ns();
+        self.sleep_start = ticks();
     }
     #[inline]
     fn backoff_end(&mut self) {
-        self.sleep_ns += now_ns().saturating_sub(self.sleep_start_ns);
+        self.sleep_ticks += ticks().saturating_sub(self.sleep_start);
     }
 }

@@ -93,7 +93,8 @@ pub struct Counts {
     pub backoffs: u64,
     /// Time inside those give-ups, ns.
     pub sleep_ns: u64,
-    /// Time from a collision to the acquisition, summed, ns (includes `sleep_ns`).
+    /// Time from a collision to the acquisition, summed, ns (includes `sleep_ns`; `Waits`
+    /// and `Full` modes only, else 0).
     pub wait_ns: u64,
     /// Acquisitions where the previous holder was another thread.
     pub handoffs: u64,
@@ -135,7 +136,8 @@ pub struct ThreadStats {
     pub handoffs_from: Vec<u64>,
     /// Handoffs from owners with an index outside `handoffs_from`.
     pub handoffs_unknown: u64,
-    /// Wait of each *contended* acquisition (collision → acquired), ns.
+    /// Wait of each *contended* acquisition (collision → acquired), ns (`Waits` and `Full`
+    /// modes; empty otherwise).
     pub wait_ns_hist: Histogram<u64>,
     /// Hold of each acquisition, ns (`Full` mode only; empty otherwise).
     pub hold_ns_hist: Histogram<u64>,
@@ -192,6 +194,10 @@ impl ThreadStats {
     /// The serialisable summary.
     pub fn summary(&self) -> LockSummary {
         let c = &self.counts;
+        // Waits were timed unless there were collisions and none has a time (mode `counters`:
+        // then the wait fields are `None` rather than a made-up 0).
+        let timed_waits = c.collisions == 0 || !self.wait_ns_hist.is_empty();
+        let wait_opt = |v: u64| timed_waits.then_some(v);
         // Uncontended acquisitions waited ~0: add them as zeros so the percentiles describe
         // every acquisition, while the hot path never touched the histogram for them.
         let mut all = self.wait_ns_hist.clone();
@@ -216,18 +222,18 @@ impl ThreadStats {
             spins_per_collision: ratio(c.spins, c.collisions),
             backoffs: c.backoffs,
             sleep_ns: c.sleep_ns,
-            wait_ns: c.wait_ns,
-            spin_ns: c.spin_ns(),
+            wait_ns: wait_opt(c.wait_ns),
+            spin_ns: wait_opt(c.spin_ns()),
             handoffs: c.handoffs,
             reacquisitions: c.acquisitions.saturating_sub(c.handoffs),
             handoffs_from: self.handoffs_from.clone(),
             handoffs_unknown: self.handoffs_unknown,
-            wait_p50_ns: q(&all, 0.5),
-            wait_p99_ns: q(&all, 0.99),
-            wait_p999_ns: q(&all, 0.999),
-            wait_max_ns: if all.is_empty() { 0 } else { all.max() },
-            contended_wait_p50_ns: q(&self.wait_ns_hist, 0.5),
-            contended_wait_p99_ns: q(&self.wait_ns_hist, 0.99),
+            wait_p50_ns: wait_opt(q(&all, 0.5)),
+            wait_p99_ns: wait_opt(q(&all, 0.99)),
+            wait_p999_ns: wait_opt(q(&all, 0.999)),
+            wait_max_ns: wait_opt(if all.is_empty() { 0 } else { all.max() }),
+            contended_wait_p50_ns: wait_opt(q(&self.wait_ns_hist, 0.5)),
+            contended_wait_p99_ns: wait_opt(q(&self.wait_ns_hist, 0.99)),
             hold_p50_ns: hold_opt(q(hold, 0.5)),
             hold_p99_ns: hold_opt(q(hold, 0.99)),
             hold_max_ns: hold_opt(if timed_holds { hold.max() } else { 0 }),
@@ -257,10 +263,11 @@ pub struct LockSummary {
     pub backoffs: u64,
     /// Time yielded/slept/parked, ns.
     pub sleep_ns: u64,
-    /// Time waiting after a collision, ns (spin + sleep).
-    pub wait_ns: u64,
+    /// Time waiting after a collision, ns (spin + sleep). This and the other wait fields are
+    /// `None` when waits were not timed (stats mode `counters`) and there were collisions.
+    pub wait_ns: Option<u64>,
     /// Time waiting on the CPU (`wait_ns - sleep_ns`), ns.
-    pub spin_ns: u64,
+    pub spin_ns: Option<u64>,
     /// Acquisitions where the previous holder was another thread.
     pub handoffs: u64,
     /// Acquisitions where this thread (or, in a total, the same thread) held it last.
@@ -270,17 +277,17 @@ pub struct LockSummary {
     /// Handoffs from thread indices beyond `handoffs_from`.
     pub handoffs_unknown: u64,
     /// Wait per acquisition, uncontended ones counted as 0: median, ns.
-    pub wait_p50_ns: u64,
+    pub wait_p50_ns: Option<u64>,
     /// … 99th percentile, ns.
-    pub wait_p99_ns: u64,
+    pub wait_p99_ns: Option<u64>,
     /// … 99.9th percentile, ns.
-    pub wait_p999_ns: u64,
+    pub wait_p999_ns: Option<u64>,
     /// … maximum, ns.
-    pub wait_max_ns: u64,
+    pub wait_max_ns: Option<u64>,
     /// Wait of contended acquisitions only: median, ns.
-    pub contended_wait_p50_ns: u64,
+    pub contended_wait_p50_ns: Option<u64>,
     /// … 99th percentile, ns.
-    pub contended_wait_p99_ns: u64,
+    pub contended_wait_p99_ns: Option<u64>,
     /// Hold time median, ns (`None` unless stats mode `full`).
     pub hold_p50_ns: Option<u64>,
     /// Hold time 99th percentile, ns.

@@ -27,7 +27,9 @@ impl Scheme for Spin {
         super::calibrate();
         Spin {
             layout: layout.clone(),
-            lock: new_lock(LockKind::Backoff, StatsMode::Counters),
+            // `Waits`: every other scheme times its waits (rwcache/wait.rs), so this one must
+            // too for the wait and lock-CPU columns to compare.
+            lock: new_lock(LockKind::Backoff, StatsMode::Waits),
             slots: Slots::new(layout),
             threads,
         }

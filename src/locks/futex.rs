@@ -86,6 +86,23 @@ impl RawLock for FutexLock {
         {
             return NO_OWNER;
         }
+        self.acquire_slow(p)
+    }
+
+    #[inline]
+    unsafe fn release(&self, _: &mut LockThread) {
+        if self.state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
+            futex_wake_one(&self.state);
+        }
+    }
+}
+
+impl FutexLock {
+    /// The contended path, out of line so the uncontended one inlines with the probe in
+    /// registers.
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow<P: Probe>(&self, p: &mut P) -> u32 {
         p.collision();
         let mut state = self.spin(p);
         if state == UNLOCKED {
@@ -109,13 +126,6 @@ impl RawLock for FutexLock {
             futex_wait(&self.state, CONTENDED);
             p.backoff_end();
             state = self.spin(p);
-        }
-    }
-
-    #[inline]
-    unsafe fn release(&self, _: &mut LockThread) {
-        if self.state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
-            futex_wake_one(&self.state);
         }
     }
 }

@@ -81,17 +81,8 @@ impl RawLock for Mcs {
         // it from `tail`; Acquire makes the predecessor's node valid for our link below.
         let prev = self.tail.swap(node, Ordering::AcqRel);
         if !prev.is_null() {
-            p.collision();
-            // SAFETY: `prev` stays out of its pool until its owner hands over to us, which
-            // happens only after it sees this link.
-            unsafe { (*prev).next.store(node, Ordering::Release) };
-            let mut spins = 0;
-            // SAFETY: our own node.
-            while unsafe { (*node).waiting.load(Ordering::Acquire) } {
-                std::hint::spin_loop();
-                spins += 1;
-            }
-            p.spins(spins);
+            // SAFETY: `prev` was the tail we replaced, `node` is ours.
+            unsafe { wait_behind(p, prev, node) };
         }
         // Holder-only field; the lock's acquire/release edges order it between holders.
         self.holder.store(node, Ordering::Relaxed);
@@ -133,4 +124,25 @@ impl RawLock for Mcs {
     fn queue_tail(&self) -> Option<usize> {
         Some(self.tail.load(Ordering::Relaxed) as usize)
     }
+}
+
+/// Links `node` behind `prev` and spins on `node` until handed the lock. Out of line so the
+/// uncontended path inlines with the probe in registers.
+///
+/// # Safety
+/// `prev` is the tail this thread's swap replaced; `node` is this thread's enqueued node.
+#[cold]
+#[inline(never)]
+unsafe fn wait_behind<P: Probe>(p: &mut P, prev: *mut Node, node: *mut Node) {
+    p.collision();
+    // SAFETY: `prev` stays out of its pool until its owner hands over to us, which happens
+    // only after it sees this link.
+    unsafe { (*prev).next.store(node, Ordering::Release) };
+    let mut spins = 0;
+    // SAFETY: our own node.
+    while unsafe { (*node).waiting.load(Ordering::Acquire) } {
+        std::hint::spin_loop();
+        spins += 1;
+    }
+    p.spins(spins);
 }

@@ -5,17 +5,26 @@
 //!
 //! Queue nodes come from the [`LockThread`]'s pool; a node leaves the pool while it is in a
 //! queue or held, so one thread may hold several MCS locks at once.
+//!
+//! The lock carries its last holder for the instrumentation, in stores it makes anyway: a
+//! release hands over by writing its index + 1 into the successor's `grant` word (where
+//! textbook MCS writes `false`), and a release that leaves the lock free records it in
+//! `last_owner` before the CAS that frees it.
 
 use super::probe::Probe;
 use super::{LockKind, LockThread, NO_OWNER, RawLock};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+/// `grant` of a node still waiting.
+const WAITING: u32 = 0;
 
 /// A waiter's queue node, alone on its 128-byte block so its spinning is local.
 #[repr(align(128))]
 pub(crate) struct Node {
     next: AtomicPtr<Node>,
-    waiting: AtomicBool,
+    /// [`WAITING`], then the index + 1 of the holder that handed over.
+    grant: AtomicU32,
 }
 
 /// A thread's spare nodes.
@@ -34,7 +43,7 @@ impl NodePool {
         let b = self.free.pop().unwrap_or_else(|| {
             Box::new(Node {
                 next: AtomicPtr::new(ptr::null_mut()),
-                waiting: AtomicBool::new(false),
+                grant: AtomicU32::new(WAITING),
             })
         });
         Box::into_raw(b)
@@ -53,6 +62,8 @@ impl NodePool {
 pub(crate) struct Mcs {
     tail: AtomicPtr<Node>,
     holder: AtomicPtr<Node>,
+    /// Index of the holder whose release left the lock free ([`NO_OWNER`] at first).
+    last_owner: AtomicU32,
 }
 
 impl Default for Mcs {
@@ -60,6 +71,7 @@ impl Default for Mcs {
         Mcs {
             tail: AtomicPtr::new(ptr::null_mut()),
             holder: AtomicPtr::new(ptr::null_mut()),
+            last_owner: AtomicU32::new(NO_OWNER),
         }
     }
 }
@@ -69,36 +81,42 @@ impl RawLock for Mcs {
         LockKind::Mcs
     }
 
+    const TRACKS_OWNER: bool = true;
+
     #[inline]
     fn acquire<P: Probe>(&self, p: &mut P, t: &mut LockThread) -> u32 {
         let node = t.nodes.take();
         // SAFETY: `node` is ours (just taken) until a predecessor links to it below.
         unsafe {
             (*node).next.store(ptr::null_mut(), Ordering::Relaxed);
-            (*node).waiting.store(true, Ordering::Relaxed);
+            (*node).grant.store(WAITING, Ordering::Relaxed);
         }
         // AcqRel: Release publishes the node's initialisation to the successor that will read
         // it from `tail`; Acquire makes the predecessor's node valid for our link below.
         let prev = self.tail.swap(node, Ordering::AcqRel);
-        if !prev.is_null() {
+        let last = if prev.is_null() {
+            // Free: its last holder wrote `last_owner` before the CAS our swap follows.
+            self.last_owner.load(Ordering::Relaxed)
+        } else {
             // SAFETY: `prev` was the tail we replaced, `node` is ours.
-            unsafe { wait_behind(p, prev, node) };
-        }
+            unsafe { wait_behind(p, prev, node) }
+        };
         // Holder-only field; the lock's acquire/release edges order it between holders.
         self.holder.store(node, Ordering::Relaxed);
-        // Waiters spin on their own nodes, not the lock line: the wrapper's owner field
-        // costs nothing here.
-        NO_OWNER
+        last
     }
 
     #[inline]
     unsafe fn release(&self, t: &mut LockThread) {
         let node = self.holder.load(Ordering::Relaxed);
         // SAFETY (whole block): the caller holds the lock, so `node` is the holder's node,
-        // out of every pool; successors are valid until we clear their `waiting`.
+        // out of every pool; successors are valid until we write their `grant`.
         unsafe {
             let mut next = (*node).next.load(Ordering::Acquire);
             if next.is_null() {
+                // Before the CAS: an acquirer that finds the lock free reads it after its
+                // swap, which follows (and synchronises with) the CAS.
+                self.last_owner.store(t.index, Ordering::Relaxed);
                 if self
                     .tail
                     .compare_exchange(node, ptr::null_mut(), Ordering::Release, Ordering::Relaxed)
@@ -116,7 +134,7 @@ impl RawLock for Mcs {
                     }
                 }
             }
-            (*next).waiting.store(false, Ordering::Release);
+            (*next).grant.store(t.index + 1, Ordering::Release);
             t.nodes.give(node);
         }
     }
@@ -126,23 +144,28 @@ impl RawLock for Mcs {
     }
 }
 
-/// Links `node` behind `prev` and spins on `node` until handed the lock. Out of line so the
-/// uncontended path inlines with the probe in registers.
+/// Links `node` behind `prev` and spins on `node` until handed the lock; returns the index of
+/// the holder that handed over. Out of line so the uncontended path inlines with the probe in
+/// registers.
 ///
 /// # Safety
 /// `prev` is the tail this thread's swap replaced; `node` is this thread's enqueued node.
 #[cold]
 #[inline(never)]
-unsafe fn wait_behind<P: Probe>(p: &mut P, prev: *mut Node, node: *mut Node) {
+unsafe fn wait_behind<P: Probe>(p: &mut P, prev: *mut Node, node: *mut Node) -> u32 {
     p.collision();
     // SAFETY: `prev` stays out of its pool until its owner hands over to us, which happens
     // only after it sees this link.
     unsafe { (*prev).next.store(node, Ordering::Release) };
     let mut spins = 0;
-    // SAFETY: our own node.
-    while unsafe { (*node).waiting.load(Ordering::Acquire) } {
+    loop {
+        // SAFETY: our own node.
+        let g = unsafe { (*node).grant.load(Ordering::Acquire) };
+        if g != WAITING {
+            p.spins(spins);
+            return g - 1;
+        }
         std::hint::spin_loop();
         spins += 1;
     }
-    p.spins(spins);
 }

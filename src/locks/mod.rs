@@ -265,7 +265,7 @@ impl LockThread {
             index: u32::try_from(index)
                 .ok()
                 .filter(|&i| i as usize <= MAX_THREAD_INDEX)
-                .expect("thread index below 2^30"),
+                .expect("thread index below 2^29"),
             counters: Arc::new(LockCounters::default()),
             private: ThreadStats::new(threads),
             collision: None,
@@ -412,8 +412,9 @@ impl<T> Protected<T> {
 pub(crate) trait RawLock: Send + Sync {
     fn kind(&self) -> LockKind;
     /// Whether [`RawLock::acquire`] returns the previous holder: the algorithm carries it
-    /// in the word its release writes anyway ([`owner_word`], ticket's `serving`). Otherwise
-    /// the wrapper keeps `last_owner` beside the lock word.
+    /// in stores it makes anyway ([`owner_word`] for tas/ttas/backoff, ticket's `serving`,
+    /// the futex word, MCS's handover). Otherwise the wrapper keeps `last_owner` beside the
+    /// lock word.
     const TRACKS_OWNER: bool = false;
     /// Acquires; reports the first failed attempt as `p.collision()`, wait-loop iterations as
     /// spins, and CPU give-ups (yield, sleep, futex wait) inside `backoff_begin/end`. Returns
@@ -440,7 +441,8 @@ const NO_OWNER: u32 = u32::MAX;
 /// together with "unlocked", so the next acquirer learns its predecessor from the value its
 /// own exchange returns. A handoff is then attributed with no store of its own to the lock's
 /// line, which waiters of these locks are reading: such a store cost TTAS 7 % of its
-/// throughput with 100 ns critical sections, and mutex 30 % when hammered.
+/// throughput with 100 ns critical sections, and mutex 30 % when hammered. (Ticket, MCS and
+/// the futex locks carry the holder their own way, in their files.)
 pub(crate) mod owner_word {
     /// The word a successful acquisition by thread `index` writes.
     #[inline(always)]
@@ -463,24 +465,25 @@ pub(crate) mod owner_word {
     }
 }
 
-/// Largest thread index a [`LockThread`] takes: `index + 1` must fit the 31 owner bits of
-/// [`owner_word`].
-const MAX_THREAD_INDEX: usize = (1 << 30) - 1;
+/// Largest thread index a [`LockThread`] takes: `index + 1` must fit the owner bits of
+/// [`owner_word`] (31) and of the futex locks' word (30).
+const MAX_THREAD_INDEX: usize = (1 << 29) - 1;
 
 /// Whether a mode times waits.
 const fn timed_mode(mode: u8) -> bool {
     mode >= MODE_WAITS
 }
 
-/// An algorithm plus, for those that do not carry their last holder themselves
-/// ([`RawLock::TRACKS_OWNER`]: mcs, mutex, adaptive, parking_lot), the owner field that
+/// An algorithm plus, for one that does not carry its last holder itself
+/// ([`RawLock::TRACKS_OWNER`]; only parking_lot, whose word is opaque), the owner field that
 /// instrumentation keeps for handoff attribution.
 ///
 /// `last_owner` shares the lock word's cache line, and the holder writes it just before the
 /// release store (not right after acquiring), so one ownership request serves both stores.
-/// It still costs where waiters read that line while they wait (mutex and adaptive spin on
-/// the state word): see `cargo bench --bench locks`. The struct is 128-byte aligned (the
-/// adjacent-line prefetcher pulls pairs, crossbeam `CachePadded`).
+/// It costs parking_lot about 2–5 % of its throughput with 100 ns critical sections and 25 %
+/// when hammered (`cargo bench --bench locks`); on a line of its own it cost no less. The
+/// struct is 128-byte aligned (the adjacent-line prefetcher pulls pairs, crossbeam
+/// `CachePadded`).
 #[repr(C, align(128))]
 struct Instrumented<R, const MODE: u8> {
     raw: R,
@@ -608,7 +611,7 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "thread index below 2^30")]
+    #[should_panic(expected = "thread index below 2^29")]
     fn thread_index_beyond_the_owner_bits_is_refused() {
         LockThread::new(MAX_THREAD_INDEX + 1, 1);
     }

@@ -243,6 +243,10 @@ pub struct LockThread {
     /// `Full` mode: (lock address, acquisition ticks) of each lock this thread holds, so nested
     /// holds each get their own start without a store to the shared lock line.
     hold_starts: Vec<(usize, u64)>,
+    /// For a lock without [`RawLock::TRACKS_OWNER`]: (lock address, whether this thread must
+    /// write itself into `last_owner` at unlock), noted right after acquiring, while the line
+    /// is ours, so the unlock need not read the line again after waiters have touched it.
+    owner_note: (usize, bool),
     pub(crate) nodes: NodePool,
 }
 
@@ -270,6 +274,7 @@ impl LockThread {
             private: ThreadStats::new(threads),
             collision: None,
             hold_starts: Vec::new(),
+            owner_note: (0, false),
             nodes: NodePool::default(),
         }
     }
@@ -529,7 +534,9 @@ impl<R: RawLock, const MODE: u8> Lock for Instrumented<R, MODE> {
         let prev = if R::TRACKS_OWNER {
             carried
         } else {
-            self.last_owner.load(Ordering::Relaxed)
+            let prev = self.last_owner.load(Ordering::Relaxed);
+            t.owner_note = (self.addr(), prev != t.index);
+            prev
         };
         t.record_acquire(prev);
         if MODE == MODE_FULL {
@@ -564,8 +571,16 @@ impl<R: RawLock, const MODE: u8> Lock for Instrumented<R, MODE> {
         } else {
             None
         };
-        if !R::TRACKS_OWNER && self.last_owner.load(Ordering::Relaxed) != t.index {
-            self.last_owner.store(t.index, Ordering::Relaxed);
+        if !R::TRACKS_OWNER {
+            let changed = match t.owner_note {
+                (addr, changed) if addr == self.addr() => changed,
+                // Another lock's acquisition on this `LockThread` replaced the note (nesting).
+                _ => self.last_owner.load(Ordering::Relaxed) != t.index,
+            };
+            if changed {
+                self.last_owner.store(t.index, Ordering::Relaxed);
+            }
+            t.owner_note = (0, false);
         }
         // SAFETY: forwarded from the caller.
         unsafe { self.raw.release(t) };

@@ -286,14 +286,7 @@ pub fn bootstrap_ratio_of_medians(
     if ratios.is_empty() {
         return None;
     }
-    let alpha = (1.0 - confidence.clamp(0.0, 1.0)) / 2.0;
-    let q = percentiles(&ratios, &[alpha * 100.0, (1.0 - alpha) * 100.0]);
-    Some(Ci {
-        estimate: ma / mb,
-        low: q[0],
-        high: q[1],
-        confidence,
-    })
+    Some(percentile_ci(ma / mb, &ratios, confidence))
 }
 
 /// Percentile bootstrap CI of the median of `xs`: for *paired* comparisons, where each
@@ -314,14 +307,19 @@ pub fn bootstrap_median(xs: &[f64], confidence: f64, resamples: usize, seed: u64
             median(&r)
         })
         .collect();
+    Some(percentile_ci(median(xs), &meds, confidence))
+}
+
+/// The percentile interval of bootstrap `resampled` statistics around `estimate`.
+fn percentile_ci(estimate: f64, resampled: &[f64], confidence: f64) -> Ci {
     let alpha = (1.0 - confidence.clamp(0.0, 1.0)) / 2.0;
-    let q = percentiles(&meds, &[alpha * 100.0, (1.0 - alpha) * 100.0]);
-    Some(Ci {
-        estimate: median(xs),
+    let q = percentiles(resampled, &[alpha * 100.0, (1.0 - alpha) * 100.0]);
+    Ci {
+        estimate,
         low: q[0],
         high: q[1],
         confidence,
-    })
+    }
 }
 
 /// Outcome of comparing a candidate with a baseline.

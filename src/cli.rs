@@ -662,6 +662,10 @@ struct LockscanArgs {
     /// Skip the reference run without scan threads.
     #[arg(long)]
     no_baseline: bool,
+    /// What the lock records: `counters` (spins, handoffs; the default) or `off` (the bare
+    /// algorithm, to see the instrumentation's cost on this machine; no spins or handoffs).
+    #[arg(long, default_value = "counters", value_name = "MODE")]
+    lock_stats: String,
     /// Print the placements only (works with --sysfs-root).
     #[arg(long)]
     dry_run: bool,
@@ -736,6 +740,18 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
             (None, None) => None,
         })
     };
+    let stats: crate::locks::StatsMode = a
+        .lock_stats
+        .parse()
+        .map_err(|e| bad(format!("--lock-stats: {e}")))?;
+    if !matches!(
+        stats,
+        crate::locks::StatsMode::Off | crate::locks::StatsMode::Counters
+    ) {
+        return Err(bad(format!(
+            "--lock-stats: `{stats}` times waits that lockscan does not report; expected off or counters"
+        )));
+    }
     let lock = list(&a.lock_cpus, &a.lock_mask, "lock")?;
     let scan = list(&a.scan_cpus, &a.scan_mask, "scan")?;
     let layout = if a.sweep {
@@ -785,6 +801,7 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
             spec,
             repeat: a.repeat,
             baseline: !a.no_baseline,
+            stats,
         },
         json: a.json,
         dry_run: a.dry_run,

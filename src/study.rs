@@ -190,6 +190,7 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
         spec: l_spec,
         repeat,
         baseline: true,
+        stats: crate::locks::StatsMode::Counters,
     };
 
     // neighbors: up to 4 workers (the seed's inserters) on a fair spin lock and on an

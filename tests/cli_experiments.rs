@@ -60,17 +60,13 @@ fn lockscan_seed_masks_print_interval_rows_and_a_summary() {
         .stdout(predicate::str::contains("SPINS/ACQ"));
 }
 
-#[test]
-fn lockscan_json_has_threads_and_verdict() {
+/// Runs a short lockscan (200 ms, one repetition) with `args` and `--json`; returns the
+/// parsed report and stderr.
+fn lockscan_json(args: &[&str]) -> (serde_json::Value, String) {
     let out = smtlab()
+        .arg("lockscan")
+        .args(args)
         .args([
-            "lockscan",
-            "--lock-cpus",
-            "0,1",
-            "--scan-cpus",
-            "1",
-            "--lock",
-            "ticket,mutex",
             "--duration",
             "200ms",
             "--interval",
@@ -83,11 +79,25 @@ fn lockscan_json_has_threads_and_verdict() {
         ])
         .assert()
         .success()
-        .stderr(predicate::str::contains("overlap"))
         .get_output()
-        .stdout
         .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn lockscan_json_has_threads_and_verdict() {
+    let (v, stderr) = lockscan_json(&[
+        "--lock-cpus",
+        "0,1",
+        "--scan-cpus",
+        "1",
+        "--lock",
+        "ticket,mutex",
+    ]);
+    assert!(stderr.contains("overlap"), "{stderr}");
     let results = v["results"].as_array().unwrap();
     // baseline + explicit, for two locks.
     assert_eq!(results.len(), 4);
@@ -103,6 +113,39 @@ fn lockscan_json_has_threads_and_verdict() {
     }
     assert!(v["verdict"].is_array());
     assert_eq!(v["smt"], false);
+    assert_eq!(v["lock_stats"], "counters");
+    // Two lock CPUs: each result's handoffs are set against its own measured ceiling.
+    for r in results {
+        let lat = r["c2c_latency_ns"].as_f64().expect("c2c measured");
+        assert!(lat > 0.0, "{r}");
+        let share = r["handoffs_share_of_ceiling"].as_f64().expect("share");
+        let expect = r["handoffs_per_sec"].as_f64().unwrap() * lat / 1e9;
+        assert!(
+            (share - expect).abs() <= 1e-9 * expect.max(1.0),
+            "{share} vs {expect}"
+        );
+    }
+}
+
+#[test]
+fn lockscan_stats_off_runs_the_bare_lock_and_says_what_is_missing() {
+    let (v, _) = lockscan_json(&["--lock-cpus", "0,1", "--lock-stats", "off"]);
+    assert_eq!(v["lock_stats"], "off");
+    let r = &v["results"][0];
+    assert!(r["handoffs_per_sec"].is_null(), "{r}");
+    assert!(r["handoffs_share_of_ceiling"].is_null(), "{r}");
+    for t in r["threads"].as_array().unwrap() {
+        if t["role"] == "lock" {
+            // Acquisitions still counted (by the workload); lock internals not.
+            assert!(t["locked"].as_u64().unwrap() > 0, "{t}");
+            assert!(
+                t["spins"].is_null() && t["handoffs_received"].is_null(),
+                "{t}"
+            );
+        }
+    }
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("lock stats off"), "{notes}");
 }
 
 #[test]
@@ -114,6 +157,8 @@ fn lockscan_bad_input_is_a_clear_error() {
         (vec!["-l", "0"], "selects no CPU"),
         (vec!["--lock-cpus", "3-1"], "backwards"),
         (vec!["--scan-bytes", "lots"], "lots"),
+        (vec!["--lock-stats", "some"], "expected off, counters"),
+        (vec!["--lock-stats", "full"], "expected off or counters"),
     ] {
         smtlab()
             .arg("lockscan")

@@ -3,7 +3,7 @@
 
 use crate::engine::{IntervalSample, RealEngine};
 use crate::experiments::lockscan::{self, Config as Exp, Layout, LockscanReport, Scenario};
-use crate::locks::LockKind;
+use crate::locks::{LockKind, StatsMode};
 use crate::render::{self, si};
 use anyhow::Result;
 use std::io::Write;
@@ -38,6 +38,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     // Interval rows go where the seed printed them: stdout (stderr under --json).
     let mut err = std::io::stderr();
     let o: &mut dyn Write = if json { &mut err } else { &mut *out };
+    let counted = cfg.exp.stats != StatsMode::Off;
     let mut live = |s: &Scenario, k: LockKind, sample: &IntervalSample, spins: &[u64]| {
         let _ = writeln!(
             o,
@@ -50,12 +51,14 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         let nl = s.lock_cpus.len();
         for (i, &c) in s.lock_cpus.iter().chain(&s.scan_cpus).enumerate() {
             let ops = sample.ops.get(i).copied().unwrap_or(0);
-            if i < nl {
+            if i < nl && counted {
                 let _ = writeln!(
                     o,
                     "  Thread Id = {i}, CPU = {c}, Locked = {ops}, Spin = {}",
                     spins.get(i).copied().unwrap_or(0)
                 );
+            } else if i < nl {
+                let _ = writeln!(o, "  Thread Id = {i}, CPU = {c}, Locked = {ops}");
             } else {
                 let _ = writeln!(o, "  Thread Id = {i}, CPU = {c}, scan passes = {ops}");
             }
@@ -108,12 +111,13 @@ fn dry_run(topo: &crate::topology::Topology, scen: &[Scenario], out: &mut dyn Wr
 pub fn human(r: &LockscanReport) -> String {
     let mut o = String::new();
     o.push_str(&format!(
-        "lockscan: {} run{} of {:.1} s per scenario, critical section {} ns, scan buffer {}\n",
+        "lockscan: {} run{} of {:.1} s per scenario, critical section {} ns, scan buffer {}, lock stats {}\n",
         r.repeat,
         if r.repeat == 1 { "" } else { "s" },
         r.duration_ns as f64 / 1e9,
         r.cs_ns,
-        crate::topology::render::human_bytes(r.scan_bytes as u64)
+        crate::topology::render::human_bytes(r.scan_bytes as u64),
+        r.lock_stats
     ));
     for s in &r.results {
         o.push_str(&format!(
@@ -161,41 +165,40 @@ pub fn human(r: &LockscanReport) -> String {
                 } else {
                     "-".into()
                 },
-                if lock {
-                    render::thousands(t.spins)
-                } else {
-                    "-".into()
-                },
+                opt(lock.then_some(t.spins).flatten(), render::thousands),
                 if lock {
                     format!("{:.1}%", t.share_of_acquisitions * 100.0)
                 } else {
                     "-".into()
                 },
-                if lock {
-                    format!("{:.2}", t.spins_per_acquire)
-                } else {
-                    "-".into()
-                },
-                if lock {
-                    render::thousands(t.handoffs_received)
-                } else {
-                    "-".into()
-                },
+                opt(lock.then_some(t.spins_per_acquire).flatten(), |x| {
+                    format!("{x:.2}")
+                }),
+                opt(
+                    lock.then_some(t.handoffs_received).flatten(),
+                    render::thousands,
+                ),
                 format!("{:.0}%", t.cpu_share * 100.0),
             ]);
         }
         o.push_str(&render::table(&rows));
         let nl = s.scenario.lock_cpus.len();
         o.push_str(&format!(
-            "total {} acquisitions/s{}, {} handoffs/s",
+            "total {} acquisitions/s{}",
             si(s.acquisitions_per_sec.map(|x| x.median).unwrap_or(0.0)),
             s.acquisitions_per_sec
                 .map(|x| format!(" ± {}", si(x.mad)))
                 .unwrap_or_default(),
-            si(s.handoffs_per_sec)
         ));
-        if let Some(sh) = s.handoffs_share_of_ceiling {
-            o.push_str(&format!(" ({:.1}% of the c2c ceiling)", sh * 100.0));
+        if let Some(h) = s.handoffs_per_sec {
+            o.push_str(&format!(", {} handoffs/s", si(h)));
+        }
+        if let (Some(sh), Some(l)) = (s.handoffs_share_of_ceiling, s.c2c_latency_ns) {
+            o.push_str(&format!(
+                " ({:.1}% of the {} ceiling at {l:.0} ns c2c)",
+                sh * 100.0,
+                si(1e9 / l)
+            ));
         }
         if nl > 1 {
             o.push_str(&format!(
@@ -216,6 +219,7 @@ pub fn human(r: &LockscanReport) -> String {
             "ACQ/S".into(),
             "±MAD".into(),
             "HANDOFFS/S".into(),
+            "OF CEILING".into(),
             "JAIN".into(),
             "MAX/MIN".into(),
         ]];
@@ -227,14 +231,22 @@ pub fn human(r: &LockscanReport) -> String {
                 s.acquisitions_per_sec
                     .map(|x| si(x.mad))
                     .unwrap_or_else(|| "-".into()),
-                si(s.handoffs_per_sec),
+                opt(s.handoffs_per_sec, si),
+                opt(s.handoffs_share_of_ceiling, |x| {
+                    format!("{:.0}%", x * 100.0)
+                }),
                 format!("{:.3}", s.jain_index),
                 format!("{:.2}", s.max_min_ratio),
             ]);
         }
         o.push_str(&render::table(&rows));
     }
-    if let Some(l) = r.c2c_latency_ns {
+    // Said once here only when no scenario line carried it (lock stats off).
+    let shown = r
+        .results
+        .iter()
+        .any(|s| s.handoffs_share_of_ceiling.is_some());
+    if let Some(l) = r.c2c_latency_ns.filter(|_| !shown) {
         o.push_str(&format!(
             "\ncache-line handoff latency between the first two lock CPUs: {l:.0} ns one way → ceiling {} handoffs/s\n",
             si(1e9 / l)
@@ -251,6 +263,11 @@ pub fn human(r: &LockscanReport) -> String {
         o.push_str(&format!("note: {n}\n"));
     }
     o
+}
+
+/// A value that may not have been recorded (lock stats off, or a scan thread): `-` if not.
+fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
 }
 
 fn join(v: &[u32]) -> String {

@@ -133,4 +133,13 @@ pub trait Engine: Sync {
     ) -> anyhow::Result<RunResult> {
         self.run_observed(plan, spec, workload, &mut |_| {})
     }
+
+    /// One-way cache-line latency between CPUs `a` and `b` right now, ns (a short c2c
+    /// ping-pong, ≈ 10 ms), for the handoff ceiling of the run about to start: under a
+    /// hypervisor it moves between runs as the host moves vCPUs. None where the engine
+    /// cannot measure (the fake engine, one CPU).
+    fn cache_line_latency_ns(&self, a: u32, b: u32) -> Option<f64> {
+        let _ = (a, b);
+        None
+    }
 }

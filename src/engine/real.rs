@@ -35,6 +35,20 @@ impl Engine for RealEngine {
     ) -> Result<RunResult> {
         run_observed(plan, spec, workload, on_interval)
     }
+
+    fn cache_line_latency_ns(&self, a: u32, b: u32) -> Option<f64> {
+        if a == b {
+            return None;
+        }
+        let spec = super::PingPongSpec {
+            samples: 21,
+            round_trips: 500,
+        };
+        super::ping_pong(a, b, &spec)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(|v| crate::stats::median(&v))
+    }
 }
 
 /// Runs `workload` with one pinned thread per plan entry. See [`run_observed`].

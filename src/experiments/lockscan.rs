@@ -17,7 +17,14 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
 /// Bumped when the JSON layout changes incompatibly.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `spins`, `spins_per_acquire`, `handoffs_received` and `handoffs_per_sec` are null
+/// under `--lock-stats off`; `lock_stats` and per-result `c2c_latency_ns` added.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Critical-section length (ns) from which `counters` measured within 2 % of `off` for 7 of
+/// 8 locks (`cargo bench --bench locks`, 100 ns inside, 200 ns outside); below it, lockscan
+/// warns that absolute rates carry the instrumentation's cost.
+const COUNTERS_CHEAP_CS_NS: u64 = 100;
 
 /// Who runs where in one scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,6 +103,9 @@ pub struct Config {
     pub repeat: usize,
     /// Also run each scenario without scan threads (the cross-core reference).
     pub baseline: bool,
+    /// What the lock records: `Counters` (the seed's spins plus handoffs) or `Off` (the bare
+    /// algorithm; acquisitions then come from the workload's own count).
+    pub stats: StatsMode,
 }
 
 /// Builds the scenarios for a layout on this topology, or says why it cannot.
@@ -240,10 +250,16 @@ pub struct LockScan {
 }
 
 impl LockScan {
-    pub fn new(lock_kind: LockKind, lock_threads: usize, cs_ns: u64, scan_bytes: usize) -> Self {
+    pub fn new(
+        lock_kind: LockKind,
+        lock_threads: usize,
+        cs_ns: u64,
+        scan_bytes: usize,
+        stats: StatsMode,
+    ) -> Self {
         LockScan {
             lock_kind,
-            lock: new_lock(lock_kind, StatsMode::Counters),
+            lock: new_lock(lock_kind, stats),
             lock_threads,
             cs_ns,
             scan_bytes,
@@ -335,13 +351,13 @@ pub struct ThreadRow {
     pub ops_per_sec_summary: Option<Summary>,
     /// Acquisitions in the measured time of the median run (`locked` in the seed).
     pub locked: u64,
-    /// Wait-loop iterations (`spin` in the seed), median run.
-    pub spins: u64,
+    /// Wait-loop iterations (`spin` in the seed), median run; None with lock stats off.
+    pub spins: Option<u64>,
     /// This thread's share of all acquisitions, 0–1.
     pub share_of_acquisitions: f64,
-    pub spins_per_acquire: f64,
-    /// Acquisitions that took the lock from another thread.
-    pub handoffs_received: u64,
+    pub spins_per_acquire: Option<f64>,
+    /// Acquisitions that took the lock from another thread; None with lock stats off.
+    pub handoffs_received: Option<u64>,
     /// Handoffs received by the previous owner's proximity (`smt-sibling`, `same-l3`, …).
     pub handoffs_by_proximity: Vec<(Proximity, u64)>,
     /// Share of its wall time the thread was on a CPU, 0–1.
@@ -362,16 +378,21 @@ pub struct ScenarioResult {
     pub jain_index: f64,
     /// Fastest / slowest lock thread.
     pub max_min_ratio: f64,
-    /// Handoffs per second (owner changed), median run.
-    pub handoffs_per_sec: f64,
+    /// Handoffs per second (owner changed), median run; None with lock stats off.
+    pub handoffs_per_sec: Option<f64>,
     /// Median acquisition rate of scanner-sharing lock threads ÷ the other lock threads,
     /// with a bootstrap CI over runs; None when one group is empty.
     pub sharing_vs_others: Option<Ci>,
     /// Median acquisition rate of lock threads not sharing a core with a scanner ÷ the
     /// same threads in the baseline scenario (cross-core interference); None without one.
     pub cross_core_vs_baseline: Option<Ci>,
-    /// Handoffs per second as a share of the cache-line ceiling 1/latency measured by
-    /// ping-pong between the lock CPUs (k = 1); None when not measured.
+    /// One-way cache-line latency between this scenario's first two lock CPUs (c2c
+    /// ping-pong just before the median run), ns; None with one lock CPU, lock stats off or a
+    /// synthetic run.
+    #[serde(default)]
+    pub c2c_latency_ns: Option<f64>,
+    /// Handoffs per second as a share of the cache-line ceiling 1/`c2c_latency_ns` (k = 1);
+    /// None when either is unknown.
     pub handoffs_share_of_ceiling: Option<f64>,
     /// Pinning held in every run.
     pub pinning_ok: bool,
@@ -390,8 +411,10 @@ pub struct LockscanReport {
     pub scan_bytes: usize,
     pub duration_ns: u64,
     pub repeat: usize,
-    /// Median one-way cache-line latency between the first two lock CPUs (c2c ping-pong),
-    /// ns: the physical limit on handoffs.
+    /// What the locks recorded (`counters` or `off`).
+    #[serde(default)]
+    pub lock_stats: StatsMode,
+    /// The first result's `c2c_latency_ns`: the physical limit on handoffs.
     pub c2c_latency_ns: Option<f64>,
     pub results: Vec<ScenarioResult>,
     /// Plain-words conclusion.
@@ -419,8 +442,7 @@ pub fn run(
         .enumerate()
         .flat_map(|(i, _)| cfg.locks.iter().map(move |&k| (i, k)))
         .collect();
-    let mut runs: Vec<Vec<(RunResult, Vec<ThreadStats>)>> =
-        trials.iter().map(|_| Vec::new()).collect();
+    let mut runs: Vec<Vec<Run>> = trials.iter().map(|_| Vec::new()).collect();
     let mut interrupted = false;
     'outer: for _ in 0..cfg.repeat {
         for (ti, &(si, kind)) in trials.iter().enumerate() {
@@ -429,8 +451,20 @@ pub fn run(
                 break 'outer;
             }
             let s = &scen[si];
-            let w = LockScan::new(kind, s.lock_cpus.len(), cfg.cs_ns, cfg.scan_bytes);
+            let w = LockScan::new(
+                kind,
+                s.lock_cpus.len(),
+                cfg.cs_ns,
+                cfg.scan_bytes,
+                cfg.stats,
+            );
             let plan = s.plan();
+            // The handoff ceiling, measured just before the run: a hypervisor's host moves
+            // the vCPUs between runs (c2c here spanned 11–112 ns within minutes).
+            let ceiling_ns = match s.lock_cpus[..] {
+                [a, b, ..] if cfg.stats != StatsMode::Off => engine.cache_line_latency_ns(a, b),
+                _ => None,
+            };
             let mut prev_spins = vec![0u64; s.lock_cpus.len()];
             let r = engine.run_observed(&plan, &cfg.spec, &w, &mut |sample| {
                 let now = w.live_spins();
@@ -444,7 +478,11 @@ pub fn run(
             })?;
             let st = w.take_stats();
             let stop = r.interrupted;
-            runs[ti].push((r, st));
+            runs[ti].push(Run {
+                result: r,
+                stats: st,
+                ceiling_ns,
+            });
             if stop {
                 interrupted = true;
                 break 'outer;
@@ -452,24 +490,6 @@ pub fn run(
         }
     }
     let smt = topo.threads_per_core() > 1;
-    // The handoff ceiling: a short ping-pong between two lock CPUs (≈ 0.1 s).
-    let c2c_latency_ns = scen.iter().find(|s| s.lock_cpus.len() >= 2).and_then(|s| {
-        let (a, b) = (s.lock_cpus[0], s.lock_cpus[1]);
-        if a == b
-            || runs
-                .iter()
-                .all(|r| r.first().is_some_and(|(r, _)| r.synthetic))
-        {
-            return None;
-        }
-        let spec = crate::engine::PingPongSpec {
-            samples: 50,
-            round_trips: 1000,
-        };
-        crate::engine::ping_pong(a, b, &spec)
-            .ok()
-            .map(|v| stats::median(&v))
-    });
     let mut results = Vec::new();
     for (ti, &(si, kind)) in trials.iter().enumerate() {
         if runs[ti].is_empty() {
@@ -489,15 +509,31 @@ pub fn run(
             kind,
             &runs[ti],
             baseline,
+            cfg.stats,
             interrupted,
         ));
     }
+    let c2c_latency_ns = results.iter().find_map(|r| r.c2c_latency_ns);
     let mut notes = Vec::new();
+    let over: Vec<String> = results
+        .iter()
+        .filter(|r| r.handoffs_share_of_ceiling.is_some_and(|x| x > 1.0))
+        .map(|r| format!("{} / {}", r.lock, r.scenario.label))
+        .collect();
+    if !over.is_empty() {
+        notes.push(format!("handoffs above the c2c ceiling measured just before the run ({}): the line moved faster during the run than before it, as when a host moves vCPUs onto SMT siblings of one core", over.join(", ")));
+    }
     if !smt {
         notes.push("no SMT siblings on this machine: the sibling case (a lock thread whose SMT sibling scans memory, seed 000's ~10× loss) could not be run here; shown instead: a scanner time-sharing a lock thread's CPU, and lock threads on other cores (cross-core)".into());
     }
     if topo.machine.hypervisor {
         notes.push("running under a hypervisor: vCPU preemption and host neighbours can distort lock results".into());
+    }
+    if cfg.stats == StatsMode::Counters && cfg.cs_ns < COUNTERS_CHEAP_CS_NS {
+        notes.push(format!("lock stats cost: counting spins and handoffs adds a few ns to every acquisition, which with a {} ns critical section can be tens of percent of the absolute rate; every thread pays it, so ratios compare like with like; `smtlab lockscan --lock-stats off` runs the bare lock (README: measured cost)", cfg.cs_ns));
+    }
+    if cfg.stats == StatsMode::Off {
+        notes.push("lock stats off: the bare lock algorithms ran; acquisitions are the workload's own count, and spins and handoffs were not recorded".into());
     }
     let verdict = verdict_lines(&results, smt);
     Ok(LockscanReport {
@@ -508,11 +544,21 @@ pub fn run(
         scan_bytes: cfg.scan_bytes,
         duration_ns: cfg.spec.duration.as_nanos() as u64,
         repeat: cfg.repeat,
+        lock_stats: cfg.stats,
         c2c_latency_ns,
         results,
         verdict,
         notes,
     })
+}
+
+/// One run of one (scenario, lock) trial.
+struct Run {
+    result: RunResult,
+    /// Each lock thread's lock stats.
+    stats: Vec<ThreadStats>,
+    /// One-way c2c latency between the first two lock CPUs just before the run, ns.
+    ceiling_ns: Option<f64>,
 }
 
 /// Per-run acquisition rate of each lock thread.
@@ -528,10 +574,12 @@ fn summarise(
     topo: &Topology,
     s: &Scenario,
     kind: LockKind,
-    runs: &[(RunResult, Vec<ThreadStats>)],
-    baseline: Option<&Vec<(RunResult, Vec<ThreadStats>)>>,
+    runs: &[Run],
+    baseline: Option<&Vec<Run>>,
+    lock_stats: StatsMode,
     interrupted: bool,
 ) -> ScenarioResult {
+    let counted = lock_stats != StatsMode::Off;
     let nl = s.lock_cpus.len();
     let scan: CpuSet = s.scan_cpus.iter().copied().collect();
     let cpus: Vec<u32> = s.lock_cpus.iter().chain(&s.scan_cpus).copied().collect();
@@ -542,7 +590,7 @@ fn summarise(
     // The median run by total acquisitions represents counts (locked, spins).
     let totals: Vec<f64> = runs
         .iter()
-        .map(|(r, _)| lock_rates(r, nl).iter().sum())
+        .map(|r| lock_rates(&r.result, nl).iter().sum())
         .collect();
     let med = stats::median(&totals);
     let mid = totals
@@ -551,13 +599,23 @@ fn summarise(
         .min_by(|a, b| (a.1 - med).abs().total_cmp(&(b.1 - med).abs()))
         .map(|(i, _)| i)
         .unwrap_or(0);
-    let (mr, ms) = &runs[mid];
-    let total_locked: u64 = ms.iter().map(|t| t.counts.acquisitions).sum();
+    let (mr, ms) = (&runs[mid].result, &runs[mid].stats);
+    // Acquisitions as the lock counted them, or (stats off) as the workload did: the two
+    // agree to the last few, since the workload counts every release.
+    let locked_of = |i: usize| {
+        if counted {
+            ms[i].counts.acquisitions
+        } else {
+            mr.threads[i].ops
+        }
+    };
+    let total_locked: u64 = (0..nl).map(locked_of).sum();
     let mut rows = Vec::new();
     for (i, &cpu) in cpus.iter().enumerate() {
         let per_run: Vec<f64> = runs
             .iter()
-            .map(|(r, _)| r.threads[i].ops_per_sec(r.measured_ns))
+            .map(|r| &r.result)
+            .map(|r| r.threads[i].ops_per_sec(r.measured_ns))
             .collect();
         let tr = &mr.threads[i];
         let (locked, spins, handoffs, by) = if i < nl {
@@ -575,13 +633,13 @@ fn summarise(
             }
             by.sort();
             (
-                st.counts.acquisitions,
-                st.counts.spins,
-                st.counts.handoffs,
+                locked_of(i),
+                counted.then_some(st.counts.spins),
+                counted.then_some(st.counts.handoffs),
                 by,
             )
         } else {
-            (0, 0, 0, Vec::new())
+            (0, None, None, Vec::new())
         };
         rows.push(ThreadRow {
             thread: i,
@@ -598,11 +656,13 @@ fn summarise(
             } else {
                 0.0
             },
-            spins_per_acquire: if locked > 0 {
-                spins as f64 / locked as f64
-            } else {
-                0.0
-            },
+            spins_per_acquire: spins.map(|s| {
+                if locked > 0 {
+                    s as f64 / locked as f64
+                } else {
+                    0.0
+                }
+            }),
             handoffs_received: handoffs,
             handoffs_by_proximity: by,
             cpu_share: tr.cpu_share(mr.measured_ns),
@@ -620,13 +680,17 @@ fn summarise(
             .collect();
         (!v.is_empty()).then(|| stats::mean(&v))
     };
-    let a: Vec<f64> = runs.iter().filter_map(|(r, _)| group(r, true)).collect();
-    let b: Vec<f64> = runs.iter().filter_map(|(r, _)| group(r, false)).collect();
+    let a: Vec<f64> = runs.iter().filter_map(|r| group(&r.result, true)).collect();
+    let b: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| group(&r.result, false))
+        .collect();
     let sharing_vs_others = stats::bootstrap_ratio_of_medians(&a, &b, 0.95, 2000, 42);
     let cross_core_vs_baseline = baseline.and_then(|base| {
         let base_rates: Vec<f64> = base
             .iter()
-            .filter_map(|(r, _)| {
+            .map(|r| &r.result)
+            .filter_map(|r| {
                 let v: Vec<f64> = lock_rates(r, nl)
                     .into_iter()
                     .enumerate()
@@ -639,6 +703,10 @@ fn summarise(
         stats::bootstrap_ratio_of_medians(&b, &base_rates, 0.95, 2000, 43)
     });
     let handoffs: u64 = ms.iter().map(|t| t.counts.handoffs).sum();
+    let secs = mr.measured_ns.max(1) as f64 / 1e9;
+    let handoffs_per_sec = counted.then(|| handoffs as f64 / secs);
+    // The median run's handoffs against the ceiling measured just before that run.
+    let c2c_latency_ns = runs[mid].ceiling_ns;
     ScenarioResult {
         scenario: s.clone(),
         lock: kind,
@@ -647,11 +715,14 @@ fn summarise(
         acquisitions_per_sec: Summary::of(&totals),
         jain_index: stats::jain(&med_rates),
         max_min_ratio: stats::max_min_ratio(&med_rates),
-        handoffs_per_sec: handoffs as f64 / (mr.measured_ns.max(1) as f64 / 1e9),
-        handoffs_share_of_ceiling: None,
+        handoffs_per_sec,
+        c2c_latency_ns,
+        handoffs_share_of_ceiling: handoffs_per_sec
+            .zip(c2c_latency_ns)
+            .map(|(h, l)| crate::experiments::c2c::share_of_ceiling(h, l)),
         sharing_vs_others,
         cross_core_vs_baseline,
-        pinning_ok: runs.iter().all(|(r, _)| r.pinning_ok()),
+        pinning_ok: runs.iter().all(|r| r.result.pinning_ok()),
         interrupted,
     }
 }

@@ -92,6 +92,20 @@ impl StatsMode {
     }
 }
 
+impl std::str::FromStr for StatsMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        StatsMode::ALL
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(t))
+            .ok_or_else(|| {
+                format!("unknown stats mode `{t}`; expected off, counters, waits or full")
+            })
+    }
+}
+
 impl std::fmt::Display for StatsMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -615,6 +629,19 @@ impl<R: RawLock, const MODE: u8> Lock for Instrumented<R, MODE> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stats_modes_parse_by_name_and_refuse_others() {
+        for m in StatsMode::ALL {
+            assert_eq!(m.name().parse::<StatsMode>(), Ok(m));
+            assert_eq!(m.to_string().to_uppercase().parse::<StatsMode>(), Ok(m));
+        }
+        let e = "timing".parse::<StatsMode>().unwrap_err();
+        assert!(
+            e.contains("`timing`") && e.contains("off, counters, waits or full"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn owner_word_round_trips_every_index_it_accepts() {

@@ -164,6 +164,7 @@ pub fn lockscan(l: &super::LockscanSection) -> Table {
         "SCENARIO",
         "ACQ/S",
         "HANDOFFS/S",
+        "OF CEILING",
         "JAIN",
         "MAX/MIN",
         "SHARING/OTHERS",
@@ -177,7 +178,10 @@ pub fn lockscan(l: &super::LockscanSection) -> Table {
                 .as_ref()
                 .map(summary)
                 .unwrap_or_else(|| "–".into()),
-            si(s.handoffs_per_sec),
+            s.handoffs_per_sec.map(si).unwrap_or_else(|| "–".into()),
+            s.handoffs_share_of_ceiling
+                .map(|x| format!("{:.0}%", x * 100.0))
+                .unwrap_or_else(|| "–".into()),
             num2(s.jain_index),
             num2(s.max_min_ratio),
             ci(s.sharing_vs_others.as_ref()),
@@ -221,10 +225,9 @@ pub fn lockscan_threads(s: &crate::experiments::lockscan::ScenarioResult) -> Tab
             } else {
                 "–".into()
             },
-            if lock {
-                num2(th.spins_per_acquire)
-            } else {
-                "–".into()
+            match th.spins_per_acquire {
+                Some(x) if lock => num2(x),
+                _ => "–".into(),
             },
             format!("{:.0}%", th.cpu_share * 100.0),
         ]);

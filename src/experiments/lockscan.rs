@@ -600,8 +600,8 @@ fn summarise(
         .map(|(i, _)| i)
         .unwrap_or(0);
     let (mr, ms) = (&runs[mid].result, &runs[mid].stats);
-    // Acquisitions as the lock counted them, or (stats off) as the workload did: the two
-    // agree to the last few, since the workload counts every release.
+    // Acquisitions as the lock counted them, or (stats off) as the workload did. Both count
+    // every release; their windows start and end a few µs apart (≈ 0.01 % here).
     let locked_of = |i: usize| {
         if counted {
             ms[i].counts.acquisitions

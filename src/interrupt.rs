@@ -49,3 +49,28 @@ pub fn check() -> Result<(), crate::error::Interrupted> {
 pub fn set_for_test(v: bool) {
     INTERRUPTED.store(v, Ordering::SeqCst);
 }
+
+/// Makes the child that `cmd` starts receive `signal` when the thread spawning it exits,
+/// which covers smtlab being SIGKILLed, when no code of ours runs (Linux
+/// `PR_SET_PDEATHSIG`). The signal follows the spawning *thread*: spawn from one that
+/// outlives the child. std changes uid/gid before this hook runs, so the setting survives
+/// a [`std::os::unix::process::CommandExt::uid`] switch.
+pub(crate) fn die_with_us(cmd: &mut std::process::Command, signal: libc::c_int) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
+    // system calls (prctl, getppid), allocating nothing on success.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died before the prctl: no signal will come, so do not start.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}

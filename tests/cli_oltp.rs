@@ -421,6 +421,34 @@ fn sigint_mid_run_stops_and_removes_the_cluster() {
 }
 
 #[test]
+fn sigkill_mid_run_takes_the_server_down_and_the_next_start_removes_the_directory() {
+    if !have_postgres() {
+        return;
+    }
+    let (mut child, dir, pm, reader) = start_long_managed_run("60");
+    // SIGKILL runs none of smtlab's code: the kernel's parent-death signal stops the
+    // postmaster, and the directory waits for the next start.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = reader.join();
+    let t0 = Instant::now();
+    while alive(pm) || !processes_mentioning(&dir.display().to_string()).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "postmaster {pm} still running 10 s after smtlab was killed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        dir.exists(),
+        "nothing of ours ran, so the directory is still there"
+    );
+    let removed = smtlab::oltp::managed::remove_stale_clusters(dir.parent().unwrap());
+    assert!(removed.contains(&dir), "{removed:?}");
+    assert_cluster_gone(&dir, Some(pm));
+}
+
+#[test]
 fn error_mid_run_removes_the_cluster() {
     if !have_postgres() {
         return;

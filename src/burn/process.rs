@@ -22,7 +22,6 @@ use crate::error::Interrupted;
 use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -298,29 +297,7 @@ fn spawn_child(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
-    // functions (prctl, getppid, _exit), allocating nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died before the prctl: then nobody will signal us.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
+    crate::interrupt::die_with_us(&mut cmd, libc::SIGKILL);
     let mut child = cmd.spawn()?;
     let pid = child.id() as i32;
     let stdout = child.stdout.take().expect("stdout is piped");

@@ -2,14 +2,20 @@
 //! listening on a Unix socket in that directory only (`listen_addresses = ''`, no TCP),
 //! and stopped and removed on every exit path.
 //!
-//! **Cleanup.** [`ManagedCluster`] stops the postmaster (`pg_ctl stop -m immediate`, then
-//! SIGKILL from `postmaster.pid` if that fails) and deletes the directory in
+//! **Cleanup.** [`ManagedCluster`] stops the postmaster (SIGQUIT, PostgreSQL's immediate
+//! shutdown, then SIGKILL if it has not exited within 20 s) and deletes the directory in
 //! [`ManagedCluster::stop`] and again, idempotently, in `Drop`. Errors and panics unwind
 //! through `Drop`; Ctrl-C only sets [`crate::interrupt`]'s flag, which the run loop and the
 //! steps here poll, so an interrupted run also returns through `Drop`. The server and its
 //! tools run in their own process group, so a terminal's Ctrl-C reaches smtlab alone and the
-//! cluster goes down in order. Only SIGKILL of smtlab itself leaves a cluster behind
-//! (in `$TMPDIR/smtlab-pg-*`).
+//! cluster goes down in order.
+//!
+//! SIGKILL of smtlab runs no code of ours, so two more guards cover it:
+//! - The postmaster is smtlab's own child (not daemonized by `pg_ctl`) with a parent-death
+//!   signal of SIGQUIT, so the kernel shuts it down when smtlab dies. The signal follows the
+//!   *thread* that started it: start and drop a cluster on a thread that outlives it.
+//! - The directory stays behind; the next [`ManagedCluster::start`] removes every
+//!   `$TMPDIR/smtlab-pg-PID-N` whose smtlab (PID) is gone ([`remove_stale_clusters`]).
 //!
 //! **Root.** `initdb` and `postgres` refuse to run as root. When smtlab runs as root, the
 //! cluster runs as the `postgres` system user (as the distribution packages create it, or
@@ -42,16 +48,14 @@ pub const INSTALL_HINT: &str = "install the PostgreSQL server (Debian/Ubuntu: `a
 /// Where the server binaries are, and their version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PgBinaries {
-    /// Directory holding `initdb`, `pg_ctl` and `postgres`.
+    /// Directory holding `initdb` and `postgres`.
     pub bindir: PathBuf,
     /// `postgres --version`, e.g. `postgres (PostgreSQL) 15.8 (Debian 15.8-0+deb12u1)`.
     pub version: String,
 }
 
 fn has_server(dir: &Path) -> bool {
-    ["initdb", "pg_ctl", "postgres"]
-        .iter()
-        .all(|b| dir.join(b).is_file())
+    ["initdb", "postgres"].iter().all(|b| dir.join(b).is_file())
 }
 
 /// Finds the PostgreSQL server binaries; a [`NotPossible`] error with the install hint
@@ -96,7 +100,7 @@ pub fn find_binaries() -> Result<PgBinaries> {
         format!("looked in {}", tried.join(", "))
     };
     Err(NotPossible(format!(
-        "no PostgreSQL server binaries (initdb, pg_ctl, postgres) found ({tried}): {INSTALL_HINT}"
+        "no PostgreSQL server binaries (initdb, postgres) found ({tried}): {INSTALL_HINT}"
     ))
     .into())
 }
@@ -164,6 +168,8 @@ pub struct ManagedCluster {
     run_as: Option<RunAs>,
     /// The temporary directory: `data/`, the socket, `server.log`.
     dir: PathBuf,
+    /// The postmaster, our child (None until started, or when it failed to start).
+    server: Option<std::process::Child>,
     stopped: bool,
 }
 
@@ -204,6 +210,12 @@ impl ManagedCluster {
         let bin = find_binaries()?;
         let run_as = run_as()?;
         let base = std::env::temp_dir();
+        for d in remove_stale_clusters(&base) {
+            eprintln!(
+                "removed `{}`: a managed cluster left by an smtlab that was killed before it could clean up",
+                d.display()
+            );
+        }
         let dir = base.join(format!(
             "smtlab-pg-{}-{}",
             std::process::id(),
@@ -212,10 +224,11 @@ impl ManagedCluster {
         std::fs::create_dir(&dir)
             .with_context(|| format!("creating the cluster directory `{}`", dir.display()))?;
         // From here on, Drop removes whatever exists.
-        let c = ManagedCluster {
+        let mut c = ManagedCluster {
             bin,
             run_as,
             dir,
+            server: None,
             stopped: false,
         };
         std::fs::set_permissions(&c.dir, std::fs::Permissions::from_mode(0o700))?;
@@ -239,25 +252,7 @@ impl ManagedCluster {
         let mut text = std::fs::read_to_string(&conf).context("reading postgresql.conf")?;
         text.push_str(&settings(&c.dir, durability, (clients * 2 + 10).max(100)));
         std::fs::write(&conf, text).context("writing postgresql.conf")?;
-        let out = c
-            .tool("pg_ctl")
-            .arg("-D")
-            .arg(&data)
-            .arg("-l")
-            .arg(c.dir.join("server.log"))
-            .args(["-w", "-t", "60", "start"])
-            .output()
-            .context("running pg_ctl start")?;
-        if !out.status.success() {
-            let log = std::fs::read_to_string(c.dir.join("server.log")).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(8).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            return Err(anyhow!(
-                "pg_ctl start failed: {}\nserver log:\n{}",
-                String::from_utf8_lossy(&out.stderr).trim(),
-                tail.join("\n")
-            ));
-        }
+        c.start_server(&data)?;
         crate::interrupt::check()?;
         Ok(c)
     }
@@ -291,6 +286,54 @@ impl ManagedCluster {
         s.lines().next()?.trim().parse().ok()
     }
 
+    /// Starts the postmaster as our child and waits until it accepts connections (what
+    /// `pg_ctl -w start` waits for: `ready` in `postmaster.pid`), up to 60 s.
+    fn start_server(&mut self, data: &Path) -> Result<()> {
+        let log_path = self.dir.join("server.log");
+        let log = std::fs::File::create(&log_path).context("creating server.log")?;
+        if let Some(u) = self.run_as {
+            std::os::unix::fs::chown(&log_path, Some(u.uid), Some(u.gid))
+                .context("giving server.log to the postgres user")?;
+        }
+        let mut cmd = self.tool("postgres");
+        cmd.arg("-D")
+            .arg(data)
+            .stdout(log.try_clone().context("server.log")?)
+            .stderr(log);
+        // SIGKILL of smtlab then still takes the server down (immediate shutdown).
+        crate::interrupt::die_with_us(&mut cmd, libc::SIGQUIT);
+        self.server = Some(cmd.spawn().context("starting postgres")?);
+        let t0 = std::time::Instant::now();
+        let pid_file = data.join("postmaster.pid");
+        loop {
+            if let Some(status) = self
+                .server
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                self.server = None;
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(8).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                bail!(
+                    "postgres exited while starting ({status}); server log:\n{}",
+                    tail.join("\n")
+                );
+            }
+            if server_ready(&pid_file, &self.dir) {
+                return Ok(());
+            }
+            crate::interrupt::check()?;
+            if t0.elapsed() > Duration::from_secs(60) {
+                bail!(
+                    "postgres did not accept connections within 60 s; see `{}`",
+                    log_path.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// A PostgreSQL tool, run as the cluster's user, in its own process group, with the
     /// temporary directory as working directory.
     fn tool(&self, name: &str) -> Command {
@@ -313,21 +356,8 @@ impl ManagedCluster {
             return Ok(());
         }
         self.stopped = true;
-        if self.data_dir().join("postmaster.pid").exists() {
-            let pid = self.postmaster_pid();
-            let ok = self
-                .tool("pg_ctl")
-                .arg("-D")
-                .arg(self.data_dir())
-                .args(["-m", "immediate", "-w", "-t", "20", "stop"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false);
-            if !ok && let Some(pid) = pid {
-                kill_and_wait(pid);
-            }
+        if let Some(mut child) = self.server.take() {
+            stop_child(&mut child);
         }
         std::fs::remove_dir_all(&self.dir)
             .or_else(|e| {
@@ -349,18 +379,99 @@ impl Drop for ManagedCluster {
     }
 }
 
-/// SIGKILL the postmaster (its children exit when it dies) and wait up to 5 s for it.
-fn kill_and_wait(pid: i32) {
-    if pid <= 0 {
-        return;
+/// Whether the postmaster says it accepts connections: line 8 of `postmaster.pid` is
+/// `ready` (PostgreSQL 10+). Older servers write no status line; for them, the socket.
+fn server_ready(pid_file: &Path, dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(pid_file) else {
+        return false;
+    };
+    match text.lines().nth(7) {
+        Some(status) => status.trim() == "ready",
+        None => text.lines().count() >= 6 && dir.join(".s.PGSQL.5432").exists(),
     }
-    // SAFETY: kill has no memory-safety preconditions; pid is a positive process id.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    for _ in 0..100 {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+}
+
+/// Immediate shutdown of our postmaster: SIGQUIT (it takes its backends down), SIGKILL
+/// after 20 s, then reap it.
+fn stop_child(child: &mut std::process::Child) {
+    let pid = child.id() as i32;
+    // SAFETY: kill has no memory-safety preconditions; pid is our unreaped child's, so it
+    // cannot have been reused.
+    unsafe { libc::kill(pid, libc::SIGQUIT) };
+    for _ in 0..400 {
+        if child.try_wait().ok().flatten().is_some() {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Whether process `pid` exists (a process we may not signal exists too).
+fn process_exists(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence and permission.
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// Removes every `base/smtlab-pg-PID-N` whose smtlab process PID no longer exists (killed
+/// with SIGKILL, so its `Drop` never ran), first stopping a postmaster still running from
+/// it (one started by an older smtlab through `pg_ctl`, which outlives us). Returns the
+/// directories removed. A directory whose PID exists is left alone even if the number was
+/// reused: a live smtlab's cluster is never touched.
+pub fn remove_stale_clusters(base: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(owner) = name
+            .strip_prefix("smtlab-pg-")
+            .and_then(|r| r.split_once('-'))
+            .filter(|(_, n)| n.parse::<u64>().is_ok())
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if process_exists(owner) || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let dir = e.path();
+        stop_stale_postmaster(&dir);
+        if std::fs::remove_dir_all(&dir).is_ok() {
+            removed.push(dir);
+        }
+    }
+    removed
+}
+
+/// SIGQUIT (then SIGKILL) a postmaster still serving `dir`'s data directory, if its pid
+/// file names a process whose command line mentions `dir` (so a reused pid is left alone).
+fn stop_stale_postmaster(dir: &Path) {
+    let Some(pid) = std::fs::read_to_string(dir.join("data/postmaster.pid"))
+        .ok()
+        .and_then(|s| s.lines().next()?.trim().parse::<i32>().ok())
+        .filter(|&p| p > 0)
+    else {
+        return;
+    };
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let needle = dir.as_os_str().as_encoded_bytes();
+    if !cmdline.windows(needle.len()).any(|w| w == needle) {
+        return;
+    }
+    for sig in [libc::SIGQUIT, libc::SIGKILL] {
+        // SAFETY: kill has no memory-safety preconditions; pid is checked above.
+        unsafe { libc::kill(pid, sig) };
+        for _ in 0..100 {
+            if !process_exists(pid) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -381,4 +492,56 @@ fn check_tool(name: &str, out: &Output, dir: &Path, as_other_user: bool) -> Resu
         ));
     }
     Err(anyhow!(msg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_clusters_of_dead_smtlabs_are_removed_and_live_ones_kept() {
+        let base = tempfile::tempdir().unwrap();
+        // A pid that existed and is gone: a child we started and reaped.
+        let mut c = Command::new("true").spawn().unwrap();
+        let dead = c.id();
+        c.wait().unwrap();
+        let live = std::process::id();
+        let mk = |name: &str| {
+            let d = base.path().join(name);
+            std::fs::create_dir_all(d.join("data")).unwrap();
+            // A pid file naming a process that is not this cluster's postmaster (our own
+            // pid, whose command line does not mention the directory): left running.
+            std::fs::write(d.join("data/postmaster.pid"), format!("{live}\n")).unwrap();
+            d
+        };
+        let stale = mk(&format!("smtlab-pg-{dead}-0"));
+        let ours = mk(&format!("smtlab-pg-{live}-3"));
+        let odd = mk("smtlab-pg-notapid-1");
+        let other = mk(&format!("pg-{dead}-0"));
+        let removed = remove_stale_clusters(base.path());
+        assert_eq!(removed, vec![stale.clone()]);
+        assert!(!stale.exists());
+        for kept in [ours, odd, other] {
+            assert!(kept.exists(), "{}", kept.display());
+        }
+        assert!(process_exists(live as i32), "our own pid was not signalled");
+        assert!(remove_stale_clusters(&base.path().join("missing")).is_empty());
+    }
+
+    #[test]
+    fn readiness_is_read_from_the_pid_files_status_line() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("postmaster.pid");
+        assert!(!server_ready(&f, d.path()), "no file yet");
+        let head = "123\n/data\n1700000000\n5432\n/tmp/x\n\n  1234 5678\n";
+        std::fs::write(&f, format!("{head}starting\n")).unwrap();
+        assert!(!server_ready(&f, d.path()));
+        std::fs::write(&f, format!("{head}ready   \n")).unwrap();
+        assert!(server_ready(&f, d.path()));
+        // A pre-10 server: no status line, so the socket decides.
+        std::fs::write(&f, head).unwrap();
+        assert!(!server_ready(&f, d.path()));
+        std::fs::write(d.path().join(".s.PGSQL.5432"), "").unwrap();
+        assert!(server_ready(&f, d.path()));
+    }
 }

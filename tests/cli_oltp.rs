@@ -370,9 +370,17 @@ fn start_long_managed_run(
         }
         all
     });
-    let so_far = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("smtlab starts inserting within 60 s");
+    let so_far = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "smtlab did not start inserting within 60 s ({e}); its stderr:\n{}",
+                reader.join().unwrap_or_default()
+            );
+        }
+    };
     let dir = cluster_dir(&so_far);
     let pm: i32 = std::fs::read_to_string(dir.join("data/postmaster.pid"))
         .unwrap()
@@ -439,12 +447,9 @@ fn sigkill_mid_run_takes_the_server_down_and_the_next_start_removes_the_director
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(
-        dir.exists(),
-        "nothing of ours ran, so the directory is still there"
-    );
-    let removed = smtlab::oltp::managed::remove_stale_clusters(dir.parent().unwrap());
-    assert!(removed.contains(&dir), "{removed:?}");
+    // Nothing of smtlab's ran, so the directory stays until a start cleans up: this one,
+    // or a concurrent test's managed start, which runs the same sweep first.
+    smtlab::oltp::managed::remove_stale_clusters(dir.parent().unwrap());
     assert_cluster_gone(&dir, Some(pm));
 }
 

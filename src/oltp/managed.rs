@@ -208,6 +208,14 @@ impl ManagedCluster {
     /// between steps; on any error the partial cluster is removed before returning.
     pub fn start(durability: Durability, clients: usize) -> Result<Self> {
         let bin = find_binaries()?;
+        if let Some(v) = major_version(&bin.version).filter(|&v| v < 10) {
+            return Err(NotPossible(format!(
+                "managed clusters need PostgreSQL 10 or newer (found {v}: {}); pass \
+                 `--db postgres://…` for a server you run",
+                bin.version
+            ))
+            .into());
+        }
         let run_as = run_as()?;
         let base = std::env::temp_dir();
         for d in remove_stale_clusters(&base) {
@@ -320,7 +328,7 @@ impl ManagedCluster {
                     tail.join("\n")
                 );
             }
-            if server_ready(&pid_file, &self.dir) {
+            if server_ready(&pid_file) {
                 return Ok(());
             }
             crate::interrupt::check()?;
@@ -380,15 +388,18 @@ impl Drop for ManagedCluster {
 }
 
 /// Whether the postmaster says it accepts connections: line 8 of `postmaster.pid` is
-/// `ready` (PostgreSQL 10+). Older servers write no status line; for them, the socket.
-fn server_ready(pid_file: &Path, dir: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(pid_file) else {
-        return false;
-    };
-    match text.lines().nth(7) {
-        Some(status) => status.trim() == "ready",
-        None => text.lines().count() >= 6 && dir.join(".s.PGSQL.5432").exists(),
-    }
+/// `ready` (PostgreSQL 10+; [`ManagedCluster::start`] refuses older servers). The socket
+/// appears before that line, while connections are still refused ("the database system
+/// is starting up"), so it is no sign.
+fn server_ready(pid_file: &Path) -> bool {
+    std::fs::read_to_string(pid_file)
+        .is_ok_and(|t| t.lines().nth(7).is_some_and(|s| s.trim() == "ready"))
+}
+
+/// The major version in `postgres --version` output (`postgres (PostgreSQL) 15.8 (…)`).
+fn major_version(version: &str) -> Option<u32> {
+    let v = version.split(')').nth(1)?.split_whitespace().next()?;
+    v.split(['.', 'b', 'r']).next()?.parse().ok()
 }
 
 /// Immediate shutdown of our postmaster: SIGQUIT (it takes its backends down), SIGKILL
@@ -532,16 +543,30 @@ mod tests {
     fn readiness_is_read_from_the_pid_files_status_line() {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("postmaster.pid");
-        assert!(!server_ready(&f, d.path()), "no file yet");
+        assert!(!server_ready(&f), "no file yet");
         let head = "123\n/data\n1700000000\n5432\n/tmp/x\n\n  1234 5678\n";
-        std::fs::write(&f, format!("{head}starting\n")).unwrap();
-        assert!(!server_ready(&f, d.path()));
-        std::fs::write(&f, format!("{head}ready   \n")).unwrap();
-        assert!(server_ready(&f, d.path()));
-        // A pre-10 server: no status line, so the socket decides.
+        // Socket listed, status line not written yet: still refusing connections.
         std::fs::write(&f, head).unwrap();
-        assert!(!server_ready(&f, d.path()));
-        std::fs::write(d.path().join(".s.PGSQL.5432"), "").unwrap();
-        assert!(server_ready(&f, d.path()));
+        assert!(!server_ready(&f));
+        std::fs::write(&f, format!("{head}starting\n")).unwrap();
+        assert!(!server_ready(&f));
+        std::fs::write(&f, format!("{head}ready   \n")).unwrap();
+        assert!(server_ready(&f));
+    }
+
+    #[test]
+    fn major_versions_parse_from_postgres_version_output() {
+        for (text, v) in [
+            (
+                "postgres (PostgreSQL) 15.8 (Debian 15.8-0+deb12u1)",
+                Some(15),
+            ),
+            ("postgres (PostgreSQL) 9.6.24", Some(9)),
+            ("postgres (PostgreSQL) 17beta1", Some(17)),
+            ("postgres (PostgreSQL) 16rc1", Some(16)),
+            ("", None),
+        ] {
+            assert_eq!(major_version(text), v, "{text}");
+        }
     }
 }

@@ -337,6 +337,8 @@ pub trait Progress {
     fn advance(&self, n: u64);
     /// The phase ended.
     fn finish(&self, phase: PhaseName, status: PhaseStatus, reason: Option<&str>, wall: Duration);
+    /// What the current phase is doing now, in a few words (oltp's layout steps).
+    fn note(&self, _msg: &str) {}
 }
 
 /// Shows nothing.
@@ -367,7 +369,12 @@ pub trait Lab {
         on_pair: &mut dyn FnMut(usize, usize),
     ) -> Result<C2c>;
     /// oltp: every layout and round. Ctrl-C gives the runs so far with `interrupted`.
-    fn oltp(&self, topo: &Topology, cfg: &oltp::Config) -> Result<OltpReport>;
+    fn oltp(
+        &self,
+        topo: &Topology,
+        cfg: &oltp::Config,
+        say: &mut crate::commands::oltp::Say<'_>,
+    ) -> Result<OltpReport>;
 }
 
 /// Measures this machine.
@@ -405,11 +412,16 @@ impl Lab for RealLab {
     ) -> Result<C2c> {
         c2c::measure(topo, cpus, spec, on_pair)
     }
-    fn oltp(&self, _topo: &Topology, cfg: &oltp::Config) -> Result<OltpReport> {
+    fn oltp(
+        &self,
+        _topo: &Topology,
+        cfg: &oltp::Config,
+        say: &mut crate::commands::oltp::Say<'_>,
+    ) -> Result<OltpReport> {
         // The oltp command is the one place that sequences layouts, tables and row checks;
         // its JSON is the OltpReport model. On Ctrl-C it writes the runs so far, then fails.
         let mut buf = Vec::new();
-        let r = crate::commands::oltp::run(cfg, &mut buf);
+        let r = crate::commands::oltp::run_with(cfg, &mut buf, say);
         let parsed = serde_json::from_slice::<OltpReport>(&buf);
         match (r, parsed) {
             (Ok(()), Ok(rep)) => Ok(rep),
@@ -487,7 +499,12 @@ impl Lab for FakeLab {
         }
         Ok(C2c::from_samples(topo, cpus, spec, &samples, false))
     }
-    fn oltp(&self, topo: &Topology, cfg: &oltp::Config) -> Result<OltpReport> {
+    fn oltp(
+        &self,
+        topo: &Topology,
+        cfg: &oltp::Config,
+        _say: &mut crate::commands::oltp::Say<'_>,
+    ) -> Result<OltpReport> {
         fake_oltp(&self.engine, topo, cfg)
     }
 }
@@ -826,7 +843,7 @@ fn run_phase(
         }
         PhaseName::Oltp => {
             progress.start(phase, 0, est);
-            let r = lab.oltp(topo, &sz.oltp)?;
+            let r = lab.oltp(topo, &sz.oltp, &mut |m| progress.note(m))?;
             let stopped = r.interrupted;
             rep.oltp = Some(OltpSection {
                 layouts: sz.oltp.layouts.iter().map(|l| l.to_string()).collect(),

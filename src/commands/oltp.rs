@@ -12,6 +12,14 @@ use std::io::Write;
 
 /// Runs the command; progress goes to stderr, the report to `out`.
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    run_with(cfg, out, &mut |m| eprintln!("oltp: {m}"))
+}
+
+/// Narration of the steps (layout k of n preparing, inserting, its rate), one line each.
+pub type Say<'a> = dyn FnMut(&str) + 'a;
+
+/// [`run`], with the step narration going to `say` (the study shows it on its bar).
+pub fn run_with(cfg: &Config, out: &mut dyn Write, say: &mut Say<'_>) -> Result<()> {
     cfg.validate()?;
     let topo = super::load_topology(&cfg.sysfs_root)?;
     let mut plans: Vec<Plan> = Vec::new();
@@ -43,18 +51,18 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         .into());
     }
     for s in &skipped {
-        eprintln!("oltp: skipping {}: {}", s.placement, s.reason);
+        say(&format!("skipping {}: {}", s.placement, s.reason));
     }
     for n in same_placements(&plans) {
-        eprintln!("oltp: note: {n}");
+        say(&format!("note: {n}"));
     }
 
     let max_threads = plans.iter().map(|p| p.threads.len()).max().unwrap_or(1);
     let db = Db::open(&cfg.db, cfg.durability, max_threads)
         .with_context(|| format!("opening {}", cfg.db))?;
-    eprintln!("oltp: {}", db.describe());
+    say(&db.describe());
     if let crate::oltp::BackendPinning::ClientsOnly(why) = db.backend_pinning() {
-        eprintln!("oltp: {why}; only the client threads are pinned");
+        say(&format!("{why}; only the client threads are pinned"));
     }
     let mut rep = OltpReport {
         db: cfg.db.to_string(),
@@ -81,7 +89,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         interrupted: false,
     };
 
-    let result = run_all(cfg, &db, &plans, &mut rep);
+    let result = run_all(cfg, &db, &plans, &mut rep, say);
     if matches!(cfg.db, DbTarget::Postgres(_))
         && let Err(e) = db.drop_table(&cfg.table)
     {
@@ -122,22 +130,28 @@ fn write_report(cfg: &Config, rep: &OltpReport, out: &mut dyn Write) -> Result<(
 }
 
 /// All layouts, interleaved: round 0 of every layout, then round 1, …
-fn run_all(cfg: &Config, db: &Db, plans: &[Plan], rep: &mut OltpReport) -> Result<()> {
+fn run_all(
+    cfg: &Config,
+    db: &Db,
+    plans: &[Plan],
+    rep: &mut OltpReport,
+    say: &mut Say<'_>,
+) -> Result<()> {
     let total = plans.len() * cfg.repeat;
     let mut k = 0;
     for round in 0..cfg.repeat {
         for plan in plans {
             k += 1;
             crate::interrupt::check()?;
-            let run = run_layout(cfg, db, plan, round, k, total)
+            let run = run_layout(cfg, db, plan, round, (k, total), say)
                 .with_context(|| format!("layout {} (round {round})", plan.request))?;
-            eprintln!(
-                "oltp: [{k}/{total}] {}: {} inserts/s, {} rows, check {}",
+            say(&format!(
+                "[{k}/{total}] {}: {} inserts/s, {} rows, check {}",
                 plan.request,
                 render::thousands(run.inserts_per_sec.round() as u64),
                 render::thousands(run.rows_committed),
                 if run.rows_verified { "ok" } else { "FAILED" }
-            );
+            ));
             rep.runs.push(run);
         }
     }
@@ -155,26 +169,26 @@ fn run_layout(
     db: &Db,
     plan: &Plan,
     round: usize,
-    k: usize,
-    total: usize,
+    (k, total): (usize, usize),
+    say: &mut Say<'_>,
 ) -> Result<LayoutRun> {
-    eprintln!(
-        "oltp: [{k}/{total}] {}: preparing the table{}",
+    say(&format!(
+        "[{k}/{total}] {}: preparing the table{}",
         plan.request,
         if cfg.prefill > 0 {
             format!(" ({} prefill rows)", render::thousands(cfg.prefill))
         } else {
             String::new()
         }
-    );
+    ));
     let before = db.create_table(&cfg.table, cfg.prefill)?;
     crate::interrupt::check()?;
     let w = InsertWorkload::new(db, &cfg.table, plan, cfg.stop)?;
-    eprintln!(
-        "oltp: [{k}/{total}] {}: inserting with {} threads",
+    say(&format!(
+        "[{k}/{total}] {}: inserting with {} threads",
         plan.request,
         plan.threads.len()
-    );
+    ));
     // Fixed-work runs end when the last thread returns; see `oltp::fixed` for why they
     // do not go through the engine yet.
     let res = match cfg.stop {

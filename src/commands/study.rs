@@ -62,6 +62,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
 struct Bars {
     multi: Option<MultiProgress>,
     current: RefCell<Option<Current>>,
+    /// The phase running, for plain-line notes.
+    phase: std::cell::Cell<Option<PhaseName>>,
 }
 
 struct Current {
@@ -74,6 +76,7 @@ impl Bars {
         Bars {
             multi: terminal.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
             current: RefCell::new(None),
+            phase: std::cell::Cell::new(None),
         }
     }
 
@@ -102,6 +105,7 @@ fn style(template: &str) -> ProgressStyle {
 impl Progress for Bars {
     fn start(&self, phase: PhaseName, units: u64, estimate: Duration) {
         self.close();
+        self.phase.set(Some(phase));
         let Some(multi) = &self.multi else {
             return;
         };
@@ -117,7 +121,7 @@ impl Progress for Bars {
             let len = estimate.as_millis().max(1) as u64;
             let b = multi.add(ProgressBar::new(len));
             b.set_style(style(
-                "{prefix:>10} [{bar:30}] {elapsed:>4} elapsed, ETA ~{eta}",
+                "{prefix:>10} [{bar:30}] {elapsed:>4} elapsed, ETA ~{eta}  {wide_msg}",
             ));
             let stop = Arc::new(AtomicBool::new(false));
             let (s, bb, t0) = (stop.clone(), b.clone(), Instant::now());
@@ -131,6 +135,16 @@ impl Progress for Bars {
         };
         bar.set_prefix(phase.label());
         *self.current.borrow_mut() = Some(Current { bar, ticker });
+    }
+
+    fn note(&self, msg: &str) {
+        match (&self.multi, self.current.borrow().as_ref()) {
+            (Some(_), Some(c)) => c.bar.set_message(msg.to_string()),
+            _ => match self.phase.get() {
+                Some(p) => eprintln!("study: {p}: {msg}"),
+                None => eprintln!("study: {msg}"),
+            },
+        }
     }
 
     fn advance(&self, n: u64) {

@@ -5,7 +5,7 @@
 use smtlab::cpuset::CpuSet;
 use smtlab::engine::RunSpec;
 use smtlab::oltp::{
-    Db, DbTarget, Durability, InsertWorkload, KeyMode, Schema, StopRule, TableSpec, fixed,
+    Db, DbTarget, Durability, InsertWorkload, KeyMode, Schema, StopRule, TableSpec,
 };
 use smtlab::placement::{Plan, ThreadPlacement};
 use std::time::Duration;
@@ -112,19 +112,28 @@ fn workload_on_the_engine_counts_what_it_committed() {
     assert!(!out.latency_ns.is_empty());
 }
 
+/// A fixed-work run on the engine: no warm-up, a 60 s give-up limit.
+fn fixed_work(plan: &Plan, w: &InsertWorkload) -> smtlab::engine::RunResult {
+    let spec = RunSpec::new(Duration::ZERO, Duration::from_secs(60));
+    smtlab::engine::run(plan, &spec, w).unwrap()
+}
+
 #[test]
-fn fixed_runner_does_each_threads_rows() {
+fn fixed_work_on_the_engine_does_each_threads_rows_and_ends_early() {
     let db = Db::open(&DbTarget::Sqlite(None), Durability::Delayed, 3).unwrap();
     let t = spec();
     db.create_table(&t, 0).unwrap();
     let plan = plan_on_first_cpu(3);
     let w = InsertWorkload::new(&db, &t, &plan, StopRule::RowsPerThread(120)).unwrap();
-    let r = fixed::run(&plan, &w, Duration::from_secs(60)).unwrap();
+    let r = fixed_work(&plan, &w);
     let out = w.finish().unwrap();
-    assert!(!r.cut_short);
-    assert_eq!(r.pinning_violations, 0);
+    assert!(!r.interrupted);
+    assert!(r.pinning_ok(), "{:?}", r.pinning_violations);
     assert!(out.threads.iter().all(|t| t.rows == 120 && t.completed));
     assert!(out.threads.iter().all(|t| t.elapsed_ns <= r.measured_ns));
+    // The engine ended the run when the last thread returned, not at the 60 s limit.
+    assert!(r.measured_ns < 30_000_000_000, "{} ns", r.measured_ns);
+    assert_eq!(r.total_ops(), 360);
     assert_eq!(db.count_rows(&t).unwrap(), 360);
 }
 
@@ -145,8 +154,8 @@ fn managed_postgres_pins_backends_and_restores_them() {
     let plan = plan_on_first_cpu(2);
     let w = InsertWorkload::new(&db, &t, &plan, StopRule::RowsPerThread(30)).unwrap();
     assert_eq!(w.pinned_backends(), 2);
-    let r = fixed::run(&plan, &w, Duration::from_secs(60)).unwrap();
-    assert!(!r.cut_short);
+    let r = fixed_work(&plan, &w);
+    assert!(!r.interrupted);
     let out = w.finish().unwrap();
     for th in &out.threads {
         assert_eq!(th.rows, 30);

@@ -4,7 +4,7 @@
 use crate::engine::{self, RunSpec};
 use crate::error::{Interrupted, NotPossible};
 use crate::oltp::report::{self, LayoutRun, OltpReport, SkippedLayout, ThreadRun};
-use crate::oltp::{Config, Db, DbTarget, InsertWorkload, StopRule, fixed, workload};
+use crate::oltp::{Config, Db, DbTarget, InsertWorkload, StopRule, workload};
 use crate::placement::{Plan, PlanError};
 use crate::render;
 use anyhow::{Context, Result};
@@ -189,24 +189,19 @@ fn run_layout(
         plan.request,
         plan.threads.len()
     ));
-    // Fixed-work runs end when the last thread returns; see `oltp::fixed` for why they
-    // do not go through the engine yet.
-    let res = match cfg.stop {
-        StopRule::Duration => engine::run(plan, &spec_for(cfg), &w).map(|r| Measured {
-            measured_ns: r.measured_ns,
-            rows: Some(r.total_ops()),
-            involuntary_ctx_switches: r.threads.iter().map(|t| t.involuntary_ctx_switches).sum(),
-            cpu_time_ns: r.cpu_time_ns(),
-            pinning_violations: r.pinning_violations.len(),
-        }),
-        StopRule::RowsPerThread(_) => fixed::run(plan, &w, cfg.duration).map(|r| Measured {
-            measured_ns: r.measured_ns,
-            rows: None,
-            involuntary_ctx_switches: r.involuntary_ctx_switches,
-            cpu_time_ns: r.cpu_time_ns,
-            pinning_violations: r.pinning_violations,
-        }),
+    // A fixed-work run has no warm-up (every row counts toward the quota) and ends when
+    // the last thread returns; its duration is only the give-up limit.
+    let spec = match cfg.stop {
+        StopRule::Duration => spec_for(cfg),
+        StopRule::RowsPerThread(_) => RunSpec::new(std::time::Duration::ZERO, cfg.duration),
     };
+    let res = engine::run(plan, &spec, &w).map(|r| Measured {
+        measured_ns: r.measured_ns,
+        rows: matches!(cfg.stop, StopRule::Duration).then(|| r.total_ops()),
+        involuntary_ctx_switches: r.threads.iter().map(|t| t.involuntary_ctx_switches).sum(),
+        cpu_time_ns: r.cpu_time_ns(),
+        pinning_violations: r.pinning_violations.len(),
+    });
     // Restore backend affinity and close sessions before looking at the result.
     let outcome = w.finish();
     let res = res?;

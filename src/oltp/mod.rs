@@ -32,7 +32,6 @@
 //! ```
 
 pub mod db;
-pub mod fixed;
 pub mod managed;
 pub mod pin;
 pub mod report;

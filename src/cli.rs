@@ -99,6 +99,11 @@ enum Command {
         /// Round trips timed per sample.
         #[arg(long, default_value_t = 1000)]
         round_trips: usize,
+        /// Longest to spend (30s, 2m): fewer samples per pair first, then fewer CPUs (the
+        /// first core's siblings, then one CPU per core in spread order). Big machines
+        /// have thousands of pairs.
+        #[arg(long, value_name = "DURATION")]
+        budget: Option<String>,
         /// Machine-readable JSON: `{cpus, pairs: [{a, b, proximity, latency_ns}], matrix_ns, classes}`.
         #[arg(long)]
         json: bool,
@@ -229,6 +234,7 @@ pub fn main() -> Result<()> {
             cpus,
             samples,
             round_trips,
+            budget,
             json,
         } => commands::c2c::run(
             &commands::c2c::Config {
@@ -237,6 +243,12 @@ pub fn main() -> Result<()> {
                     .transpose()?,
                 samples,
                 round_trips,
+                budget: budget
+                    .map(|b| {
+                        crate::burn::parse_duration(&b)
+                            .map_err(|e| crate::error::BadInput(format!("--budget: {e}")))
+                    })
+                    .transpose()?,
                 json,
             },
             &mut out,

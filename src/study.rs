@@ -20,7 +20,7 @@ use crate::experiments::neighbors::{self, BurnerMode, BurnerPlacement, HotPage, 
 use crate::experiments::rwcache;
 use crate::locks::LockKind;
 use crate::oltp::{self, DbTarget, OltpReport};
-use crate::placement::{self, PlanError, Request};
+use crate::placement::{PlanError, Request};
 use crate::report::{
     self, C2cSection, LockscanSection, MachineInfo, NeighborsSection, NeighborsSeries,
     NeighborsStep, OltpLayoutSummary, OltpSection, PhaseName, PhaseRecord, PhaseStatus, Provenance,
@@ -60,9 +60,6 @@ const SHARES: [(PhaseName, f64); 5] = [
 
 /// Assumed fixed cost per run (threads, pinning, burner processes), for estimates.
 const RUN_OVERHEAD: Duration = Duration::from_millis(15);
-/// Assumed one-way cache-line latency for c2c estimates (VMs and multi-socket run slower
-/// than 100 ns; better to overestimate).
-const C2C_ASSUMED_NS: f64 = 200.0;
 
 /// Every experiment's configuration, sized to the budget.
 #[derive(Debug, Clone)]
@@ -141,27 +138,18 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
     // pair), then one CPU per core in spread order (other L3s, other packages).
     let samples = if cfg.quick { 100 } else { 300 };
     let round_trips = 1000;
-    let per_pair =
-        Duration::from_secs_f64(samples as f64 * round_trips as f64 * 2.0 * C2C_ASSUMED_NS / 1e9);
+    let per_pair = c2c::estimate(
+        1,
+        &PingPongSpec {
+            samples,
+            round_trips,
+        },
+    );
     let max_pairs =
         (share(budget, PhaseName::C2c).as_secs_f64() / per_pair.as_secs_f64()).max(1.0) as usize;
-    let mut order: Vec<u32> = Vec::new();
-    let cores = placement::spread_cores(topo);
-    if let Some(first) = cores.first() {
-        order.extend(first.iter());
-    }
-    for c in cores.iter().skip(1) {
-        order.extend(c.first());
-    }
-    for c in cores.iter().skip(1) {
-        order.extend(c.iter().skip(1));
-    }
-    let mut k = order.len();
-    while k > 2 && k * (k - 1) / 2 > max_pairs {
-        k -= 1;
-    }
-    let c2c_cpus: CpuSet = order.iter().take(k).copied().collect();
+    let c2c_cpus = c2c::fit_prefix(&c2c::budget_order(topo, &allowed), max_pairs);
     let c2c_left_out = allowed.difference(&c2c_cpus);
+    let k = c2c_cpus.len();
     let pairs = k * k.saturating_sub(1) / 2;
     estimates.push((PhaseName::C2c, per_pair * pairs as u32));
 

@@ -94,4 +94,33 @@ fn bad_input_exits_2() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("zero"));
+    smtlab()
+        .args(["c2c", "--budget", "soon"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--budget"))
+        .stderr(predicate::str::contains("soon"));
+}
+
+#[test]
+fn a_budget_takes_fewer_samples_first() {
+    let cpus = usable_cpus();
+    if cpus.len() < 2 {
+        return;
+    }
+    let list = format!("{},{}", cpus[0], cpus[1]);
+    // One pair at 300 samples is estimated at 120 ms; 10 ms leaves the floor of 31.
+    let out = smtlab()
+        .args(["c2c", "--cpus", &list, "--budget", "10ms", "--json"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "--budget 10 ms: 31 samples per pair",
+        ))
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["samples"], 31);
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 1);
 }

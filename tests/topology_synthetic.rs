@@ -435,3 +435,27 @@ fn garbage_in_a_list_file_is_a_one_line_error() {
     assert!(msg.contains("sys/devices/system/cpu/online"), "{msg}");
     assert!(!msg.contains('\n'), "one line: {msg}");
 }
+
+#[test]
+fn c2c_budget_keeps_a_sibling_pair_and_reaches_the_other_package_first() {
+    use smtlab::experiments::c2c::{budget_order, fit_prefix};
+    let t = two_socket();
+    let topo = t.topo();
+    let order = budget_order(&topo, &topo.allowed());
+    assert_eq!(order.len(), 16, "{order:?}");
+    assert_eq!(&order[..2], [0, 8], "the first core's SMT siblings first");
+    // Then one CPU per core, spread: the other package comes before a third core here.
+    assert!((4..8).contains(&order[2]), "{order:?}");
+    let one_per_core: Vec<u32> = order[2..9].to_vec();
+    assert!(
+        one_per_core.iter().all(|&c| c < 8),
+        "one CPU (the first) of each remaining core before any second sibling: {order:?}"
+    );
+    // 3 pairs: a sibling pair and two cross-package pairs.
+    assert_eq!(fit_prefix(&order, 3), set(&format!("0,8,{}", order[2])));
+    // Restricted to some CPUs, only those come back.
+    let some = set("1,2,9,12");
+    let o = budget_order(&topo, &some);
+    assert_eq!(o.iter().copied().collect::<CpuSet>(), some);
+    assert_eq!(&o[..2], [1, 9], "{o:?}");
+}

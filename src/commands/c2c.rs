@@ -19,6 +19,9 @@ pub struct Config {
     pub samples: usize,
     /// Round trips per sample.
     pub round_trips: usize,
+    /// Longest the measurement may take: fewer samples per pair first (down to
+    /// [`c2c::MIN_BUDGET_SAMPLES`]), then fewer CPUs ([`c2c::budget_order`]).
+    pub budget: Option<std::time::Duration>,
     /// Write the [`C2c`] model as JSON instead of tables.
     pub json: bool,
 }
@@ -30,6 +33,7 @@ impl Default for Config {
             cpus: None,
             samples: d.samples,
             round_trips: d.round_trips,
+            budget: None,
             json: false,
         }
     }
@@ -70,14 +74,59 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         ))
         .into());
     }
-    let spec = PingPongSpec {
+    let mut spec = PingPongSpec {
         samples: cfg.samples,
         round_trips: cfg.round_trips,
     };
+    let mut cpus = cpus;
+    let pairs = |c: &CpuSet| c.len() * c.len().saturating_sub(1) / 2;
+    let full = c2c::estimate(pairs(&cpus), &spec);
+    match cfg.budget {
+        Some(budget) if full > budget => {
+            let usable = cpus.clone();
+            let scaled = (spec.samples as f64 * budget.as_secs_f64() / full.as_secs_f64()) as usize;
+            spec.samples = scaled.clamp(c2c::MIN_BUDGET_SAMPLES.min(spec.samples), spec.samples);
+            let per_pair = c2c::estimate(1, &spec).as_secs_f64();
+            let max_pairs = (budget.as_secs_f64() / per_pair).max(1.0) as usize;
+            if pairs(&cpus) > max_pairs {
+                cpus = c2c::fit_prefix(&c2c::budget_order(&topo, &usable), max_pairs);
+            }
+            let left_out = usable.difference(&cpus);
+            eprintln!(
+                "c2c: --budget {}: {} samples per pair{}; about {}",
+                render::wall(budget),
+                spec.samples,
+                if left_out.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", CPUs {cpus} (the first core's siblings, then one CPU per core in spread order; left out: {left_out})"
+                    )
+                },
+                render::wall(c2c::estimate(pairs(&cpus), &spec))
+            );
+        }
+        None if full > std::time::Duration::from_secs(60) => eprintln!(
+            "c2c: {} pairs × {} samples × {} round trips: about {}; --budget 1m or --cpus LIST takes less",
+            pairs(&cpus),
+            spec.samples,
+            spec.round_trips,
+            render::wall(full)
+        ),
+        _ => {}
+    }
     let progress = std::io::stderr().is_terminal();
+    let t0 = std::time::Instant::now();
     let r = c2c::measure(&topo, &cpus, &spec, &mut |done, total| {
         if progress {
-            eprint!("\rc2c: pair {done}/{total}");
+            // Remaining time from the pace so far: pairs cost about the same.
+            let left = t0
+                .elapsed()
+                .mul_f64((total - done) as f64 / done.max(1) as f64);
+            eprint!(
+                "\r\x1b[Kc2c: pair {done}/{total}, about {} left",
+                render::wall(left)
+            );
             if done == total {
                 eprint!("\r\x1b[K");
             }

@@ -15,6 +15,64 @@ use crate::topology::{Proximity, Topology};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+/// One-way latency assumed when estimating how long a c2c run takes: generous, since VMs
+/// and multi-socket machines run slower than 100 ns and an estimate should not undershoot.
+pub const ASSUMED_LATENCY_NS: f64 = 200.0;
+
+/// Fewest samples a budget may cut a pair down to: enough for a median and its MAD.
+pub const MIN_BUDGET_SAMPLES: usize = 31;
+
+/// Rough wall time of measuring `pairs` pairs at `spec` (each sample is `round_trips`
+/// round trips of two one-way transfers, plus the discarded first sample).
+pub fn estimate(pairs: usize, spec: &PingPongSpec) -> std::time::Duration {
+    let per_pair = (spec.samples + 1) as f64 * spec.round_trips as f64 * 2.0 * ASSUMED_LATENCY_NS;
+    std::time::Duration::from_secs_f64(pairs as f64 * per_pair / 1e9)
+}
+
+/// `cpus` in the order a budget keeps them: the SMT siblings of the first core (in spread
+/// order) that has two of them, then one CPU per further core in spread order (other L3s and packages come
+/// early), then the remaining siblings. Any prefix of two or more covers the most
+/// distinct relations its size can.
+pub fn budget_order(topo: &Topology, cpus: &CpuSet) -> Vec<u32> {
+    let mut cores: Vec<Vec<u32>> = crate::placement::spread_cores(topo)
+        .iter()
+        .map(|c| c.iter().filter(|&x| cpus.contains(x)).collect::<Vec<u32>>())
+        .filter(|c| !c.is_empty())
+        .collect();
+    // Lead with the first core that has two of `cpus`, so a sibling pair is measured.
+    if let Some(i) = cores.iter().position(|c| c.len() > 1) {
+        let lead = cores.remove(i);
+        cores.insert(0, lead);
+    }
+    let mut order: Vec<u32> = Vec::new();
+    if let Some(first) = cores.first() {
+        order.extend(first);
+    }
+    for c in cores.iter().skip(1) {
+        order.push(c[0]);
+    }
+    for c in cores.iter().skip(1) {
+        order.extend(&c[1..]);
+    }
+    // CPUs the topology does not place in a core (none on a sane machine) go last.
+    order.extend(
+        cpus.iter()
+            .filter(|c| !order.contains(c))
+            .collect::<Vec<u32>>(),
+    );
+    order
+}
+
+/// The longest prefix of `order` (at least its first two CPUs) with at most `max_pairs`
+/// pairs.
+pub fn fit_prefix(order: &[u32], max_pairs: usize) -> CpuSet {
+    let mut k = order.len();
+    while k > 2 && k * (k - 1) / 2 > max_pairs {
+        k -= 1;
+    }
+    order.iter().take(k).copied().collect()
+}
+
 /// Upper bound on contended lock handoffs per second when each handoff needs `k`
 /// serialized transfers of a line with one-way latency `latency_ns`: `1e9 / (k·L)`.
 /// Infinite for a zero latency or k; NaN for a NaN latency.
@@ -217,6 +275,34 @@ pub fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn budget_prefix_keeps_the_most_pairs_that_fit() {
+        let order = [0, 8, 1, 2, 3, 9, 10, 11];
+        assert_eq!(fit_prefix(&order, 100).len(), 8, "28 pairs fit");
+        assert_eq!(
+            fit_prefix(&order, 6).to_vec(),
+            [0, 1, 2, 8],
+            "4 CPUs = 6 pairs"
+        );
+        assert_eq!(
+            fit_prefix(&order, 5).to_vec(),
+            [0, 1, 8],
+            "3 CPUs = 3 pairs"
+        );
+        assert_eq!(fit_prefix(&order, 0).len(), 2, "never fewer than one pair");
+    }
+
+    #[test]
+    fn estimates_scale_with_pairs_samples_and_round_trips() {
+        let spec = PingPongSpec {
+            samples: 99,
+            round_trips: 1000,
+        };
+        // 100 samples × 1000 round trips × 2 × 200 ns = 40 ms per pair.
+        assert_eq!(estimate(1, &spec).as_millis(), 40);
+        assert_eq!(estimate(10, &spec).as_millis(), 400);
+    }
 
     #[test]
     fn ceilings_match_the_reference_table() {

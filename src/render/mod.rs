@@ -84,6 +84,20 @@ pub fn si(v: f64) -> String {
     }
 }
 
+/// A wall-clock span for people: `850 ms`, `42 s`, `8 min 12 s`, `2 h 5 min`.
+pub fn wall(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s == 0 {
+        format!("{} ms", d.as_millis())
+    } else if s < 120 {
+        format!("{s} s")
+    } else if s < 2 * 3600 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else {
+        format!("{} h {} min", s / 3600, s % 3600 / 60)
+    }
+}
+
 /// Nanoseconds as `85 ns`, `4.7 ms`, `1.20 s`.
 pub fn duration_ns(ns: f64) -> String {
     if ns < 1e3 {
@@ -100,6 +114,15 @@ pub fn duration_ns(ns: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wall_spans_read_naturally() {
+        use std::time::Duration;
+        assert_eq!(wall(Duration::from_millis(850)), "850 ms");
+        assert_eq!(wall(Duration::from_secs(42)), "42 s");
+        assert_eq!(wall(Duration::from_secs(492)), "8 min 12 s");
+        assert_eq!(wall(Duration::from_secs(7500)), "2 h 5 min");
+    }
 
     #[test]
     fn aligns() {

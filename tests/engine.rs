@@ -429,3 +429,31 @@ fn run_ends_when_every_worker_returned() {
     assert_eq!(r.total_ops(), 10);
     assert!(!r.interrupted);
 }
+
+/// A worker that returns 5.5 s after the stop flag (blocked, say, on a database lock): the
+/// engine keeps waiting (it warns on stderr after 5 s) and the run still completes with
+/// every thread's result. (Progress added after the stop is outside the measurement.)
+#[test]
+fn a_worker_slow_to_stop_is_waited_for_not_dropped() {
+    struct Slow;
+    impl Workload for Slow {
+        fn name(&self) -> String {
+            "slow-to-stop".into()
+        }
+        fn run_thread(&self, ctx: &ThreadCtx<'_>) {
+            while !ctx.should_stop() {
+                std::thread::sleep(ms(5));
+            }
+            if ctx.thread == 0 {
+                std::thread::sleep(ms(5500));
+            }
+            ctx.add_progress(1);
+        }
+    }
+    let _g = serial();
+    let plan = plan_cycling(2);
+    let r = engine::run(&plan, &RunSpec::new(Duration::ZERO, ms(100)), &Slow).unwrap();
+    assert!(r.stop_latency_ns >= 5_000_000_000, "{}", r.stop_latency_ns);
+    assert_eq!(r.threads.len(), 2);
+    assert!(!r.interrupted);
+}

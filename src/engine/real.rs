@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 /// Longest the coordinator sleeps before looking at the Ctrl-C flag again.
 const POLL: Duration = Duration::from_millis(20);
+/// How long after the stop flag the coordinator waits quietly for the workers.
+const STOP_WARN_AFTER: Duration = Duration::from_secs(5);
 
 /// Runs workloads for real. See [`run_observed`].
 #[derive(Debug, Default, Clone, Copy)]
@@ -369,8 +371,19 @@ impl Coordinator<'_> {
         sh.phase.store(Phase::Stopping.as_u8(), Ordering::SeqCst);
         let stop_at = Instant::now();
         sh.stop.store(true, Ordering::SeqCst);
-        // Workers return on their own; measure how long that takes from here.
-        sh.gate.wait_all_done(n);
+        // Workers return on their own; measure how long that takes from here. A worker
+        // stuck in a call that cannot see the stop flag (an insert waiting on a database
+        // lock) would leave the run hanging without a word, so say so after a while.
+        if !sh.gate.wait_all_done_within(n, STOP_WARN_AFTER) {
+            let left = n.saturating_sub(sh.gate.done.load(Ordering::SeqCst) as usize);
+            eprintln!(
+                "smtlab: {left} of {n} threads still running {} s after the run ended; a thread \
+                 may be blocked in a call that does not see the stop (e.g. a database lock \
+                 wait). Still waiting; Ctrl-C twice quits.",
+                STOP_WARN_AFTER.as_secs()
+            );
+            sh.gate.wait_all_done(n);
+        }
         t.stop_latency_ns = nanos(stop_at.elapsed());
         Ok(t)
     }
@@ -459,6 +472,22 @@ impl Gate {
     /// Coordinator: wait until `n` workers finished (or the gate was aborted).
     fn wait_all_done(&self, n: usize) {
         self.wait_for(&self.done, n);
+    }
+
+    /// [`Gate::wait_all_done`], giving up after `limit`; false when workers are still
+    /// running then.
+    fn wait_all_done_within(&self, n: usize, limit: Duration) -> bool {
+        let t0 = Instant::now();
+        loop {
+            let v = self.done.load(Ordering::SeqCst);
+            if v as usize >= n || self.aborted.load(Ordering::SeqCst) {
+                return true;
+            }
+            if t0.elapsed() >= limit {
+                return false;
+            }
+            futex_wait(&self.done, v, POLL);
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! Ctrl-C (SIGINT) and SIGTERM as a flag that long-running loops poll.
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP as a flag that long-running loops poll.
 //!
 //! The handler only stores to an atomic (async-signal-safe); the code that changed the
 //! machine — pinned backends, a managed database cluster, burner processes — notices the
@@ -22,12 +22,15 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Installs the handler for SIGINT and SIGTERM. Idempotent.
+/// Installs the handler for SIGINT, SIGTERM and SIGHUP. Idempotent.
 pub fn install() {
     // SAFETY: the handler only touches atomics.
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        // A closed terminal (ssh dropped) ends the run the same way, so the managed
+        // cluster, pinned backends and burners are undone rather than left behind.
+        libc::signal(libc::SIGHUP, on_signal as *const () as libc::sighandler_t);
     }
 }
 

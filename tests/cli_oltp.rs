@@ -429,6 +429,21 @@ fn sigint_mid_run_stops_and_removes_the_cluster() {
 }
 
 #[test]
+fn sighup_mid_run_stops_and_removes_the_cluster() {
+    if !have_postgres() {
+        return;
+    }
+    // A dropped ssh session: handled like Ctrl-C.
+    let (mut child, dir, pm, reader) = start_long_managed_run("60");
+    // SAFETY: kill with a valid pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let status = wait_with_timeout(&mut child, Duration::from_secs(30));
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert_cluster_gone(&dir, Some(pm));
+}
+
+#[test]
 fn sigkill_mid_run_takes_the_server_down_and_the_next_start_removes_the_directory() {
     if !have_postgres() {
         return;

@@ -170,37 +170,78 @@ pub struct ManagedCluster {
     dir: PathBuf,
     /// The postmaster, our child (None until started, or when it failed to start).
     server: Option<std::process::Child>,
+    /// [`OWNER_LOCK`], locked while this cluster exists (None only while being created).
+    owner: Option<std::fs::File>,
     stopped: bool,
 }
 
-/// Settings appended to `postgresql.conf`. The cluster is tuned for a short benchmark
-/// without changing what is measured: `fsync` and `full_page_writes` stay on (only
-/// `synchronous_commit` follows `--durability`), checkpoints are pushed past the run, and
-/// autovacuum is off because every run starts from a fresh table.
-fn settings(dir: &Path, durability: Durability, max_connections: usize) -> String {
-    format!(
-        "\n# smtlab managed cluster\n\
-         listen_addresses = ''\n\
-         unix_socket_directories = '{}'\n\
-         port = 5432\n\
-         max_connections = {max_connections}\n\
-         shared_buffers = 256MB\n\
-         max_wal_size = 8GB\n\
-         min_wal_size = 1GB\n\
-         checkpoint_timeout = 30min\n\
-         wal_buffers = 16MB\n\
-         synchronous_commit = {}\n\
-         fsync = on\n\
-         autovacuum = off\n\
-         huge_pages = off\n\
-         logging_collector = off\n\
-         log_min_messages = warning\n",
-        dir.display(),
-        match durability {
-            Durability::Full => "on",
-            Durability::Delayed => "off",
-        }
-    )
+/// Server settings, passed as `-c name=value` on the postmaster's command line (so no file
+/// in the postgres-owned data directory is written by a possibly-root smtlab). The cluster
+/// is tuned for a short benchmark without changing what is measured: `fsync` and
+/// `full_page_writes` stay on (only `synchronous_commit` follows `--durability`),
+/// checkpoints are pushed past the run, and autovacuum is off because every run starts
+/// from a fresh table.
+fn settings(dir: &Path, durability: Durability, max_connections: usize) -> Vec<String> {
+    [
+        ("listen_addresses", String::new()),
+        ("unix_socket_directories", dir.display().to_string()),
+        ("port", "5432".into()),
+        ("max_connections", max_connections.to_string()),
+        ("shared_buffers", "256MB".into()),
+        ("max_wal_size", "8GB".into()),
+        ("min_wal_size", "1GB".into()),
+        ("checkpoint_timeout", "30min".into()),
+        ("wal_buffers", "16MB".into()),
+        (
+            "synchronous_commit",
+            match durability {
+                Durability::Full => "on",
+                Durability::Delayed => "off",
+            }
+            .into(),
+        ),
+        ("fsync", "on".into()),
+        ("autovacuum", "off".into()),
+        ("huge_pages", "off".into()),
+        ("logging_collector", "off".into()),
+        ("log_min_messages", "warning".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| format!("{k}={v}"))
+    .collect()
+}
+
+/// The file whose `flock` marks a cluster directory as in use: held by the smtlab that
+/// created it for the cluster's lifetime, released by the kernel however that smtlab ends.
+const OWNER_LOCK: &str = "owner.lock";
+
+/// Opens `path` for appending without following a symlink: the directory belongs to the
+/// postgres user, who must not be able to point a root smtlab at another file.
+fn open_nofollow(path: &Path, create: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(create)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// The last `n` lines of a server log (empty when unreadable).
+fn log_tail(path: &Path, n: usize) -> String {
+    let mut text = String::new();
+    if let Ok(mut f) = open_nofollow(path, false) {
+        let _ = std::io::Read::read_to_string(&mut f, &mut text);
+    }
+    let tail: Vec<&str> = text.lines().rev().take(n).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
+/// Takes `file`'s exclusive `flock` without waiting; false when another process holds it.
+fn try_lock(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a valid open descriptor.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
 impl ManagedCluster {
@@ -224,43 +265,64 @@ impl ManagedCluster {
                 d.display()
             );
         }
-        let dir = base.join(format!(
-            "smtlab-pg-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&dir)
-            .with_context(|| format!("creating the cluster directory `{}`", dir.display()))?;
+        // A killed smtlab's directory can carry our pid (pids repeat, in containers
+        // especially): take the next number.
+        let dir = loop {
+            let d = base.join(format!(
+                "smtlab-pg-{}-{}",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            match std::fs::create_dir(&d) {
+                Ok(()) => break d,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("creating the cluster directory `{}`", d.display())
+                    });
+                }
+            }
+        };
         // From here on, Drop removes whatever exists.
         let mut c = ManagedCluster {
             bin,
             run_as,
             dir,
             server: None,
+            owner: None,
             stopped: false,
         };
-        std::fs::set_permissions(&c.dir, std::fs::Permissions::from_mode(0o700))?;
+        let owner = std::fs::File::create(c.dir.join(OWNER_LOCK))
+            .with_context(|| format!("creating `{OWNER_LOCK}` in `{}`", c.dir.display()))?;
+        if !try_lock(&owner) {
+            bail!("`{}` is locked by another process", c.dir.display());
+        }
+        c.owner = Some(owner);
+        std::fs::set_permissions(&c.dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("restricting `{}` to its owner", c.dir.display()))?;
+        // The log exists before the directory changes hands, so it is not the postgres
+        // user's to replace.
+        drop(open_nofollow(&c.log_path(), true).context("creating server.log")?);
         if let Some(u) = c.run_as {
-            std::os::unix::fs::chown(&c.dir, Some(u.uid), Some(u.gid))
-                .with_context(|| format!("giving `{}` to the postgres user", c.dir.display()))?;
+            for p in [c.log_path(), c.dir.clone()] {
+                std::os::unix::fs::chown(&p, Some(u.uid), Some(u.gid))
+                    .with_context(|| format!("giving `{}` to the postgres user", p.display()))?;
+            }
         }
         crate::interrupt::check()?;
         let data = c.data_dir();
-        let out = c
-            .tool("initdb")
+        let mut initdb = c.tool("initdb");
+        initdb
             .arg("-D")
             .arg(&data)
             .args(["-U", SUPERUSER, "--auth=trust", "--encoding=UTF8"])
-            .args(["--locale=C", "--no-sync"])
-            .output()
-            .context("running initdb")?;
+            .args(["--locale=C", "--no-sync"]);
+        crate::interrupt::die_with_us(&mut initdb, libc::SIGKILL);
+        let out = initdb.output().map_err(|e| c.spawn_error("initdb", e))?;
         check_tool("initdb", &out, &c.dir, c.run_as.is_some())?;
         crate::interrupt::check()?;
-        let conf = data.join("postgresql.conf");
-        let mut text = std::fs::read_to_string(&conf).context("reading postgresql.conf")?;
-        text.push_str(&settings(&c.dir, durability, (clients * 2 + 10).max(100)));
-        std::fs::write(&conf, text).context("writing postgresql.conf")?;
-        c.start_server(&data)?;
+        let settings = settings(&c.dir, durability, (clients * 2 + 10).max(100));
+        c.start_server(&data, &settings)?;
         crate::interrupt::check()?;
         Ok(c)
     }
@@ -296,21 +358,19 @@ impl ManagedCluster {
 
     /// Starts the postmaster as our child and waits until it accepts connections (what
     /// `pg_ctl -w start` waits for: `ready` in `postmaster.pid`), up to 60 s.
-    fn start_server(&mut self, data: &Path) -> Result<()> {
-        let log_path = self.dir.join("server.log");
-        let log = std::fs::File::create(&log_path).context("creating server.log")?;
-        if let Some(u) = self.run_as {
-            std::os::unix::fs::chown(&log_path, Some(u.uid), Some(u.gid))
-                .context("giving server.log to the postgres user")?;
-        }
+    fn start_server(&mut self, data: &Path, settings: &[String]) -> Result<()> {
+        let log_path = self.log_path();
+        let log = open_nofollow(&log_path, false).context("opening server.log")?;
         let mut cmd = self.tool("postgres");
-        cmd.arg("-D")
-            .arg(data)
-            .stdout(log.try_clone().context("server.log")?)
+        cmd.arg("-D").arg(data);
+        for s in settings {
+            cmd.arg("-c").arg(s);
+        }
+        cmd.stdout(log.try_clone().context("server.log")?)
             .stderr(log);
         // SIGKILL of smtlab then still takes the server down (immediate shutdown).
         crate::interrupt::die_with_us(&mut cmd, libc::SIGQUIT);
-        self.server = Some(cmd.spawn().context("starting postgres")?);
+        self.server = Some(cmd.spawn().map_err(|e| self.spawn_error("postgres", e))?);
         let t0 = std::time::Instant::now();
         let pid_file = data.join("postmaster.pid");
         loop {
@@ -320,12 +380,9 @@ impl ManagedCluster {
                 .and_then(|c| c.try_wait().ok().flatten())
             {
                 self.server = None;
-                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(8).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
                 bail!(
                     "postgres exited while starting ({status}); server log:\n{}",
-                    tail.join("\n")
+                    log_tail(&log_path, 8)
                 );
             }
             if server_ready(&pid_file) {
@@ -333,13 +390,33 @@ impl ManagedCluster {
             }
             crate::interrupt::check()?;
             if t0.elapsed() > Duration::from_secs(60) {
+                // The directory goes with this error, so the log's end goes into it.
                 bail!(
-                    "postgres did not accept connections within 60 s; see `{}`",
-                    log_path.display()
+                    "postgres did not accept connections within 60 s; server log:\n{}",
+                    log_tail(&log_path, 8)
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+
+    /// A failure to start a PostgreSQL tool at all; as another user, most often because
+    /// that user cannot reach the directory or the binaries.
+    fn spawn_error(&self, name: &str, e: std::io::Error) -> anyhow::Error {
+        let mut msg = format!("starting {name}: {e}");
+        if self.run_as.is_some() {
+            msg.push_str(&format!(
+                "\nhint: the cluster runs as the postgres user, which must be able to reach `{}` \
+                 and `{}`; set TMPDIR to a directory every user can traverse (e.g. /tmp)",
+                self.dir.display(),
+                self.bin.bindir.display()
+            ));
+        }
+        anyhow!(msg)
     }
 
     /// A PostgreSQL tool, run as the cluster's user, in its own process group, with the
@@ -427,11 +504,17 @@ fn process_exists(pid: i32) -> bool {
             || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }
 
-/// Removes every `base/smtlab-pg-PID-N` whose smtlab process PID no longer exists (killed
-/// with SIGKILL, so its `Drop` never ran), first stopping a postmaster still running from
-/// it (one started by an older smtlab through `pg_ctl`, which outlives us). Returns the
-/// directories removed. A directory whose PID exists is left alone even if the number was
-/// reused: a live smtlab's cluster is never touched.
+/// Removes every `base/smtlab-pg-PID-N` left by an smtlab that is gone (SIGKILLed, so
+/// its `Drop` never ran), first stopping a postmaster still running from it (one started
+/// by an older smtlab through `pg_ctl`, which outlived it). Returns the directories
+/// removed.
+///
+/// A directory is in use while its [`OWNER_LOCK`] is locked: the kernel releases the lock
+/// with its owner, however that ends, and sees it across pid namespaces (a `/tmp` shared
+/// with a container, where the owner's pid means nothing here). Without the lock held, it
+/// is stale when its pid is gone, or when it is over a minute old (the pid was reused).
+/// Directories without a lock file (an older smtlab's, or one being created this instant)
+/// go by the pid alone.
 pub fn remove_stale_clusters(base: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(base) else {
         return Vec::new();
@@ -447,14 +530,36 @@ pub fn remove_stale_clusters(base: &Path) -> Vec<PathBuf> {
         else {
             continue;
         };
-        if process_exists(owner) || !e.file_type().is_ok_and(|t| t.is_dir()) {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         let dir = e.path();
+        let owner_alive = process_exists(owner);
+        // Held until the directory is gone, so two sweeping smtlabs do not race.
+        let lock = match std::fs::File::open(dir.join(OWNER_LOCK)) {
+            Ok(f) => {
+                if !try_lock(&f) {
+                    continue; // in use
+                }
+                let old = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > Duration::from_secs(60));
+                if owner_alive && !old {
+                    continue; // being set up by a live smtlab
+                }
+                Some(f)
+            }
+            Err(_) if owner_alive => continue,
+            Err(_) => None,
+        };
         stop_stale_postmaster(&dir);
         if std::fs::remove_dir_all(&dir).is_ok() {
             removed.push(dir);
         }
+        drop(lock);
     }
     removed
 }
@@ -469,14 +574,22 @@ fn stop_stale_postmaster(dir: &Path) {
     else {
         return;
     };
+    // `-D DIR/data` as a whole argument (NUL-separated), so `smtlab-pg-1-1` does not match
+    // `smtlab-pg-1-10`.
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let needle = dir.as_os_str().as_encoded_bytes();
-    if !cmdline.windows(needle.len()).any(|w| w == needle) {
+    let mut needle = dir.join("data").into_os_string().into_encoded_bytes();
+    needle.push(0);
+    if !cmdline
+        .split_inclusive(|&b| b == 0)
+        .any(|arg| arg == needle)
+    {
         return;
     }
     for sig in [libc::SIGQUIT, libc::SIGKILL] {
         // SAFETY: kill has no memory-safety preconditions; pid is checked above.
-        unsafe { libc::kill(pid, sig) };
+        if unsafe { libc::kill(pid, sig) } != 0 {
+            return; // gone, or not ours to signal: waiting would not help
+        }
         for _ in 0..100 {
             if !process_exists(pid) {
                 return;
@@ -537,6 +650,48 @@ mod tests {
         }
         assert!(process_exists(live as i32), "our own pid was not signalled");
         assert!(remove_stale_clusters(&base.path().join("missing")).is_empty());
+    }
+
+    #[test]
+    fn the_owner_lock_decides_across_pid_namespaces_and_pid_reuse() {
+        let base = tempfile::tempdir().unwrap();
+        let mut c = Command::new("true").spawn().unwrap();
+        let dead = c.id();
+        c.wait().unwrap();
+        let live = std::process::id();
+        let mk = |name: &str| {
+            let d = base.path().join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            let f = std::fs::File::create(d.join(OWNER_LOCK)).unwrap();
+            (d, f)
+        };
+        // Held, though its pid is not visible here (another pid namespace): in use.
+        let (held, f) = mk(&format!("smtlab-pg-{dead}-0"));
+        assert!(try_lock(&f));
+        // Not held, pid ours (reused), an hour old: stale.
+        let (reused, _) = mk(&format!("smtlab-pg-{live}-1"));
+        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::open(&reused)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        // Not held, pid alive, just made: a live smtlab between mkdir and flock.
+        let (fresh, _) = mk(&format!("smtlab-pg-{live}-2"));
+        let removed = remove_stale_clusters(base.path());
+        assert_eq!(removed, vec![reused.clone()]);
+        assert!(held.exists() && fresh.exists() && !reused.exists());
+        drop(f);
+        // Released (its owner died): now stale.
+        assert_eq!(remove_stale_clusters(base.path()), vec![held]);
+    }
+
+    #[test]
+    fn settings_go_on_the_command_line_as_name_value_pairs() {
+        let s = settings(Path::new("/tmp/x"), Durability::Delayed, 100);
+        assert!(s.contains(&"listen_addresses=".to_string()), "{s:?}");
+        assert!(s.contains(&"unix_socket_directories=/tmp/x".to_string()));
+        assert!(s.contains(&"synchronous_commit=off".to_string()));
+        assert!(s.iter().all(|kv| kv.split_once('=').is_some()));
     }
 
     #[test]

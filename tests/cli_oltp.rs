@@ -414,14 +414,14 @@ fn wait_with_timeout(child: &mut std::process::Child, limit: Duration) -> std::p
     }
 }
 
-#[test]
-fn sigint_mid_run_stops_and_removes_the_cluster() {
+/// Sends `signal` to a running managed oltp and checks it exits 130 with the cluster gone.
+fn signal_mid_run_stops_and_removes_the_cluster(signal: libc::c_int) {
     if !have_postgres() {
         return;
     }
     let (mut child, dir, pm, reader) = start_long_managed_run("60");
     // SAFETY: kill with a valid pid of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, signal) };
     let status = wait_with_timeout(&mut child, Duration::from_secs(30));
     let err = reader.join().unwrap();
     assert_eq!(status.code(), Some(130), "{err}");
@@ -429,18 +429,14 @@ fn sigint_mid_run_stops_and_removes_the_cluster() {
 }
 
 #[test]
+fn sigint_mid_run_stops_and_removes_the_cluster() {
+    signal_mid_run_stops_and_removes_the_cluster(libc::SIGINT);
+}
+
+/// A dropped ssh session: handled like Ctrl-C.
+#[test]
 fn sighup_mid_run_stops_and_removes_the_cluster() {
-    if !have_postgres() {
-        return;
-    }
-    // A dropped ssh session: handled like Ctrl-C.
-    let (mut child, dir, pm, reader) = start_long_managed_run("60");
-    // SAFETY: kill with a valid pid of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
-    let status = wait_with_timeout(&mut child, Duration::from_secs(30));
-    let err = reader.join().unwrap();
-    assert_eq!(status.code(), Some(130), "{err}");
-    assert_cluster_gone(&dir, Some(pm));
+    signal_mid_run_stops_and_removes_the_cluster(libc::SIGHUP);
 }
 
 #[test]

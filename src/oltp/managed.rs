@@ -622,14 +622,18 @@ fn check_tool(name: &str, out: &Output, dir: &Path, as_other_user: bool) -> Resu
 mod tests {
     use super::*;
 
+    /// A pid that existed and is gone: a child we started and reaped.
+    fn dead_pid() -> u32 {
+        let mut c = Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        pid
+    }
+
     #[test]
     fn stale_clusters_of_dead_smtlabs_are_removed_and_live_ones_kept() {
         let base = tempfile::tempdir().unwrap();
-        // A pid that existed and is gone: a child we started and reaped.
-        let mut c = Command::new("true").spawn().unwrap();
-        let dead = c.id();
-        c.wait().unwrap();
-        let live = std::process::id();
+        let (dead, live) = (dead_pid(), std::process::id());
         let mk = |name: &str| {
             let d = base.path().join(name);
             std::fs::create_dir_all(d.join("data")).unwrap();
@@ -655,10 +659,7 @@ mod tests {
     #[test]
     fn the_owner_lock_decides_across_pid_namespaces_and_pid_reuse() {
         let base = tempfile::tempdir().unwrap();
-        let mut c = Command::new("true").spawn().unwrap();
-        let dead = c.id();
-        c.wait().unwrap();
-        let live = std::process::id();
+        let (dead, live) = (dead_pid(), std::process::id());
         let mk = |name: &str| {
             let d = base.path().join(name);
             std::fs::create_dir_all(&d).unwrap();

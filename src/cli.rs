@@ -752,10 +752,12 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
             (None, None) => None,
         })
     };
-    let stats: crate::locks::StatsMode = a
-        .lock_stats
-        .parse()
-        .map_err(|e| bad(format!("--lock-stats: {e}")))?;
+    let stats: crate::locks::StatsMode = a.lock_stats.parse().map_err(|_| {
+        bad(format!(
+            "--lock-stats: unknown mode `{}`; expected off or counters",
+            a.lock_stats.trim()
+        ))
+    })?;
     if !matches!(
         stats,
         crate::locks::StatsMode::Off | crate::locks::StatsMode::Counters

@@ -84,26 +84,30 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     match cfg.budget {
         Some(budget) if full > budget => {
             let usable = cpus.clone();
-            let scaled = (spec.samples as f64 * budget.as_secs_f64() / full.as_secs_f64()) as usize;
-            spec.samples = scaled.clamp(c2c::MIN_BUDGET_SAMPLES.min(spec.samples), spec.samples);
-            let per_pair = c2c::estimate(1, &spec).as_secs_f64();
-            let max_pairs = (budget.as_secs_f64() / per_pair).max(1.0) as usize;
-            if pairs(&cpus) > max_pairs {
-                cpus = c2c::fit_prefix(&c2c::budget_order(&topo, &usable), max_pairs);
-            }
+            let fit = c2c::fit_budget(&c2c::budget_order(&topo, &usable), &spec, budget);
+            spec = fit.spec;
+            cpus = fit.cpus;
             let left_out = usable.difference(&cpus);
             eprintln!(
-                "c2c: --budget {}: {} samples per pair{}; about {}",
+                "c2c: --budget {}: {} samples per pair{}; about {}{}",
                 render::wall(budget),
                 spec.samples,
                 if left_out.is_empty() {
                     String::new()
                 } else {
                     format!(
-                        ", CPUs {cpus} (the first core's siblings, then one CPU per core in spread order; left out: {left_out})"
+                        ", CPUs {cpus} (two siblings of one core, then one CPU per core in spread order; left out: {left_out})"
                     )
                 },
-                render::wall(c2c::estimate(pairs(&cpus), &spec))
+                render::wall(c2c::estimate(pairs(&cpus), &spec)),
+                if fit.over {
+                    format!(
+                        ", over the budget: {} samples over 2 CPUs is the least c2c measures",
+                        c2c::MIN_BUDGET_SAMPLES
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         None if full > std::time::Duration::from_secs(60) => eprintln!(

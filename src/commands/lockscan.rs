@@ -194,8 +194,19 @@ pub fn human(r: &LockscanReport) -> String {
             o.push_str(&format!(", {} handoffs/s", si(h)));
         }
         if let (Some(sh), Some(l)) = (s.handoffs_share_of_ceiling, s.c2c_latency_ns) {
+            // Several classes: say what the handoff-weighted latency was made of.
+            let classes = if s.c2c_latency_by_proximity.len() > 1 {
+                let v: Vec<String> = s
+                    .c2c_latency_by_proximity
+                    .iter()
+                    .map(|(p, l)| format!("{} {l:.0}", p.label()))
+                    .collect();
+                format!(", weighted by handoffs over {} ns", v.join(", "))
+            } else {
+                String::new()
+            };
             o.push_str(&format!(
-                " ({:.1}% of the {} ceiling at {l:.0} ns c2c)",
+                " ({:.1}% of the {} ceiling at {l:.0} ns c2c{classes})",
                 sh * 100.0,
                 si(1e9 / l)
             ));

@@ -390,13 +390,17 @@ pub struct ScenarioResult {
     /// Median acquisition rate of lock threads not sharing a core with a scanner ÷ the
     /// same threads in the baseline scenario (cross-core interference); None without one.
     pub cross_core_vs_baseline: Option<Ci>,
-    /// One-way cache-line latency between this scenario's first two lock CPUs (c2c
-    /// ping-pong just before the median run), ns; None with one lock CPU or a synthetic
-    /// run.
+    /// One-way cache-line latency the median run's handoffs met, ns: the latencies of
+    /// `c2c_latency_by_proximity` weighted by the handoffs between CPUs of each class
+    /// ([`handoff_latency_ns`]); None with one lock CPU or a synthetic run.
     #[serde(default)]
     pub c2c_latency_ns: Option<f64>,
-    /// Handoffs per second as a share of the cache-line ceiling 1/`c2c_latency_ns` (k = 1);
-    /// None when either is unknown.
+    /// c2c latency of one pair of lock CPUs per proximity class, measured just before the
+    /// median run, ns.
+    #[serde(default)]
+    pub c2c_latency_by_proximity: Vec<(Proximity, f64)>,
+    /// Handoffs per second as a share of the cache-line ceiling 1/`c2c_latency_ns` (k = 1):
+    /// the share of the run's time the lock line spent moving. None when either is unknown.
     pub handoffs_share_of_ceiling: Option<f64>,
     /// Pinning held in every run.
     pub pinning_ok: bool,
@@ -465,10 +469,7 @@ pub fn run(
             let plan = s.plan();
             // The handoff ceiling, measured just before the run: a hypervisor's host moves
             // the vCPUs between runs (c2c here spanned 11–112 ns within minutes).
-            let ceiling_ns = match s.lock_cpus[..] {
-                [a, b, ..] => engine.cache_line_latency_ns(a, b),
-                _ => None,
-            };
+            let latencies = class_latencies(engine, topo, &s.lock_cpus);
             let mut prev_spins = vec![0u64; s.lock_cpus.len()];
             let r = engine.run_observed(&plan, &cfg.spec, &w, &mut |sample| {
                 let now = w.live_spins();
@@ -485,7 +486,7 @@ pub fn run(
             runs[ti].push(Run {
                 result: r,
                 stats: st,
-                ceiling_ns,
+                latencies,
             });
             if stop {
                 interrupted = true;
@@ -528,7 +529,7 @@ pub fn run(
         let why = if topo.machine.hypervisor {
             "the line moved faster during the run than just before it, as when a host moves vCPUs onto SMT siblings of one core"
         } else {
-            "the ceiling is the latency between the first two lock CPUs only, and handoffs between closer CPUs (one core, one L3) are faster"
+            "the ceiling comes from one pair of CPUs per proximity class, and other pairs of a class can be faster"
         };
         notes.push(format!(
             "handoffs above the c2c ceiling measured just before the run ({}): {why}",
@@ -569,8 +570,49 @@ struct Run {
     result: RunResult,
     /// Each lock thread's lock stats.
     stats: Vec<ThreadStats>,
-    /// One-way c2c latency between the first two lock CPUs just before the run, ns.
-    ceiling_ns: Option<f64>,
+    /// One-way c2c latency per proximity class among the lock CPUs, just before the run.
+    latencies: Vec<(Proximity, f64)>,
+}
+
+/// One c2c latency per proximity class among `cpus` (the first pair of each class in
+/// their order; at most four measurements of ≈ 10 ms), now. Empty on the fake engine.
+fn class_latencies(engine: &dyn Engine, topo: &Topology, cpus: &[u32]) -> Vec<(Proximity, f64)> {
+    let mut tried: Vec<Proximity> = vec![Proximity::SameCpu];
+    let mut out = Vec::new();
+    for (i, &a) in cpus.iter().enumerate() {
+        for &b in &cpus[i + 1..] {
+            let p = topo.proximity(a, b);
+            if tried.contains(&p) {
+                continue;
+            }
+            tried.push(p);
+            if let Some(l) = engine.cache_line_latency_ns(a, b) {
+                out.push((p, l));
+            }
+        }
+    }
+    out
+}
+
+/// The one-way latency a run's handoffs met on average: each class's latency weighted by
+/// the handoffs between CPUs of that class. A run whose handoffs all stayed on one CPU
+/// (time-sharing threads: no line moves) or had none gets the nearest class measured.
+pub fn handoff_latency_ns(
+    handoffs: &[(Proximity, u64)],
+    latencies: &[(Proximity, f64)],
+) -> Option<f64> {
+    let (mut ns, mut n) = (0.0, 0u64);
+    for (p, h) in handoffs {
+        if let Some((_, l)) = latencies.iter().find(|(q, _)| q == p) {
+            ns += *h as f64 * l;
+            n += h;
+        }
+    }
+    if n > 0 {
+        Some(ns / n as f64)
+    } else {
+        latencies.iter().min_by_key(|(p, _)| *p).map(|(_, l)| *l)
+    }
 }
 
 /// Per-run acquisition rate of each lock thread.
@@ -718,8 +760,19 @@ fn summarise(
     let handoffs: u64 = ms.iter().map(|t| t.counts.handoffs).sum();
     let secs = mr.measured_ns.max(1) as f64 / 1e9;
     let handoffs_per_sec = counted.then(|| handoffs as f64 / secs);
-    // The median run's handoffs against the ceiling measured just before that run.
-    let c2c_latency_ns = runs[mid].ceiling_ns;
+    // The median run's handoffs against the latencies measured just before that run.
+    let mut by_class: Vec<(Proximity, u64)> = Vec::new();
+    for (p, h) in rows
+        .iter()
+        .filter_map(|r| r.handoffs_by_proximity.as_ref())
+        .flatten()
+    {
+        match by_class.iter_mut().find(|(q, _)| q == p) {
+            Some((_, n)) => *n += h,
+            None => by_class.push((*p, *h)),
+        }
+    }
+    let c2c_latency_ns = handoff_latency_ns(&by_class, &runs[mid].latencies);
     ScenarioResult {
         scenario: s.clone(),
         lock: kind,
@@ -730,6 +783,7 @@ fn summarise(
         max_min_ratio: stats::max_min_ratio(&med_rates),
         handoffs_per_sec,
         c2c_latency_ns,
+        c2c_latency_by_proximity: runs[mid].latencies.clone(),
         handoffs_share_of_ceiling: handoffs_per_sec
             .zip(c2c_latency_ns)
             .map(|(h, l)| crate::experiments::c2c::share_of_ceiling(h, l)),
@@ -808,6 +862,22 @@ fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handoff_latency_weights_each_class_by_its_handoffs() {
+        use Proximity::*;
+        let lat = [(SmtSibling, 10.0), (SameL3, 40.0), (OtherPackage, 130.0)];
+        // 3 sibling handoffs at 10 ns and 1 cross-package one at 130: (30 + 130) / 4.
+        let h = [(SmtSibling, 3), (OtherPackage, 1)];
+        assert_eq!(handoff_latency_ns(&h, &lat), Some(40.0));
+        // Handoffs between threads time-sharing one CPU move no line: not weighted.
+        let h = [(SameCpu, 1000), (SameL3, 10)];
+        assert_eq!(handoff_latency_ns(&h, &lat), Some(40.0));
+        // None at all: the nearest class measured.
+        assert_eq!(handoff_latency_ns(&[], &lat), Some(10.0));
+        assert_eq!(handoff_latency_ns(&[(SameCpu, 5)], &lat[1..]), Some(40.0));
+        assert_eq!(handoff_latency_ns(&[(SameL3, 5)], &[]), None);
+    }
 
     #[test]
     fn seed_default_layout_scans_the_lowest_cpu() {

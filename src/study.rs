@@ -763,7 +763,10 @@ fn run_phase(
                 samples: sz.c2c.samples,
                 round_trips: sz.c2c.round_trips,
                 cpus_left_out: sz.c2c_left_out.to_string(),
-                result: r,
+                result: c2c::C2c {
+                    left_out: sz.c2c_left_out.clone(),
+                    ..r
+                },
             });
             Ok(Outcome::interrupted_if(stopped))
         }

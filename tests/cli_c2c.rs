@@ -122,5 +122,10 @@ fn a_budget_takes_fewer_samples_first() {
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["samples"], 31);
+    assert_eq!(
+        v["left_out"],
+        serde_json::json!([]),
+        "two CPUs given, none left out"
+    );
     assert_eq!(v["pairs"].as_array().unwrap().len(), 1);
 }

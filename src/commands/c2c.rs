@@ -79,6 +79,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         round_trips: cfg.round_trips,
     };
     let mut cpus = cpus;
+    let mut left_out = CpuSet::new();
     let pairs = |c: &CpuSet| c.len() * c.len().saturating_sub(1) / 2;
     let full = c2c::estimate(pairs(&cpus), &spec);
     match cfg.budget {
@@ -87,7 +88,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             let fit = c2c::fit_budget(&c2c::budget_order(&topo, &usable), &spec, budget);
             spec = fit.spec;
             cpus = fit.cpus;
-            let left_out = usable.difference(&cpus);
+            left_out = usable.difference(&cpus);
             eprintln!(
                 "c2c: --budget {}: {} samples per pair{}; about {}{}",
                 render::wall(budget),
@@ -136,6 +137,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             }
         }
     })?;
+    let r = C2c { left_out, ..r };
     if cfg.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
     } else {
@@ -152,9 +154,16 @@ pub fn render_text(r: &C2c, hypervisor: bool) -> String {
     let mut s = String::new();
     s.push_str("Cache-line handoff latency, one way (CAS ping-pong, round trip / 2), median ns\n");
     s.push_str(&format!(
-        "{} samples × {} round trips per pair; first sample discarded\n\n",
+        "{} samples × {} round trips per pair; first sample discarded\n",
         r.samples, r.round_trips
     ));
+    if !r.left_out.is_empty() {
+        s.push_str(&format!(
+            "CPUs {} measured; left out to fit the budget: {}\n",
+            r.cpus, r.left_out
+        ));
+    }
+    s.push('\n');
     let list = r.cpus.to_vec();
     let small = list.len() <= 8;
     let mut rows = vec![

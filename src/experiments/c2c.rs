@@ -202,6 +202,9 @@ pub struct C2c {
     pub classes: Vec<ClassSummary>,
     /// Ctrl-C stopped the measurement; `pairs` holds what finished.
     pub interrupted: bool,
+    /// Usable CPUs a `--budget` left out (empty when none were).
+    #[serde(default)]
+    pub left_out: CpuSet,
 }
 
 impl C2c {
@@ -263,6 +266,7 @@ impl C2c {
             matrix_ns: matrix,
             classes,
             interrupted,
+            left_out: CpuSet::new(),
         }
     }
 

@@ -166,9 +166,11 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
         (ms(30), Duration::from_secs(1)),
     );
     let l_spec = RunSpec::new(l_warm, l_measure);
+    // Before each run lockscan measures one pair per proximity class (at most four).
+    let l_ceiling = c2c::estimate(4, &PingPongSpec::CEILING);
     estimates.push((
         PhaseName::Lockscan,
-        (l_warm + l_measure + RUN_OVERHEAD) * runs,
+        (l_warm + l_measure + RUN_OVERHEAD + l_ceiling) * runs,
     ));
     let lock_cfg = lockscan::Config {
         layout: Layout::Sweep,

@@ -40,6 +40,15 @@ impl Default for PingPongSpec {
     }
 }
 
+impl PingPongSpec {
+    /// The short measurement an experiment takes just before a run for its handoff
+    /// ceiling ([`crate::engine::Engine::cache_line_latency_ns`]): about 10 ms.
+    pub const CEILING: PingPongSpec = PingPongSpec {
+        samples: 21,
+        round_trips: 500,
+    };
+}
+
 /// Ping-pongs one cache line between CPUs `a` (ping, timing) and `b` (pong) and returns
 /// the one-way latency of each kept sample, ns. Returns fewer samples when Ctrl-C arrives
 /// (check [`crate::interrupt::requested`]).

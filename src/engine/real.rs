@@ -42,11 +42,7 @@ impl Engine for RealEngine {
         if a == b {
             return None;
         }
-        let spec = super::PingPongSpec {
-            samples: 21,
-            round_trips: 500,
-        };
-        super::ping_pong(a, b, &spec)
+        super::ping_pong(a, b, &super::PingPongSpec::CEILING)
             .ok()
             .filter(|v| !v.is_empty())
             .map(|v| crate::stats::median(&v))

@@ -189,9 +189,13 @@ impl Db {
             ),
             Kind::Postgres { .. } => format!("{} at {} ({d})", self.version, self.target),
             Kind::Managed { cluster, .. } => format!(
-                "{} managed cluster in {} (Unix socket only, {d})",
+                "{} managed cluster in {} (Unix socket only, {d}{})",
                 self.version,
-                cluster.dir().display()
+                cluster.dir().display(),
+                cluster
+                    .constraint()
+                    .map(|c| format!(", {c}"))
+                    .unwrap_or_default()
             ),
         }
     }

@@ -172,6 +172,8 @@ pub struct ManagedCluster {
     server: Option<std::process::Child>,
     /// [`OWNER_LOCK`], locked while this cluster exists (None only while being created).
     owner: Option<std::fs::File>,
+    /// `max_wal_size`, MiB ([`wal_budget_mb`]).
+    max_wal_mb: u64,
     stopped: bool,
 }
 
@@ -180,16 +182,24 @@ pub struct ManagedCluster {
 /// is tuned for a short benchmark without changing what is measured: `fsync` and
 /// `full_page_writes` stay on (only `synchronous_commit` follows `--durability`),
 /// checkpoints are pushed past the run, and autovacuum is off because every run starts
-/// from a fresh table.
-fn settings(dir: &Path, durability: Durability, max_connections: usize) -> Vec<String> {
+/// from a fresh table. `max_wal_size_mb` comes from [`wal_budget_mb`].
+fn settings(
+    dir: &Path,
+    durability: Durability,
+    max_connections: usize,
+    max_wal_size_mb: u64,
+) -> Vec<String> {
     [
         ("listen_addresses", String::new()),
         ("unix_socket_directories", dir.display().to_string()),
         ("port", "5432".into()),
         ("max_connections", max_connections.to_string()),
         ("shared_buffers", "256MB".into()),
-        ("max_wal_size", "8GB".into()),
-        ("min_wal_size", "1GB".into()),
+        ("max_wal_size", format!("{max_wal_size_mb}MB")),
+        (
+            "min_wal_size",
+            format!("{}MB", (max_wal_size_mb / 8).max(32)),
+        ),
         ("checkpoint_timeout", "30min".into()),
         ("wal_buffers", "16MB".into()),
         (
@@ -209,6 +219,27 @@ fn settings(dir: &Path, durability: Durability, max_connections: usize) -> Vec<S
     .into_iter()
     .map(|(k, v)| format!("{k}={v}"))
     .collect()
+}
+
+/// WAL the cluster may keep before a checkpoint, MiB: 8 GiB keeps checkpoints out of a
+/// long run, but `$TMPDIR` is often a tmpfs (RAM), so never more than a quarter of its
+/// free space (down to 256 MiB, where checkpoints come every few seconds of inserts).
+fn wal_budget_mb(free_bytes: Option<u64>) -> u64 {
+    const MAX: u64 = 8 << 10;
+    free_bytes.map_or(MAX, |f| ((f / 4) >> 20).clamp(WAL_FLOOR_MB, MAX))
+}
+
+/// The least `max_wal_size` [`wal_budget_mb`] gives, MiB.
+const WAL_FLOOR_MB: u64 = 256;
+
+/// Free bytes for an unprivileged writer on the file system holding `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let c = CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs writes into the zeroed struct we pass; c is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0)
+        .then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 /// The file whose `flock` marks a cluster directory as in use: held by the smtlab that
@@ -290,6 +321,7 @@ impl ManagedCluster {
             dir,
             server: None,
             owner: None,
+            max_wal_mb: 0,
             stopped: false,
         };
         let owner = std::fs::File::create(c.dir.join(OWNER_LOCK))
@@ -321,7 +353,13 @@ impl ManagedCluster {
         let out = initdb.output().map_err(|e| c.spawn_error("initdb", e))?;
         check_tool("initdb", &out, &c.dir, c.run_as.is_some())?;
         crate::interrupt::check()?;
-        let settings = settings(&c.dir, durability, (clients * 2 + 10).max(100));
+        c.max_wal_mb = wal_budget_mb(free_bytes(&c.dir));
+        let settings = settings(
+            &c.dir,
+            durability,
+            (clients * 2 + 10).max(100),
+            c.max_wal_mb,
+        );
         c.start_server(&data, &settings)?;
         crate::interrupt::check()?;
         Ok(c)
@@ -340,6 +378,22 @@ impl ManagedCluster {
     /// The binaries in use.
     pub fn binaries(&self) -> &PgBinaries {
         &self.bin
+    }
+
+    /// What differs from the benchmark settings because of this machine: `max_wal_size`
+    /// below 8 GiB on a small `$TMPDIR` (checkpoints then fall inside a long run).
+    pub fn constraint(&self) -> Option<String> {
+        (self.max_wal_mb < wal_budget_mb(None)).then(|| {
+            let why = if self.max_wal_mb <= WAL_FLOOR_MB {
+                "the least it is given; $TMPDIR has little free space"
+            } else {
+                "a quarter of the free space in $TMPDIR"
+            };
+            format!(
+                "max_wal_size {} MiB ({why}): checkpoints may fall inside long runs",
+                self.max_wal_mb
+            )
+        })
     }
 
     /// A libpq-style connection string for the socket (no password: trust auth).
@@ -688,11 +742,22 @@ mod tests {
 
     #[test]
     fn settings_go_on_the_command_line_as_name_value_pairs() {
-        let s = settings(Path::new("/tmp/x"), Durability::Delayed, 100);
+        let s = settings(Path::new("/tmp/x"), Durability::Delayed, 100, 8192);
         assert!(s.contains(&"listen_addresses=".to_string()), "{s:?}");
         assert!(s.contains(&"unix_socket_directories=/tmp/x".to_string()));
         assert!(s.contains(&"synchronous_commit=off".to_string()));
         assert!(s.iter().all(|kv| kv.split_once('=').is_some()));
+        assert!(s.contains(&"max_wal_size=8192MB".to_string()));
+        assert!(s.contains(&"min_wal_size=1024MB".to_string()));
+    }
+
+    #[test]
+    fn wal_stays_within_a_quarter_of_the_free_space() {
+        assert_eq!(wal_budget_mb(None), 8192, "unknown: the benchmark setting");
+        assert_eq!(wal_budget_mb(Some(100 << 30)), 8192, "plenty of room");
+        assert_eq!(wal_budget_mb(Some(4 << 30)), 1024, "a 4 GiB tmpfs");
+        assert_eq!(wal_budget_mb(Some(100 << 20)), 256, "floor");
+        assert!(free_bytes(Path::new("/")).is_some_and(|b| b > 0));
     }
 
     #[test]

@@ -152,18 +152,18 @@ pub fn scenarios(topo: &Topology, layout: &Layout, baseline: bool) -> Result<Vec
             if smt {
                 // Lock threads on the first sibling of every core with a sibling; the
                 // scanner visits each of those cores' second sibling.
-                let lock: Vec<u32> = cores
+                // (first, second sibling) of every core with two or more.
+                let pairs: Vec<(u32, u32)> = cores
                     .iter()
-                    .filter(|c| c.len() >= 2)
-                    .map(|c| c.first().expect("non-empty"))
+                    .filter_map(|c| {
+                        let mut it = c.iter();
+                        Some((it.next()?, it.next()?))
+                    })
                     .collect();
-                for core in cores.iter().filter(|c| c.len() >= 2) {
-                    let sib = core.iter().nth(1).expect("2 siblings");
+                let lock: Vec<u32> = pairs.iter().map(|&(first, _)| first).collect();
+                for &(first, sib) in &pairs {
                     out.push(Scenario {
-                        label: format!(
-                            "scanner on {sib} (sibling of {})",
-                            core.first().expect("x")
-                        ),
+                        label: format!("scanner on {sib} (sibling of {first})"),
                         lock_cpus: lock.clone(),
                         scan_cpus: vec![sib],
                     });
@@ -171,7 +171,7 @@ pub fn scenarios(topo: &Topology, layout: &Layout, baseline: bool) -> Result<Vec
             } else {
                 // Without SMT the scanner can only share a core by time-sharing a CPU
                 // with a lock thread; every other lock thread sees it cross-core.
-                let lock: Vec<u32> = cores.iter().map(|c| c.first().expect("x")).collect();
+                let lock: Vec<u32> = cores.iter().filter_map(|c| c.first()).collect();
                 if lock.is_empty() {
                     return Err(BadInput("no usable CPU".into()).into());
                 }

@@ -555,15 +555,17 @@ fn make_step(
         .fold(CpuSet::new(), |a, t| a.union(&t.cpus));
     let all = topo.allowed();
     let pinned_workers = worker_cpus != all;
-    let on_siblings = burner_cpus.iter().any(|b| {
-        b.len() == 1
-            && worker_cpus.iter().any(|w| {
-                topo.proximity(w, b.first().expect("x")) == crate::topology::Proximity::SmtSibling
-            })
+    // A burner pinned to one CPU: that CPU.
+    let single = |b: &CpuSet| b.first().filter(|_| b.len() == 1);
+    let on_siblings = burner_cpus.iter().filter_map(single).any(|b| {
+        worker_cpus
+            .iter()
+            .any(|w| topo.proximity(w, b) == crate::topology::Proximity::SmtSibling)
     }) || (!pinned_workers && topo.threads_per_core() > 1 && burners > 0);
     let on_cpus = burner_cpus
         .iter()
-        .any(|b| b.len() == 1 && worker_cpus.contains(b.first().expect("x")));
+        .filter_map(single)
+        .any(|b| worker_cpus.contains(b));
     let runnable = cfg.workers + burners;
     let baseline = first.unwrap_or(ops_per_sec);
     // Without a reference from a non-oversubscribed run the ratio says nothing.

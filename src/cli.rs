@@ -99,12 +99,13 @@ enum Command {
         /// Round trips timed per sample.
         #[arg(long, default_value_t = 1000)]
         round_trips: usize,
-        /// Longest to spend (30s, 2m): fewer samples per pair first, then fewer CPUs (the
-        /// first core's siblings, then one CPU per core in spread order). Big machines
-        /// have thousands of pairs.
+        /// Longest to spend (30s, 2m): fewer samples per pair first (down to 31), then
+        /// fewer CPUs (two siblings of one core, then one CPU per core in spread order).
+        /// Big machines have thousands of pairs.
         #[arg(long, value_name = "DURATION")]
         budget: Option<String>,
-        /// Machine-readable JSON: `{cpus, pairs: [{a, b, proximity, latency_ns}], matrix_ns, classes}`.
+        /// Machine-readable JSON: `{cpus, pairs: [{a, b, proximity, latency_ns}], matrix_ns,
+        /// classes, left_out}`.
         #[arg(long)]
         json: bool,
     },

@@ -14,6 +14,7 @@
 //! - [`engine`]: The run engine: the only place threads are spawned, pinned and timed.
 //! - [`error`]: Exit codes and error classes.
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
+//! - [`hygiene`]: Is other work or the hypervisor already using the CPUs about to be measured?
 //! - [`interrupt`]: Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
 //! - [`locks`]: The lock library: every measured lock behind one trait, with switchable instrumentation.
 //! - [`oltp`]: Singleton inserts on real databases (SQLite, PostgreSQL by URL or managed): seeds 001/002.
@@ -36,6 +37,7 @@ pub mod cpuset;
 pub mod engine;
 pub mod error;
 pub mod experiments;
+pub mod hygiene;
 pub mod interrupt;
 pub mod locks;
 pub mod oltp;

@@ -129,3 +129,43 @@ fn a_budget_takes_fewer_samples_first() {
     );
     assert_eq!(v["pairs"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn other_work_on_a_measured_cpu_is_reported() {
+    let cpus = usable_cpus();
+    if cpus.len() < 2 {
+        return;
+    }
+    let busy_cpu = cpus[1];
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s = stop.clone();
+    // Another process's work, as far as the child smtlab can tell: a spinning thread here.
+    let spinner = std::thread::spawn(move || {
+        smtlab::affinity::set_affinity(0, &smtlab::cpuset::CpuSet::from_cpus([busy_cpu])).unwrap();
+        while !s.load(std::sync::atomic::Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let list = format!("{},{}", cpus[0], busy_cpu);
+    let out = smtlab()
+        .args([
+            "c2c",
+            "--cpus",
+            &list,
+            "--samples",
+            "5",
+            "--round-trips",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinner.join().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("other work was running on CPU") && err.contains(&format!("CPU {busy_cpu} ")),
+        "{err}"
+    );
+}

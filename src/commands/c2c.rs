@@ -120,6 +120,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         ),
         _ => {}
     }
+    crate::hygiene::preflight(&cpus);
     let progress = std::io::stderr().is_terminal();
     let t0 = std::time::Instant::now();
     let r = c2c::measure(&topo, &cpus, &spec, &mut |done, total| {

@@ -64,7 +64,13 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             }
         }
     };
-    let report = lockscan::run(&engine, &topo, &cfg.exp, &scen, &mut live)?;
+    let measured: crate::cpuset::CpuSet = scen
+        .iter()
+        .flat_map(|s| s.lock_cpus.iter().chain(&s.scan_cpus).copied())
+        .collect();
+    let busy = crate::hygiene::preflight(&measured);
+    let mut report = lockscan::run(&engine, &topo, &cfg.exp, &scen, &mut live)?;
+    report.notes.extend(busy);
     let interrupted = report.results.iter().any(|r| r.interrupted);
     super::emit(out, cfg.json, &report, human, interrupted)
 }

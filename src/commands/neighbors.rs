@@ -49,7 +49,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let engine = RealEngine;
     let json = cfg.json;
     let workers = cfg.exp.workers;
-    let report = match &cfg.workload {
+    let busy = crate::hygiene::preflight(&topo.allowed());
+    let mut report = match &cfg.workload {
         WorkloadChoice::HotPage(kind) => {
             let kind = *kind;
             let make = move |_: &crate::placement::Plan| -> Result<Box<dyn Worker>> {
@@ -106,6 +107,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             report
         }
     };
+    report.notes.extend(busy);
     super::emit(out, cfg.json, &report, human, report.interrupted)
 }
 

@@ -57,6 +57,13 @@ pub fn run_with(cfg: &Config, out: &mut dyn Write, say: &mut Say<'_>) -> Result<
         say(&format!("note: {n}"));
     }
 
+    let clients: crate::cpuset::CpuSet = plans
+        .iter()
+        .flat_map(|p| &p.threads)
+        .fold(crate::cpuset::CpuSet::new(), |a, t| a.union(&t.cpus));
+    for w in crate::hygiene::check(&clients) {
+        say(&format!("warning: {w}"));
+    }
     let max_threads = plans.iter().map(|p| p.threads.len()).max().unwrap_or(1);
     let db = Db::open(&cfg.db, cfg.durability, max_threads)
         .with_context(|| format!("opening {}", cfg.db))?;

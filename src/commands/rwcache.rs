@@ -34,7 +34,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             si(r.ops_per_sec())
         );
     };
-    let report = rwcache::run(&RealEngine, &topo, &cfg.exp, &mut progress)?;
+    let busy = crate::hygiene::preflight(&topo.allowed());
+    let mut report = rwcache::run(&RealEngine, &topo, &cfg.exp, &mut progress)?;
+    report.notes.extend(busy);
     if cfg.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {

@@ -36,7 +36,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let provenance = report::machine::provenance(cfg.study.command.clone());
     let bars = Bars::new(std::io::stderr().is_terminal());
     let lab = RealLab::default();
-    let rep = study::run(&lab, &topo, machine, provenance, &cfg.study, &bars)?;
+    let busy = crate::hygiene::preflight(&topo.allowed());
+    let mut rep = study::run(&lab, &topo, machine, provenance, &cfg.study, &bars)?;
+    rep.notes.extend(busy);
     bars.close();
     if bars.multi.is_some() {
         // The kept bars leave the cursor at the end of the last one.

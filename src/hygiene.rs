@@ -72,6 +72,40 @@ pub fn load_between(a: &[CpuTimes], b: &[CpuTimes], cpus: &CpuSet) -> Vec<CpuLoa
         .collect()
 }
 
+/// The hypervisor's share (steal) of `cpus`' time between two snapshots, 0–1; None when
+/// none of them ticked.
+pub fn steal_share(a: &[CpuTimes], b: &[CpuTimes], cpus: &CpuSet) -> Option<f64> {
+    let (mut steal, mut total) = (0u64, 0u64);
+    for t1 in b.iter().filter(|t| cpus.contains(t.cpu)) {
+        if let Some(t0) = a.iter().find(|t| t.cpu == t1.cpu) {
+            let s = t1.steal.saturating_sub(t0.steal);
+            steal += s;
+            total += t1.busy.saturating_sub(t0.busy) + t1.idle.saturating_sub(t0.idle) + s;
+        }
+    }
+    (total > 0).then(|| steal as f64 / total as f64)
+}
+
+/// The per-CPU times now, from `/proc/stat`; None when it cannot be read.
+pub fn read_times() -> Option<Vec<CpuTimes>> {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .map(|t| parse_proc_stat(&t))
+}
+
+/// Notes for results whose runs lost more than [`STEAL_WARN`] of their CPUs to the
+/// hypervisor: `what` names the runs, `steal` holds each run's share.
+pub fn steal_note(what: &str, steal: impl IntoIterator<Item = Option<f64>>) -> Option<String> {
+    let worst = steal.into_iter().flatten().fold(0.0f64, f64::max);
+    (worst > STEAL_WARN).then(|| {
+        format!(
+            "the hypervisor took up to {:.0} % of the measured CPUs' time during {what} (steal): \
+             the host was short of CPU, and these numbers include its other guests",
+            worst * 100.0
+        )
+    })
+}
+
 /// A measured CPU busier than this before a run is worth a warning.
 pub const BUSY_WARN: f64 = 0.10;
 /// Steal above this means the host is short of CPU for this guest.
@@ -124,16 +158,11 @@ pub fn preflight(cpus: &CpuSet) -> Vec<String> {
 
 /// [`preflight`] without printing. Empty when `/proc/stat` cannot be read.
 pub fn check(cpus: &CpuSet) -> Vec<String> {
-    let read = || {
-        std::fs::read_to_string("/proc/stat")
-            .ok()
-            .map(|t| parse_proc_stat(&t))
-    };
-    let Some(a) = read() else {
+    let Some(a) = read_times() else {
         return Vec::new();
     };
     std::thread::sleep(PREFLIGHT_WINDOW);
-    let Some(b) = read() else {
+    let Some(b) = read_times() else {
         return Vec::new();
     };
     warnings(&load_between(&a, &b, cpus), PREFLIGHT_WINDOW)
@@ -187,6 +216,25 @@ mod tests {
             &CpuSet::from_cpus([1]),
         );
         assert_eq!(one.len(), 1);
+    }
+
+    #[test]
+    fn steal_is_summed_over_the_cpus_asked_about() {
+        let (a, b) = (parse_proc_stat(BEFORE), parse_proc_stat(AFTER));
+        // CPU 1 alone: 10 of 100 ticks; both CPUs: 10 of 200.
+        assert_eq!(steal_share(&a, &b, &CpuSet::from_cpus([1])), Some(0.1));
+        assert_eq!(steal_share(&a, &b, &CpuSet::from_cpus([0, 1])), Some(0.05));
+        assert_eq!(
+            steal_share(&a, &a, &CpuSet::from_cpus([0])),
+            None,
+            "no ticks"
+        );
+        assert!(steal_note("runs", [Some(0.01), None]).is_none());
+        let n = steal_note("lockscan's runs", [Some(0.01), Some(0.12)]).unwrap();
+        assert!(
+            n.contains("up to 12 %") && n.contains("lockscan's runs"),
+            "{n}"
+        );
     }
 
     #[test]

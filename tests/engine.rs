@@ -457,3 +457,21 @@ fn a_worker_slow_to_stop_is_waited_for_not_dropped() {
     assert_eq!(r.threads.len(), 2);
     assert!(!r.interrupted);
 }
+
+/// A real run reads the hypervisor's steal share of its CPUs (0 on bare metal); the fake
+/// engine does not pretend to.
+#[test]
+fn real_runs_record_steal_time_and_fake_ones_do_not() {
+    let _g = serial();
+    let plan = plan_cycling(1);
+    let r = engine::run(&plan, &RunSpec::new(Duration::ZERO, ms(100)), &Spin).unwrap();
+    assert!(
+        r.steal_share.is_some_and(|s| (0.0..=1.0).contains(&s)),
+        "{:?}",
+        r.steal_share
+    );
+    let f = FakeEngine::new(1)
+        .run(&plan, &RunSpec::new(Duration::ZERO, ms(100)), &Spin)
+        .unwrap();
+    assert_eq!(f.steal_share, None);
+}

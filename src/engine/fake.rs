@@ -132,6 +132,7 @@ impl FakeEngine {
             })
             .collect();
         RunResult {
+            steal_share: None,
             workload: workload.to_string(),
             placement: plan.request.clone(),
             spec: spec.clone(),

@@ -151,6 +151,7 @@ pub fn run_observed(
             pinning_violations: violations,
             interrupted: c.interrupted,
             synthetic: false,
+            steal_share: timing.steal_share,
         })
     })
 }
@@ -259,6 +260,7 @@ struct Timing {
     interval_ops: Vec<Vec<u64>>,
     observed: Vec<CpuSet>,
     stop_latency_ns: u64,
+    steal_share: Option<f64>,
 }
 
 struct Coordinator<'a> {
@@ -303,6 +305,7 @@ impl Coordinator<'_> {
             interval_ops: vec![Vec::new(); n],
             observed: vec![CpuSet::new(); n],
             stop_latency_ns: 0,
+            steal_share: None,
         };
         // Every worker pinned and waiting?
         if !sh.gate.wait_arrivals(n) {
@@ -328,6 +331,8 @@ impl Coordinator<'_> {
             }
         }
         sh.phase.store(Phase::Measure.as_u8(), Ordering::SeqCst);
+        // Read before the gate opens, so the read is not on the measured CPUs' clock.
+        let times0 = crate::hygiene::read_times();
         let t0 = Instant::now();
         sh.gate.open();
         let total = self.spec.intervals();
@@ -363,6 +368,14 @@ impl Coordinator<'_> {
             if self.all_done {
                 break;
             }
+        }
+        if let (Some(a), Some(b)) = (&times0, crate::hygiene::read_times()) {
+            let cpus = self
+                .plan
+                .threads
+                .iter()
+                .fold(CpuSet::new(), |u, t| u.union(&t.cpus));
+            t.steal_share = crate::hygiene::steal_share(a, &b, &cpus);
         }
         sh.phase.store(Phase::Stopping.as_u8(), Ordering::SeqCst);
         let stop_at = Instant::now();

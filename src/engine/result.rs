@@ -164,6 +164,11 @@ pub struct RunResult {
     pub interrupted: bool,
     /// Made up by [`super::FakeEngine`], not measured.
     pub synthetic: bool,
+    /// Share of the plan's CPUs' time the hypervisor took (steal) during the measurement,
+    /// 0–1. A stolen vCPU looks busy to the threads on it, so only this shows it. None
+    /// where not read (the fake engine, no `/proc/stat`).
+    #[serde(default)]
+    pub steal_share: Option<f64>,
 }
 
 impl RunResult {

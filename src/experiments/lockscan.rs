@@ -520,6 +520,10 @@ pub fn run(
     }
     let c2c_latency_ns = results.iter().find_map(|r| r.c2c_latency_ns);
     let mut notes = Vec::new();
+    notes.extend(crate::hygiene::steal_note(
+        "the runs",
+        runs.iter().flatten().map(|r| r.result.steal_share),
+    ));
     let over: Vec<String> = results
         .iter()
         .filter(|r| r.handoffs_share_of_ceiling.is_some_and(|x| x > 1.0))

@@ -302,6 +302,10 @@ pub struct Step {
     pub interrupted: bool,
     /// Worker threads in this step.
     pub workers: usize,
+    /// Share of the CPUs' time the hypervisor took during this step (steal), 0–1; None
+    /// where not measured.
+    #[serde(default)]
+    pub steal_share: Option<f64>,
 }
 
 /// The whole neighbors result.
@@ -399,6 +403,10 @@ pub fn run(
             break;
         }
     }
+    notes.extend(crate::hygiene::steal_note(
+        "the steps",
+        steps.iter().map(|s| s.steal_share),
+    ));
     if topo.threads_per_core() <= 1 {
         notes.push("no SMT siblings on this machine: the smt-sharing mechanism cannot occur here; losses without oversubscription are shared caches, memory bandwidth or frequency".into());
     }
@@ -611,5 +619,6 @@ fn make_step(
         pinning_ok: r.pinning_ok(),
         interrupted: r.interrupted,
         workers: cfg.workers,
+        steal_share: r.steal_share,
     }
 }

@@ -567,6 +567,10 @@ pub fn run(
             break;
         }
     }
+    notes.extend(crate::hygiene::steal_note(
+        "the runs",
+        runs.iter().flatten().map(|r| r.run.steal_share),
+    ));
     let reference = trials
         .iter()
         .zip(&runs)

@@ -171,16 +171,16 @@ pub fn human(r: &LockscanReport) -> String {
                 } else {
                     "-".into()
                 },
-                opt(lock.then_some(t.spins).flatten(), render::thousands),
+                render::or_dash(lock.then_some(t.spins).flatten(), render::thousands),
                 if lock {
                     format!("{:.1}%", t.share_of_acquisitions * 100.0)
                 } else {
                     "-".into()
                 },
-                opt(lock.then_some(t.spins_per_acquire).flatten(), |x| {
+                render::or_dash(lock.then_some(t.spins_per_acquire).flatten(), |x| {
                     format!("{x:.2}")
                 }),
-                opt(
+                render::or_dash(
                     lock.then_some(t.handoffs_received).flatten(),
                     render::thousands,
                 ),
@@ -248,8 +248,8 @@ pub fn human(r: &LockscanReport) -> String {
                 s.acquisitions_per_sec
                     .map(|x| si(x.mad))
                     .unwrap_or_else(|| "-".into()),
-                opt(s.handoffs_per_sec, si),
-                opt(s.handoffs_share_of_ceiling, |x| {
+                render::or_dash(s.handoffs_per_sec, si),
+                render::or_dash(s.handoffs_share_of_ceiling, |x| {
                     format!("{:.0}%", x * 100.0)
                 }),
                 format!("{:.3}", s.jain_index),
@@ -280,11 +280,6 @@ pub fn human(r: &LockscanReport) -> String {
         o.push_str(&format!("note: {n}\n"));
     }
     o
-}
-
-/// A value that may not have been recorded (lock stats off, or a scan thread): `-` if not.
-fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
-    v.map(f).unwrap_or_else(|| "-".into())
 }
 
 fn join(v: &[u32]) -> String {

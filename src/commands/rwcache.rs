@@ -60,10 +60,6 @@ fn ns(x: f64) -> String {
     }
 }
 
-fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    x.map(f).unwrap_or_else(|| "-".into())
-}
-
 fn rps(r: &SchemeResult) -> f64 {
     r.requests_per_sec.map(|s| s.median).unwrap_or(0.0)
 }
@@ -117,8 +113,8 @@ pub fn human(r: &RwcacheReport) -> String {
             si(s.lookups_per_sec),
             pct(s.cpu_share),
             ns(s.cpu_ns_per_request),
-            opt(s.lock_cpu_ns_per_request, ns),
-            opt(s.lock_cpu_share.map(|x| x.median), pct),
+            render::or_dash(s.lock_cpu_ns_per_request, ns),
+            render::or_dash(s.lock_cpu_share.map(|x| x.median), pct),
             pct(s.wait_cpu_share),
         ]);
     }
@@ -127,11 +123,11 @@ pub fn human(r: &RwcacheReport) -> String {
             x.threads.to_string(),
             format!("{} (no lock: reference)", x.scheme),
             x.cpus.to_string(),
-            opt(x.requests_per_sec.map(|s| s.median), si),
-            opt(x.requests_per_sec.map(|s| s.mad), si),
+            render::or_dash(x.requests_per_sec.map(|s| s.median), si),
+            render::or_dash(x.requests_per_sec.map(|s| s.mad), si),
             "".into(),
             pct(x.cpu_share),
-            opt(x.cpu_ns_per_request.map(|s| s.median), ns),
+            render::or_dash(x.cpu_ns_per_request.map(|s| s.median), ns),
             "".into(),
             "".into(),
             "".into(),
@@ -209,21 +205,21 @@ pub fn human(r: &RwcacheReport) -> String {
             vec![
                 format!("{} (before)", b.before.scheme),
                 format!("{:.1}", b.before.cpu_pct),
-                opt(b.before.lock_cpu_pct, |x| format!("{x:.1}")),
+                render::or_dash(b.before.lock_cpu_pct, |x| format!("{x:.1}")),
                 si(b.before.requests_per_sec),
                 ns(b.before.cpu_ns_per_request),
             ],
             vec![
                 format!("{} (after)", b.after.scheme),
                 format!("{:.1}", b.after.cpu_pct),
-                opt(b.after.lock_cpu_pct, |x| format!("{x:.1}")),
+                render::or_dash(b.after.lock_cpu_pct, |x| format!("{x:.1}")),
                 si(b.after.requests_per_sec),
                 ns(b.after.cpu_ns_per_request),
             ],
             vec![
                 "change".into(),
                 format!("{:+.1} pts", b.after.cpu_pct - b.before.cpu_pct),
-                opt(b.lock_cpu_change_pts, |x| format!("{x:+.1} pts")),
+                render::or_dash(b.lock_cpu_change_pts, |x| format!("{x:+.1} pts")),
                 format!("{:+.1} %", b.requests_change_pct),
                 format!("{:+.1} %", b.cpu_per_request_change_pct),
             ],
@@ -263,7 +259,7 @@ pub fn human(r: &RwcacheReport) -> String {
             for t in &threads {
                 match c.by_threads.iter().find(|x| x.threads == *t) {
                     Some(x) => {
-                        row.push(opt(x.lock_cpu_ns_per_lookup, ns));
+                        row.push(render::or_dash(x.lock_cpu_ns_per_lookup, ns));
                         row.push(si(x.requests_per_sec_per_thread));
                     }
                     None => {

@@ -84,6 +84,11 @@ pub fn si(v: f64) -> String {
     }
 }
 
+/// A value that may not have been measured, formatted by `f`, or `-` when it was not.
+pub fn or_dash<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
 /// A wall-clock span for people: `850 ms`, `42 s`, `8 min 12 s`, `2 h 5 min`.
 pub fn wall(d: std::time::Duration) -> String {
     let s = d.as_secs();

@@ -26,6 +26,20 @@ struct RootArg {
     sysfs_root: PathBuf,
 }
 
+#[derive(Args, Debug, Clone)]
+struct WithinArg {
+    /// Where the seed layouts (one-per-core, pairs, all, spread, same-core, same-l3) stay:
+    /// one `package` (the default; and one core kind on hybrid CPUs), one `l3`, one NUMA
+    /// `node`, or the whole `machine`. An SMT comparison that also crosses packages or core
+    /// kinds measures those too.
+    #[arg(long, value_name = "SCOPE", default_value = "package", value_parser = parse_scope)]
+    within: crate::placement::Scope,
+}
+
+fn parse_scope(s: &str) -> std::result::Result<crate::placement::Scope, String> {
+    s.parse()
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Show the CPU topology: packages, L3 groups, cores and their SMT siblings.
@@ -49,10 +63,13 @@ enum Command {
         /// Number of burners.
         #[arg(long, short = 't', default_value_t = 1)]
         threads: usize,
-        /// Where burners run: one-per-core, pairs, all, same-core, same-l3, other-l3,
-        /// other-package, siblings-of:LIST, cpus:LIST, os (not pinned; the default).
+        /// Where burners run: one-per-core, pairs, all, spread, same-core, same-l3,
+        /// other-l3, other-package, siblings-of:LIST, cpus:LIST, os (not pinned; the
+        /// default). See `smtlab plan`.
         #[arg(long, value_name = "REQUEST", conflicts_with = "cpus")]
         placement: Option<String>,
+        #[command(flatten)]
+        within: WithinArg,
         /// Pin burners to these CPUs in turn (same as `--placement cpus:LIST`).
         #[arg(long, value_name = "LIST")]
         cpus: Option<String>,
@@ -133,8 +150,11 @@ enum Command {
     },
     /// Plan thread placements (which CPUs each thread gets) without running anything.
     Plan {
-        /// one-per-core, pairs, all, same-core, same-l3, other-l3, other-package,
-        /// siblings-of LIST, cpus LIST, os.
+        /// one-per-core (one thread per core: SMT off), pairs (N threads on both siblings
+        /// of N/2 cores), all (every sibling of the N cores one-per-core uses: N × threads
+        /// per core), spread (N threads one per logical CPU, first siblings first),
+        /// same-core, same-l3, other-l3, other-package, siblings-of LIST (the other
+        /// siblings of those CPUs' cores, never the CPUs themselves), cpus LIST, os.
         request: String,
         /// CPU list for `siblings-of` and `cpus` (or write `siblings-of:LIST`).
         list: Option<String>,
@@ -143,7 +163,9 @@ enum Command {
         threads: usize,
         #[command(flatten)]
         root: RootArg,
-        /// JSON: `{request, threads: [{thread, cpus}], …}`.
+        #[command(flatten)]
+        within: WithinArg,
+        /// JSON: `{request, threads: [{thread, cpus}], scope, …}`.
         #[arg(long)]
         json: bool,
     },
@@ -175,6 +197,7 @@ pub fn main() -> Result<()> {
             kind,
             threads,
             placement,
+            within,
             cpus,
             duration,
             warmup,
@@ -214,6 +237,7 @@ pub fn main() -> Result<()> {
                     },
                     threads,
                     placement,
+                    within: within.within,
                     mode: mode.parse().map_err(|e| bad(format!("--mode: {e}")))?,
                     warmup,
                     duration,
@@ -259,6 +283,7 @@ pub fn main() -> Result<()> {
             list,
             threads,
             root,
+            within,
             json,
         } => {
             let text = match list {
@@ -271,6 +296,7 @@ pub fn main() -> Result<()> {
                     root: root.sysfs_root,
                     request,
                     threads,
+                    within: within.within,
                     json,
                 },
                 &mut out,
@@ -332,6 +358,8 @@ struct OltpArgs {
     /// Rounds over the layouts (A B C A B C …).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
+    #[command(flatten)]
+    within: WithinArg,
     /// Print the placements only.
     #[arg(long)]
     dry_run: bool,
@@ -378,6 +406,7 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
         duration,
         warmup,
         layouts,
+        within: a.within.within,
         repeat: a.repeat,
         dry_run: a.dry_run,
         sysfs_root: a.root.sysfs_root,
@@ -400,9 +429,12 @@ struct NeighborsArgs {
     /// Lock of the hot page: tas, ttas, backoff, ticket, mcs, mutex, parking_lot, adaptive.
     #[arg(long, default_value = "ticket")]
     lock: String,
-    /// Worker placement (default `os`: unpinned, as in the seed).
+    /// Worker placement (default `os`: unpinned, as in the seed); one-per-core, pairs,
+    /// spread, cpus:LIST, … (see `smtlab plan`).
     #[arg(long, default_value = "os")]
     placement: String,
+    #[command(flatten)]
+    within: WithinArg,
     /// Burner counts to step through, e.g. 0,1,2,4 (default: 0 up to usable CPUs + 2).
     #[arg(long, value_name = "LIST")]
     burners: Option<String>,
@@ -503,6 +535,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
                 duration: std::time::Duration::from_secs(1),
                 warmup: std::time::Duration::ZERO,
                 layouts: vec![Request::Os],
+                within: a.within.within,
                 repeat: 1,
                 dry_run: a.dry_run,
                 sysfs_root: a.root.sysfs_root.clone(),
@@ -523,11 +556,20 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
         crate::burn::parse_duration(&a.duration).map_err(|e| bad(format!("--duration: {e}")))?,
     );
     spec.validate()?;
+    let worker_placement = Request::parse(&a.placement)?;
+    if worker_placement == Request::All {
+        return Err(bad(
+            "--placement all runs every sibling of --workers cores, which changes the worker \
+             count; give the count with --workers and use one-per-core, pairs or spread"
+                .into(),
+        ));
+    }
     Ok(commands::neighbors::Config {
         root: a.root.sysfs_root,
         exp: Config {
             workers: a.workers,
-            worker_placement: Request::parse(&a.placement)?,
+            worker_placement,
+            within: a.within.within,
             burner_steps,
             burner,
             burner_placement: a
@@ -567,6 +609,8 @@ struct StudyArgs {
     /// postgres-managed (a throwaway cluster) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.
     #[arg(long, value_name = "DB", default_value = "sqlite")]
     db: String,
+    #[command(flatten)]
+    within: WithinArg,
 }
 
 /// Turns the `study` options into a validated config.
@@ -600,12 +644,16 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
     if a.db != "sqlite" {
         command.push_str(&format!(" --db {db}"));
     }
+    if a.within.within != crate::placement::Scope::default() {
+        command.push_str(&format!(" --within {}", a.within.within));
+    }
     Ok(commands::study::Config {
         study: crate::study::Config {
             quick: a.quick,
             budget,
             db,
             command,
+            within: a.within.within,
         },
         out: a.out,
     })
@@ -660,6 +708,8 @@ struct LockscanArgs {
     /// One scenario per scanner position (each lock thread's sibling; without SMT, each core).
     #[arg(long, conflicts_with_all = ["lock_cpus", "scan_cpus", "lock_mask", "scan_mask"])]
     sweep: bool,
+    #[command(flatten)]
+    within: WithinArg,
     /// Measured time per run: 10s, 500ms, 2m.
     #[arg(long, short = 'd', default_value = "10s")]
     duration: String,
@@ -770,7 +820,7 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
     let lock = list(&a.lock_cpus, &a.lock_mask, "lock")?;
     let scan = list(&a.scan_cpus, &a.scan_mask, "scan")?;
     let layout = if a.sweep {
-        Layout::Sweep
+        Layout::Sweep(a.within.within)
     } else if lock.is_none() && scan.is_none() {
         Layout::SeedDefault
     } else {
@@ -833,10 +883,12 @@ struct RwcacheArgs {
     /// Thread counts to run, e.g. 1,2,4 (default: 1 and every usable CPU).
     #[arg(long, short = 't', value_name = "LIST")]
     threads: Option<String>,
-    /// Where threads run: all (one per CPU, cores first), one-per-core, pairs, cpus:LIST,
-    /// os, … (see `smtlab plan`).
-    #[arg(long, default_value = "all")]
+    /// Where threads run: spread (one per logical CPU, first siblings first), one-per-core,
+    /// pairs, cpus:LIST, os, … (see `smtlab plan`).
+    #[arg(long, default_value = "spread")]
     placement: String,
+    #[command(flatten)]
+    within: WithinArg,
     /// Metadata objects in the table.
     #[arg(long, default_value_t = 10_000)]
     entries: usize,
@@ -873,6 +925,7 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
     let bad = |m: String| anyhow::Error::new(BadInput(m));
     let schemes =
         crate::rwcache::parse_schemes(&a.scheme).map_err(|e| bad(format!("--scheme: {e}")))?;
+    let placement = Request::parse(&a.placement)?;
     let threads = match &a.threads {
         Some(l) => l
             .split(',')
@@ -886,8 +939,17 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
             })
             .collect::<Result<Vec<_>>>()?,
         None => {
+            // 1 thread and one per CPU the placement can use (its scope's unit when scoped).
             let topo = commands::load_topology(&a.root.sysfs_root)?;
-            let n = topo.allowed().len().max(1);
+            let n = if placement.is_scoped() {
+                crate::placement::scoped_cores(&topo, a.within.within)
+                    .0
+                    .cpus
+                    .len()
+            } else {
+                topo.allowed().len()
+            }
+            .max(1);
             if n == 1 { vec![1] } else { vec![1, n] }
         }
     };
@@ -902,7 +964,8 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
     let exp = Config {
         schemes,
         threads,
-        placement: Request::parse(&a.placement)?,
+        placement,
+        within: a.within.within,
         table: TableSpec {
             entries: a.entries,
             lookups: a.lookups,

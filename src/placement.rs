@@ -1,6 +1,14 @@
 //! The placement planner: from a topology and a request, the CPUs each thread may run on.
 //! Pure: no syscalls; the engine applies a plan.
 //!
+//! **Scope.** The seed layouts (`one-per-core`, `pairs`, `all`, `spread`, `same-core`,
+//! `same-l3`) stay inside one *scope unit*: by default one package, and on hybrid machines
+//! one core kind of that package. An SMT comparison whose layouts also differ in package
+//! (cross-socket cache-line traffic, remote NUMA memory) or in core kind (P- vs E-cores)
+//! measures those differences too, so its ratio says nothing about SMT. `Scope::Machine`
+//! lifts the limit. Requests that name CPUs (`cpus`, `siblings-of`), `os`, and the
+//! requests that are *about* crossing units (`other-l3`, `other-package`) are not scoped.
+//!
 //! **Spreading order.** Requests that choose cores walk them in *spread order*: first core
 //! of package 0, first core of package 1, …, then the next last-level-cache group of each
 //! package, then the next core of each group. Consecutive threads therefore land on
@@ -19,10 +27,16 @@ use std::fmt;
 pub enum Request {
     /// One thread per core, the first allowed sibling of each: the SMT-off equivalent.
     OnePerCore,
-    /// Threads in pairs on both siblings of a core: N threads on N/2 cores (SMT on).
+    /// Threads in pairs on both siblings of a core: N threads on N/2 cores (SMT on, same
+    /// thread count).
     Pairs,
-    /// One thread per allowed logical CPU, cores' first siblings first, then the second.
+    /// Every SMT sibling of the N cores `one-per-core` uses: N × threads-per-core threads
+    /// (SMT on, same cores: seed 001's "12 threads on 6 cores"). Without SMT it is
+    /// `one-per-core`.
     All,
+    /// N threads, one per logical CPU: the first sibling of every core first, then the
+    /// second, …; wraps around (oversubscribes) past the last CPU.
+    Spread,
     /// All threads on the siblings of one core.
     SameCore,
     /// Threads on distinct cores sharing one last-level cache.
@@ -31,7 +45,8 @@ pub enum Request {
     OtherL3,
     /// Each thread in a different package.
     OtherPackage,
-    /// Each thread on the SMT sibling(s) of the listed CPUs, in turn.
+    /// Each thread on an SMT sibling of the listed CPUs' cores, never on a listed CPU;
+    /// spread round-robin over those cores.
     SiblingsOf(CpuSet),
     /// Each thread on the listed CPUs, in turn.
     Cpus(CpuSet),
@@ -40,7 +55,68 @@ pub enum Request {
 }
 
 /// The request names accepted on the command line.
-pub const REQUEST_NAMES: &str = "one-per-core, pairs, all, same-core, same-l3, other-l3, other-package, siblings-of:LIST, cpus:LIST, os";
+pub const REQUEST_NAMES: &str = "one-per-core, pairs, all, spread, same-core, same-l3, other-l3, other-package, siblings-of:LIST, cpus:LIST, os";
+
+/// How far a scoped request may spread: which unit of the machine its CPUs stay inside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// One package (socket), and one core kind of it on hybrid machines. The default.
+    #[default]
+    Package,
+    /// One last-level-cache group (an AMD CCX, an Intel socket's L3), one core kind.
+    L3,
+    /// One NUMA node, one core kind.
+    Node,
+    /// The whole machine: every usable CPU, packages and kinds mixed.
+    Machine,
+}
+
+/// The names `--within` accepts.
+pub const SCOPE_NAMES: &str = "package, l3, node, machine";
+
+impl Scope {
+    pub const ALL: [Scope; 4] = [Scope::Package, Scope::L3, Scope::Node, Scope::Machine];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Package => "package",
+            Scope::L3 => "l3",
+            Scope::Node => "node",
+            Scope::Machine => "machine",
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        Scope::ALL
+            .into_iter()
+            .find(|x| x.name().eq_ignore_ascii_case(t) || (t == "socket" && *x == Scope::Package))
+            .ok_or_else(|| format!("unknown scope `{t}`; valid: {SCOPE_NAMES}"))
+    }
+}
+
+/// The unit a scoped plan stayed inside.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScopeUnit {
+    /// The scope asked for.
+    pub within: Scope,
+    /// Human label, e.g. `package 0`, `package 0, P-core`, `L3 0-7`, `the whole machine`.
+    pub label: String,
+    /// The usable CPUs of the unit.
+    pub cpus: CpuSet,
+    /// How many units of this scope the machine has (1 = the scope changed nothing).
+    pub units: usize,
+}
 
 impl Request {
     /// Parses `one-per-core`, `pairs`, …, `siblings-of:0,2` / `siblings-of=0,2`, `cpus:0-3`.
@@ -81,6 +157,7 @@ impl Request {
             "one-per-core" => simple(Request::OnePerCore),
             "pairs" => simple(Request::Pairs),
             "all" => simple(Request::All),
+            "spread" => simple(Request::Spread),
             "same-core" => simple(Request::SameCore),
             "same-l3" => simple(Request::SameL3),
             "other-l3" => simple(Request::OtherL3),
@@ -103,6 +180,24 @@ impl Request {
             Request::Pairs | Request::SameCore | Request::SiblingsOf(_)
         )
     }
+
+    /// Whether the request stays inside one [`Scope`] unit.
+    pub fn is_scoped(&self) -> bool {
+        matches!(
+            self,
+            Request::OnePerCore
+                | Request::Pairs
+                | Request::All
+                | Request::Spread
+                | Request::SameCore
+                | Request::SameL3
+        )
+    }
+
+    /// Whether threads are pinned to single CPUs (everything but `os`).
+    pub fn is_pinned(&self) -> bool {
+        *self != Request::Os
+    }
 }
 
 impl fmt::Display for Request {
@@ -111,6 +206,7 @@ impl fmt::Display for Request {
             Request::OnePerCore => f.write_str("one-per-core"),
             Request::Pairs => f.write_str("pairs"),
             Request::All => f.write_str("all"),
+            Request::Spread => f.write_str("spread"),
             Request::SameCore => f.write_str("same-core"),
             Request::SameL3 => f.write_str("same-l3"),
             Request::OtherL3 => f.write_str("other-l3"),
@@ -131,7 +227,7 @@ pub enum PlanError {
     )]
     NoSmt { request: String, hint: String },
     #[error(
-        "`{request}` with {threads} threads needs {need} {what}, but only {have} are usable here"
+        "`{request}` with {threads} threads needs {need} {what}, but only {have} are usable{scope}"
     )]
     NotEnough {
         request: String,
@@ -139,6 +235,8 @@ pub enum PlanError {
         need: usize,
         have: usize,
         what: &'static str,
+        /// Where the count was taken, and how to widen it (empty when unscoped).
+        scope: String,
     },
     #[error("CPU{} {cpus} not usable here (usable: {allowed}){why}", if .cpus.len() > 1 { "s" } else { "" })]
     NotAllowed {
@@ -146,6 +244,10 @@ pub enum PlanError {
         allowed: CpuSet,
         why: String,
     },
+    /// `siblings-of` CPUs whose cores have no SMT sibling left once the listed CPUs are
+    /// taken out (e.g. the CPUs of `pairs` workers).
+    #[error("`{request}`: {reason}")]
+    NoFreeSibling { request: String, reason: String },
     #[error("--threads must be at least 1 (got 0)")]
     ZeroThreads,
     #[error("invalid placement `{request}`: {reason}")]
@@ -166,12 +268,16 @@ pub struct ThreadPlacement {
 pub struct Plan {
     /// The request, as text.
     pub request: String,
-    /// One entry per thread.
+    /// One entry per thread. `all` may place more threads than were asked for (every
+    /// sibling of the cores); its notes say so.
     pub threads: Vec<ThreadPlacement>,
     /// True when some CPU carries more than one thread.
     pub oversubscribed: bool,
     /// Facts the user should know (spreading, wrap-around).
     pub notes: Vec<String>,
+    /// The unit a scoped request stayed inside; None for unscoped requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ScopeUnit>,
 }
 
 impl Plan {
@@ -181,6 +287,120 @@ impl Plan {
             .iter()
             .fold(CpuSet::new(), |a, t| a.union(&t.cpus))
     }
+}
+
+/// The units of `scope` as usable CPU sets with labels, best first. On hybrid machines
+/// every unit but `machine` is split by core kind. Best = the most performant kind (hwloc
+/// ranks kinds energy-efficient first, so the last kind), then the most cores with two or
+/// more usable siblings, then the most cores, then the lowest CPU number, so that a
+/// request picks the same unit whatever it asks for and layouts compared in one run share it.
+pub fn scope_units(topo: &Topology, scope: Scope) -> Vec<ScopeUnit> {
+    let allowed = topo.allowed();
+    let label_pkg = |s: &CpuSet| {
+        s.first()
+            .and_then(|c| topo.cpu(c))
+            .and_then(|c| c.package)
+            .map_or_else(
+                || format!("package of CPUs {s}"),
+                |p| format!("package {p}"),
+            )
+    };
+    let groups: Vec<(String, CpuSet)> = match scope {
+        Scope::Machine => vec![("the whole machine".to_string(), allowed.clone())],
+        Scope::Package => topo
+            .packages()
+            .into_iter()
+            .map(|p| (label_pkg(&p), p))
+            .collect(),
+        Scope::L3 => {
+            let level = topo.llc_level().unwrap_or(3);
+            topo.llc_groups()
+                .into_iter()
+                .map(|g| (format!("L{level} of CPUs {g}"), g))
+                .collect()
+        }
+        Scope::Node => topo
+            .numa_nodes
+            .iter()
+            .map(|n| (format!("NUMA node {}", n.node), n.cpus.clone()))
+            .collect(),
+    };
+    let mut groups: Vec<(String, CpuSet)> = groups
+        .into_iter()
+        .map(|(l, s)| (l, s.intersection(&allowed)))
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
+    // CPUs the kernel placed in no unit (missing package or node files) form one more, so
+    // that no usable CPU is lost.
+    let covered = groups.iter().fold(CpuSet::new(), |a, (_, s)| a.union(s));
+    let loose = allowed.difference(&covered);
+    if !loose.is_empty() {
+        groups.push((format!("CPUs {loose} (no {scope} information)"), loose));
+    }
+    // Split by kind, except for the whole machine.
+    let mut units: Vec<(Option<usize>, String, CpuSet)> = Vec::new();
+    for (label, set) in groups {
+        if scope == Scope::Machine || topo.kinds.len() < 2 {
+            units.push((None, label, set));
+            continue;
+        }
+        let mut rest = set.clone();
+        for (k, kind) in topo.kinds.iter().enumerate() {
+            let part = set.intersection(&kind.cpus);
+            if !part.is_empty() {
+                rest = rest.difference(&part);
+                units.push((Some(k), format!("{label}, {}", kind.name), part));
+            }
+        }
+        if !rest.is_empty() {
+            units.push((None, format!("{label}, CPUs of no known kind"), rest));
+        }
+    }
+    let cores = topo.cores();
+    let count = |s: &CpuSet, min: usize| {
+        cores
+            .iter()
+            .filter(|c| c.intersection(s).len() >= min)
+            .count()
+    };
+    units.sort_by_key(|(kind, _, s)| {
+        (
+            std::cmp::Reverse(kind.map_or(0, |k| k + 1)),
+            std::cmp::Reverse(count(s, 2)),
+            std::cmp::Reverse(count(s, 1)),
+            s.first(),
+        )
+    });
+    let n = units.len();
+    units
+        .into_iter()
+        .map(|(_, label, cpus)| ScopeUnit {
+            within: scope,
+            label,
+            cpus,
+            units: n,
+        })
+        .collect()
+}
+
+/// The unit scoped requests use (the first of [`scope_units`]), and its cores in spread
+/// order. With no usable CPU at all the unit is empty.
+pub fn scoped_cores(topo: &Topology, scope: Scope) -> (ScopeUnit, Vec<CpuSet>) {
+    let unit = scope_units(topo, scope)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| ScopeUnit {
+            within: scope,
+            label: "no usable CPU".into(),
+            cpus: CpuSet::new(),
+            units: 0,
+        });
+    let cores = spread_cores(topo)
+        .into_iter()
+        .map(|c| c.intersection(&unit.cpus))
+        .filter(|c| !c.is_empty())
+        .collect();
+    (unit, cores)
 }
 
 /// Cores in spread order (see the module docs), each as its allowed siblings.
@@ -241,14 +461,38 @@ pub fn spread_cores(topo: &Topology) -> Vec<CpuSet> {
     out
 }
 
-/// Makes a plan for `threads` threads.
+/// Makes a plan for `threads` threads with the default scope (one package, one core kind).
 pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, PlanError> {
+    plan_within(topo, request, threads, Scope::default())
+}
+
+/// Makes a plan for `threads` threads; scoped requests stay inside one unit of `scope`.
+pub fn plan_within(
+    topo: &Topology,
+    request: &Request,
+    threads: usize,
+    scope: Scope,
+) -> Result<Plan, PlanError> {
     if threads == 0 {
         return Err(PlanError::ZeroThreads);
     }
     let allowed = topo.allowed();
-    let cores = spread_cores(topo);
+    let (unit, cores) = if request.is_scoped() {
+        let (u, c) = scoped_cores(topo, scope);
+        (Some(u), c)
+    } else {
+        (None, spread_cores(topo))
+    };
     let name = request.to_string();
+    // Where a count was taken, and how to widen it, for NotEnough.
+    let scope_text = match &unit {
+        Some(u) if u.units > 1 => format!(
+            " in {} (--within {scope}; --within machine would use all {} usable CPUs)",
+            u.label,
+            allowed.len()
+        ),
+        _ => " here".to_string(),
+    };
     let smt_cores: Vec<&CpuSet> = cores.iter().filter(|c| c.len() >= 2).collect();
     let no_smt = |hint: &str| PlanError::NoSmt {
         request: name.clone(),
@@ -260,19 +504,17 @@ pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, 
         need,
         have,
         what,
+        scope: scope_text.clone(),
     };
     let one = |c: u32| CpuSet::from_cpus([c]);
+    let first = |c: &CpuSet| c.first().map(one);
     let mut notes = Vec::new();
     let cpus: Vec<CpuSet> = match request {
         Request::OnePerCore => {
             if threads > cores.len() {
                 return Err(not_enough(threads, cores.len(), "cores"));
             }
-            cores
-                .iter()
-                .take(threads)
-                .map(|c| one(c.first().expect("non-empty")))
-                .collect()
+            cores.iter().take(threads).filter_map(first).collect()
         }
         Request::Pairs => {
             if smt_cores.is_empty() {
@@ -293,14 +535,34 @@ pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, 
                 ));
             }
             (0..threads)
-                .map(|i| one(smt_cores[i / 2].iter().nth(i % 2).expect("2 siblings")))
+                .filter_map(|i| smt_cores[i / 2].iter().nth(i % 2).map(one))
                 .collect()
         }
         Request::All => {
+            if threads > cores.len() {
+                return Err(not_enough(threads, cores.len(), "cores"));
+            }
+            let cpus: Vec<CpuSet> = cores
+                .iter()
+                .take(threads)
+                .flat_map(|c| c.iter().map(one).collect::<Vec<_>>())
+                .collect();
+            if cpus.len() > threads {
+                notes.push(format!(
+                    "`all` runs {} threads: every SMT sibling of the {threads} cores `one-per-core` uses",
+                    cpus.len()
+                ));
+            }
+            cpus
+        }
+        Request::Spread => {
             let max_t = cores.iter().map(CpuSet::len).max().unwrap_or(1);
             let order: Vec<u32> = (0..max_t)
                 .flat_map(|k| cores.iter().filter_map(move |c| c.iter().nth(k)))
                 .collect();
+            if order.is_empty() {
+                return Err(not_enough(threads, 0, "CPUs"));
+            }
             if threads > order.len() {
                 notes.push(format!(
                     "{threads} threads on {} CPUs: threads wrap around, CPUs carry several",
@@ -311,7 +573,7 @@ pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, 
         }
         Request::SameCore => {
             if threads == 1 {
-                vec![one(cores[0].first().expect("non-empty"))]
+                cores.first().and_then(first).into_iter().collect()
             } else {
                 // The first core in spread order among those with the most siblings
                 // (`max_by_key` would return the last one).
@@ -334,10 +596,7 @@ pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, 
                 let have = groups.iter().map(Vec::len).max().unwrap_or(0);
                 return Err(not_enough(threads, have, "cores in one last-level cache"));
             };
-            g.iter()
-                .take(threads)
-                .map(|c| one(c.first().expect("non-empty")))
-                .collect()
+            g.iter().take(threads).filter_map(first).collect()
         }
         Request::OtherL3 => {
             let groups = llc_core_groups(topo, &cores);
@@ -351,7 +610,7 @@ pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, 
             groups
                 .iter()
                 .take(threads)
-                .map(|g| one(g[0].first().expect("non-empty")))
+                .filter_map(|g| g.first().and_then(first))
                 .collect()
         }
         Request::OtherPackage => {
@@ -366,40 +625,32 @@ pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, 
             }
             pkgs.iter()
                 .take(threads)
-                .map(|p| {
+                .filter_map(|p| {
                     // The first core of the package in spread order.
-                    let c = cores
+                    cores
                         .iter()
                         .find(|c| c.is_subset(p))
                         .and_then(CpuSet::first)
-                        .unwrap_or_else(|| p.first().expect("non-empty"));
-                    one(c)
+                        .or_else(|| p.first())
+                        .map(one)
                 })
                 .collect()
         }
         Request::SiblingsOf(list) => {
             check_allowed(topo, list)?;
-            if smt_cores.is_empty() {
+            if !cores.iter().any(|c| c.len() >= 2) {
                 return Err(no_smt(""));
             }
-            let mut sibs = Vec::new();
-            for c in list.iter() {
-                let s = topo.core_of(c).intersection(&allowed);
-                let others = s.difference(&one(c));
-                if others.is_empty() {
-                    return Err(PlanError::NotEnough {
-                        request: name.clone(),
-                        threads,
-                        need: 1,
-                        have: 0,
-                        what: if s.len() < topo.core_of(c).len() {
-                            "usable siblings of that CPU"
-                        } else {
-                            "SMT siblings of that CPU"
-                        },
-                    });
-                }
-                sibs.extend(others.iter());
+            let sibs =
+                free_siblings(topo, list, &allowed).map_err(|reason| PlanError::NoFreeSibling {
+                    request: name.clone(),
+                    reason,
+                })?;
+            if threads > sibs.len() {
+                notes.push(format!(
+                    "{threads} threads on {} sibling CPUs: threads wrap around",
+                    sibs.len()
+                ));
             }
             (0..threads).map(|i| one(sibs[i % sibs.len()])).collect()
         }
@@ -416,6 +667,9 @@ pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, 
         }
         Request::Os => (0..threads).map(|_| allowed.clone()).collect(),
     };
+    if cpus.is_empty() {
+        return Err(not_enough(threads, 0, "usable CPUs"));
+    }
     let mut seen = CpuSet::new();
     let mut oversubscribed = false;
     if *request != Request::Os {
@@ -438,7 +692,47 @@ pub fn plan(topo: &Topology, request: &Request, threads: usize) -> Result<Plan, 
             .collect(),
         oversubscribed,
         notes,
+        scope: unit,
     })
+}
+
+/// The SMT siblings of `list`'s cores that are not in `list`, round-robin over those cores
+/// (first free sibling of each core, then the second, …), so that on SMT4 the burners of
+/// two workers land one per worker core before any core gets a second. Errors name the
+/// listed CPUs whose cores have no free sibling.
+fn free_siblings(topo: &Topology, list: &CpuSet, allowed: &CpuSet) -> Result<Vec<u32>, String> {
+    let mut cores: Vec<CpuSet> = Vec::new();
+    let mut full: Vec<String> = Vec::new();
+    for c in list.iter() {
+        let core = topo.core_of(c).intersection(allowed);
+        if cores.contains(&core) {
+            continue;
+        }
+        let free = core.difference(list);
+        if free.is_empty() {
+            let whole = topo.core_of(c);
+            full.push(if whole.len() < 2 {
+                format!("CPU {c} has no SMT sibling (its core has one thread)")
+            } else if core.len() < whole.len() {
+                format!("the usable siblings of CPU {c} ({core}) are all listed")
+            } else {
+                format!("CPU {c}'s core ({core}) is all listed")
+            });
+        }
+        cores.push(core);
+    }
+    if !full.is_empty() {
+        return Err(format!(
+            "{}: siblings-of never places a thread on a listed CPU (for burners beside \
+             workers, pin the workers one per core)",
+            full.join("; ")
+        ));
+    }
+    let free: Vec<Vec<u32>> = cores.iter().map(|c| c.difference(list).to_vec()).collect();
+    let depth = free.iter().map(Vec::len).max().unwrap_or(0);
+    Ok((0..depth)
+        .flat_map(|k| free.iter().filter_map(move |f| f.get(k).copied()))
+        .collect())
 }
 
 /// Cores grouped by last-level cache, each group in spread order, groups in spread order.
@@ -511,10 +805,18 @@ mod tests {
         assert!(e.contains("bogus") && e.contains("one-per-core"), "{e}");
         assert!(Request::parse("cpus").is_err());
         assert!(Request::parse("pairs:3").is_err());
+        assert_eq!("machine".parse::<Scope>().unwrap(), Scope::Machine);
+        assert_eq!("socket".parse::<Scope>().unwrap(), Scope::Package);
+        let e = "rack".parse::<Scope>().unwrap_err();
+        assert!(
+            e.contains("rack") && e.contains("package, l3, node, machine"),
+            "{e}"
+        );
         for r in [
             "one-per-core",
             "pairs",
             "all",
+            "spread",
             "os",
             "cpus:1-2",
             "siblings-of:4",

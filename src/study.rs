@@ -47,6 +47,8 @@ pub struct Config {
     pub db: DbTarget,
     /// The command line, for the report.
     pub command: String,
+    /// The unit the seed layouts (lockscan's sweep, oltp's layouts, rwcache) stay inside.
+    pub within: crate::placement::Scope,
 }
 
 /// Share of the budget each phase is sized to.
@@ -156,7 +158,7 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
     // lockscan: the sweep (one scenario per scanner position + a baseline), three locks:
     // the seed's TTAS, a fair ticket lock, and the futex mutex.
     let locks = vec![LockKind::Ttas, LockKind::Ticket, LockKind::Mutex];
-    let scen = lockscan::scenarios(topo, &Layout::Sweep, true)?;
+    let scen = lockscan::scenarios(topo, &Layout::Sweep(cfg.within), true)?;
     let runs = (scen.len() * locks.len() * repeat) as u32;
     let per_run = (share(budget, PhaseName::Lockscan) / runs.max(1)).saturating_sub(RUN_OVERHEAD);
     let (l_warm, l_measure) = split_run(
@@ -173,7 +175,7 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
         (l_warm + l_measure + RUN_OVERHEAD + l_ceiling) * runs,
     ));
     let lock_cfg = lockscan::Config {
-        layout: Layout::Sweep,
+        layout: Layout::Sweep(cfg.within),
         locks,
         cs_ns: 0,
         scan_bytes: 1 << 20,
@@ -218,6 +220,7 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
     let nb_cfg = neighbors::Config {
         workers,
         worker_placement: Request::Os,
+        within: cfg.within,
         burner_steps: steps,
         burner: crate::burn::BurnSpec {
             kind: crate::burn::BurnerKind::Prime,
@@ -232,10 +235,11 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
 
     // oltp: seed 001's layouts with one client per core (at most 8).
     let layouts = vec![Request::OnePerCore, Request::Pairs, Request::All];
-    let threads = topo.cores().len().clamp(1, 8);
+    let (_, unit_cores) = crate::placement::scoped_cores(topo, cfg.within);
+    let threads = unit_cores.len().clamp(1, 8);
     let possible = layouts
         .iter()
-        .filter(|r| crate::oltp::layout_plan(topo, r, threads).is_ok())
+        .filter(|r| crate::placement::plan_within(topo, r, threads, cfg.within).is_ok())
         .count()
         .max(1);
     let oruns = (possible * repeat) as u32;
@@ -269,6 +273,7 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
         duration: o_measure,
         warmup: o_warm,
         layouts,
+        within: cfg.within,
         repeat,
         dry_run: false,
         sysfs_root: "/".into(),
@@ -277,7 +282,13 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
     oltp_cfg.validate()?;
 
     // rwcache: every scheme at 1 thread and at every usable CPU, issue 6's table.
-    let rw_threads = if ncpu > 1 { vec![1, ncpu] } else { vec![1] };
+    // rwcache: every scheme at 1 thread and at every CPU of the scope's unit.
+    let unit_cpus = unit_cores.iter().map(CpuSet::len).sum::<usize>().max(1);
+    let rw_threads = if unit_cpus > 1 {
+        vec![1, unit_cpus]
+    } else {
+        vec![1]
+    };
     let schemes = crate::rwcache::SchemeKind::ALL.to_vec();
     let rruns = (rw_threads.len() * schemes.len() * repeat) as u32;
     let per_rrun = (share(budget, PhaseName::Rwcache) / rruns).saturating_sub(RUN_OVERHEAD);
@@ -294,7 +305,8 @@ pub fn size(topo: &Topology, cfg: &Config, burner_mode: BurnerMode) -> Result<Si
     let rw_cfg = rwcache::Config {
         schemes,
         threads: rw_threads,
-        placement: Request::All,
+        placement: Request::Spread,
+        within: cfg.within,
         table: rwcache::TableSpec::default(),
         spec: RunSpec::new(r_warm, r_measure),
         repeat,
@@ -506,7 +518,7 @@ fn fake_oltp(engine: &FakeEngine, topo: &Topology, cfg: &oltp::Config) -> Result
     let mut plans = Vec::new();
     let mut skipped = Vec::new();
     for r in &cfg.layouts {
-        match crate::oltp::layout_plan(topo, r, cfg.threads) {
+        match crate::placement::plan_within(topo, r, cfg.threads, cfg.within) {
             Ok(p) => plans.push(p),
             Err(e @ (PlanError::NoSmt { .. } | PlanError::NotEnough { .. })) => {
                 skipped.push(SkippedLayout {
@@ -991,6 +1003,7 @@ mod tests {
             budget,
             db: DbTarget::Sqlite(None),
             command: "smtlab study".into(),
+            within: crate::placement::Scope::Package,
         }
     }
 

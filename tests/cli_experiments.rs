@@ -17,23 +17,68 @@ fn lockscan_sweep_dry_run_puts_the_scanner_on_each_sibling() {
     let Some(root) = smt_dump(tmp.path()) else {
         return;
     };
-    let out = smtlab()
-        .args(["lockscan", "--sweep", "--dry-run", "--sysfs-root"])
-        .arg(&root)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
-    // 8 cores with siblings i, i+8: lock threads on 0-7, the scanner visits 8..15.
+    let text = common::stdout_of(
+        smtlab()
+            .args(["lockscan", "--sweep", "--dry-run", "--sysfs-root"])
+            .arg(&root),
+    );
+    // 4 packages × 2 cores, siblings i and i+8; package 0 holds cores {0,8} and {4,12}.
+    // By default the sweep stays in package 0: lock threads on 0 and 4, the scanner on
+    // 8 and then on 12.
+    assert!(
+        text.contains("sweep within package 0 (CPUs 0,4,8,12"),
+        "{text}"
+    );
+    for (sib, of) in [(8, 0), (12, 4)] {
+        assert!(
+            text.contains(&format!("scanner on {sib} (sibling of {of})")),
+            "{text}"
+        );
+    }
+    assert!(!text.contains("scanner on 9 "), "{text}");
+    assert!(text.contains("yes (SMT sibling)"), "{text}");
+    // --within machine: every core's sibling in turn, lock threads on 0-7.
+    let text = common::stdout_of(
+        smtlab()
+            .args(["lockscan", "--sweep", "--dry-run", "--within", "machine"])
+            .arg("--sysfs-root")
+            .arg(&root),
+    );
     for sib in 8..16 {
         assert!(
             text.contains(&format!("scanner on {sib} (sibling of {})", sib - 8)),
             "{text}"
         );
     }
-    assert!(text.contains("yes (SMT sibling)"), "{text}");
+}
+
+#[test]
+fn a_live_run_refuses_another_machines_sysfs_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(root) = smt_dump(tmp.path()) else {
+        return;
+    };
+    for args in [
+        vec!["lockscan", "--sweep", "-d", "100ms"],
+        vec!["neighbors", "--burners", "0", "-d", "100ms"],
+        vec!["rwcache", "--threads", "1", "-d", "100ms"],
+        vec!["oltp", "--rows-per-thread", "10"],
+    ] {
+        smtlab()
+            .args(&args)
+            .arg("--sysfs-root")
+            .arg(&root)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--sysfs-root"))
+            .stderr(predicate::str::contains("for reading only"));
+    }
+    // `/` is this machine: allowed.
+    smtlab()
+        .args(["lockscan", "-d", "100ms", "--warmup", "0", "--repeat", "1"])
+        .args(["--no-baseline", "--sysfs-root", "/"])
+        .assert()
+        .success();
 }
 
 #[test]

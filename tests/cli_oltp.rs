@@ -223,23 +223,16 @@ fn dry_run_on_an_smt_dump_shows_seed_001_layouts() {
     let Some(root) = common::smt_dump(tmp.path()) else {
         return;
     };
-    let out = smtlab()
-        .args([
-            "oltp",
-            "--configs",
-            "one-per-core,pairs,all",
-            "--threads",
-            "6",
-            "--dry-run",
-        ])
-        .arg("--sysfs-root")
-        .arg(&root)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let dry_run = |threads: &str, within: &str| {
+        common::stdout_of(
+            smtlab()
+                .args(["oltp", "--configs", "one-per-core,pairs,all", "--dry-run"])
+                .args(["--threads", threads, "--within", within, "--sysfs-root"])
+                .arg(&root),
+        )
+    };
+    let text = dry_run("6", "machine");
+    assert!(text.contains("within the whole machine"), "{text}");
     assert!(
         text.contains("one-per-core: 6 threads on CPUs 0-5 (6 cores)"),
         "{text}"
@@ -251,6 +244,22 @@ fn dry_run_on_an_smt_dump_shows_seed_001_layouts() {
     // Seed 001's third layout: every sibling of the same 6 cores, 12 threads.
     assert!(
         text.contains("all: 12 threads on CPUs 0-5,8-13 (6 cores)"),
+        "{text}"
+    );
+
+    // By default the three layouts stay in package 0 (cores {0,8} and {4,12}).
+    let text = dry_run("2", "package");
+    assert!(text.contains("within package 0"), "{text}");
+    assert!(
+        text.contains("one-per-core: 2 threads on CPUs 0,4 (2 cores)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pairs: 2 threads on CPUs 0,8 (1 core)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("all: 4 threads on CPUs 0,4,8,12 (2 cores)"),
         "{text}"
     );
 }

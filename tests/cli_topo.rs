@@ -150,7 +150,16 @@ fn plan_on_a_two_thread_per_core_dump() {
     assert_eq!(topo.threads_per_core(), 2);
     let plan = |req: &str| -> Vec<u32> {
         let out = smtlab()
-            .args(["plan", req, "--threads", "6", "--json", "--sysfs-root"])
+            .args([
+                "plan",
+                req,
+                "--threads",
+                "6",
+                "--json",
+                "--within",
+                "machine",
+            ])
+            .arg("--sysfs-root")
             .arg(&root)
             .assert()
             .success()
@@ -186,15 +195,40 @@ fn plan_on_a_two_thread_per_core_dump() {
     assert_eq!(cores.len(), 6, "6 distinct cores");
 
     // The human view says the same.
-    let out = smtlab()
-        .args(["plan", "pairs", "--threads", "6", "--sysfs-root"])
+    let text = common::stdout_of(
+        smtlab()
+            .args(["plan", "pairs", "--threads", "6", "--within", "machine"])
+            .arg("--sysfs-root")
+            .arg(&root),
+    );
+    assert!(text.contains("6 threads on 6 CPUs of 3 cores"), "{text}");
+    assert!(text.contains("within the whole machine"), "{text}");
+
+    // By default seed layouts stay in one package: package 0 has two cores, {0,8} and
+    // {4,12}, so 6 threads one per core do not fit, and the message says how to widen.
+    smtlab()
+        .args(["plan", "one-per-core", "--threads", "6", "--sysfs-root"])
         .arg(&root)
         .assert()
-        .success()
-        .get_output()
-        .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("6 threads on 6 CPUs of 3 cores"), "{text}");
+        .code(3)
+        .stderr(predicates::str::contains("package 0"))
+        .stderr(predicates::str::contains("--within machine"));
+    let text = common::stdout_of(
+        smtlab()
+            .args(["plan", "pairs", "--threads", "4", "--sysfs-root"])
+            .arg(&root),
+    );
+    assert!(
+        text.contains("within package 0 (CPUs 0,4,8,12; one of 4 such units"),
+        "{text}"
+    );
+    for cpu in ["0", "8", "4", "12"] {
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(cpu)),
+            "{text}"
+        );
+    }
 }
 
 #[test]

@@ -34,6 +34,7 @@ fn plan_cycling(n: usize) -> Plan {
             .collect(),
         oversubscribed: n > cpus.len(),
         notes: vec![],
+        scope: None,
     }
 }
 
@@ -414,6 +415,7 @@ fn run_ends_when_every_worker_returned() {
         }],
         oversubscribed: false,
         notes: vec![],
+        scope: None,
     };
     let spec = smtlab::engine::RunSpec::new(
         std::time::Duration::ZERO,

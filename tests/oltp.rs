@@ -39,6 +39,7 @@ fn plan_on_first_cpu(threads: usize) -> Plan {
             .collect(),
         oversubscribed: threads > 1,
         notes: vec![],
+        scope: None,
     }
 }
 

@@ -262,7 +262,8 @@ fn fake_engine_report_has_every_table() {
     let cfg = Config {
         schemes: SchemeKind::ALL.to_vec(),
         threads: vec![1, 2],
-        placement: Request::All,
+        placement: Request::Spread,
+        within: smtlab::placement::Scope::Package,
         table: TableSpec::default(),
         spec: RunSpec::new(Duration::ZERO, Duration::from_millis(100)),
         repeat: 3,

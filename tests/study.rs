@@ -52,6 +52,7 @@ fn config() -> study::Config {
         budget: study::QUICK_BUDGET,
         db: DbTarget::Sqlite(None),
         command: "smtlab study --quick --out out".into(),
+        within: smtlab::placement::Scope::Package,
     }
 }
 

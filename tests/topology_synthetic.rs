@@ -72,6 +72,21 @@ fn placed(topo: &Topology, req: &str, threads: usize) -> Result<Vec<String>, Pla
     Ok(p.threads.iter().map(|t| t.cpus.to_string()).collect())
 }
 
+fn placed_within(
+    topo: &Topology,
+    req: &str,
+    threads: usize,
+    scope: &str,
+) -> Result<Vec<String>, PlanError> {
+    let p = smtlab::placement::plan_within(
+        topo,
+        &Request::parse(req).unwrap(),
+        threads,
+        scope.parse().unwrap(),
+    )?;
+    Ok(p.threads.iter().map(|t| t.cpus.to_string()).collect())
+}
+
 /// 2 packages × 4 cores × 2 threads; CPU i and i+8 are siblings (the server numbering).
 fn two_socket() -> Tree {
     let t = Tree::new();
@@ -143,21 +158,58 @@ fn two_sockets_interleaved_siblings() {
         order,
         ["0,8", "4,12", "1,9", "5,13", "2,10", "6,14", "3,11", "7,15"]
     );
-    assert_eq!(placed(&topo, "pairs", 4).unwrap(), ["0", "8", "4", "12"]);
+    // Seed layouts stay in one package by default (mixing sockets into an SMT comparison
+    // measures the socket too) ...
+    assert_eq!(placed(&topo, "pairs", 4).unwrap(), ["0", "8", "1", "9"]);
     assert_eq!(
         placed(&topo, "pairs", 6).unwrap(),
-        ["0", "8", "4", "12", "1", "9"]
+        ["0", "8", "1", "9", "2", "10"]
     );
-    assert_eq!(placed(&topo, "one-per-core", 3).unwrap(), ["0", "4", "1"]);
+    assert_eq!(placed(&topo, "one-per-core", 3).unwrap(), ["0", "1", "2"]);
+    assert_eq!(
+        placed(&topo, "all", 2).unwrap(),
+        ["0", "8", "1", "9"],
+        "all = every sibling of the cores one-per-core uses"
+    );
+    let spread = placed(&topo, "spread", 10).unwrap();
+    assert_eq!(
+        spread,
+        ["0", "1", "2", "3", "8", "9", "10", "11", "0", "1"],
+        "spread wraps inside package 0"
+    );
+    let e = placed(&topo, "one-per-core", 5).unwrap_err();
+    assert!(matches!(e, PlanError::NotEnough { have: 4, .. }), "{e}");
+    assert!(
+        e.to_string().contains("package 0") && e.to_string().contains("--within machine"),
+        "{e}"
+    );
+    // ... and spread over packages first with --within machine.
+    assert_eq!(
+        placed_within(&topo, "pairs", 4, "machine").unwrap(),
+        ["0", "8", "4", "12"]
+    );
+    assert_eq!(
+        placed_within(&topo, "one-per-core", 3, "machine").unwrap(),
+        ["0", "4", "1"]
+    );
+    let all = placed_within(&topo, "spread", 16, "machine").unwrap();
+    assert_eq!(&all[..4], ["0", "4", "1", "5"]);
+    assert_eq!(&all[8..10], ["8", "12"]);
+    assert_eq!(
+        placed_within(&topo, "one-per-core", 2, "node").unwrap(),
+        ["0", "1"]
+    );
     assert_eq!(placed(&topo, "same-core", 2).unwrap(), ["0", "8"]);
+    // siblings-of: the other threads of the listed CPUs' cores, never the listed CPUs.
     assert_eq!(placed(&topo, "siblings-of:3", 1).unwrap(), ["11"]);
     assert_eq!(placed(&topo, "siblings-of:3,12", 2).unwrap(), ["11", "4"]);
+    assert_eq!(placed(&topo, "siblings-of:0,1", 2).unwrap(), ["8", "9"]);
+    let e = placed(&topo, "siblings-of:0,8", 1).unwrap_err();
+    assert!(matches!(e, PlanError::NoFreeSibling { .. }), "{e}");
+    assert!(e.to_string().contains("0,8"), "{e}");
     assert_eq!(placed(&topo, "other-package", 2).unwrap(), ["0", "4"]);
     assert_eq!(placed(&topo, "other-l3", 2).unwrap(), ["0", "4"]);
     assert_eq!(placed(&topo, "same-l3", 3).unwrap(), ["0", "1", "2"]);
-    let all = placed(&topo, "all", 16).unwrap();
-    assert_eq!(&all[..4], ["0", "4", "1", "5"]);
-    assert_eq!(&all[8..10], ["8", "12"]);
     assert!(matches!(
         placed(&topo, "other-package", 3),
         Err(PlanError::NotEnough { have: 2, .. })
@@ -257,6 +309,21 @@ fn hybrid_p_and_e_cores() {
         placed(&topo, "pairs", 14),
         Err(PlanError::NotEnough { have: 6, .. })
     ));
+    // Seed layouts stay on one core kind: the P-cores, whatever the request.
+    assert_eq!(
+        placed(&topo, "one-per-core", 6).unwrap(),
+        ["0", "2", "4", "6", "8", "10"]
+    );
+    let e = placed(&topo, "one-per-core", 8).unwrap_err().to_string();
+    assert!(
+        e.contains("P-core") && e.contains("--within machine"),
+        "{e}"
+    );
+    let mixed = placed_within(&topo, "one-per-core", 8, "machine").unwrap();
+    assert!(
+        mixed.iter().any(|c| c.parse::<u32>().unwrap() >= 12),
+        "{mixed:?}"
+    );
 }
 
 #[test]
@@ -458,4 +525,32 @@ fn c2c_budget_keeps_a_sibling_pair_and_reaches_the_other_package_first() {
     let o = budget_order(&topo, &some);
     assert_eq!(o.iter().copied().collect::<CpuSet>(), some);
     assert_eq!(&o[..2], [1, 9], "{o:?}");
+}
+
+/// 1 package × 2 cores × 4 threads (SMT4, as POWER7): cores 0-3 and 4-7.
+#[test]
+fn smt4_sibling_burners_spread_over_the_workers_cores() {
+    let t = Tree::new();
+    t.write("sys/devices/system/cpu/online", "0-7")
+        .write("sys/devices/system/cpu/smt/control", "on");
+    for cpu in 0..8u32 {
+        let core = if cpu < 4 { "0-3" } else { "4-7" };
+        t.cpu(cpu, 0, cpu / 4, core, "0-7")
+            .cache(cpu, 3, 3, "Unified", "8M", "0-7");
+    }
+    let topo = t.topo();
+    // Workers one per core on 0 and 4: burners alternate between the two cores instead of
+    // filling core 0's three free siblings first.
+    assert_eq!(
+        placed(&topo, "siblings-of:0,4", 4).unwrap(),
+        ["1", "5", "2", "6"]
+    );
+    // Never a listed CPU, even when the list holds several siblings of one core.
+    assert_eq!(
+        placed(&topo, "siblings-of:0,1", 3).unwrap(),
+        ["2", "3", "2"]
+    );
+    assert_eq!(placed(&topo, "all", 1).unwrap(), ["0", "1", "2", "3"]);
+    assert_eq!(placed(&topo, "pairs", 4).unwrap(), ["0", "1", "4", "5"]);
+    assert_eq!(placed(&topo, "same-core", 4).unwrap(), ["0", "1", "2", "3"]);
 }

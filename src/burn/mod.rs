@@ -136,6 +136,7 @@ pub fn run_child(
         }],
         oversubscribed: false,
         notes: Vec::new(),
+        scope: None,
     };
     let run =
         RunSpec::new(warmup, duration.unwrap_or(FOREVER)).with_interval(process::CHILD_INTERVAL);

@@ -17,6 +17,8 @@ pub struct Config {
     /// Number of burners (≥ 1).
     pub threads: usize,
     pub placement: Request,
+    /// The unit a scoped placement stays inside.
+    pub within: placement::Scope,
     pub mode: Mode,
     pub warmup: Duration,
     pub duration: Duration,
@@ -53,7 +55,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         let duration = (!child.until_stopped).then_some(cfg.duration);
         return burn::run_child(&cfg.spec, &topo, &child.cpus, cfg.warmup, duration, out);
     }
-    let plan = placement::plan(&topo, &cfg.placement, cfg.threads)?;
+    let plan = placement::plan_within(&topo, &cfg.placement, cfg.threads, cfg.within)?;
     let run = crate::engine::RunSpec::new(cfg.warmup, cfg.duration);
     let report = match cfg.mode {
         Mode::Thread => burn::run_threads(&cfg.spec, &topo, &plan, &run)?,

@@ -18,12 +18,12 @@ pub struct Config {
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
-    let topo = super::load_topology(&cfg.root)?;
+    let topo = super::topology_for_run(&cfg.root, cfg.dry_run, true)?;
     let scen = lockscan::scenarios(&topo, &cfg.exp.layout, cfg.exp.baseline && !cfg.dry_run)?;
     for s in &scen {
         let lock: crate::cpuset::CpuSet = s.lock_cpus.iter().copied().collect();
         let scan: crate::cpuset::CpuSet = s.scan_cpus.iter().copied().collect();
-        if lock.intersects(&scan) && !matches!(cfg.exp.layout, Layout::Sweep) {
+        if lock.intersects(&scan) && !matches!(cfg.exp.layout, Layout::Sweep(_)) {
             eprintln!(
                 "warning: lock and scan CPUs overlap on {}: those threads time-share a CPU",
                 lock.intersection(&scan)
@@ -31,6 +31,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         }
     }
     if cfg.dry_run {
+        if let Some(u) = lockscan::sweep_scope(&topo, &cfg.exp.layout) {
+            writeln!(out, "sweep {}", render::scope_line(&u))?;
+        }
         return dry_run(&topo, &scen, out);
     }
     let engine = RealEngine;
@@ -125,6 +128,9 @@ pub fn human(r: &LockscanReport) -> String {
         crate::topology::render::human_bytes(r.scan_bytes as u64),
         r.lock_stats
     ));
+    if let Some(u) = &r.scope {
+        o.push_str(&format!("sweep {}\n", render::scope_line(u)));
+    }
     for s in &r.results {
         o.push_str(&format!(
             "\n== {} / {} (lock {}, scan {}) ==\n",

@@ -38,6 +38,35 @@ pub fn emit<T: serde::Serialize>(
     Ok(())
 }
 
+/// Reads the topology for a command that pins threads or measures: `root` must be this
+/// machine's (`/`), unless the command only prints placements (`dry_run`). A dump read for
+/// a live run would pin this machine's CPUs under another machine's labels, or fail
+/// partway with the kernel's bare `EINVAL`.
+pub fn topology_for_run(root: &Path, dry_run: bool, dry_run_flag: bool) -> Result<Topology> {
+    if !dry_run && !is_this_machine(root) {
+        let how = if dry_run_flag {
+            "add --dry-run to print the placements on that machine, or drop --sysfs-root to measure this one"
+        } else {
+            "this command has no dry run; read the tree with `smtlab topo` or `smtlab plan`, or drop --sysfs-root to measure this machine"
+        };
+        return Err(crate::error::BadInput(format!(
+            "--sysfs-root {}: another machine's topology is for reading only, and this run \
+             would pin and measure this machine's CPUs; {how}",
+            root.display()
+        ))
+        .into());
+    }
+    load_topology(root)
+}
+
+/// True when `root` is this machine's root directory.
+fn is_this_machine(root: &Path) -> bool {
+    match (root.canonicalize(), Path::new("/").canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Reads the topology under `root`, with the root named in the error.
 pub fn load_topology(root: &Path) -> Result<Topology> {
     discover(root).with_context(|| format!("reading the CPU topology under `{}`", root.display()))

@@ -28,7 +28,7 @@ pub struct Config {
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
-    let topo = super::load_topology(&cfg.root)?;
+    let topo = super::topology_for_run(&cfg.root, cfg.dry_run, true)?;
     if cfg.dry_run {
         for &b in &cfg.exp.burner_steps {
             match neighbors::step_plan(&topo, &cfg.exp, b) {

@@ -21,11 +21,11 @@ pub type Say<'a> = dyn FnMut(&str) + 'a;
 /// [`run`], with the step narration going to `say` (the study shows it on its bar).
 pub fn run_with(cfg: &Config, out: &mut dyn Write, say: &mut Say<'_>) -> Result<()> {
     cfg.validate()?;
-    let topo = super::load_topology(&cfg.sysfs_root)?;
+    let topo = super::topology_for_run(&cfg.sysfs_root, cfg.dry_run, true)?;
     let mut plans: Vec<Plan> = Vec::new();
     let mut skipped: Vec<SkippedLayout> = Vec::new();
     for l in &cfg.layouts {
-        match crate::oltp::layout_plan(&topo, l, cfg.threads) {
+        match crate::placement::plan_within(&topo, l, cfg.threads, cfg.within) {
             Ok(p) => plans.push(p),
             Err(e @ (PlanError::NoSmt { .. } | PlanError::NotEnough { .. })) => {
                 skipped.push(SkippedLayout {
@@ -294,6 +294,9 @@ fn dry_run(
         plans.len(),
         cfg.threads
     )?;
+    if let Some(u) = plans.iter().find_map(|p| p.scope.as_ref()) {
+        writeln!(out, "layouts {}", render::scope_line(u))?;
+    }
     for p in plans {
         let cores: std::collections::BTreeSet<_> = p
             .threads
@@ -303,11 +306,12 @@ fn dry_run(
             .collect();
         writeln!(
             out,
-            "\n{}: {} threads on CPUs {} ({} cores){}",
+            "\n{}: {} threads on CPUs {} ({} core{}){}",
             p.request,
             p.threads.len(),
             p.cpus(),
             cores.len(),
+            if cores.len() == 1 { "" } else { "s" },
             if p.oversubscribed {
                 ", oversubscribed"
             } else {

@@ -11,12 +11,13 @@ pub struct Config {
     pub root: PathBuf,
     pub request: Request,
     pub threads: usize,
+    pub within: placement::Scope,
     pub json: bool,
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let topo = super::load_topology(&cfg.root)?;
-    let plan = placement::plan(&topo, &cfg.request, cfg.threads)?;
+    let plan = placement::plan_within(&topo, &cfg.request, cfg.threads, cfg.within)?;
     if cfg.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&plan)?)?;
         return Ok(());
@@ -84,6 +85,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
                 ""
             }
         )?;
+    }
+    if let Some(u) = &plan.scope {
+        writeln!(out, "{}", render::scope_line(u))?;
     }
     for n in &plan.notes {
         writeln!(out, "note: {n}")?;

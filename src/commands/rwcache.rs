@@ -20,7 +20,7 @@ pub struct Config {
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     cfg.exp.validate()?;
-    let topo = super::load_topology(&cfg.root)?;
+    let topo = super::topology_for_run(&cfg.root, false, false)?;
     let json = cfg.json;
     let mut progress = |n: usize, k: SchemeKind, rep: usize, r: &crate::engine::RunResult| {
         if json {

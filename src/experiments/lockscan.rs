@@ -65,6 +65,7 @@ impl Scenario {
             oversubscribed: cpus.len() < threads.len(),
             threads,
             notes: Vec::new(),
+            scope: None,
         }
     }
 }
@@ -86,8 +87,10 @@ pub enum Layout {
     /// Explicit CPU sets (`--lock-cpus/--scan-cpus` or the seed's `-l/-s` masks).
     Explicit { lock: CpuSet, scan: CpuSet },
     /// One scenario per scanner position: on SMT machines the scanner on each lock
-    /// thread's sibling in turn; without SMT, on each core in turn.
-    Sweep,
+    /// thread's sibling in turn; without SMT, on each core in turn. The lock threads stay
+    /// inside one unit of the scope (one package by default), so that the sweep compares
+    /// sibling and cross-core positions, not sockets.
+    Sweep(crate::placement::Scope),
 }
 
 /// A validated lockscan configuration.
@@ -146,8 +149,8 @@ pub fn scenarios(topo: &Topology, layout: &Layout, baseline: bool) -> Result<Vec
                 scan_cpus: scan.to_vec(),
             });
         }
-        Layout::Sweep => {
-            let cores = crate::placement::spread_cores(topo);
+        Layout::Sweep(within) => {
+            let (_, cores) = crate::placement::scoped_cores(topo, *within);
             let smt = cores.iter().any(|c| c.len() >= 2);
             if smt {
                 // Lock threads on the first sibling of every core with a sibling; the
@@ -343,7 +346,13 @@ pub struct ThreadRow {
     pub thread: usize,
     /// `lock` or `scan`.
     pub role: String,
+    /// The CPU the thread was pinned to.
     pub cpu: u32,
+    /// The CPUs the thread was seen running on, over all runs (`sched_getcpu` and
+    /// `/proc/self/task/TID/stat`); equal to `cpu` when pinning held. Empty for results
+    /// that carried no observation (older files, fake runs).
+    #[serde(default)]
+    pub observed_cpus: CpuSet,
     /// The CPU's core (its SMT sibling set).
     pub core: CpuSet,
     /// A scan thread runs on this thread's core (an SMT sibling or the same CPU).
@@ -424,6 +433,9 @@ pub struct LockscanReport {
     pub lock_stats: StatsMode,
     /// The first result's `c2c_latency_ns`: the physical limit on handoffs.
     pub c2c_latency_ns: Option<f64>,
+    /// The unit the sweep stayed inside (`--within`); None for the other layouts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::placement::ScopeUnit>,
     pub results: Vec<ScenarioResult>,
     /// Plain-words conclusion.
     pub verdict: Vec<String>,
@@ -563,10 +575,19 @@ pub fn run(
         repeat: cfg.repeat,
         lock_stats: cfg.stats,
         c2c_latency_ns,
+        scope: sweep_scope(topo, &cfg.layout),
         results,
         verdict,
         notes,
     })
+}
+
+/// The unit a sweep stays inside, for the report.
+pub fn sweep_scope(topo: &Topology, layout: &Layout) -> Option<crate::placement::ScopeUnit> {
+    match layout {
+        Layout::Sweep(within) => Some(crate::placement::scoped_cores(topo, *within).0),
+        _ => None,
+    }
 }
 
 /// One run of one (scenario, lock) trial.
@@ -704,6 +725,9 @@ fn summarise(
             thread: i,
             role: if i < nl { "lock" } else { "scan" }.into(),
             cpu,
+            observed_cpus: runs.iter().fold(CpuSet::new(), |a, r| {
+                a.union(&r.result.threads[i].observed_cpus)
+            }),
             core: topo.core_of(cpu),
             shares_core_with_scanner: i < nl && sharing[i],
             ops_per_sec: stats::median(&per_run),

@@ -181,6 +181,8 @@ pub struct Config {
     pub workers: usize,
     /// Worker placement (default `os`).
     pub worker_placement: Request,
+    /// The unit a scoped worker placement stays inside.
+    pub within: placement::Scope,
     pub burner_steps: Vec<usize>,
     pub burner: BurnSpec,
     pub burner_placement: BurnerPlacement,
@@ -190,7 +192,7 @@ pub struct Config {
 
 /// The placements of one step: workers then burners.
 pub fn step_plan(topo: &Topology, cfg: &Config, burners: usize) -> Result<(Plan, Vec<CpuSet>)> {
-    let workers = placement::plan(topo, &cfg.worker_placement, cfg.workers)?;
+    let workers = placement::plan_within(topo, &cfg.worker_placement, cfg.workers, cfg.within)?;
     let allowed = topo.allowed();
     let worker_cpus = workers.cpus();
     let burner_cpus: Vec<CpuSet> = if burners == 0 {
@@ -205,6 +207,15 @@ pub fn step_plan(topo: &Topology, cfg: &Config, burners: usize) -> Result<(Plan,
                     .collect()
             }
             BurnerPlacement::Siblings => {
+                // Unpinned workers move between CPUs, so no CPU is "their sibling": a
+                // burner there would share a core with a worker only by chance.
+                if !cfg.worker_placement.is_pinned() {
+                    return Err(crate::error::BadInput(format!(
+                        "--burner-placement siblings needs pinned workers, but --placement is                          `{}` (unpinned): pin the workers one per core (--placement one-per-core)                          so each has a free sibling",
+                        cfg.worker_placement
+                    ))
+                    .into());
+                }
                 let p = placement::plan(topo, &Request::SiblingsOf(worker_cpus.clone()), burners)?;
                 p.threads.into_iter().map(|t| t.cpus).collect()
             }
@@ -240,6 +251,7 @@ pub fn step_plan(topo: &Topology, cfg: &Config, burners: usize) -> Result<(Plan,
             threads,
             oversubscribed: cfg.workers + burners > allowed.len(),
             notes: workers.notes,
+            scope: workers.scope,
         },
         burner_cpus,
     ))

@@ -105,6 +105,8 @@ pub struct Config {
     /// Thread counts to run, in order.
     pub threads: Vec<usize>,
     pub placement: Request,
+    /// The unit a scoped placement stays inside (one package by default).
+    pub within: placement::Scope,
     pub table: TableSpec,
     pub spec: RunSpec,
     /// Rounds over every (threads, scheme) trial.
@@ -515,8 +517,9 @@ pub fn run(
     let mut notes = Vec::new();
     let mut plans = Vec::new();
     for &n in &cfg.threads {
-        match placement::plan(topo, &cfg.placement, n) {
-            Ok(p) => plans.push((n, p)),
+        match placement::plan_within(topo, &cfg.placement, n, cfg.within) {
+            // `all` may place more threads than asked (every sibling of n cores).
+            Ok(p) => plans.push((p.threads.len(), p)),
             Err(e) => notes.push(format!("{n} threads skipped: {e}")),
         }
     }
@@ -533,7 +536,7 @@ pub fn run(
         .collect();
     // The `none` reference, first in every round (so it has a run whenever another trial
     // does), on the 1-thread placement.
-    match placement::plan(topo, &cfg.placement, 1) {
+    match placement::plan_within(topo, &cfg.placement, 1, cfg.within) {
         Ok(p) => {
             plans.push((1, p));
             trials.insert(0, (plans.len() - 1, SchemeKind::Unlocked));

@@ -77,6 +77,8 @@ pub struct Config {
     pub warmup: Duration,
     /// Layouts to compare, run interleaved round by round.
     pub layouts: Vec<Request>,
+    /// The unit the seed layouts stay inside (one package by default).
+    pub within: crate::placement::Scope,
     /// Rounds.
     pub repeat: usize,
     /// Print the placements only.
@@ -112,11 +114,6 @@ impl Config {
         if self.layouts.is_empty() {
             return Err(BadInput("--configs needs at least one layout".into()));
         }
-        if !self.dry_run && self.sysfs_root != std::path::Path::new("/") {
-            return Err(BadInput(
-                "--sysfs-root describes another machine's topology: use it with --dry-run".into(),
-            ));
-        }
         Ok(())
     }
 }
@@ -142,59 +139,6 @@ pub fn parse_layouts(s: &str) -> Result<Vec<Request>, BadInput> {
         .iter()
         .map(|p| Request::parse(p).map_err(|e| BadInput(e.to_string())))
         .collect()
-}
-
-/// The plan of one `--configs` layout. Layouts mean what seed 001 compared, for the same
-/// `--threads N`: `one-per-core` = N threads on N cores (HT off), `pairs` = N threads on
-/// N/2 cores' sibling pairs (HT on, same thread count), and `all` = every SMT sibling of the
-/// N cores `one-per-core` uses (HT on, same cores: seed 001's "12 on 6"), so `all` may run
-/// more client threads than N. Where `one-per-core` cannot place N threads, `all` falls back
-/// to the planner's own `all` (one thread per logical CPU, wrapping). Other requests are the
-/// planner's.
-pub fn layout_plan(
-    topo: &crate::topology::Topology,
-    layout: &Request,
-    threads: usize,
-) -> Result<crate::placement::Plan, crate::placement::PlanError> {
-    use crate::placement::{Plan, ThreadPlacement, plan};
-    if *layout != Request::All {
-        return plan(topo, layout, threads);
-    }
-    let Ok(cores) = plan(topo, &Request::OnePerCore, threads) else {
-        return plan(topo, layout, threads);
-    };
-    let allowed = topo.allowed();
-    let cpus: Vec<u32> = cores
-        .threads
-        .iter()
-        .flat_map(|t| {
-            let c = t
-                .cpus
-                .first()
-                .expect("one-per-core gives one CPU per thread");
-            topo.core_of(c).intersection(&allowed).to_vec()
-        })
-        .collect();
-    let mut notes = cores.notes;
-    if cpus.len() > threads {
-        notes.push(format!(
-            "`all` runs {} client threads: every SMT sibling of the {threads} cores `one-per-core` uses",
-            cpus.len()
-        ));
-    }
-    Ok(Plan {
-        request: layout.to_string(),
-        threads: cpus
-            .into_iter()
-            .enumerate()
-            .map(|(thread, c)| ThreadPlacement {
-                thread,
-                cpus: crate::cpuset::CpuSet::from_cpus([c]),
-            })
-            .collect(),
-        oversubscribed: false,
-        notes,
-    })
 }
 
 /// Parses a duration: `10` (seconds), `10s`, `500ms`, `2m`, `1.5s`.

@@ -116,6 +116,20 @@ pub fn duration_ns(ns: f64) -> String {
     }
 }
 
+/// The line saying which unit a scoped placement stayed inside, e.g. `within package 0
+/// (1 of 2 packages; --within machine spreads over all)`.
+pub fn scope_line(u: &crate::placement::ScopeUnit) -> String {
+    use crate::placement::Scope;
+    if u.within == Scope::Machine || u.units <= 1 {
+        format!("within {} (CPUs {})", u.label, u.cpus)
+    } else {
+        format!(
+            "within {} (CPUs {}; one of {} such units here; --within machine uses them all)",
+            u.label, u.cpus, u.units
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,3 +32,9 @@ pub fn smt_dump(tmp: &Path) -> Option<PathBuf> {
     assert!(ok, "unpacking {}", tarball.display());
     Some(tmp.join("16em64t-4s2c2t"))
 }
+
+/// Runs `cmd`, asserts exit 0, and returns its stdout as text.
+pub fn stdout_of(cmd: &mut assert_cmd::Command) -> String {
+    let out = cmd.assert().success().get_output().stdout.clone();
+    String::from_utf8(out).expect("stdout is UTF-8")
+}

@@ -11,6 +11,11 @@ fn smtlab() -> Command {
 mod common;
 use common::smt_dump;
 
+/// This machine's topology, so that tests hold on any machine, with or without SMT.
+fn this_machine() -> smtlab::topology::Topology {
+    smtlab::topology::discover(std::path::Path::new("/")).expect("this machine's topology")
+}
+
 #[test]
 fn lockscan_sweep_dry_run_puts_the_scanner_on_each_sibling() {
     let tmp = tempfile::tempdir().unwrap();
@@ -157,7 +162,7 @@ fn lockscan_json_has_threads_and_verdict() {
         assert!(t.get(k).is_some(), "missing {k} in {t}");
     }
     assert!(v["verdict"].is_array());
-    assert_eq!(v["smt"], false);
+    assert_eq!(v["smt"], this_machine().threads_per_core() > 1);
     assert_eq!(v["lock_stats"], "counters");
     // Two lock CPUs: each result's handoffs are set against its own measured ceiling.
     for r in results {
@@ -257,7 +262,48 @@ fn neighbors_dry_run_puts_burners_on_worker_siblings() {
 }
 
 #[test]
+fn sibling_burners_need_workers_with_a_free_sibling() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(root) = smt_dump(tmp.path()) else {
+        return;
+    };
+    for (placement, needle) in [
+        // Unpinned workers have no sibling to aim at.
+        ("os", "needs pinned workers"),
+        // `pairs` workers fill both siblings of their cores.
+        ("pairs", "siblings-of never places a thread on a listed CPU"),
+    ] {
+        smtlab()
+            .args(["neighbors", "--workers", "2", "--placement", placement])
+            .args(["--burners", "0,1", "--burner-placement", "siblings"])
+            .args(["--dry-run", "--sysfs-root"])
+            .arg(&root)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+    }
+}
+
+#[test]
 fn neighbors_siblings_are_skipped_without_smt() {
+    let topo = this_machine();
+    if topo.threads_per_core() > 1 {
+        // Here CPU 0 has a sibling: the burner goes there, never on CPU 0 itself.
+        let sib = topo.core_of(0).iter().find(|&c| c != 0).unwrap();
+        smtlab()
+            .args(["neighbors", "--workers", "1", "--placement", "cpus:0"])
+            .args([
+                "--burners",
+                "1",
+                "--burner-placement",
+                "siblings",
+                "--dry-run",
+            ])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!("burner 0 on CPUs {sib}")));
+        return;
+    }
     smtlab()
         .args([
             "neighbors",
@@ -279,13 +325,15 @@ fn neighbors_siblings_are_skipped_without_smt() {
 
 #[test]
 fn neighbors_oversubscribed_ticket_lock_is_diagnosed() {
+    // Two more workers than usable CPUs, whatever this machine has.
+    let workers = this_machine().allowed().len() + 2;
     let out = smtlab()
         .args([
             "neighbors",
             "--lock",
             "ticket",
             "--workers",
-            "4",
+            &workers.to_string(),
             "--burners",
             "0",
             "--duration",
@@ -301,7 +349,7 @@ fn neighbors_oversubscribed_ticket_lock_is_diagnosed() {
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let step = &v["steps"][0];
-    assert_eq!(step["runnable_threads"], 4);
+    assert_eq!(step["runnable_threads"], workers);
     // More waiters than CPUs: never `none`, whatever the exact rate on a loaded machine.
     assert_ne!(step["diagnosis"], "none", "{step}");
     assert!(v["reference"].is_object(), "a 2-worker reference run: {v}");

@@ -41,7 +41,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
                         writeln!(out, "  burner {i} on CPUs {c}")?;
                     }
                 }
-                Err(e) => writeln!(out, "{b} burners: skipped: {e:#}")?,
+                Err(e) if neighbors::step_not_possible_here(&e) => {
+                    writeln!(out, "{b} burners: skipped: {e:#}")?
+                }
+                Err(e) => return Err(e),
             }
         }
         return Ok(());

@@ -53,7 +53,7 @@ pub fn run_with(cfg: &Config, out: &mut dyn Write, say: &mut Say<'_>) -> Result<
     for s in &skipped {
         say(&format!("skipping {}: {}", s.placement, s.reason));
     }
-    for n in same_placements(&plans) {
+    for n in same_placements(&topo, &plans) {
         say(&format!("note: {n}"));
     }
 
@@ -335,24 +335,34 @@ fn dry_run(
     for s in skipped {
         writeln!(out, "\nskipped {}: {}", s.placement, s.reason)?;
     }
-    for n in same_placements(plans) {
+    for n in same_placements(topo, plans) {
         writeln!(out, "\nnote: {n}")?;
     }
     Ok(())
 }
 
-/// Notes for layouts that put every thread where an earlier layout did (e.g. `all` with
-/// no more threads than cores is `one-per-core`), with the seed-001 way to get more.
-fn same_placements(plans: &[Plan]) -> Vec<String> {
+/// Notes for layouts that put every thread where an earlier layout did (e.g. `all` is
+/// `one-per-core` when the cores have one usable thread each), with the reason only when
+/// it is the reason.
+fn same_placements(topo: &crate::topology::Topology, plans: &[Plan]) -> Vec<String> {
     let mut notes = Vec::new();
     for (i, p) in plans.iter().enumerate() {
         if let Some(q) = plans[..i].iter().find(|q| q.threads == p.threads) {
+            let allowed = topo.allowed();
+            let single = p
+                .cpus()
+                .iter()
+                .all(|c| topo.core_of(c).intersection(&allowed).len() < 2);
             notes.push(format!(
-                "`{}` places its {} threads exactly as `{}`: the cores have no usable SMT \
-                 siblings here",
+                "`{}` places its {} threads exactly as `{}`{}",
                 p.request,
                 p.threads.len(),
-                q.request
+                q.request,
+                if single {
+                    ": their cores have no usable SMT sibling"
+                } else {
+                    ""
+                }
             ));
         }
     }

@@ -190,6 +190,17 @@ pub struct Config {
     pub spec: RunSpec,
 }
 
+/// True when a step's plan failed because this machine cannot place it (no SMT siblings,
+/// too few CPUs): the step is skipped with the reason. Bad combinations of options
+/// (sibling burners beside unpinned workers or beside `pairs` workers) are errors instead.
+pub fn step_not_possible_here(e: &anyhow::Error) -> bool {
+    use crate::placement::PlanError;
+    matches!(
+        e.downcast_ref::<PlanError>(),
+        Some(PlanError::NoSmt { .. } | PlanError::NotEnough { .. })
+    ) || e.downcast_ref::<crate::error::NotPossible>().is_some()
+}
+
 /// The placements of one step: workers then burners.
 pub fn step_plan(topo: &Topology, cfg: &Config, burners: usize) -> Result<(Plan, Vec<CpuSet>)> {
     let workers = placement::plan_within(topo, &cfg.worker_placement, cfg.workers, cfg.within)?;
@@ -353,6 +364,14 @@ pub fn run(
     make_worker: &MakeWorker<'_>,
     on_step: &mut dyn FnMut(&Step),
 ) -> Result<NeighborsReport> {
+    // A bad combination of options fails before anything runs, not at its first step.
+    for &b in &cfg.burner_steps {
+        if let Err(e) = step_plan(topo, cfg, b)
+            && !step_not_possible_here(&e)
+        {
+            return Err(e);
+        }
+    }
     let cpus = topo.allowed().len();
     let slice = diagnosis::base_slice_ns(cpus);
     let mut steps: Vec<Step> = Vec::new();
@@ -395,10 +414,7 @@ pub fn run(
                 s
             }
             Ok(None) => break,
-            Err(e)
-                if e.downcast_ref::<crate::placement::PlanError>().is_some()
-                    || e.downcast_ref::<crate::error::NotPossible>().is_some() =>
-            {
+            Err(e) if step_not_possible_here(&e) => {
                 skipped.push((b, format!("{e:#}")));
                 continue;
             }

@@ -597,6 +597,7 @@ fn fake_oltp(engine: &FakeEngine, topo: &Topology, cfg: &oltp::Config) -> Result
         duration_ns: Some(cfg.duration.as_nanos() as u64),
         warmup_ns: cfg.warmup.as_nanos() as u64,
         backend_pinning: "embedded: client threads only".into(),
+        scope: plans.iter().find_map(|p| p.scope.clone()),
         runs,
         skipped,
         interrupted: false,

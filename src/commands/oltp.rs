@@ -93,6 +93,7 @@ pub fn run_with(cfg: &Config, out: &mut dyn Write, say: &mut Say<'_>) -> Result<
         backend_pinning: db.backend_pinning().to_string(),
         runs: Vec::new(),
         skipped,
+        scope: plans.iter().find_map(|p| p.scope.clone()),
         interrupted: false,
     };
 

@@ -80,6 +80,9 @@ pub fn human(r: &RwcacheReport) -> String {
         r.duration_ns as f64 / 1e9,
         r.placement
     ));
+    if let Some(u) = &r.scope {
+        o.push_str(&format!("threads {}\n", crate::render::scope_line(u)));
+    }
     if r.table.work_ns > 0 {
         o.push_str(&format!(
             "busy work outside the lock: {} ns per request\n",

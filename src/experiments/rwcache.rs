@@ -477,6 +477,9 @@ pub struct RwcacheReport {
     /// Slots per shard (rcu's copy-on-write unit).
     pub shard_slots: usize,
     pub placement: String,
+    /// The unit a scoped placement stayed inside (`--within`); None when unscoped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<placement::ScopeUnit>,
     pub warmup_ns: u64,
     pub duration_ns: u64,
     pub repeat: usize,
@@ -627,6 +630,7 @@ pub fn run(
         slots: layout.slots(),
         shard_slots: layout.shard_slots(),
         placement: cfg.placement.to_string(),
+        scope: plans.iter().find_map(|(_, p)| p.scope.clone()),
         warmup_ns: cfg.spec.warmup.as_nanos() as u64,
         duration_ns: cfg.spec.duration.as_nanos() as u64,
         repeat: cfg.repeat,

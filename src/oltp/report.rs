@@ -38,6 +38,9 @@ pub struct OltpReport {
     pub runs: Vec<LayoutRun>,
     /// Layouts not possible here, with the reason.
     pub skipped: Vec<SkippedLayout>,
+    /// The unit the seed layouts stayed inside (`--within`); None when no layout was scoped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::placement::ScopeUnit>,
     /// True when Ctrl-C cut the invocation short (the runs so far are kept).
     pub interrupted: bool,
 }
@@ -146,6 +149,9 @@ pub fn render_text(r: &OltpReport) -> String {
         "oltp: {} ({} key, {} row(s)/txn, durability {}) on {}\n",
         r.schema, r.key, r.rows_per_txn, r.durability, r.db_description
     ));
+    if let Some(u) = &r.scope {
+        out.push_str(&format!("layouts {}\n", render::scope_line(u)));
+    }
     out.push_str(&format!(
         "{} threads, {stop}, prefill {} rows; backends: {}\n\n",
         r.threads,
@@ -233,6 +239,7 @@ mod tests {
             duration_ns: None,
             warmup_ns: 0,
             backend_pinning: "only client threads pinned: remote".into(),
+            scope: None,
             runs: vec![LayoutRun {
                 placement: "one-per-core".into(),
                 threads: 2,

@@ -268,6 +268,12 @@ fn c2c(o: &mut String, r: &Report) {
     o.push_str("</section>\n");
 }
 
+/// ` within package 0 (CPUs 0-3)`, or nothing when the run was not scoped.
+fn scope_phrase(u: Option<&crate::placement::ScopeUnit>) -> String {
+    u.map(|u| format!(" within {} (CPUs {})", u.label, u.cpus))
+        .unwrap_or_default()
+}
+
 fn lockscan(o: &mut String, r: &Report) {
     o.push_str("<section id=\"lockscan\">\n<h2>Lock threads vs a memory scanner (lockscan, seed 000)</h2>\n");
     let Some(l) = &r.lockscan else {
@@ -279,8 +285,9 @@ fn lockscan(o: &mut String, r: &Report) {
         o,
         "note",
         &format!(
-            "Lock threads loop acquire → release on one global lock while a scan thread memsets {} per pass; one scenario per scanner position plus a baseline without scanner, {} runs each of {} (after {} warm-up), interleaved. Bars: each lock thread's acquisitions per second (median; whiskers min–max over runs).",
+            "Lock threads loop acquire → release on one global lock while a scan thread memsets {} per pass; one scenario per scanner position{} plus a baseline without scanner, {} runs each of {} (after {} warm-up), interleaved. Bars: each lock thread's acquisitions per second (median; whiskers min–max over runs).",
             crate::topology::render::human_bytes(l.result.scan_bytes as u64),
+            scope_phrase(l.result.scope.as_ref()),
             l.result.repeat,
             duration_ns(l.duration_ns as f64),
             duration_ns(l.warmup_ns as f64)
@@ -478,7 +485,7 @@ fn oltp(o: &mut String, r: &Report) {
         o,
         "note",
         &format!(
-            "{} client threads insert singleton rows into {} ({} table, {} keys, {} row(s) per transaction, durability {}); layouts {} run interleaved, {} per run. Backends: {}.",
+            "{} client threads insert singleton rows into {} ({} table, {} keys, {} row(s) per transaction, durability {}); layouts {}{} run interleaved, {} per run. Backends: {}.",
             res.threads,
             res.db_description,
             res.schema,
@@ -486,6 +493,7 @@ fn oltp(o: &mut String, r: &Report) {
             res.rows_per_txn,
             res.durability,
             x.layouts.join(", "),
+            scope_phrase(res.scope.as_ref()),
             res.duration_ns
                 .map(tables::secs)
                 .unwrap_or_else(|| "–".into()),

@@ -309,7 +309,8 @@ pub fn main() -> Result<()> {
 #[derive(Args, Debug)]
 struct OltpArgs {
     /// sqlite (temporary file), sqlite:PATH, postgres-managed (a throwaway cluster smtlab
-    /// creates and removes), or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.
+    /// creates and removes), or postgres://USER@HOST[:PORT]/DB (password from PGPASSWORD,
+    /// ~/.pgpass / PGPASSFILE or --db-password-file, as libpq looks).
     #[arg(
         long,
         default_value = "sqlite",
@@ -317,6 +318,9 @@ struct OltpArgs {
         hide_default_value = false
     )]
     db: String,
+    /// A file whose first line is the PostgreSQL password (keeps it out of `ps`).
+    #[arg(long, value_name = "FILE")]
+    db_password_file: Option<PathBuf>,
     /// Table: seed-001 (bigint key, 150-byte rows) or seed-002 (identity key, uuid).
     #[arg(long, default_value = "seed-001")]
     schema: String,
@@ -393,7 +397,7 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
     };
     let layouts = parse_layouts(a.configs.as_deref().unwrap_or(&a.placement))?;
     let cfg = Config {
-        db: DbTarget::parse(&a.db)?,
+        db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file)?,
         table: TableSpec {
             schema: Schema::parse(&a.schema)?,
             key: KeyMode::parse(&a.key)?,
@@ -462,6 +466,9 @@ struct NeighborsArgs {
     /// `--workload oltp`: the database (sqlite, sqlite:PATH, postgres://…, postgres-managed).
     #[arg(long, default_value = "sqlite")]
     db: String,
+    /// `--workload oltp`: a file whose first line is the PostgreSQL password.
+    #[arg(long, value_name = "FILE")]
+    db_password_file: Option<PathBuf>,
     /// `--workload oltp`: seed-001 or seed-002.
     #[arg(long, default_value = "seed-002")]
     schema: String,
@@ -522,7 +529,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
         "oltp" => {
             use crate::oltp::{DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec};
             let oc = crate::oltp::Config {
-                db: DbTarget::parse(&a.db)?,
+                db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file.clone())?,
                 table: TableSpec {
                     schema: Schema::parse(&a.schema)?,
                     key: KeyMode::parse("sequential")?,
@@ -606,9 +613,13 @@ struct StudyArgs {
     #[arg(long, value_name = "DIR", default_value = "smtlab-study")]
     out: PathBuf,
     /// Database for the oltp phase: sqlite (a temporary file), sqlite:PATH,
-    /// postgres-managed (a throwaway cluster) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB.
+    /// postgres-managed (a throwaway cluster) or postgres://USER@HOST[:PORT]/DB (password
+    /// from PGPASSWORD, ~/.pgpass / PGPASSFILE or --db-password-file).
     #[arg(long, value_name = "DB", default_value = "sqlite")]
     db: String,
+    /// A file whose first line is the PostgreSQL password (keeps it out of `ps`).
+    #[arg(long, value_name = "FILE")]
+    db_password_file: Option<PathBuf>,
     #[command(flatten)]
     within: WithinArg,
 }
@@ -631,7 +642,7 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
         }
         (None, false) => crate::study::DEFAULT_BUDGET,
     };
-    let db = crate::oltp::DbTarget::parse(&a.db)?;
+    let db = crate::oltp::DbTarget::parse(&a.db)?.with_password_file(a.db_password_file.clone())?;
     // The command as typed, minus any password in the database URL.
     let mut command = String::from("smtlab study");
     if a.quick {

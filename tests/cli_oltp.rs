@@ -524,7 +524,7 @@ fn password_auth_failure_is_clear_fast_and_secret_free() {
     admin
         .batch_execute(
             "SET password_encryption = 'scram-sha-256'; \
-             CREATE ROLE pwuser LOGIN SUPERUSER PASSWORD 'right'; SELECT pg_reload_conf();",
+             CREATE ROLE pwuser LOGIN SUPERUSER PASSWORD 'r1ght-Pw-7788'; SELECT pg_reload_conf();",
         )
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -554,15 +554,106 @@ fn password_auth_failure_is_clear_fast_and_secret_free() {
             "--json",
             "--db",
         ])
-        .arg(format!("postgresql://pwuser:right@{host}/postgres"))
+        .arg(format!("postgresql://pwuser:r1ght-Pw-7788@{host}/postgres"))
         .assert()
         .success()
         .get_output()
         .clone();
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["runs"][0]["rows_verified"], true);
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("right@"));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("r1ght"));
     assert!(j["db"].as_str().unwrap().contains("pwuser:***@"));
+    // A password in the URL works but is visible to other users: one warning line.
+    let err = stderr_of(&out);
+    assert!(err.contains("other local users can read"), "{err}");
+    assert!(!err.contains("r1ght"), "{err}");
+
+    // Without a password in the URL: PGPASSWORD, a password file (PGPASSFILE, mode 0600)
+    // and --db-password-file, as libpq looks. The password is in no process's command
+    // line while the run is going.
+    let url = format!("postgresql://pwuser@{host}/postgres");
+    let tmp = tempfile::tempdir().unwrap();
+    let passfile = tmp.path().join("pgpass");
+    std::fs::write(&passfile, "*:*:postgres:pwuser:r1ght-Pw-7788\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let pwfile = tmp.path().join("pw");
+    std::fs::write(&pwfile, "r1ght-Pw-7788\n").unwrap();
+    let ways: [(
+        &str,
+        Vec<(&str, std::ffi::OsString)>,
+        Vec<std::ffi::OsString>,
+    ); 3] = [
+        (
+            "PGPASSWORD",
+            vec![("PGPASSWORD", "r1ght-Pw-7788".into())],
+            vec![],
+        ),
+        (
+            "PGPASSFILE",
+            vec![("PGPASSFILE", passfile.clone().into())],
+            vec![],
+        ),
+        (
+            "--db-password-file",
+            vec![],
+            vec!["--db-password-file".into(), pwfile.clone().into()],
+        ),
+    ];
+    for (how, env, args) in ways {
+        let child = std::process::Command::new(bin())
+            .args([
+                "oltp",
+                "--duration",
+                "2s",
+                "--warmup",
+                "0",
+                "-t",
+                "2",
+                "--json",
+            ])
+            .arg("--db")
+            .arg(&url)
+            .args(&args)
+            .env_remove("PGPASSWORD")
+            .env_remove("PGPASSFILE")
+            .envs(env)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1200));
+        let leaks = processes_mentioning("r1ght-Pw-7788");
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{how}: {}", stderr_of(&out));
+        assert!(
+            leaks.is_empty(),
+            "{how}: password on the command line of {leaks:?}"
+        );
+        let err = stderr_of(&out);
+        assert!(!err.contains("other local users"), "{how}: {err}");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            j["runs"][0]["inserts_per_sec"].as_f64().unwrap() > 0.0,
+            "{how}"
+        );
+    }
+    // A password file others can read is ignored, as libpq ignores it, with a warning.
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = smtlab()
+        .args(["oltp", "--rows-per-thread", "5", "--db"])
+        .arg(&url)
+        .env_remove("PGPASSWORD")
+        .env("PGPASSFILE", &passfile)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(
+        stderr_of(&out).contains("chmod 0600"),
+        "{}",
+        stderr_of(&out)
+    );
     // The table smtlab made on a server it does not own is dropped again.
     let n: i64 = admin
         .query_one(

@@ -98,7 +98,7 @@ pub fn run_with(cfg: &Config, out: &mut dyn Write, say: &mut Say<'_>) -> Result<
     };
 
     let result = run_all(cfg, &db, &plans, &mut rep, say);
-    if matches!(cfg.db, DbTarget::Postgres(_))
+    if matches!(cfg.db, DbTarget::Postgres { .. })
         && let Err(e) = db.drop_table(&cfg.table)
     {
         eprintln!(

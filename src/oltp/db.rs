@@ -108,17 +108,32 @@ impl Db {
                     version: format!("SQLite {}", rusqlite::version()),
                 })
             }
-            DbTarget::Postgres(url) => {
-                let config = postgres::Config::from_str(url).map_err(|e| {
+            DbTarget::Postgres { url, password_file } => {
+                let mut config = postgres::Config::from_str(url).map_err(|e| {
                     anyhow!(
                         "invalid PostgreSQL connection string `{}`: {}",
                         redact(url),
                         scrub(&e.to_string(), None)
                     )
                 })?;
-                let password = config
-                    .get_password()
-                    .map(|p| String::from_utf8_lossy(p).to_string());
+                let password = match config.get_password() {
+                    Some(p) => {
+                        eprintln!("{}", super::secret::url_password_warning());
+                        Some(String::from_utf8_lossy(p).to_string())
+                    }
+                    None => {
+                        let found = super::secret::resolve(
+                            &super::secret::endpoint(&config),
+                            password_file.as_deref(),
+                            &super::secret::Env::from_process(),
+                            &mut |w| eprintln!("{w}"),
+                        )?;
+                        found.map(|(pw, _)| {
+                            config.password(pw.as_bytes());
+                            pw
+                        })
+                    }
+                };
                 let mut config = Box::new(config);
                 if config.get_connect_timeout().is_none() {
                     config.connect_timeout(PG_CONNECT_TIMEOUT);

@@ -36,6 +36,7 @@ pub mod managed;
 pub mod pin;
 pub mod report;
 pub mod schema;
+pub mod secret;
 pub mod target;
 pub mod wire;
 pub mod workload;

@@ -16,8 +16,13 @@ pub enum DbTarget {
     Sqlite(Option<PathBuf>),
     /// An existing PostgreSQL server, by URL or `key=value` connection string. The string
     /// may hold a password: print it only through [`redact`] (this type's `Debug` and
-    /// `Display` do).
-    Postgres(String),
+    /// `Display` do). Without one, the password comes from `password_file`, `PGPASSWORD`
+    /// or the password file, as libpq looks (see `secret`).
+    Postgres {
+        url: String,
+        /// `--db-password-file`: a file whose first line is the password.
+        password_file: Option<PathBuf>,
+    },
     /// A throwaway cluster smtlab creates, starts and removes (see `managed`).
     PostgresManaged,
 }
@@ -41,10 +46,16 @@ impl DbTarget {
             return Ok(DbTarget::PostgresManaged);
         }
         if t.starts_with("postgres://") || t.starts_with("postgresql://") {
-            return Ok(DbTarget::Postgres(t.to_string()));
+            return Ok(DbTarget::Postgres {
+                url: t.to_string(),
+                password_file: None,
+            });
         }
         if t.contains('=') && (t.contains("host=") || t.contains("dbname=")) {
-            return Ok(DbTarget::Postgres(t.to_string()));
+            return Ok(DbTarget::Postgres {
+                url: t.to_string(),
+                password_file: None,
+            });
         }
         Err(BadInput(format!(
             "unknown database `{}`; valid: {TARGET_NAMES}",
@@ -52,11 +63,25 @@ impl DbTarget {
         )))
     }
 
+    /// The same target with `--db-password-file` attached (PostgreSQL by URL only).
+    pub fn with_password_file(self, file: Option<PathBuf>) -> Result<Self, BadInput> {
+        match (self, file) {
+            (t, None) => Ok(t),
+            (DbTarget::Postgres { url, .. }, Some(f)) => Ok(DbTarget::Postgres {
+                url,
+                password_file: Some(f),
+            }),
+            (t, Some(_)) => Err(BadInput(format!(
+                "--db-password-file is for --db postgres://…; `{t}` needs no password"
+            ))),
+        }
+    }
+
     /// The engine: `sqlite` or `postgres`.
     pub fn engine(&self) -> &'static str {
         match self {
             DbTarget::Sqlite(_) => "sqlite",
-            DbTarget::Postgres(_) | DbTarget::PostgresManaged => "postgres",
+            DbTarget::Postgres { .. } | DbTarget::PostgresManaged => "postgres",
         }
     }
 }
@@ -66,7 +91,7 @@ impl fmt::Display for DbTarget {
         match self {
             DbTarget::Sqlite(None) => f.write_str("sqlite (temporary file)"),
             DbTarget::Sqlite(Some(p)) => write!(f, "sqlite:{}", p.display()),
-            DbTarget::Postgres(u) => f.write_str(&redact(u)),
+            DbTarget::Postgres { url, .. } => f.write_str(&redact(url)),
             DbTarget::PostgresManaged => f.write_str("postgres-managed"),
         }
     }
@@ -150,11 +175,11 @@ mod tests {
         );
         assert!(matches!(
             DbTarget::parse("postgresql://u@h/db").unwrap(),
-            DbTarget::Postgres(_)
+            DbTarget::Postgres { .. }
         ));
         assert!(matches!(
             DbTarget::parse("host=/tmp dbname=x").unwrap(),
-            DbTarget::Postgres(_)
+            DbTarget::Postgres { .. }
         ));
         let e = DbTarget::parse("mysql://u:secret@h/db").unwrap_err().0;
         assert!(
@@ -185,7 +210,10 @@ mod tests {
         );
         let d = format!(
             "{:?}",
-            DbTarget::Postgres("postgres://u:secret@h/db".into())
+            DbTarget::Postgres {
+                url: "postgres://u:secret@h/db".into(),
+                password_file: None,
+            }
         );
         assert!(!d.contains("secret"), "{d}");
     }

@@ -579,11 +579,10 @@ fn password_auth_failure_is_clear_fast_and_secret_free() {
     std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
     let pwfile = tmp.path().join("pw");
     std::fs::write(&pwfile, "r1ght-Pw-7788\n").unwrap();
-    let ways: [(
-        &str,
-        Vec<(&str, std::ffi::OsString)>,
-        Vec<std::ffi::OsString>,
-    ); 3] = [
+    /// How the password is given: a name, environment variables, extra arguments.
+    type Way<'a> = (&'a str, Vec<(&'a str, OsString)>, Vec<OsString>);
+    use std::ffi::OsString;
+    let ways: [Way; 3] = [
         (
             "PGPASSWORD",
             vec![("PGPASSWORD", "r1ght-Pw-7788".into())],

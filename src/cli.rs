@@ -12,7 +12,7 @@ use std::path::PathBuf;
     name = "smtlab",
     version,
     about = "Measure how CPU sharing (SMT siblings, locks, noisy neighbours, oversubscription) speeds up or wrecks workloads",
-    after_help = "Exit codes: 0 ok, 1 run failed, 2 bad input, 3 not possible on this machine, 130 interrupted."
+    after_help = "Exit codes: 0 ok, 1 run-time failure of something outside smtlab (or a failed study phase), 2 bad input, 3 not possible on this machine, 130 interrupted."
 )]
 struct Cli {
     #[command(subcommand)]

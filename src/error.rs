@@ -4,8 +4,8 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success |
-//! | 1 | the run failed (I/O, a measurement or database error) |
-//! | 2 | bad input: command line, CPU list, sysfs root, file contents |
+//! | 1 | a run-time failure of something outside smtlab (a server, a disk), or a failed study phase |
+//! | 2 | bad input: command line, CPU list, sysfs root, input files, `--out`, database URLs |
 //! | 3 | not possible on this machine (e.g. SMT sibling placement without SMT siblings) |
 //! | 130 | interrupted (Ctrl-C); partial results were written where the command says so |
 

@@ -629,8 +629,9 @@ impl Outcome {
     }
 }
 
-/// Runs the study. Never fails as a whole: failed phases are recorded in the report.
-/// The caller writes the report, and exits 130 when it is `partial`.
+/// Runs the study. Never fails as a whole: failed phases are recorded in the report, which
+/// is then `partial`. The caller writes the report, and exits 130 when it was interrupted,
+/// 1 when a phase failed.
 pub fn run(
     lab: &dyn Lab,
     topo: &Topology,
@@ -732,10 +733,12 @@ pub fn run(
         });
     }
     if crate::interrupt::requested()
-        || rep
-            .phases
-            .iter()
-            .any(|p| matches!(p.status, PhaseStatus::Interrupted | PhaseStatus::NotRun))
+        || rep.phases.iter().any(|p| {
+            matches!(
+                p.status,
+                PhaseStatus::Interrupted | PhaseStatus::NotRun | PhaseStatus::Failed
+            )
+        })
     {
         rep.status = Status::Partial;
     }

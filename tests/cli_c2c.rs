@@ -63,13 +63,23 @@ fn json_has_every_pair_and_a_square_matrix() {
 }
 
 #[test]
-fn one_cpu_is_not_possible() {
+fn one_cpu_given_is_bad_input_and_one_cpu_usable_is_not_possible() {
     let first = usable_cpus()[0].to_string();
+    // One CPU on the command line is the user's input: exit 2.
     smtlab()
         .args(["c2c", "--cpus", &first])
         .assert()
-        .code(3)
+        .code(2)
         .stderr(predicate::str::contains("at least 2 CPUs"));
+    // One usable CPU (an affinity mask of one) is the machine: exit 3.
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    Command::new("taskset")
+        .args(["-c", &first])
+        .arg(bin)
+        .arg("c2c")
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("is usable here"));
 }
 
 #[test]

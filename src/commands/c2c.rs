@@ -64,15 +64,20 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         None => allowed.clone(),
     };
     if cpus.len() < 2 {
-        return Err(NotPossible(format!(
+        let msg = format!(
             "c2c needs at least 2 CPUs to bounce a cache line between, but only CPU {cpus} {}",
             if cfg.cpus.is_some() {
-                "was given"
+                "was given (--cpus)"
             } else {
                 "is usable here"
             }
-        ))
-        .into());
+        );
+        // A one-CPU list is the user's input; a one-CPU machine is the machine.
+        return Err(if cfg.cpus.is_some() {
+            BadInput(msg).into()
+        } else {
+            NotPossible(msg).into()
+        });
     }
     let mut spec = PingPongSpec {
         samples: cfg.samples,

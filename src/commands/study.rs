@@ -3,9 +3,9 @@
 //! `summary.md` (atomically) and print the verdict. Ctrl-C writes what finished, marked
 //! `partial`, and exits 130.
 
-use crate::report::{self, PhaseName, PhaseStatus, Status};
+use crate::report::{self, PhaseName, PhaseStatus};
 use crate::study::{self, Progress, RealLab};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::cell::RefCell;
 use std::io::{IsTerminal, Write};
@@ -23,14 +23,10 @@ pub struct Config {
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let root = Path::new("/");
-    // Fail on an unwritable output directory now, not after a minute of measuring.
-    std::fs::create_dir_all(&cfg.out)
-        .with_context(|| format!("creating the output directory `{}`", cfg.out.display()))?;
-    let probe = cfg.out.join(".smtlab-write-test");
-    report::write_atomic(&probe, b"")
-        .with_context(|| format!("`{}` is not writable", cfg.out.display()))?;
-    let _ = std::fs::remove_file(&probe);
+    // Fail on an unusable output directory now, not after a minute of measuring.
+    report::check_out_dir(&cfg.out)?;
 
+    check_database(&cfg.study.db)?;
     let topo = super::load_topology(root)?;
     let machine = report::machine::machine_info(&topo, root);
     let provenance = report::machine::provenance(cfg.study.command.clone());
@@ -49,12 +45,31 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     for p in &written {
         writeln!(out, "wrote {}", p.display())?;
     }
-    if rep.status == Status::Partial {
-        writeln!(
-            out,
-            "partial: stopped with Ctrl-C; the files hold the phases that finished"
-        )?;
+    if let Some(why) = rep.partial_reason() {
+        writeln!(out, "partial: {why}")?;
+        if rep.phases.iter().any(|p| p.status == PhaseStatus::Failed) {
+            anyhow::bail!("the study is partial: {why}");
+        }
         return Err(crate::error::Interrupted.into());
+    }
+    Ok(())
+}
+
+/// Connects to the oltp phase's database (or finds the server binaries a managed cluster
+/// needs) before anything is measured, so a wrong `--db` fails in seconds instead of
+/// after the phases before oltp.
+fn check_database(db: &crate::oltp::DbTarget) -> Result<()> {
+    use crate::oltp::DbTarget;
+    match db {
+        DbTarget::Postgres { .. } => {
+            crate::oltp::Db::open(db, crate::oltp::Durability::Delayed, 1)
+                .map_err(|e| anyhow::anyhow!("checking --db before the study: {e:#}"))?;
+        }
+        DbTarget::PostgresManaged => {
+            crate::oltp::managed::find_binaries()
+                .map_err(|e| anyhow::anyhow!("checking --db before the study: {e:#}"))?;
+        }
+        DbTarget::Sqlite(_) => {}
     }
     Ok(())
 }

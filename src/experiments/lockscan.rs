@@ -123,9 +123,9 @@ pub fn scenarios(topo: &Topology, layout: &Layout, baseline: bool) -> Result<Vec
                 .ok_or_else(|| BadInput("no usable CPU".into()))?;
             let lock: Vec<u32> = allowed.iter().filter(|&c| c != scan).collect();
             if lock.is_empty() {
-                return Err(BadInput(
-                    "the seed's default layout needs at least 2 usable CPUs (one scanner, the rest lock threads); pass --lock-cpus/--scan-cpus".into(),
-                )
+                return Err(crate::error::NotPossible(format!(
+                    "the seed's default layout needs at least 2 usable CPUs (one scanner, the rest lock threads), but this process may use only CPU {scan}; pass --lock-cpus/--scan-cpus to share it"
+                ))
                 .into());
             }
             out.push(Scenario {

@@ -40,22 +40,23 @@ impl DbTarget {
                     "`--db sqlite:` needs a file path, as in `sqlite:/tmp/oltp.db`".into(),
                 ));
             }
-            return Ok(DbTarget::Sqlite(Some(PathBuf::from(p))));
+            let path = PathBuf::from(p);
+            if path.is_dir() {
+                return Err(BadInput(format!(
+                    "`--db sqlite:{p}` is a directory; give a database file, as in `sqlite:{}`",
+                    path.join("oltp.db").display()
+                )));
+            }
+            return Ok(DbTarget::Sqlite(Some(path)));
         }
         if t == "postgres-managed" || t == "postgresql-managed" {
             return Ok(DbTarget::PostgresManaged);
         }
         if t.starts_with("postgres://") || t.starts_with("postgresql://") {
-            return Ok(DbTarget::Postgres {
-                url: t.to_string(),
-                password_file: None,
-            });
+            return postgres_target(t);
         }
         if t.contains('=') && (t.contains("host=") || t.contains("dbname=")) {
-            return Ok(DbTarget::Postgres {
-                url: t.to_string(),
-                password_file: None,
-            });
+            return postgres_target(t);
         }
         Err(BadInput(format!(
             "unknown database `{}`; valid: {TARGET_NAMES}",
@@ -101,6 +102,42 @@ impl fmt::Debug for DbTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "DbTarget({self})")
     }
+}
+
+/// A PostgreSQL target, checked now so that a malformed string is bad input (exit 2) that
+/// says what is wrong, before any database work.
+fn postgres_target(t: &str) -> Result<DbTarget, BadInput> {
+    let shown = redact(t);
+    let config: postgres::Config = t.parse().map_err(|e: postgres::Error| {
+        // The driver's own text is a bare "invalid connection string"; the useful part
+        // ("invalid value for option `port`") is in its source.
+        let mut why = e.to_string();
+        let mut src = std::error::Error::source(&e);
+        while let Some(c) = src {
+            why = format!("{why}: {c}");
+            src = c.source();
+        }
+        // The driver's text can quote the string it could not parse.
+        let why = if why.contains(t) {
+            why.replace(t, &shown)
+        } else {
+            why
+        };
+        BadInput(format!(
+            "`--db {shown}` is not a valid PostgreSQL connection string: {why}; expected \
+             postgres://USER@HOST[:PORT]/DB or `host=… dbname=…`"
+        ))
+    })?;
+    if config.get_hosts().is_empty() {
+        return Err(BadInput(format!(
+            "`--db {shown}` names no host; expected postgres://USER@HOST[:PORT]/DB (a Unix \
+             socket directory goes in as postgres://USER@%2Frun%2Fpostgresql/DB)"
+        )));
+    }
+    Ok(DbTarget::Postgres {
+        url: t.to_string(),
+        password_file: None,
+    })
 }
 
 /// The connection string with any password replaced by `***`: the URL's user-info
@@ -187,6 +224,22 @@ mod tests {
             "{e}"
         );
         assert!(DbTarget::parse("sqlite:").is_err());
+        // Malformed PostgreSQL strings are bad input that says what is wrong, and never
+        // echo a password.
+        for (bad, needle) in [
+            ("postgres://", "no host"),
+            ("postgres://u:pw@h:99999/db", "port"),
+            ("postgres://u:pw@h/db?sslmode=bogus", "sslmode"),
+        ] {
+            let e = DbTarget::parse(bad).unwrap_err().0;
+            assert!(e.contains(needle), "{bad}: {e}");
+            assert!(!e.contains(":pw@"), "{bad}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let e = DbTarget::parse(&format!("sqlite:{}", dir.path().display()))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("is a directory"), "{e}");
     }
 
     #[test]

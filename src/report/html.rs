@@ -47,8 +47,12 @@ pub fn render(r: &Report) -> String {
     if r.synthetic {
         o.push_str("<p class=\"banner synthetic\">Synthetic data: every number on this page was made up by the fake engine for tests. Nothing was measured.</p>\n");
     }
-    if r.status == Status::Partial {
-        o.push_str("<p class=\"banner partial\">Partial: the study was stopped with Ctrl-C. Phases that finished are shown; the others are listed as not run.</p>\n");
+    if let Some(why) = r.partial_reason() {
+        let _ = writeln!(
+            o,
+            "<p class=\"banner partial\">Partial: {}.</p>",
+            inline(&why)
+        );
     }
     verdict(&mut o, r);
     machine(&mut o, r);

@@ -2,11 +2,36 @@
 //! deterministic, rendered from a [`Report`] alone.
 
 use super::tables::{self, Table};
-use super::{PhaseName, Report, Status};
+use super::{PhaseName, Report};
 use std::fmt::Write;
 
+/// Text from the model as Markdown: `<`, `>` and `&` escaped outside `code spans`, so a
+/// string that holds HTML (a hostname, a database URL, an `--out` path) shows as text
+/// instead of running in a viewer that renders inline HTML. Code spans are literal in
+/// Markdown, so they are left alone.
+fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let odd = text.matches('`').count() % 2 == 1;
+    for (i, part) in text.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 && !(odd && i == text.split('`').count() - 1) {
+            out.push_str(part);
+        } else {
+            out.push_str(
+                &part
+                    .replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;"),
+            );
+        }
+    }
+    out
+}
+
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    md(s).replace('|', "\\|").replace('\n', " ")
 }
 
 fn table(o: &mut String, t: &Table) {
@@ -31,7 +56,7 @@ fn missing(o: &mut String, r: &Report, phase: PhaseName) {
                 o,
                 "Not measured ({}): {}\n",
                 p.status.label(),
-                p.reason.as_deref().unwrap_or("no reason recorded")
+                md(p.reason.as_deref().unwrap_or("no reason recorded"))
             );
         }
         None => o.push_str("Not measured.\n\n"),
@@ -41,24 +66,24 @@ fn missing(o: &mut String, r: &Report, phase: PhaseName) {
 /// Renders the summary.
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "# smtlab study: {}\n", r.machine.cpu_model);
+    let _ = writeln!(o, "# smtlab study: {}\n", md(&r.machine.cpu_model));
     if r.synthetic {
         o.push_str(
             "> **Synthetic data**: made up by the fake engine for tests. Nothing was measured.\n\n",
         );
     }
-    if r.status == Status::Partial {
-        o.push_str(
-            "> **Partial**: the study was stopped with Ctrl-C; only finished phases are shown.\n\n",
-        );
+    if let Some(why) = r.partial_reason() {
+        let _ = writeln!(o, "> **Partial**: {}.\n", md(&why));
     }
     o.push_str("## Verdict\n\n");
-    let _ = writeln!(o, "{}\n", r.verdict.headline);
+    let _ = writeln!(o, "{}\n", md(&r.verdict.headline));
     for f in &r.verdict.findings {
         let _ = writeln!(
             o,
             "- **{}**: {}\n  *Meaning:* {}",
-            f.topic, f.observed, f.meaning
+            md(&f.topic),
+            md(&f.observed),
+            md(&f.meaning)
         );
     }
     if !r.verdict.findings.is_empty() {
@@ -67,14 +92,14 @@ pub fn render(r: &Report) -> String {
     if !r.verdict.not_measured.is_empty() {
         o.push_str("### Not measured here, and why\n\n");
         for n in &r.verdict.not_measured {
-            let _ = writeln!(o, "- {n}");
+            let _ = writeln!(o, "- {}", md(n));
         }
         o.push('\n');
     }
     o.push_str("## Machine\n\n");
     table(&mut o, &tables::machine(r));
     for n in &r.notes {
-        let _ = writeln!(o, "- {n}");
+        let _ = writeln!(o, "- {}", md(n));
     }
     if !r.notes.is_empty() {
         o.push('\n');
@@ -92,7 +117,7 @@ pub fn render(r: &Report) -> String {
         Some(l) => {
             table(&mut o, &tables::lockscan(l));
             for v in l.result.verdict.iter().chain(&l.result.notes) {
-                let _ = writeln!(o, "- {v}");
+                let _ = writeln!(o, "- {}", md(v));
             }
             o.push('\n');
         }
@@ -109,7 +134,8 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(
                 o,
                 "{} on {}\n",
-                x.result.db_version, x.result.db_description
+                md(&x.result.db_version),
+                md(&x.result.db_description)
             );
             table(&mut o, &tables::oltp(x));
         }
@@ -118,10 +144,10 @@ pub fn render(r: &Report) -> String {
     o.push_str("## rwcache: read-mostly cache schemes\n\n");
     match &r.rwcache {
         Some(w) => {
-            let _ = writeln!(o, "{}\n", tables::rwcache_settings(w));
+            let _ = writeln!(o, "{}\n", md(&tables::rwcache_settings(w)));
             table(&mut o, &tables::rwcache(w));
             for v in &w.result.verdict {
-                let _ = writeln!(o, "- {v}");
+                let _ = writeln!(o, "- {}", md(v));
             }
             o.push('\n');
         }
@@ -130,10 +156,26 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(
         o,
         "---\nsmtlab {} (git {}), {} build · `{}` · re-render with `smtlab report results.json`",
-        r.provenance.smtlab_version,
-        r.provenance.git_revision,
-        r.provenance.build_profile,
-        r.provenance.command
+        md(&r.provenance.smtlab_version),
+        md(&r.provenance.git_revision),
+        md(&r.provenance.build_profile),
+        r.provenance.command.replace('`', "'")
     );
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::md;
+
+    #[test]
+    fn html_in_text_is_escaped_but_code_spans_are_kept() {
+        assert_eq!(
+            md("host <img src=x onerror=alert(1)> & co"),
+            "host &lt;img src=x onerror=alert(1)&gt; &amp; co"
+        );
+        assert_eq!(md("use `a<b` here <b>"), "use `a<b` here &lt;b&gt;");
+        // A lone backtick is literal, and what follows it is still escaped.
+        assert_eq!(md("odd ` <x>"), "odd ` &lt;x&gt;");
+    }
 }

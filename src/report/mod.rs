@@ -381,6 +381,32 @@ pub struct Finding {
 }
 
 impl Report {
+    /// Why the report is partial, in one sentence; None when it is complete.
+    pub fn partial_reason(&self) -> Option<String> {
+        if self.status != Status::Partial {
+            return None;
+        }
+        let failed: Vec<String> = self
+            .phases
+            .iter()
+            .filter(|p| p.status == PhaseStatus::Failed)
+            .map(|p| {
+                format!(
+                    "{} failed ({})",
+                    p.phase,
+                    p.reason.as_deref().unwrap_or("no reason recorded")
+                )
+            })
+            .collect();
+        Some(if failed.is_empty() {
+            "the study was stopped with Ctrl-C or a signal; phases that finished are shown, \
+             the others are listed as not run"
+                .into()
+        } else {
+            format!("{}; the other phases are shown", failed.join("; "))
+        })
+    }
+
     /// The JSON text of `results.json` (pretty, newline-terminated).
     pub fn to_json(&self) -> Result<String> {
         let mut s = serde_json::to_string_pretty(self).context("serialising the report")?;
@@ -391,8 +417,16 @@ impl Report {
     /// Reads a report from JSON text. Non-finite numbers (written as `null`) read back as
     /// NaN; the layout version must be this build's.
     pub fn from_json(text: &str) -> Result<Self> {
-        let v: serde_json::Value =
-            serde_json::from_str(text).context("results.json is not JSON")?;
+        // Editors on some systems save UTF-8 with a byte-order mark; JSON forbids it.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        if text.trim().is_empty() {
+            return Err(crate::error::BadInput("results.json is empty".into()).into());
+        }
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            crate::error::BadInput(format!(
+                "results.json is not valid JSON ({e}); was it cut short or edited?"
+            ))
+        })?;
         let version = v.get("schema_version").and_then(|x| x.as_u64());
         if version != Some(SCHEMA_VERSION as u64) {
             return Err(crate::error::BadInput(format!(
@@ -445,6 +479,26 @@ pub fn write_rendered(r: &Rendered, dir: &Path, with_json: bool) -> Result<Vec<P
     out.push(write_atomic(&dir.join(REPORT_HTML), r.html.as_bytes())?);
     out.push(write_atomic(&dir.join(SUMMARY_MD), r.markdown.as_bytes())?);
     Ok(out)
+}
+
+/// Checks, before any work, that the output directory can be created and written: an
+/// `--out` that is a file, or under /proc or /sys, is the user's input (exit 2), and
+/// finding out after a study has measured for minutes would lose the results.
+pub fn check_out_dir(dir: &Path) -> Result<(), crate::error::BadInput> {
+    let bad = |why: String| {
+        crate::error::BadInput(format!(
+            "--out {}: {why}; give a directory smtlab can create and write",
+            dir.display()
+        ))
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(bad("it is a file, not a directory".into()));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| bad(format!("cannot create it ({e})")))?;
+    let probe = dir.join(format!(".smtlab-write-test.{}", std::process::id()));
+    write_atomic(&probe, b"").map_err(|e| bad(format!("cannot write in it ({e:#})")))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// Writes `bytes` to `path` via a temporary file in the same directory and `rename`, so

@@ -151,7 +151,7 @@ pub const PREFLIGHT_WINDOW: Duration = Duration::from_millis(250);
 pub fn preflight(cpus: &CpuSet) -> Vec<String> {
     let w = check(cpus);
     for line in &w {
-        eprintln!("warning: {line}");
+        crate::say!("warning: {line}");
     }
     w
 }

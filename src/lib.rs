@@ -29,6 +29,17 @@
 // Some modules link explicitly to paths that also resolve implicitly; both are right.
 #![allow(rustdoc::redundant_explicit_links)]
 
+/// `eprintln!` that never panics: a warning or progress line that cannot be written
+/// (stderr closed, `2>/dev/full`) is dropped, and the run goes on. std's `eprintln!`
+/// panics on a write error, which turned every warning into exit 101.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod affinity;
 pub mod burn;
 pub mod cli;

@@ -9,7 +9,7 @@ fn main() -> ExitCode {
             if smtlab::cli::is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("Error: {e:#}");
+            smtlab::say!("Error: {e:#}");
             ExitCode::from(smtlab::error::exit_code(&e))
         }
     }

@@ -210,3 +210,43 @@ fn a_byte_order_mark_in_results_json_is_accepted() {
     );
     assert!(dir.path().join("report.html").exists());
 }
+
+#[test]
+fn an_unwritable_stderr_never_panics() {
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    let cpu = first_usable_cpu().to_string();
+    for (args, code) in [
+        // An error message that cannot be written: the exit code still says what happened.
+        (vec!["lockscan", "--lock", "bogus"], 2),
+        // A warning (overlapping CPUs) and interval rows on stderr, then a normal run.
+        (
+            vec![
+                "lockscan",
+                "--lock-cpus",
+                &cpu,
+                "--scan-cpus",
+                &cpu,
+                "-d",
+                "100ms",
+                "--warmup",
+                "0",
+                "--repeat",
+                "1",
+                "--no-baseline",
+                "--json",
+            ],
+            0,
+        ),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = Command::new(&bin)
+            .args(&args)
+            .stderr(full)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+    }
+}

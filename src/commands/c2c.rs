@@ -94,7 +94,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             spec = fit.spec;
             cpus = fit.cpus;
             left_out = usable.difference(&cpus);
-            eprintln!(
+            crate::say!(
                 "c2c: --budget {}: {} samples per pair{}; about {}{}",
                 render::wall(budget),
                 spec.samples,
@@ -116,7 +116,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
                 }
             );
         }
-        None if full > std::time::Duration::from_secs(60) => eprintln!(
+        None if full > std::time::Duration::from_secs(60) => crate::say!(
             "c2c: {} pairs × {} samples × {} round trips: about {}; --budget 1m or --cpus LIST takes less",
             pairs(&cpus),
             spec.samples,
@@ -134,12 +134,15 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             let left = t0
                 .elapsed()
                 .mul_f64((total - done) as f64 / done.max(1) as f64);
-            eprint!(
+            // A progress line that cannot be written is dropped, never a panic.
+            let mut err = std::io::stderr();
+            let _ = write!(
+                err,
                 "\r\x1b[Kc2c: pair {done}/{total}, about {} left",
                 render::wall(left)
             );
             if done == total {
-                eprint!("\r\x1b[K");
+                let _ = write!(err, "\r\x1b[K");
             }
         }
     })?;

@@ -24,7 +24,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         let lock: crate::cpuset::CpuSet = s.lock_cpus.iter().copied().collect();
         let scan: crate::cpuset::CpuSet = s.scan_cpus.iter().copied().collect();
         if lock.intersects(&scan) && !matches!(cfg.exp.layout, Layout::Sweep(_)) {
-            eprintln!(
+            crate::say!(
                 "warning: lock and scan CPUs overlap on {}: those threads time-share a CPU",
                 lock.intersection(&scan)
             );

@@ -61,7 +61,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             };
             neighbors::run(&engine, &topo, &cfg.exp, &make, &mut |s| {
                 if !json {
-                    eprintln!(
+                    crate::say!(
                         "  {} burners: {} ops/s ({})",
                         s.burners,
                         si(s.ops_per_sec),
@@ -88,7 +88,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             };
             let report = neighbors::run(&engine, &topo, &cfg.exp, &make, &mut |s| {
                 if !json {
-                    eprintln!(
+                    crate::say!(
                         "  {} burners: {} inserts/s ({})",
                         s.burners,
                         si(s.ops_per_sec),
@@ -106,7 +106,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
                     "row check failed: the table holds {rows} rows, {expect} were committed"
                 );
             }
-            eprintln!("rows verified: {rows} in the table = {expect} committed");
+            crate::say!("rows verified: {rows} in the table = {expect} committed");
             report
         }
     };

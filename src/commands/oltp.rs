@@ -12,7 +12,7 @@ use std::io::Write;
 
 /// Runs the command; progress goes to stderr, the report to `out`.
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
-    run_with(cfg, out, &mut |m| eprintln!("oltp: {m}"))
+    run_with(cfg, out, &mut |m| crate::say!("oltp: {m}"))
 }
 
 /// Narration of the steps (layout k of n preparing, inserting, its rate), one line each.
@@ -101,7 +101,7 @@ pub fn run_with(cfg: &Config, out: &mut dyn Write, say: &mut Say<'_>) -> Result<
     if matches!(cfg.db, DbTarget::Postgres { .. })
         && let Err(e) = db.drop_table(&cfg.table)
     {
-        eprintln!(
+        crate::say!(
             "warning: dropping table {}: {e:#}",
             cfg.table.schema.table()
         );

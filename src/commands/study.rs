@@ -38,7 +38,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     bars.close();
     if bars.multi.is_some() {
         // The kept bars leave the cursor at the end of the last one.
-        eprintln!();
+        crate::say!();
     }
     let written = report::write_all(&rep, &cfg.out)?;
     writeln!(out, "Verdict: {}", rep.verdict.headline)?;
@@ -158,8 +158,8 @@ impl Progress for Bars {
         match (&self.multi, self.current.borrow().as_ref()) {
             (Some(_), Some(c)) => c.bar.set_message(msg.to_string()),
             _ => match self.phase.get() {
-                Some(p) => eprintln!("study: {p}: {msg}"),
-                None => eprintln!("study: {msg}"),
+                Some(p) => crate::say!("study: {p}: {msg}"),
+                None => crate::say!("study: {msg}"),
             },
         }
     }
@@ -188,7 +188,7 @@ impl Progress for Bars {
                     b.set_prefix(phase.label());
                     b.finish_with_message(msg);
                 }
-                None => eprintln!("study: {phase}: {msg}"),
+                None => crate::say!("study: {phase}: {msg}"),
             },
         }
     }

@@ -118,7 +118,7 @@ impl Db {
                 })?;
                 let password = match config.get_password() {
                     Some(p) => {
-                        eprintln!("{}", super::secret::url_password_warning());
+                        crate::say!("{}", super::secret::url_password_warning());
                         Some(String::from_utf8_lossy(p).to_string())
                     }
                     None => {
@@ -126,7 +126,7 @@ impl Db {
                             &super::secret::endpoint(&config),
                             password_file.as_deref(),
                             &super::secret::Env::from_process(),
-                            &mut |w| eprintln!("{w}"),
+                            &mut |w| crate::say!("{w}"),
                         )?;
                         found.map(|(pw, _)| {
                             config.password(pw.as_bytes());

@@ -291,7 +291,7 @@ impl ManagedCluster {
         let run_as = run_as()?;
         let base = std::env::temp_dir();
         for d in remove_stale_clusters(&base) {
-            eprintln!(
+            crate::say!(
                 "removed `{}`: a managed cluster left by an smtlab that was killed before it could clean up",
                 d.display()
             );
@@ -513,7 +513,7 @@ impl ManagedCluster {
 impl Drop for ManagedCluster {
     fn drop(&mut self) {
         if let Err(e) = self.stop() {
-            eprintln!("warning: {e:#}");
+            crate::say!("warning: {e:#}");
         }
     }
 }

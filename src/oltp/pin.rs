@@ -64,7 +64,7 @@ impl BackendPins {
 impl Drop for BackendPins {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            eprintln!("warning: {e:#}");
+            crate::say!("warning: {e:#}");
         }
     }
 }

@@ -234,7 +234,7 @@ impl Workload for InsertWorkload {
                 Err(e) => {
                     // Said at once: a duration run only ends when its time is up.
                     if !self.failed.swap(true, Ordering::Relaxed) {
-                        eprintln!(
+                        crate::say!(
                             "oltp: client thread {} failed, the others stop: {e:#}",
                             ctx.thread
                         );

@@ -23,6 +23,7 @@
 //! - [`report`]: The study's one data model (`results.json`) and its HTML, Markdown and SVG renderers.
 //! - [`rwcache`]: A read-mostly metadata cache under seven protection schemes, from a spinlock to RCU (seed 003).
 //! - [`stats`]: Statistics over samples: medians, MAD, outliers, bootstrap CIs, verdicts, fairness.
+//! - [`tempstate`]: Temporary directories with an owner lock, and the sweep that removes those whose smtlab is gone.
 //! - [`study`]: `study`: every experiment this machine supports, sized to a time budget, into one report.
 //! - [`topology`]: CPU topology from a sysfs root, and its views.
 
@@ -58,4 +59,5 @@ pub mod report;
 pub mod rwcache;
 pub mod stats;
 pub mod study;
+pub mod tempstate;
 pub mod topology;

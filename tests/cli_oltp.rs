@@ -681,3 +681,47 @@ fn missing_binaries_give_the_install_hint() {
     assert!(err.contains("no PostgreSQL server binaries"), "{err}");
     assert!(err.contains("apt-get install postgresql"), "{err}");
 }
+
+#[test]
+fn a_sigkilled_sqlite_runs_directory_is_removed_by_the_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(bin())
+        .args(["oltp", "--duration", "30s", "--warmup", "0"])
+        .env("TMPDIR", tmp.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let sqlite_dirs = || -> Vec<PathBuf> {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("smtlab-sqlite-")
+            })
+            .collect()
+    };
+    let t0 = Instant::now();
+    while sqlite_dirs().is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL: no Drop runs
+    child.wait().unwrap();
+    let left = sqlite_dirs();
+    assert_eq!(left.len(), 1, "SIGKILL leaves its directory: {left:?}");
+    let out = smtlab()
+        .args(["oltp", "--rows-per-thread", "5"])
+        .env("TMPDIR", tmp.path())
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(!left[0].exists(), "the next run removes it");
+    assert!(stderr_of(&out).contains("left by an smtlab that is gone"));
+    assert!(sqlite_dirs().is_empty(), "and its own is gone too");
+}

@@ -10,7 +10,6 @@ use super::wire::{ParamType, WireConn};
 use anyhow::{Context, Result, anyhow, bail};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A PostgreSQL connection attempt (socket connect, TLS-less startup, authentication)
@@ -59,7 +58,7 @@ pub struct Db {
 enum Kind {
     Sqlite {
         path: PathBuf,
-        _tmp: Option<TempDir>,
+        _tmp: Option<crate::tempstate::OwnedDir>,
     },
     Postgres {
         config: Box<postgres::Config>,
@@ -87,7 +86,7 @@ impl Db {
                 let (path, tmp) = match path {
                     Some(p) => (p.clone(), None),
                     None => {
-                        let t = TempDir::new("smtlab-sqlite")?;
+                        let t = crate::tempstate::OwnedDir::create("smtlab-sqlite")?;
                         (t.path().join("oltp.db"), Some(t))
                     }
                 };
@@ -567,37 +566,6 @@ pub fn is_local_postgres(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|c| c.trim().starts_with("postgres"))
         .unwrap_or(false)
-}
-
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A directory under `$TMPDIR` removed on drop.
-#[derive(Debug)]
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    /// Creates `$TMPDIR/<prefix>-<pid>-<n>`.
-    pub fn new(prefix: &str) -> Result<Self> {
-        let p = std::env::temp_dir().join(format!(
-            "{prefix}-{}-{}",
-            std::process::id(),
-            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&p)
-            .with_context(|| format!("creating temporary directory `{}`", p.display()))?;
-        Ok(TempDir(p))
-    }
-
-    /// Its path.
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@
 
 use super::schema::Durability;
 use crate::error::NotPossible;
+use crate::tempstate::{OWNER_LOCK, process_exists, try_lock};
 use anyhow::{Context, Result, anyhow, bail};
 use std::ffi::CString;
 use std::os::unix::fs::PermissionsExt;
@@ -242,10 +243,6 @@ fn free_bytes(dir: &Path) -> Option<u64> {
         .then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-/// The file whose `flock` marks a cluster directory as in use: held by the smtlab that
-/// created it for the cluster's lifetime, released by the kernel however that smtlab ends.
-const OWNER_LOCK: &str = "owner.lock";
-
 /// Opens `path` for appending without following a symlink: the directory belongs to the
 /// postgres user, who must not be able to point a root smtlab at another file.
 fn open_nofollow(path: &Path, create: bool) -> std::io::Result<std::fs::File> {
@@ -266,13 +263,6 @@ fn log_tail(path: &Path, n: usize) -> String {
     }
     let tail: Vec<&str> = text.lines().rev().take(n).collect();
     tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-}
-
-/// Takes `file`'s exclusive `flock` without waiting; false when another process holds it.
-fn try_lock(file: &std::fs::File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a valid open descriptor.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
 impl ManagedCluster {
@@ -551,71 +541,13 @@ fn stop_child(child: &mut std::process::Child) {
 }
 
 /// Whether process `pid` exists (a process we may not signal exists too).
-fn process_exists(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence and permission.
-    pid > 0
-        && (unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
-}
-
 /// Removes every `base/smtlab-pg-PID-N` left by an smtlab that is gone (SIGKILLed, so
 /// its `Drop` never ran), first stopping a postmaster still running from it (one started
 /// by an older smtlab through `pg_ctl`, which outlived it). Returns the directories
-/// removed.
-///
-/// A directory is in use while its [`OWNER_LOCK`] is locked: the kernel releases the lock
-/// with its owner, however that ends, and sees it across pid namespaces (a `/tmp` shared
-/// with a container, where the owner's pid means nothing here). Without the lock held, it
-/// is stale when its pid is gone, or when it is over a minute old (the pid was reused).
-/// Directories without a lock file (an older smtlab's, or one being created this instant)
-/// go by the pid alone.
+/// removed. Which directories are stale is [`crate::tempstate::reap_stale`]'s rule: the
+/// owner lock decides, then the pid.
 pub fn remove_stale_clusters(base: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(base) else {
-        return Vec::new();
-    };
-    let mut removed = Vec::new();
-    for e in rd.filter_map(|e| e.ok()) {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(owner) = name
-            .strip_prefix("smtlab-pg-")
-            .and_then(|r| r.split_once('-'))
-            .filter(|(_, n)| n.parse::<u64>().is_ok())
-            .and_then(|(pid, _)| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if !e.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let dir = e.path();
-        let owner_alive = process_exists(owner);
-        // Held until the directory is gone, so two sweeping smtlabs do not race.
-        let lock = match std::fs::File::open(dir.join(OWNER_LOCK)) {
-            Ok(f) => {
-                if !try_lock(&f) {
-                    continue; // in use
-                }
-                let old = e
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age > Duration::from_secs(60));
-                if owner_alive && !old {
-                    continue; // being set up by a live smtlab
-                }
-                Some(f)
-            }
-            Err(_) if owner_alive => continue,
-            Err(_) => None,
-        };
-        stop_stale_postmaster(&dir);
-        if std::fs::remove_dir_all(&dir).is_ok() {
-            removed.push(dir);
-        }
-        drop(lock);
-    }
-    removed
+    crate::tempstate::reap_stale(base, "smtlab-pg", &mut |d| stop_stale_postmaster(d))
 }
 
 /// SIGQUIT (then SIGKILL) a postmaster still serving `dir`'s data directory, if its pid

@@ -24,8 +24,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     }
     writeln!(
         out,
-        "placement {} for {} threads:",
-        plan.request, cfg.threads
+        "placement {} for {}:",
+        plan.request,
+        render::count(cfg.threads, "thread")
     )?;
     let mut rows = vec![vec![
         "THREAD".to_string(),
@@ -75,10 +76,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     if cores_used > 0 {
         writeln!(
             out,
-            "{} threads on {} CPUs of {} cores{}",
-            plan.threads.len(),
-            plan.cpus().len(),
-            cores_used,
+            "{} on {} of {}{}",
+            render::count(plan.threads.len(), "thread"),
+            render::count(plan.cpus().len(), "CPU"),
+            render::count(cores_used, "core"),
             if plan.oversubscribed {
                 " (oversubscribed)"
             } else {

@@ -116,6 +116,15 @@ pub fn duration_ns(ns: f64) -> String {
     }
 }
 
+/// `1 thread`, `2 threads`: a count with its noun, singular or plural.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// The line saying which unit a scoped placement stayed inside, e.g. `within package 0
 /// (1 of 2 packages; --within machine spreads over all)`.
 pub fn scope_line(u: &crate::placement::ScopeUnit) -> String {

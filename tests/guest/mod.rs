@@ -1,0 +1,641 @@
+//! A QEMU guest with a real Linux kernel and real SMT siblings, for tests.
+//!
+//! This machine (and CI) has no SMT siblings, but a QEMU guest under TCG with an Intel CPU
+//! model shows them: `-cpu Skylake-Client -smp 8,sockets=2,cores=2,threads=2` gives
+//! `thread_siblings_list` 0-1, 2-3, … and a working `smt/control`. AMD models and `qemu64`
+//! show no siblings without `topoext`; nested KVM does not boot here, TCG does.
+//!
+//! A guest boots Debian's kernel (unpacked by `tests/guest/fetch-kernel.sh`) with an
+//! initramfs made of two concatenated cpio archives (the kernel unpacks each in turn,
+//! Documentation/driver-api/early-userspace/buffer-format.rst): a base one built once per
+//! test process (static busybox, the smtlab binary and the libraries `ldd` lists), and a
+//! small one per guest holding `/init` and the commands. `/init` runs each command with
+//! `sh -c`, then prints its stdout, stderr and exit code base64-encoded between markers on
+//! the serial console, prints the files asked for the same way, and powers off.
+//!
+//! Timing inside a guest is emulated and means nothing: tests here assert behaviour
+//! (placements, state, cleanup), never speed.
+
+#![allow(dead_code)] // each test binary uses part of the harness
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// A guest's CPU topology, as QEMU is asked for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub sockets: u32,
+    pub cores: u32,
+    pub threads: u32,
+    /// NUMA nodes (0 = none declared); CPUs and memory are split evenly and contiguously.
+    pub numa_nodes: u32,
+}
+
+impl Shape {
+    pub const fn new(sockets: u32, cores: u32, threads: u32, numa_nodes: u32) -> Self {
+        Shape {
+            sockets,
+            cores,
+            threads,
+            numa_nodes,
+        }
+    }
+
+    /// Logical CPUs.
+    pub fn cpus(&self) -> u32 {
+        self.sockets * self.cores * self.threads
+    }
+
+    /// Memory given to the guest, MiB.
+    pub fn memory_mib(&self) -> u32 {
+        1024
+    }
+
+    /// The `-smp`, `-m` and NUMA arguments.
+    pub fn qemu_args(&self) -> Vec<String> {
+        let mut a = vec![
+            "-smp".to_string(),
+            format!(
+                "{},sockets={},cores={},threads={}",
+                self.cpus(),
+                self.sockets,
+                self.cores,
+                self.threads
+            ),
+            "-m".into(),
+            format!("{}M", self.memory_mib()),
+        ];
+        if self.numa_nodes > 0 {
+            let per_cpu = self.cpus() / self.numa_nodes;
+            let per_mem = self.memory_mib() / self.numa_nodes;
+            for n in 0..self.numa_nodes {
+                a.push("-object".into());
+                a.push(format!("memory-backend-ram,id=m{n},size={per_mem}M"));
+                a.push("-numa".into());
+                a.push(format!(
+                    "node,nodeid={n},cpus={}-{},memdev=m{n}",
+                    n * per_cpu,
+                    (n + 1) * per_cpu - 1
+                ));
+            }
+        }
+        a
+    }
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}x{}", self.sockets, self.cores, self.threads)?;
+        if self.numa_nodes > 0 {
+            write!(f, " ({} NUMA nodes)", self.numa_nodes)?;
+        }
+        Ok(())
+    }
+}
+
+/// What a guest needs from the host.
+#[derive(Debug, Clone)]
+pub struct Prereqs {
+    pub qemu: PathBuf,
+    pub busybox: PathBuf,
+    pub cpio: PathBuf,
+    pub kernel: PathBuf,
+}
+
+/// Where the fetch script unpacks the kernel, under the target directory.
+pub fn kernel_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/smt-guest/kernel/boot")
+}
+
+fn on_path(path_env: &OsStr, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(path_env)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Finds QEMU, a static busybox, cpio and a kernel, or says what to install. `path_env` is
+/// the `PATH` to search; `kernel` is `$SMTLAB_GUEST_KERNEL` if set; `kernel_dir` is where
+/// `fetch-kernel.sh` unpacks one.
+pub fn find_prereqs(
+    path_env: &OsStr,
+    kernel: Option<&OsStr>,
+    kernel_dir: &Path,
+) -> Result<Prereqs, String> {
+    let mut missing = Vec::new();
+    let qemu = on_path(path_env, "qemu-system-x86_64");
+    if qemu.is_none() {
+        missing.push("qemu-system-x86_64 (apt-get install qemu-system-x86)".to_string());
+    }
+    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .or_else(|| on_path(path_env, "busybox"));
+    if busybox.is_none() {
+        missing.push("a static busybox (apt-get install busybox-static)".into());
+    }
+    let cpio = on_path(path_env, "cpio");
+    if cpio.is_none() {
+        missing.push("cpio (apt-get install cpio)".into());
+    }
+    let kernel = match kernel {
+        Some(k) => {
+            let p = PathBuf::from(k);
+            if !p.is_file() {
+                missing.push(format!(
+                    "the kernel SMTLAB_GUEST_KERNEL names ({}) does not exist",
+                    p.display()
+                ));
+            }
+            Some(p)
+        }
+        None => std::fs::read_dir(kernel_dir)
+            .ok()
+            .and_then(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz"))
+                    })
+                    .max()
+            })
+            .or_else(|| {
+                missing.push(format!(
+                    "a kernel: run tests/guest/fetch-kernel.sh (it unpacks Debian's into {}), or set SMTLAB_GUEST_KERNEL",
+                    kernel_dir.display()
+                ));
+                None
+            }),
+    };
+    match (qemu, busybox, cpio, kernel) {
+        (Some(qemu), Some(busybox), Some(cpio), Some(kernel)) if missing.is_empty() => {
+            Ok(Prereqs {
+                qemu,
+                busybox,
+                cpio,
+                kernel,
+            })
+        }
+        _ => Err(format!(
+            "SMT guest tests need {}",
+            missing.join("; ")
+        )),
+    }
+}
+
+/// The prerequisites of this machine, or None after printing why the test is skipped.
+/// With `SMTLAB_REQUIRE_GUESTS=1` (CI) a missing prerequisite fails the test instead.
+pub fn prereqs_or_skip() -> Option<Prereqs> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kernel = std::env::var_os("SMTLAB_GUEST_KERNEL");
+    match find_prereqs(&path, kernel.as_deref(), &kernel_dir()) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            assert!(
+                std::env::var("SMTLAB_REQUIRE_GUESTS").as_deref() != Ok("1"),
+                "{why}"
+            );
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+/// One command to run in the guest with `sh -c`.
+#[derive(Debug, Clone)]
+pub struct GuestCommand {
+    pub name: String,
+    pub shell: String,
+}
+
+/// `GuestCommand` from a name and a shell line.
+pub fn cmd(name: impl Into<String>, shell: impl Into<String>) -> GuestCommand {
+    GuestCommand {
+        name: name.into(),
+        shell: shell.into(),
+    }
+}
+
+/// What one command printed and how it ended.
+#[derive(Debug, Clone, Default)]
+pub struct CmdOutput {
+    pub name: String,
+    pub shell: String,
+    pub stdout: String,
+    pub stderr: String,
+    /// None when the guest never reported an exit code (it died or timed out).
+    pub code: Option<i32>,
+}
+
+impl CmdOutput {
+    /// Asserts exit code `code`, showing everything on failure.
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "`{}` in the guest exited {:?}, expected {code}\n--- stdout\n{}\n--- stderr\n{}",
+            self.shell,
+            self.code,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// Asserts exit 0.
+    pub fn ok(&self) -> &Self {
+        self.expect_code(0)
+    }
+
+    /// Its stdout as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "`{}`: stdout is not JSON ({e})\n--- stdout\n{}\n--- stderr\n{}",
+                self.shell, self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+/// Everything one guest boot produced.
+#[derive(Debug, Clone, Default)]
+pub struct GuestRun {
+    pub commands: Vec<CmdOutput>,
+    /// Files asked for, by guest path; absent when the file did not exist.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// The whole serial console, for failure messages.
+    pub serial: String,
+    pub wall: Duration,
+}
+
+impl GuestRun {
+    /// The output of the command named `name`.
+    pub fn cmd(&self, name: &str) -> &CmdOutput {
+        self.commands
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no output for `{name}` from the guest; serial console tail:\n{}",
+                    tail(&self.serial, 60)
+                )
+            })
+    }
+
+    /// A collected file as text.
+    pub fn file(&self, path: &str) -> String {
+        let b = self.files.get(path).unwrap_or_else(|| {
+            panic!("the guest wrote no {path}; serial tail:\n{}", tail(&self.serial, 40))
+        });
+        String::from_utf8_lossy(b).into_owned()
+    }
+}
+
+fn tail(s: &str, lines: usize) -> String {
+    let v: Vec<&str> = s.lines().collect();
+    v[v.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Guests run one at a time: the host has 2 cores and TCG uses one thread per vCPU.
+static ONE_GUEST: Mutex<()> = Mutex::new(());
+
+/// The base initramfs (busybox, smtlab, its libraries), built once per test process.
+static BASE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+fn base_initramfs(p: &Prereqs) -> Result<PathBuf, String> {
+    BASE.get_or_init(|| build_base(p)).clone()
+}
+
+fn build_base(p: &Prereqs) -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("smtlab-guest-base-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let root = dir.join("root");
+    for d in ["bin", "proc", "sys", "dev", "tmp", "run"] {
+        std::fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
+    }
+    std::fs::copy(&p.busybox, root.join("bin/busybox")).map_err(|e| e.to_string())?;
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_smtlab"));
+    std::fs::copy(&bin, root.join("bin/smtlab")).map_err(|e| e.to_string())?;
+    // The dynamic libraries the binary needs, at the same paths (`ldd` lists them).
+    let ldd = Command::new("ldd")
+        .arg(&bin)
+        .output()
+        .map_err(|e| format!("running ldd: {e}"))?;
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        let path = match line.split_once("=>") {
+            Some((_, r)) => r.split_whitespace().next(),
+            None => line.split_whitespace().next(),
+        };
+        let Some(path) = path.filter(|p| p.starts_with('/')) else {
+            continue;
+        };
+        let src = Path::new(path);
+        let dst = root.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(dst.parent().unwrap()).map_err(|e| e.to_string())?;
+        // Copy the file itself, following symlinks, under the name the binary asks for.
+        std::fs::copy(src, &dst).map_err(|e| format!("copying {path}: {e}"))?;
+    }
+    let out = dir.join("base.cpio");
+    cpio(p, &root, &out)?;
+    Ok(out)
+}
+
+/// Packs `root` into a `newc` cpio archive at `out`.
+fn cpio(p: &Prereqs, root: &Path, out: &Path) -> Result<(), String> {
+    let list = Command::new("find")
+        .arg(".")
+        .current_dir(root)
+        .output()
+        .map_err(|e| format!("find: {e}"))?;
+    let mut child = Command::new(&p.cpio)
+        .args(["-o", "-H", "newc", "--quiet"])
+        .current_dir(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(
+            std::fs::File::create(out).map_err(|e| e.to_string())?,
+        ))
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cpio: {e}"))?;
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&list.stdout)
+        .map_err(|e| e.to_string())?;
+    let st = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !st.status.success() {
+        return Err(format!(
+            "cpio failed: {}",
+            String::from_utf8_lossy(&st.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// The per-guest `/init`: mount, run every command, print outputs and files between
+/// markers, power off.
+fn init_script(n_cmds: usize, files: &[&str]) -> String {
+    let mut s = String::from(
+        "#!/bin/busybox sh\n\
+         /bin/busybox --install -s /bin\n\
+         export PATH=/bin HOME=/tmp TMPDIR=/tmp\n\
+         mount -t proc proc /proc\n\
+         mount -t sysfs sysfs /sys\n\
+         mount -t devtmpfs devtmpfs /dev\n\
+         mount -t tmpfs tmpfs /tmp\n\
+         mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null\n\
+         dmesg -n 1\n\
+         cd /tmp\n\
+         echo @@SMTLAB-BOOTED\n",
+    );
+    for i in 0..n_cmds {
+        s.push_str(&format!(
+            "sh /cmds/{i} >/tmp/.o 2>/tmp/.e; c=$?\n\
+             echo @@SMTLAB-OUT {i}; base64 /tmp/.o; echo @@SMTLAB-END\n\
+             echo @@SMTLAB-ERR {i}; base64 /tmp/.e; echo @@SMTLAB-END\n\
+             echo @@SMTLAB-CODE {i} $c\n"
+        ));
+    }
+    for (i, f) in files.iter().enumerate() {
+        s.push_str(&format!(
+            "if [ -f '{f}' ]; then echo @@SMTLAB-FILE {i}; base64 '{f}'; echo @@SMTLAB-END; fi\n"
+        ));
+    }
+    s.push_str("echo @@SMTLAB-DONE\npoweroff -f\n");
+    s
+}
+
+/// Kills QEMU if the test ends early (a panic, a time-out).
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Boots a guest of `shape`, runs `cmds` in order, collects `files`, powers off. Panics
+/// with the serial console's tail when the guest does not finish within `limit`.
+pub fn run_guest(
+    p: &Prereqs,
+    shape: Shape,
+    cmds: &[GuestCommand],
+    files: &[&str],
+    limit: Duration,
+) -> GuestRun {
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let base = base_initramfs(p).unwrap_or_else(|e| panic!("building the initramfs: {e}"));
+    let work = tempfile::tempdir().unwrap();
+    let extra = work.path().join("extra");
+    std::fs::create_dir_all(extra.join("cmds")).unwrap();
+    for (i, c) in cmds.iter().enumerate() {
+        std::fs::write(extra.join(format!("cmds/{i}")), format!("{}\n", c.shell)).unwrap();
+    }
+    let init = extra.join("init");
+    std::fs::write(&init, init_script(cmds.len(), files)).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&init, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let extra_cpio = work.path().join("extra.cpio");
+    cpio(p, &extra, &extra_cpio).unwrap();
+    // Concatenated archives: the kernel unpacks the base, then /init and the commands.
+    let img = work.path().join("initramfs.cpio");
+    let mut bytes = std::fs::read(&base).unwrap();
+    bytes.extend(std::fs::read(&extra_cpio).unwrap());
+    std::fs::write(&img, bytes).unwrap();
+
+    let t0 = Instant::now();
+    let mut child = Command::new(&p.qemu)
+        .args(["-accel", "tcg,thread=multi", "-cpu", "Skylake-Client"])
+        .args(shape.qemu_args())
+        .arg("-kernel")
+        .arg(&p.kernel)
+        .arg("-initrd")
+        .arg(&img)
+        .args([
+            "-append",
+            "console=ttyS0 quiet loglevel=0 panic=-1",
+            "-nographic",
+            "-no-reboot",
+            "-nodefaults",
+            "-serial",
+            "stdio",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", p.qemu.display()));
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let kill = Kill(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout.read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut buf = String::new();
+        let _ = stderr.read_to_string(&mut buf);
+        buf
+    });
+    let out = match rx.recv_timeout(limit) {
+        Ok(b) => b,
+        Err(_) => {
+            drop(kill); // closes the pipe, so the reader ends
+            panic!(
+                "the {shape} guest did not finish within {limit:?}: QEMU killed"
+            );
+        }
+    };
+    let mut kill = kill;
+    let _ = kill.0.wait();
+    let qemu_err = err_thread.join().unwrap_or_default();
+    let serial = clean(&String::from_utf8_lossy(&out));
+    let mut run = parse(&serial, cmds, files);
+    run.wall = t0.elapsed();
+    assert!(
+        serial.contains("@@SMTLAB-DONE"),
+        "the {shape} guest stopped before the end; QEMU said: {qemu_err}\nserial tail:\n{}",
+        tail(&serial, 60)
+    );
+    run
+}
+
+/// The console without carriage returns and terminal escape sequences.
+fn clean(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {}
+            '\x1b' => {
+                // CSI: ESC [ params final-byte
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    for d in chars.by_ref() {
+                        if ('@'..='~').contains(&d) {
+                            break;
+                        }
+                    }
+                } else {
+                    chars.next();
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Decodes the marked blocks of the console. Lines that are not base64 (a stray kernel
+/// message) are skipped inside a block.
+fn parse(serial: &str, cmds: &[GuestCommand], files: &[&str]) -> GuestRun {
+    let mut run = GuestRun {
+        serial: serial.to_string(),
+        commands: cmds
+            .iter()
+            .map(|c| CmdOutput {
+                name: c.name.clone(),
+                shell: c.shell.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    enum Block {
+        Out(usize),
+        Err(usize),
+        File(usize),
+    }
+    let mut block: Option<(Block, String)> = None;
+    for line in serial.lines() {
+        let line = line.trim();
+        if let Some((b, text)) = block.as_mut() {
+            if line == "@@SMTLAB-END" {
+                let bytes = decode_base64(text);
+                match b {
+                    Block::Out(i) => run.commands[*i].stdout = String::from_utf8_lossy(&bytes).into(),
+                    Block::Err(i) => run.commands[*i].stderr = String::from_utf8_lossy(&bytes).into(),
+                    Block::File(i) => {
+                        run.files.insert(files[*i].to_string(), bytes);
+                    }
+                }
+                block = None;
+            } else if !line.is_empty()
+                && line
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='))
+            {
+                text.push_str(line);
+            }
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let (Some(tag), Some(idx)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Ok(i) = idx.parse::<usize>() else {
+            continue;
+        };
+        match tag {
+            "@@SMTLAB-OUT" if i < cmds.len() => block = Some((Block::Out(i), String::new())),
+            "@@SMTLAB-ERR" if i < cmds.len() => block = Some((Block::Err(i), String::new())),
+            "@@SMTLAB-FILE" if i < files.len() => block = Some((Block::File(i), String::new())),
+            "@@SMTLAB-CODE" if i < cmds.len() => {
+                run.commands[i].code = words.next().and_then(|c| c.parse().ok());
+            }
+            _ => {}
+        }
+    }
+    run
+}
+
+/// Standard base64 (RFC 4648), as busybox `base64` writes it.
+fn decode_base64(s: &str) -> Vec<u8> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in s.bytes() {
+        let Some(v) = val(c) else { continue };
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trip() {
+        assert_eq!(decode_base64("aGVsbG8K"), b"hello\n");
+        assert_eq!(decode_base64("YQ=="), b"a");
+        assert_eq!(decode_base64(""), b"");
+    }
+}

@@ -1,0 +1,374 @@
+//! smtlab's SMT code paths on a real Linux kernel with SMT siblings: one QEMU guest per
+//! topology (see `tests/guest/mod.rs`), every command of a topology in one boot.
+//!
+//! In each guest: `topo --json` matches the declared topology; every placement request the
+//! topology supports pins where `plan` says (burners report the CPUs they were seen on);
+//! requests that need siblings fail with exit 3 where there are none. The 1 × 2 × 2 guest
+//! also runs every experiment end to end, and the study takes its SMT branch. Timing in a
+//! guest is emulated: nothing here asserts speed.
+//!
+//! Needs qemu-system-x86, busybox-static, cpio and a kernel (`tests/guest/fetch-kernel.sh`);
+//! skipped with the reason without them, unless `SMTLAB_REQUIRE_GUESTS=1` (CI).
+
+mod guest;
+
+use guest::{GuestCommand, GuestRun, Shape, cmd, run_guest};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// A JSON array of CPU numbers as a set.
+fn cpus(v: &Value) -> BTreeSet<u64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a CPU list: {v}"))
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect()
+}
+
+/// A JSON partition (array of CPU lists).
+fn partition(v: &Value) -> Vec<Vec<u64>> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a partition: {v}"))
+        .iter()
+        .map(|s| cpus(s).into_iter().collect())
+        .collect()
+}
+
+/// Consecutive chunks of `size` CPUs out of `0..n`: how QEMU numbers threads, cores,
+/// packages and (as declared here) NUMA nodes.
+fn chunks(n: u32, size: u32) -> Vec<Vec<u64>> {
+    (0..n / size)
+        .map(|k| ((k * size) as u64..((k + 1) * size) as u64).collect())
+        .collect()
+}
+
+/// The placement requests a shape supports, with a thread count each, and the burners
+/// that count makes (`all` runs every sibling of its cores).
+fn requests(s: Shape) -> Vec<(String, u32, u32)> {
+    let mut v = vec![
+        ("one-per-core".to_string(), s.cores, s.cores),
+        ("all".into(), s.cores, s.cores * s.threads),
+        ("spread".into(), s.cores * s.threads + 1, s.cores * s.threads + 1),
+        ("cpus:0,2".into(), 2, 2),
+        ("os".into(), 2, 2),
+    ];
+    if s.cores >= 2 {
+        v.push(("same-l3".into(), 2, 2));
+    }
+    if s.sockets >= 2 {
+        v.push(("other-package".into(), 2, 2));
+    }
+    if s.threads >= 2 {
+        v.push(("pairs".into(), 2, 2));
+        v.push(("same-core".into(), s.threads, s.threads));
+        v.push(("siblings-of:0".into(), 1, 1));
+    }
+    v
+}
+
+/// Commands every guest runs: the topology, then `plan` and a short pinned `burn` for each
+/// request, and the sibling requests that must fail without SMT.
+fn common_commands(s: Shape) -> Vec<GuestCommand> {
+    let mut v = vec![cmd("topo", "smtlab topo --json")];
+    for (req, t, _) in requests(s) {
+        v.push(cmd(
+            format!("plan {req}"),
+            format!("smtlab plan {req} --threads {t} --json"),
+        ));
+        v.push(cmd(
+            format!("burn {req}"),
+            format!("smtlab burn -k int -t {t} --placement {req} -d 200ms --warmup 0 --json"),
+        ));
+    }
+    if s.threads == 1 {
+        for req in ["pairs", "same-core", "siblings-of:0"] {
+            v.push(cmd(
+                format!("no-smt {req}"),
+                format!("smtlab plan {req} --threads 2"),
+            ));
+        }
+    }
+    v
+}
+
+/// Checks what every guest must show.
+fn check_common(s: Shape, run: &GuestRun) {
+    let topo = run.cmd("topo").ok().json();
+    let n = s.cpus();
+    assert_eq!(cpus(&topo["online_cpus"]), (0..n as u64).collect(), "{topo}");
+    assert_eq!(partition(&topo["cores"]), chunks(n, s.threads), "cores");
+    assert_eq!(
+        partition(&topo["packages"]),
+        chunks(n, s.cores * s.threads),
+        "packages"
+    );
+    let nodes = s.numa_nodes.max(1);
+    assert_eq!(
+        partition(&topo["numa_nodes"]),
+        chunks(n, n / nodes),
+        "NUMA nodes"
+    );
+    assert_eq!(
+        topo["machine"]["smt_control"].as_str(),
+        Some(if s.threads > 1 { "on" } else { "notsupported" }),
+        "smt/control"
+    );
+
+    for (req, t, burners) in requests(s) {
+        let plan = run.cmd(&format!("plan {req}")).ok().json();
+        let threads = plan["threads"].as_array().unwrap();
+        assert_eq!(threads.len() as u32, burners, "plan {req}: {plan}");
+        let burn = run.cmd(&format!("burn {req}")).ok().json();
+        let rows = burn["burners"].as_array().unwrap();
+        assert_eq!(rows.len() as u32, burners, "burn {req}: {burn}");
+        for (p, b) in threads.iter().zip(rows) {
+            let planned = cpus(&p["cpus"]);
+            assert_eq!(cpus(&b["cpus"]), planned, "burn {req} pinned as planned");
+            let seen = cpus(&b["observed_cpus"]);
+            assert!(
+                !seen.is_empty() && seen.is_subset(&planned),
+                "burn {req} (t={t}): burner seen on {seen:?}, pinned to {planned:?}"
+            );
+        }
+        // Seed layouts stay in one package.
+        if ["one-per-core", "all", "spread", "pairs", "same-core", "same-l3"]
+            .contains(&req.as_str())
+        {
+            let per_pkg = (s.cores * s.threads) as u64;
+            let used: BTreeSet<u64> = threads.iter().flat_map(|t| cpus(&t["cpus"])).collect();
+            let pkgs: BTreeSet<u64> = used.iter().map(|c| c / per_pkg).collect();
+            assert_eq!(pkgs.len(), 1, "{req} spans packages: {used:?}");
+        }
+    }
+    if s.threads == 1 {
+        for req in ["pairs", "same-core", "siblings-of:0"] {
+            let o = run.cmd(&format!("no-smt {req}"));
+            o.expect_code(3);
+            assert!(o.stderr.contains("SMT siblings"), "{}", o.stderr);
+        }
+    }
+}
+
+fn guest(s: Shape, extra: Vec<GuestCommand>, files: &[&str], limit: Duration) -> Option<GuestRun> {
+    let p = guest::prereqs_or_skip()?;
+    let mut cmds = common_commands(s);
+    cmds.extend(extra);
+    let run = run_guest(&p, s, &cmds, files, limit);
+    eprintln!("guest {s}: {} commands in {:.1?}", cmds.len(), run.wall);
+    check_common(s, &run);
+    Some(run)
+}
+
+#[test]
+fn one_package_two_cores_two_threads_runs_every_experiment() {
+    let s = Shape::new(1, 2, 2, 0);
+    let extra = vec![
+        cmd(
+            "lockscan sweep",
+            "smtlab lockscan --sweep --duration 300ms --warmup 0 --repeat 1 --interval 300ms --json",
+        ),
+        cmd(
+            "neighbors siblings",
+            "smtlab neighbors --placement one-per-core --workers 2 --burner-placement siblings \
+             --burners 0,1,2 -d 300ms --warmup 0 --json",
+        ),
+        cmd(
+            "rwcache pairs",
+            "smtlab rwcache --placement pairs --threads 2 --scheme spin,rwspin -d 300ms \
+             --warmup 0 --repeat 1 --json",
+        ),
+        cmd(
+            "oltp layouts",
+            "smtlab oltp --db sqlite --configs one-per-core,pairs,all --threads 2 \
+             --rows-per-thread 200 --json",
+        ),
+        cmd("c2c", "smtlab c2c --samples 31 --round-trips 100 --json"),
+        cmd("study", "smtlab study --quick --out /tmp/study"),
+    ];
+    let files = ["/tmp/study/results.json", "/tmp/study/summary.md"];
+    let Some(run) = guest(s, extra, &files, Duration::from_secs(420)) else {
+        return;
+    };
+
+    // Seed 000's sweep: the scanner on each lock thread's real sibling in turn, and each
+    // thread seen on the CPU it was pinned to.
+    let ls = run.cmd("lockscan sweep").ok().json();
+    assert_eq!(ls["smt"], true);
+    let results = ls["results"].as_array().unwrap();
+    let sweeps: Vec<&Value> = results
+        .iter()
+        .filter(|r| r["scenario"]["label"].as_str().unwrap().starts_with("scanner on"))
+        .collect();
+    assert_eq!(sweeps.len(), 2, "one scenario per core: {ls}");
+    for (r, (scan, lock)) in sweeps.iter().zip([(1u64, 0u64), (3, 2)]) {
+        assert_eq!(cpus(&r["scenario"]["scan_cpus"]), BTreeSet::from([scan]));
+        assert_eq!(cpus(&r["scenario"]["lock_cpus"]), BTreeSet::from([0, 2]));
+        for t in r["threads"].as_array().unwrap() {
+            let cpu = t["cpu"].as_u64().unwrap();
+            assert_eq!(
+                cpus(&t["observed_cpus"]),
+                BTreeSet::from([cpu]),
+                "thread ran where it was pinned: {t}"
+            );
+            let sibling = t["role"] == "lock" && cpu == lock;
+            assert_eq!(t["shares_core_with_scanner"], sibling, "{t}");
+        }
+    }
+
+    // Burners on the workers' siblings, never on the workers' CPUs.
+    let nb = run.cmd("neighbors siblings").ok().json();
+    for step in nb["steps"].as_array().unwrap() {
+        let b = step["burners"].as_u64().unwrap();
+        assert!(step["skipped"].is_null() || step["skipped"] == false, "{step}");
+        let _ = b;
+    }
+    assert!(
+        nb["skipped"].as_array().is_none_or(|v| v.is_empty()),
+        "sibling steps ran: {nb}"
+    );
+
+    let rw = run.cmd("rwcache pairs").ok().json();
+    assert!(!rw["results"].as_array().unwrap().is_empty(), "{rw}");
+
+    let ol = run.cmd("oltp layouts").ok().json();
+    let ran: BTreeSet<&str> = ol["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["placement"].as_str().unwrap())
+        .collect();
+    assert_eq!(ran, BTreeSet::from(["one-per-core", "pairs", "all"]), "{ol}");
+    assert!(
+        ol["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["rows_verified"] == true)
+    );
+
+    let c2c = run.cmd("c2c").ok().json();
+    let rel: BTreeSet<&str> = c2c["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["proximity"].as_str().unwrap())
+        .collect();
+    assert!(rel.contains("smt-sibling"), "a sibling pair was measured: {rel:?}");
+
+    // The study took its SMT branch: sibling measurements, not "cannot be tested".
+    let study = run.cmd("study").ok();
+    eprintln!("study in the 1x2x2 guest:\n{}", study.stdout);
+    let results: Value = serde_json::from_str(&run.file("/tmp/study/results.json")).unwrap();
+    assert_eq!(results["smt"]["threads_per_core"], 2, "{}", results["smt"]);
+    let summary = run.file("/tmp/study/summary.md");
+    assert!(!summary.contains("cannot be tested here"), "{summary}");
+    assert!(
+        results["lockscan"]["result"]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["scenario"]["label"]
+                .as_str()
+                .unwrap()
+                .contains("sibling of")),
+        "the study's lockscan ran the sibling sweep"
+    );
+}
+
+#[test]
+fn two_packages_two_nodes_keep_seed_layouts_in_one_package() {
+    let s = Shape::new(2, 2, 2, 2);
+    let extra = vec![
+        cmd("one-per-core 2", "smtlab plan one-per-core --threads 2 --json"),
+        cmd("pairs 4", "smtlab plan pairs --threads 4 --json"),
+        cmd("siblings-of 0", "smtlab plan siblings-of:0 --threads 1 --json"),
+        cmd(
+            "one-per-core 4 machine",
+            "smtlab plan one-per-core --threads 4 --within machine --json",
+        ),
+        cmd("one-per-core 3", "smtlab plan one-per-core --threads 3"),
+        cmd(
+            "lockscan sweep dry",
+            "smtlab lockscan --sweep --dry-run",
+        ),
+    ];
+    let Some(run) = guest(s, extra, &[], Duration::from_secs(240)) else {
+        return;
+    };
+    let placed = |name: &str| -> Vec<u64> {
+        run.cmd(name).ok().json()["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| cpus(&t["cpus"]))
+            .collect()
+    };
+    assert_eq!(placed("one-per-core 2"), [0, 2], "package 0's two cores");
+    assert_eq!(placed("pairs 4"), [0, 1, 2, 3], "package 0's two sibling pairs");
+    assert_eq!(placed("siblings-of 0"), [1], "CPU 0's sibling, not CPU 0");
+    let machine = placed("one-per-core 4 machine");
+    assert_eq!(
+        machine.iter().filter(|&&c| c >= 4).count(),
+        2,
+        "--within machine spreads over both packages: {machine:?}"
+    );
+    let o = run.cmd("one-per-core 3");
+    o.expect_code(3);
+    assert!(o.stderr.contains("--within machine"), "{}", o.stderr);
+    let dry = &run.cmd("lockscan sweep dry").ok().stdout;
+    assert!(dry.contains("sweep within package 0"), "{dry}");
+    assert!(dry.contains("scanner on 1 (sibling of 0)"), "{dry}");
+    assert!(dry.contains("scanner on 3 (sibling of 2)"), "{dry}");
+    assert!(!dry.contains("scanner on 5"), "{dry}");
+}
+
+#[test]
+fn smt4_spreads_sibling_burners_over_the_workers_cores() {
+    let s = Shape::new(1, 2, 4, 0);
+    let extra = vec![
+        cmd("siblings-of 0,4", "smtlab plan siblings-of:0,4 --threads 4 --json"),
+        cmd(
+            "neighbors dry",
+            "smtlab neighbors --placement one-per-core --workers 2 --burner-placement siblings \
+             --burners 4 --dry-run",
+        ),
+    ];
+    let Some(run) = guest(s, extra, &[], Duration::from_secs(240)) else {
+        return;
+    };
+    let v: Vec<u64> = run.cmd("siblings-of 0,4").ok().json()["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| cpus(&t["cpus"]))
+        .collect();
+    assert_eq!(v, [1, 5, 2, 6], "alternating between the two cores");
+    let dry = &run.cmd("neighbors dry").ok().stdout;
+    for b in ["burner 0 on CPUs 1", "burner 1 on CPUs 5", "burner 2 on CPUs 2", "burner 3 on CPUs 6"] {
+        assert!(dry.contains(b), "{dry}");
+    }
+}
+
+#[test]
+fn no_smt_guest_refuses_sibling_placements() {
+    let s = Shape::new(1, 4, 1, 0);
+    let extra = vec![cmd(
+        "oltp layouts dry",
+        "smtlab oltp --configs one-per-core,pairs,all --threads 2 --dry-run",
+    )];
+    let Some(run) = guest(s, extra, &[], Duration::from_secs(180)) else {
+        return;
+    };
+    let dry = &run.cmd("oltp layouts dry").ok().stdout;
+    assert!(dry.contains("skipped pairs"), "{dry}");
+    assert!(dry.contains("their cores have no usable SMT sibling"), "{dry}");
+}
+
+#[test]
+fn missing_qemu_says_what_to_install() {
+    let empty = tempfile::tempdir().unwrap();
+    let e = guest::find_prereqs(empty.path().as_os_str(), None, empty.path()).unwrap_err();
+    assert!(e.contains("apt-get install qemu-system-x86"), "{e}");
+    assert!(e.contains("fetch-kernel.sh"), "{e}");
+}

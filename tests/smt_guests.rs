@@ -49,7 +49,11 @@ fn requests(s: Shape) -> Vec<(String, u32, u32)> {
     let mut v = vec![
         ("one-per-core".to_string(), s.cores, s.cores),
         ("all".into(), s.cores, s.cores * s.threads),
-        ("spread".into(), s.cores * s.threads + 1, s.cores * s.threads + 1),
+        (
+            "spread".into(),
+            s.cores * s.threads + 1,
+            s.cores * s.threads + 1,
+        ),
         ("cpus:0,2".into(), 2, 2),
         ("os".into(), 2, 2),
     ];
@@ -96,7 +100,11 @@ fn common_commands(s: Shape) -> Vec<GuestCommand> {
 fn check_common(s: Shape, run: &GuestRun) {
     let topo = run.cmd("topo").ok().json();
     let n = s.cpus();
-    assert_eq!(cpus(&topo["online_cpus"]), (0..n as u64).collect(), "{topo}");
+    assert_eq!(
+        cpus(&topo["online_cpus"]),
+        (0..n as u64).collect(),
+        "{topo}"
+    );
     assert_eq!(partition(&topo["cores"]), chunks(n, s.threads), "cores");
     assert_eq!(
         partition(&topo["packages"]),
@@ -132,8 +140,15 @@ fn check_common(s: Shape, run: &GuestRun) {
             );
         }
         // Seed layouts stay in one package.
-        if ["one-per-core", "all", "spread", "pairs", "same-core", "same-l3"]
-            .contains(&req.as_str())
+        if [
+            "one-per-core",
+            "all",
+            "spread",
+            "pairs",
+            "same-core",
+            "same-l3",
+        ]
+        .contains(&req.as_str())
         {
             let per_pkg = (s.cores * s.threads) as u64;
             let used: BTreeSet<u64> = threads.iter().flat_map(|t| cpus(&t["cpus"])).collect();
@@ -174,6 +189,11 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
              --burners 0,1,2 -d 300ms --warmup 0 --json",
         ),
         cmd(
+            "neighbors siblings dry",
+            "smtlab neighbors --placement one-per-core --workers 2 --burner-placement siblings \
+             --burners 2 --dry-run",
+        ),
+        cmd(
             "rwcache pairs",
             "smtlab rwcache --placement pairs --threads 2 --scheme spin,rwspin -d 300ms \
              --warmup 0 --repeat 1 --json",
@@ -198,7 +218,12 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
     let results = ls["results"].as_array().unwrap();
     let sweeps: Vec<&Value> = results
         .iter()
-        .filter(|r| r["scenario"]["label"].as_str().unwrap().starts_with("scanner on"))
+        .filter(|r| {
+            r["scenario"]["label"]
+                .as_str()
+                .unwrap()
+                .starts_with("scanner on")
+        })
         .collect();
     assert_eq!(sweeps.len(), 2, "one scenario per core: {ls}");
     for (r, (scan, lock)) in sweeps.iter().zip([(1u64, 0u64), (3, 2)]) {
@@ -216,17 +241,22 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         }
     }
 
-    // Burners on the workers' siblings, never on the workers' CPUs.
-    let nb = run.cmd("neighbors siblings").ok().json();
-    for step in nb["steps"].as_array().unwrap() {
-        let b = step["burners"].as_u64().unwrap();
-        assert!(step["skipped"].is_null() || step["skipped"] == false, "{step}");
-        let _ = b;
+    // Burners on the workers' siblings, never on the workers' CPUs; every step ran pinned.
+    let dry = &run.cmd("neighbors siblings dry").ok().stdout;
+    for line in [
+        "worker 0 on CPUs 0",
+        "worker 1 on CPUs 2",
+        "burner 0 on CPUs 1",
+        "burner 1 on CPUs 3",
+    ] {
+        assert!(dry.contains(line), "{dry}");
     }
-    assert!(
-        nb["skipped"].as_array().is_none_or(|v| v.is_empty()),
-        "sibling steps ran: {nb}"
-    );
+    let nb = run.cmd("neighbors siblings").ok().json();
+    let steps = nb["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "0, 1 and 2 sibling burners: {nb}");
+    for step in steps {
+        assert_eq!(step["pinning_ok"], true, "{step}");
+    }
 
     let rw = run.cmd("rwcache pairs").ok().json();
     assert!(!rw["results"].as_array().unwrap().is_empty(), "{rw}");
@@ -238,7 +268,11 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         .iter()
         .map(|r| r["placement"].as_str().unwrap())
         .collect();
-    assert_eq!(ran, BTreeSet::from(["one-per-core", "pairs", "all"]), "{ol}");
+    assert_eq!(
+        ran,
+        BTreeSet::from(["one-per-core", "pairs", "all"]),
+        "{ol}"
+    );
     assert!(
         ol["runs"]
             .as_array()
@@ -254,7 +288,10 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         .iter()
         .map(|p| p["proximity"].as_str().unwrap())
         .collect();
-    assert!(rel.contains("smt-sibling"), "a sibling pair was measured: {rel:?}");
+    assert!(
+        rel.contains("smt-sibling"),
+        "a sibling pair was measured: {rel:?}"
+    );
 
     // The study took its SMT branch: sibling measurements, not "cannot be tested".
     let study = run.cmd("study").ok();
@@ -280,18 +317,21 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
 fn two_packages_two_nodes_keep_seed_layouts_in_one_package() {
     let s = Shape::new(2, 2, 2, 2);
     let extra = vec![
-        cmd("one-per-core 2", "smtlab plan one-per-core --threads 2 --json"),
+        cmd(
+            "one-per-core 2",
+            "smtlab plan one-per-core --threads 2 --json",
+        ),
         cmd("pairs 4", "smtlab plan pairs --threads 4 --json"),
-        cmd("siblings-of 0", "smtlab plan siblings-of:0 --threads 1 --json"),
+        cmd(
+            "siblings-of 0",
+            "smtlab plan siblings-of:0 --threads 1 --json",
+        ),
         cmd(
             "one-per-core 4 machine",
             "smtlab plan one-per-core --threads 4 --within machine --json",
         ),
         cmd("one-per-core 3", "smtlab plan one-per-core --threads 3"),
-        cmd(
-            "lockscan sweep dry",
-            "smtlab lockscan --sweep --dry-run",
-        ),
+        cmd("lockscan sweep dry", "smtlab lockscan --sweep --dry-run"),
     ];
     let Some(run) = guest(s, extra, &[], Duration::from_secs(240)) else {
         return;
@@ -305,7 +345,11 @@ fn two_packages_two_nodes_keep_seed_layouts_in_one_package() {
             .collect()
     };
     assert_eq!(placed("one-per-core 2"), [0, 2], "package 0's two cores");
-    assert_eq!(placed("pairs 4"), [0, 1, 2, 3], "package 0's two sibling pairs");
+    assert_eq!(
+        placed("pairs 4"),
+        [0, 1, 2, 3],
+        "package 0's two sibling pairs"
+    );
     assert_eq!(placed("siblings-of 0"), [1], "CPU 0's sibling, not CPU 0");
     let machine = placed("one-per-core 4 machine");
     assert_eq!(
@@ -327,7 +371,10 @@ fn two_packages_two_nodes_keep_seed_layouts_in_one_package() {
 fn smt4_spreads_sibling_burners_over_the_workers_cores() {
     let s = Shape::new(1, 2, 4, 0);
     let extra = vec![
-        cmd("siblings-of 0,4", "smtlab plan siblings-of:0,4 --threads 4 --json"),
+        cmd(
+            "siblings-of 0,4",
+            "smtlab plan siblings-of:0,4 --threads 4 --json",
+        ),
         cmd(
             "neighbors dry",
             "smtlab neighbors --placement one-per-core --workers 2 --burner-placement siblings \
@@ -345,7 +392,12 @@ fn smt4_spreads_sibling_burners_over_the_workers_cores() {
         .collect();
     assert_eq!(v, [1, 5, 2, 6], "alternating between the two cores");
     let dry = &run.cmd("neighbors dry").ok().stdout;
-    for b in ["burner 0 on CPUs 1", "burner 1 on CPUs 5", "burner 2 on CPUs 2", "burner 3 on CPUs 6"] {
+    for b in [
+        "burner 0 on CPUs 1",
+        "burner 1 on CPUs 5",
+        "burner 2 on CPUs 2",
+        "burner 3 on CPUs 6",
+    ] {
         assert!(dry.contains(b), "{dry}");
     }
 }
@@ -362,7 +414,10 @@ fn no_smt_guest_refuses_sibling_placements() {
     };
     let dry = &run.cmd("oltp layouts dry").ok().stdout;
     assert!(dry.contains("skipped pairs"), "{dry}");
-    assert!(dry.contains("their cores have no usable SMT sibling"), "{dry}");
+    assert!(
+        dry.contains("their cores have no usable SMT sibling"),
+        "{dry}"
+    );
 }
 
 #[test]

@@ -70,9 +70,10 @@ impl Shape {
             "-m".into(),
             format!("{}M", self.memory_mib()),
         ];
-        if self.numa_nodes > 0 {
-            let per_cpu = self.cpus() / self.numa_nodes;
-            let per_mem = self.memory_mib() / self.numa_nodes;
+        if let (Some(per_cpu), Some(per_mem)) = (
+            self.cpus().checked_div(self.numa_nodes),
+            self.memory_mib().checked_div(self.numa_nodes),
+        ) {
             for n in 0..self.numa_nodes {
                 a.push("-object".into());
                 a.push(format!("memory-backend-ram,id=m{n},size={per_mem}M"));
@@ -182,10 +183,7 @@ pub fn find_prereqs(
                 kernel,
             })
         }
-        _ => Err(format!(
-            "SMT guest tests need {}",
-            missing.join("; ")
-        )),
+        _ => Err(format!("SMT guest tests need {}", missing.join("; "))),
     }
 }
 
@@ -292,7 +290,10 @@ impl GuestRun {
     /// A collected file as text.
     pub fn file(&self, path: &str) -> String {
         let b = self.files.get(path).unwrap_or_else(|| {
-            panic!("the guest wrote no {path}; serial tail:\n{}", tail(&self.serial, 40))
+            panic!(
+                "the guest wrote no {path}; serial tail:\n{}",
+                tail(&self.serial, 40)
+            )
         });
         String::from_utf8_lossy(b).into_owned()
     }
@@ -493,9 +494,7 @@ pub fn run_guest(
         Ok(b) => b,
         Err(_) => {
             drop(kill); // closes the pipe, so the reader ends
-            panic!(
-                "the {shape} guest did not finish within {limit:?}: QEMU killed"
-            );
+            panic!("the {shape} guest did not finish within {limit:?}: QEMU killed");
         }
     };
     let mut kill = kill;
@@ -565,8 +564,12 @@ fn parse(serial: &str, cmds: &[GuestCommand], files: &[&str]) -> GuestRun {
             if line == "@@SMTLAB-END" {
                 let bytes = decode_base64(text);
                 match b {
-                    Block::Out(i) => run.commands[*i].stdout = String::from_utf8_lossy(&bytes).into(),
-                    Block::Err(i) => run.commands[*i].stderr = String::from_utf8_lossy(&bytes).into(),
+                    Block::Out(i) => {
+                        run.commands[*i].stdout = String::from_utf8_lossy(&bytes).into()
+                    }
+                    Block::Err(i) => {
+                        run.commands[*i].stderr = String::from_utf8_lossy(&bytes).into()
+                    }
                     Block::File(i) => {
                         run.files.insert(files[*i].to_string(), bytes);
                     }

@@ -490,6 +490,12 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
     if a.workers == 0 {
         return Err(bad("--workers must be at least 1 (got 0)".into()));
     }
+    crate::limits::at_most(
+        "--workers",
+        a.workers as u64,
+        crate::limits::MAX_THREADS,
+        "worker threads; more only measure the scheduler",
+    )?;
     let burner_steps = match &a.burners {
         Some(l) => {
             let mut v = Vec::new();
@@ -501,8 +507,13 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
                     ))
                 })?);
             }
-            if v.iter().any(|&b| b > 4096) {
-                return Err(bad("--burners: at most 4096 burners per step".into()));
+            let max = if a.burner_mode == "process" {
+                crate::limits::MAX_PROCESSES
+            } else {
+                crate::limits::MAX_THREADS
+            };
+            for &b in &v {
+                crate::limits::at_most("--burners", b as u64, max, "burners per step")?;
             }
             v
         }
@@ -803,6 +814,12 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
             "--scan-bytes must be at least 1 byte (the seed used 1MiB)".into(),
         ));
     }
+    crate::limits::at_most(
+        "--cs-ns",
+        a.cs_ns,
+        crate::limits::MAX_OP_NS,
+        "busy work per critical section, 1 s",
+    )?;
     let list = |s: &Option<String>, m: &Option<String>, what: &str| -> Result<Option<CpuSet>> {
         Ok(match (s, m) {
             (Some(l), _) => {

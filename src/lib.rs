@@ -16,6 +16,7 @@
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
 //! - [`hygiene`]: Is other work or the hypervisor already using the CPUs about to be measured?
 //! - [`interrupt`]: Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
+//! - [`limits`]: The upper bounds on counts, sizes and times users may ask for, with one refusal wording.
 //! - [`locks`]: The lock library: every measured lock behind one trait, with switchable instrumentation.
 //! - [`oltp`]: Singleton inserts on real databases (SQLite, PostgreSQL by URL or managed): seeds 001/002.
 //! - [`placement`]: The placement planner: topology + request → CPUs per thread.
@@ -51,6 +52,7 @@ pub mod error;
 pub mod experiments;
 pub mod hygiene;
 pub mod interrupt;
+pub mod limits;
 pub mod locks;
 pub mod oltp;
 pub mod placement;

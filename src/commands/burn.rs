@@ -44,6 +44,24 @@ impl Config {
                 "--threads must be at least 1 (got 0): how many burners to run".into(),
             ));
         }
+        use crate::limits;
+        let (max, why) = match self.mode {
+            Mode::Process => (
+                limits::MAX_PROCESSES,
+                "process-mode burners, one process each",
+            ),
+            Mode::Thread => (
+                limits::MAX_THREADS,
+                "burner threads; more only measure the scheduler",
+            ),
+        };
+        limits::at_most("--threads", self.threads as u64, max, why)?;
+        limits::at_most(
+            "--max-prime",
+            self.spec.max_prime,
+            limits::MAX_MAX_PRIME,
+            "one event would take minutes; sysbench's default is 10000",
+        )?;
         self.spec.validate()
     }
 }
@@ -61,7 +79,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         Mode::Thread => burn::run_threads(&cfg.spec, &topo, &plan, &run)?,
         Mode::Process => burn::run_processes(&cfg.spec, &plan, &run, &mut |pids| {
             let list: Vec<String> = pids.iter().map(i32::to_string).collect();
-            eprintln!("burn: burner processes started: {}", list.join(" "));
+            crate::say!("burn: burner processes started: {}", list.join(" "));
         })?,
     };
     if cfg.json {

@@ -20,6 +20,14 @@ pub struct Config {
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let topo = super::topology_for_run(&cfg.root, cfg.dry_run, true)?;
     let scen = lockscan::scenarios(&topo, &cfg.exp.layout, cfg.exp.baseline && !cfg.dry_run)?;
+    // Every scan thread memsets its own buffer from the start of its run.
+    let scanners = scen.iter().map(|s| s.scan_cpus.len()).max().unwrap_or(0) as u64;
+    crate::limits::memory(
+        "--scan-bytes",
+        (cfg.exp.scan_bytes as u64).saturating_mul(scanners),
+        crate::limits::mem_available_bytes(),
+        &format!("{scanners} scan buffer(s)"),
+    )?;
     for s in &scen {
         let lock: crate::cpuset::CpuSet = s.lock_cpus.iter().copied().collect();
         let scan: crate::cpuset::CpuSet = s.scan_cpus.iter().copied().collect();

@@ -16,6 +16,12 @@ pub struct Config {
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    crate::limits::at_most(
+        "--threads",
+        cfg.threads as u64,
+        crate::limits::MAX_THREADS,
+        "threads to place",
+    )?;
     let topo = super::load_topology(&cfg.root)?;
     let plan = placement::plan_within(&topo, &cfg.request, cfg.threads, cfg.within)?;
     if cfg.json {

@@ -385,7 +385,7 @@ impl Coordinator<'_> {
         // lock) would leave the run hanging without a word, so say so after a while.
         if !sh.gate.wait_all_done_within(n, STOP_WARN_AFTER) {
             let left = n.saturating_sub(sh.gate.done.load(Ordering::SeqCst) as usize);
-            eprintln!(
+            crate::say!(
                 "smtlab: {left} of {n} threads still running {} s after the run ended; a thread \
                  may be blocked in a call that does not see the stop (e.g. a database lock \
                  wait). Still waiting; Ctrl-C twice quits.",

@@ -37,7 +37,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 pub const MAX_LOOKUPS: usize = 1024;
 
 /// Most threads in one run.
-pub const MAX_THREADS: usize = 4096;
+pub const MAX_THREADS: usize = crate::limits::MAX_THREADS as usize;
 
 /// Noise threshold for verdicts: a change is called only beyond ±2 %.
 const NOISE: f64 = 0.02;
@@ -88,7 +88,7 @@ impl TableSpec {
                 self.write_ratio
             )));
         }
-        if self.work_ns > 1_000_000_000 {
+        if self.work_ns > crate::limits::MAX_OP_NS {
             return Err(BadInput(format!(
                 "--work-ns must be at most 1000000000 (1 s) per request (got {})",
                 self.work_ns

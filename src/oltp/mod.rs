@@ -54,7 +54,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Most client threads one run may use.
-pub const MAX_THREADS: usize = 1024;
+pub const MAX_THREADS: usize = crate::limits::MAX_CONNECTIONS as usize;
 
 /// A validated `smtlab oltp` invocation.
 #[derive(Debug, Clone)]
@@ -96,12 +96,18 @@ impl Config {
         if self.threads == 0 {
             return Err(BadInput("--threads must be at least 1 (got 0)".into()));
         }
-        if self.threads > MAX_THREADS {
-            return Err(BadInput(format!(
-                "--threads must be at most {MAX_THREADS} (got {})",
-                self.threads
-            )));
-        }
+        crate::limits::at_most(
+            "--threads",
+            self.threads as u64,
+            MAX_THREADS as u64,
+            "client threads, one database connection each",
+        )?;
+        crate::limits::at_most(
+            "--prefill",
+            self.prefill,
+            crate::limits::MAX_PREFILL_ROWS,
+            "rows inserted before each run",
+        )?;
         self.table.validate()?;
         if let StopRule::RowsPerThread(0) = self.stop {
             return Err(BadInput("--rows-per-thread must be at least 1".into()));

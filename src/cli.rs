@@ -216,8 +216,7 @@ pub fn main() -> Result<()> {
                 (None, Some(c)) => Request::parse(&format!("cpus:{c}"))?,
                 (None, None) => Request::Os,
             };
-            let duration = crate::burn::parse_duration(&duration)
-                .map_err(|e| bad(format!("--duration: {e}")))?;
+            let duration = crate::duration::parse_measured(&duration, "--duration")?;
             let warmup = crate::burn::parse_duration_or_zero(&warmup)
                 .map_err(|e| bad(format!("--warmup: {e}")))?;
             let child = match child_cpus {
@@ -377,8 +376,7 @@ struct OltpArgs {
 /// Turns the `oltp` options into a validated config.
 fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
     use crate::oltp::{
-        Config, DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec, parse_duration,
-        parse_layouts,
+        Config, DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec, parse_layouts,
     };
     let stop = match a.rows_per_thread {
         Some(r) => StopRule::RowsPerThread(r),
@@ -386,12 +384,13 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
     };
     let rows_mode = a.rows_per_thread.is_some();
     let duration = match &a.duration {
-        Some(d) => parse_duration(d)?,
+        Some(d) => crate::duration::parse_measured(d, "--duration")?,
         None if rows_mode => std::time::Duration::from_secs(3600),
         None => std::time::Duration::from_secs(10),
     };
     let warmup = match &a.warmup {
-        Some(w) => parse_duration(w)?,
+        Some(w) => crate::duration::parse_duration_or_zero(w)
+            .map_err(|e| crate::error::BadInput(format!("--warmup: {e}")))?,
         None if rows_mode => std::time::Duration::ZERO,
         None => std::time::Duration::from_secs(1),
     };
@@ -571,7 +570,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
     let spec = crate::engine::RunSpec::new(
         crate::burn::parse_duration_or_zero(&a.warmup)
             .map_err(|e| bad(format!("--warmup: {e}")))?,
-        crate::burn::parse_duration(&a.duration).map_err(|e| bad(format!("--duration: {e}")))?,
+        crate::duration::parse_measured(&a.duration, "--duration")?,
     );
     spec.validate()?;
     let worker_placement = Request::parse(&a.placement)?;
@@ -871,15 +870,15 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
         };
         Layout::Explicit { lock, scan }
     };
-    let dur = |s: &str, what: &str| {
-        crate::burn::parse_duration(s).map_err(|e| bad(format!("--{what}: {e}")))
-    };
     let spec = crate::engine::RunSpec::new(
         crate::burn::parse_duration_or_zero(&a.warmup)
             .map_err(|e| bad(format!("--warmup: {e}")))?,
-        dur(&a.duration, "duration")?,
+        crate::duration::parse_measured(&a.duration, "--duration")?,
     )
-    .with_interval(dur(&a.interval, "interval")?);
+    .with_interval(
+        crate::duration::parse_duration(&a.interval)
+            .map_err(|e| bad(format!("--interval: {e}")))?,
+    );
     spec.validate()?;
     if a.repeat == 0 {
         return Err(bad("--repeat must be at least 1".into()));
@@ -981,13 +980,10 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
             if n == 1 { vec![1] } else { vec![1, n] }
         }
     };
-    let dur = |s: &str, what: &str| {
-        crate::burn::parse_duration(s).map_err(|e| bad(format!("--{what}: {e}")))
-    };
     let spec = crate::engine::RunSpec::new(
         crate::burn::parse_duration_or_zero(&a.warmup)
             .map_err(|e| bad(format!("--warmup: {e}")))?,
-        dur(&a.duration, "duration")?,
+        crate::duration::parse_measured(&a.duration, "--duration")?,
     );
     let exp = Config {
         schemes,

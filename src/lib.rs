@@ -11,6 +11,7 @@
 //! - [`cli`]: The command line: clap types live here and nowhere else.
 //! - [`commands`]: One module per subcommand, each taking a typed config.
 //! - [`cpuset`]: `CpuSet` and its list / hex / sysfs / decimal-mask forms.
+//! - [`duration`]: Durations as users type them (`5`, `500ms`, `250us`, `1.5s`, `1h`), one grammar for every option.
 //! - [`engine`]: The run engine: the only place threads are spawned, pinned and timed.
 //! - [`error`]: Exit codes and error classes.
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
@@ -47,6 +48,7 @@ pub mod burn;
 pub mod cli;
 pub mod commands;
 pub mod cpuset;
+pub mod duration;
 pub mod engine;
 pub mod error;
 pub mod experiments;

@@ -99,3 +99,36 @@ fn huge_counts_and_sizes_are_refused_at_once() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn one_duration_grammar_and_a_shortest_window() {
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    // oltp used its own parser, which refused `1h` and `250us`.
+    for args in [
+        vec!["oltp", "--duration", "1h", "--dry-run"],
+        vec!["oltp", "--warmup", "250us", "--dry-run"],
+        vec!["lockscan", "--duration", "1h", "--dry-run"],
+    ] {
+        let out = Command::new(&bin).args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for args in [
+        vec!["burn", "-k", "int", "-d", "1ns"],
+        vec!["lockscan", "-d", "5ms"],
+        vec!["neighbors", "-d", "1ms"],
+        vec!["rwcache", "-d", "1us"],
+        vec!["oltp", "--duration", "2ms"],
+    ] {
+        let out = Command::new(&bin).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--duration") && err.contains("at least 10ms"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -15,7 +15,6 @@
 //! `prime` is `sysbench cpu`'s event: its events/s compare with sysbench's at the same
 //! `--cpu-max-prime`.
 
-pub mod duration;
 pub mod kernels;
 pub mod kind;
 pub mod process;
@@ -23,7 +22,7 @@ pub mod report;
 pub mod sched;
 pub mod workload;
 
-pub use duration::{DurationError, format_duration, parse_duration, parse_duration_or_zero};
+pub use crate::duration::{DurationError, format_duration, parse_duration, parse_duration_or_zero};
 pub use kind::{BurnerKind, FmaWidth, KIND_NAMES, Unit, UnknownKind};
 pub use process::{ChildLine, ProcessBurners, ProcessOptions, Progress};
 pub use report::{BurnReport, BurnerResult, Mode};

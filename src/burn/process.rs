@@ -14,10 +14,10 @@
 //! `interval` line per 100 ms of measurement with the ops done in it, and a `done` line
 //! with the child's [`BurnerResult`] when its run ends (duration over, or SIGTERM).
 
-use super::duration::format_duration;
 use super::report::BurnerResult;
 use super::workload::BurnSpec;
 use crate::cpuset::CpuSet;
+use crate::duration::format_duration;
 use crate::error::Interrupted;
 use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};

@@ -148,28 +148,6 @@ pub fn parse_layouts(s: &str) -> Result<Vec<Request>, BadInput> {
         .collect()
 }
 
-/// Parses a duration: `10` (seconds), `10s`, `500ms`, `2m`, `1.5s`.
-pub fn parse_duration(s: &str) -> Result<Duration, BadInput> {
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e9 => {
-            Ok(Duration::from_secs_f64(v * scale))
-        }
-        _ => Err(BadInput(format!(
-            "invalid duration `{s}`; use seconds (`10`, `1.5s`), `500ms` or `2m`"
-        ))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,14 +160,5 @@ mod tests {
             ["one-per-core", "pairs", "cpus:0,2-3", "all"]
         );
         assert!(parse_layouts("bogus").is_err());
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("-1").is_err());
-        assert!(parse_duration("soon").is_err());
     }
 }

@@ -1,5 +1,5 @@
 //! Durations as users type them: `5` (seconds), `5s`, `500ms`, `250us`, `2m`, `1.5s`, `1h`.
-//! Shared by every command that takes `--duration`-like options.
+//! The one grammar of every `--duration`, `--warmup`, `--interval` and `--budget`.
 
 use std::time::Duration;
 
@@ -65,6 +65,23 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
         return Ok(d);
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// The shortest measured window smtlab accepts: below a few scheduler ticks (4 ms at
+/// HZ=250) rates are rounding noise (`burn -d 1ns` once printed "CPU% 852.7").
+pub const MIN_MEASURED: Duration = Duration::from_millis(10);
+
+/// A measurement length (`--duration`): [`parse_duration`], at least [`MIN_MEASURED`].
+/// Errors name `option`.
+pub fn parse_measured(s: &str, option: &str) -> Result<Duration, crate::error::BadInput> {
+    let d = parse_duration(s).map_err(|e| crate::error::BadInput(format!("{option}: {e}")))?;
+    if d < MIN_MEASURED {
+        return Err(crate::error::BadInput(format!(
+            "{option} {}: at least 10ms (shorter windows measure timer rounding, not the workload)",
+            s.trim()
+        )));
+    }
+    Ok(d)
 }
 
 /// Like [`parse_duration`], but `0` (with or without a unit) means zero: for warm-ups and

@@ -88,6 +88,13 @@ pub fn run_observed(
     std::thread::scope(|s| -> Result<RunResult> {
         let mut handles = Vec::with_capacity(n);
         for (i, tp) in plan.threads.iter().enumerate() {
+            // Ctrl-C while thousands of threads are being spawned ends the run now, not
+            // after the last spawn (the spawned ones wait blocked at the gate).
+            if crate::interrupt::requested() {
+                shared.gate.abort();
+                join_all(handles);
+                return Err(crate::error::Interrupted.into());
+            }
             let cpus = tp.cpus.clone();
             let h = std::thread::Builder::new()
                 .name(format!("smtlab-w{i}"))

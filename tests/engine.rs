@@ -381,6 +381,7 @@ fn c2c_stops_on_ctrl_c() {
     let topo = smtlab::topology::discover(std::path::Path::new("/")).unwrap();
     smtlab::interrupt::set_for_test(true);
     let r = smtlab::experiments::c2c::measure(
+        &engine::RealEngine,
         &topo,
         &cpus,
         &engine::PingPongSpec::default(),

@@ -3,9 +3,10 @@
 //! headless Chromium, and the CLI (bad input, a real Ctrl-C during a quick study).
 
 use assert_cmd::Command;
+use smtlab::engine::FakeEngine;
 use smtlab::oltp::DbTarget;
 use smtlab::report::{self, MachineInfo, PhaseName, PhaseStatus, Provenance, Report, Status};
-use smtlab::study::{self, FakeLab, NoProgress, Progress};
+use smtlab::study::{self, NoProgress, Progress};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -59,6 +60,10 @@ fn config() -> study::Config {
 /// rwcache measures its own clock's overhead and names the clock: machine facts that the
 /// fake engine cannot fix. Pin them so snapshots are the same everywhere.
 fn normalise(r: &mut Report) {
+    if let Some(o) = &mut r.oltp {
+        // The real oltp code opened a temporary SQLite file; its path has the pid in it.
+        o.result.db_description = "SQLite (temporary file, normalised for the test)".into();
+    }
     if let Some(w) = &mut r.rwcache {
         w.result.timer_overhead_ns = 0.0;
         w.result.clock = "tsc".into();
@@ -73,9 +78,11 @@ fn normalise(r: &mut Report) {
 /// The study on a made-up machine through the fake engine.
 fn fake_report(cores: u32, threads_per_core: u32, progress: &dyn Progress) -> Report {
     let topo = report::fixture::topology(cores, threads_per_core, true);
-    let lab = FakeLab::new(7);
+    let engine = FakeEngine::new(7)
+        .with_topology(&topo)
+        .with_rate_for("oltp ", 30_000.0);
     let mut r = study::run(
-        &lab,
+        &engine,
         &topo,
         machine(&topo),
         provenance(),

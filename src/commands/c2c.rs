@@ -128,24 +128,30 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     crate::hygiene::preflight(&cpus);
     let progress = std::io::stderr().is_terminal();
     let t0 = std::time::Instant::now();
-    let r = c2c::measure(&topo, &cpus, &spec, &mut |done, total| {
-        if progress {
-            // Remaining time from the pace so far: pairs cost about the same.
-            let left = t0
-                .elapsed()
-                .mul_f64((total - done) as f64 / done.max(1) as f64);
-            // A progress line that cannot be written is dropped, never a panic.
-            let mut err = std::io::stderr();
-            let _ = write!(
-                err,
-                "\r\x1b[Kc2c: pair {done}/{total}, about {} left",
-                render::wall(left)
-            );
-            if done == total {
-                let _ = write!(err, "\r\x1b[K");
+    let r = c2c::measure(
+        &crate::engine::RealEngine,
+        &topo,
+        &cpus,
+        &spec,
+        &mut |done, total| {
+            if progress {
+                // Remaining time from the pace so far: pairs cost about the same.
+                let left = t0
+                    .elapsed()
+                    .mul_f64((total - done) as f64 / done.max(1) as f64);
+                // A progress line that cannot be written is dropped, never a panic.
+                let mut err = std::io::stderr();
+                let _ = write!(
+                    err,
+                    "\r\x1b[Kc2c: pair {done}/{total}, about {} left",
+                    render::wall(left)
+                );
+                if done == total {
+                    let _ = write!(err, "\r\x1b[K");
+                }
             }
-        }
-    })?;
+        },
+    )?;
     let r = C2c { left_out, ..r };
     if cfg.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;

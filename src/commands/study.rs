@@ -3,8 +3,9 @@
 //! `summary.md` (atomically) and print the verdict. Ctrl-C writes what finished, marked
 //! `partial`, and exits 130.
 
+use crate::engine::RealEngine;
 use crate::report::{self, PhaseName, PhaseStatus};
-use crate::study::{self, Progress, RealLab};
+use crate::study::{self, Progress};
 use anyhow::Result;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::cell::RefCell;
@@ -31,9 +32,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let machine = report::machine::machine_info(&topo, root);
     let provenance = report::machine::provenance(cfg.study.command.clone());
     let bars = Bars::new(std::io::stderr().is_terminal());
-    let lab = RealLab::default();
     let busy = crate::hygiene::preflight(&topo.allowed());
-    let mut rep = study::run(&lab, &topo, machine, provenance, &cfg.study, &bars)?;
+    let mut rep = study::run(&RealEngine, &topo, machine, provenance, &cfg.study, &bars)?;
     rep.notes.extend(busy);
     bars.close();
     if bars.multi.is_some() {

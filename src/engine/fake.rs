@@ -9,10 +9,11 @@
 //! `synthetic: true`. Use it for tests of statistics, reports and CLI layers, never for
 //! numbers anyone reads as measurements.
 
-use super::{Engine, IntervalSample, RunResult, RunSpec, ThreadResult, Workload};
+use super::{Engine, IntervalSample, PingPongSpec, RunResult, RunSpec, ThreadResult, Workload};
 use crate::cpuset::CpuSet;
 use crate::placement::Plan;
 use crate::stats::SplitMix64;
+use crate::topology::{Proximity, Topology};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -28,7 +29,14 @@ pub struct FakeEngine {
     /// Speed factor per thread index, cycled (e.g. `[1.0, 0.1]` makes odd threads 10×
     /// slower, like a lock thread sharing a core with a scanner). Empty = all 1.
     pub thread_factors: Vec<f64>,
+    /// Single-thread rates for workloads whose name starts with the given prefix (e.g.
+    /// `oltp-insert` at 30,000/s), overriding `ops_per_sec`.
+    pub rates: Vec<(String, f64)>,
+    /// The machine c2c latencies are made up for (by proximity class); without it every
+    /// pair gets the same-L3 figure.
+    pub topology: Option<Topology>,
     runs: AtomicU64,
+    clock_ns: AtomicU64,
 }
 
 impl Clone for FakeEngine {
@@ -38,7 +46,10 @@ impl Clone for FakeEngine {
             ops_per_sec: self.ops_per_sec,
             jitter: self.jitter,
             thread_factors: self.thread_factors.clone(),
+            rates: self.rates.clone(),
+            topology: self.topology.clone(),
             runs: AtomicU64::new(self.runs.load(Ordering::Relaxed)),
+            clock_ns: AtomicU64::new(self.clock_ns.load(Ordering::Relaxed)),
         }
     }
 }
@@ -51,8 +62,31 @@ impl FakeEngine {
             ops_per_sec: 10e6,
             jitter: 0.02,
             thread_factors: Vec::new(),
+            rates: Vec::new(),
+            topology: None,
             runs: AtomicU64::new(0),
+            clock_ns: AtomicU64::new(0),
         }
+    }
+
+    /// Same engine with `rate` ops/s per thread for workloads named `prefix…`.
+    pub fn with_rate_for(mut self, prefix: &str, rate: f64) -> Self {
+        self.rates.push((prefix.to_string(), rate));
+        self
+    }
+
+    /// Same engine making c2c latencies up by proximity on `topo`.
+    pub fn with_topology(mut self, topo: &Topology) -> Self {
+        self.topology = Some(topo.clone());
+        self
+    }
+
+    /// The single-thread rate of `workload`.
+    fn rate_of(&self, workload: &str) -> f64 {
+        self.rates
+            .iter()
+            .find(|(p, _)| workload.starts_with(p.as_str()))
+            .map_or(self.ops_per_sec, |r| r.1)
     }
 
     /// Same engine with per-thread speed factors.
@@ -103,7 +137,7 @@ impl FakeEngine {
                 } else {
                     self.thread_factors[i % self.thread_factors.len()]
                 };
-                let rate = self.ops_per_sec * factor * share;
+                let rate = self.rate_of(workload) * factor * share;
                 let jit = |rng: &mut SplitMix64| 1.0 + self.jitter * (2.0 * rng.next_f64() - 1.0);
                 let interval_ops: Vec<u64> = interval_ns
                     .iter()
@@ -167,5 +201,34 @@ impl Engine for FakeEngine {
             });
         }
         Ok(r)
+    }
+
+    /// Latencies typical of each proximity class (SMT siblings share L1/L2; another L3 or
+    /// package crosses the interconnect), ±10 %, from the seed and the pair.
+    fn ping_pong(&self, a: u32, b: u32, spec: &PingPongSpec) -> anyhow::Result<Vec<f64>> {
+        let proximity = self
+            .topology
+            .as_ref()
+            .map_or(Proximity::SameL3, |t| t.proximity(a, b));
+        let base = match proximity {
+            Proximity::SameCpu => 5.0,
+            Proximity::SmtSibling => 18.0,
+            Proximity::SameL3 => 65.0,
+            Proximity::OtherL3 => 110.0,
+            Proximity::OtherPackage => 190.0,
+        };
+        let mut rng = SplitMix64::new(self.seed ^ (u64::from(a) << 32 | u64::from(b)));
+        Ok((0..spec.samples)
+            .map(|_| base * (1.0 + 0.1 * rng.next_f64()))
+            .collect())
+    }
+
+    /// 1.25 s per call: phase wall times in fake reports are reproducible.
+    fn now_ns(&self) -> u64 {
+        self.clock_ns.fetch_add(1_250_000_000, Ordering::Relaxed)
+    }
+
+    fn synthetic(&self) -> bool {
+        true
     }
 }

@@ -142,4 +142,24 @@ pub trait Engine: Sync {
         let _ = (a, b);
         None
     }
+
+    /// c2c: `spec.samples` one-way cache-line latencies between CPUs `a` and `b`, ns;
+    /// fewer when Ctrl-C cut the measurement short.
+    fn ping_pong(&self, a: u32, b: u32, spec: &PingPongSpec) -> anyhow::Result<Vec<f64>>;
+
+    /// Warnings about other work already running on `cpus` (or steal time) before an
+    /// experiment measures them; nothing where the engine does not measure.
+    fn hygiene(&self, cpus: &crate::cpuset::CpuSet) -> Vec<String> {
+        let _ = cpus;
+        Vec::new()
+    }
+
+    /// Nanoseconds on a monotonic clock, for phase wall times (a made-up clock in the
+    /// fake engine, so reports of fake runs are reproducible).
+    fn now_ns(&self) -> u64;
+
+    /// True when the engine makes its results up instead of measuring.
+    fn synthetic(&self) -> bool {
+        false
+    }
 }

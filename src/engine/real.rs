@@ -47,6 +47,21 @@ impl Engine for RealEngine {
             .filter(|v| !v.is_empty())
             .map(|v| crate::stats::median(&v))
     }
+
+    fn ping_pong(&self, a: u32, b: u32, spec: &super::PingPongSpec) -> Result<Vec<f64>> {
+        super::ping_pong(a, b, spec)
+    }
+
+    fn hygiene(&self, cpus: &crate::cpuset::CpuSet) -> Vec<String> {
+        crate::hygiene::check(cpus)
+    }
+
+    fn now_ns(&self) -> u64 {
+        // One origin per process: phase wall times are differences of these.
+        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let origin = *ORIGIN.get_or_init(std::time::Instant::now);
+        u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
 }
 
 /// Runs `workload` with one pinned thread per plan entry. See [`run_observed`].

@@ -9,7 +9,7 @@
 //! (REFERENCE §2.6: 134 ns → 7.5 M/s at k = 1, 3.7 M/s at k = 2).
 
 use crate::cpuset::CpuSet;
-use crate::engine::{self, PingPongSpec};
+use crate::engine::{Engine, PingPongSpec};
 use crate::stats::{self, Summary};
 use crate::topology::{Proximity, Topology};
 use anyhow::Result;
@@ -296,9 +296,10 @@ pub fn pairs(cpus: &CpuSet) -> Vec<(u32, u32)> {
     out
 }
 
-/// Measures every pair of `cpus` on this machine (stops early on Ctrl-C, marking the
+/// Measures every pair of `cpus` on `engine` (stops early on Ctrl-C, marking the
 /// result `interrupted`). `on_pair` is called after each pair, e.g. for progress.
 pub fn measure(
+    engine: &dyn Engine,
     topo: &Topology,
     cpus: &CpuSet,
     spec: &PingPongSpec,
@@ -312,7 +313,7 @@ pub fn measure(
             interrupted = true;
             break;
         }
-        let s = engine::ping_pong(a, b, spec)?;
+        let s = engine.ping_pong(a, b, spec)?;
         if s.len() < spec.samples {
             interrupted = true;
             break;

@@ -188,9 +188,9 @@ pub fn render_text(r: &OltpReport) -> String {
             d(run.thread_elapsed_min_ns),
             d(run.thread_elapsed_median_ns),
             d(run.thread_elapsed_max_ns),
-            d(run.commit_latency_p50_ns),
-            d(run.commit_latency_p99_ns),
-            d(run.commit_latency_max_ns),
+            render::latency_ns(run.commit_latency_p50_ns),
+            render::latency_ns(run.commit_latency_p99_ns),
+            render::latency_ns(run.commit_latency_max_ns),
             render::thousands(run.rows_in_table),
             if run.rows_verified {
                 "ok".into()

@@ -104,6 +104,16 @@ pub fn wall(d: std::time::Duration) -> String {
 }
 
 /// Nanoseconds as `85 ns`, `4.7 ms`, `1.20 s`.
+/// A latency from a histogram that may be empty: 0 means no operation was timed (a run
+/// cut short, or a fake engine that never ran the workload), shown as `–`.
+pub fn latency_ns(ns: u64) -> String {
+    if ns == 0 {
+        "–".into()
+    } else {
+        duration_ns(ns as f64)
+    }
+}
+
 pub fn duration_ns(ns: f64) -> String {
     if ns < 1e3 {
         format!("{ns:.0} ns")

@@ -407,7 +407,10 @@ fn neighbors(o: &mut String, r: &Report) {
             "{} workers append rows to one shared page under the lock while `{}` burners ({} mode) step up; {} sweep(s) per lock, {} per step after {} warm-up. Points: median ops/s (log axis), bars min–max; marker fill = diagnosis.",
             n.workers,
             n.burner_kind,
-            n.burner_mode,
+            match n.burner_mode {
+                crate::experiments::neighbors::BurnerMode::Thread => "thread",
+                crate::experiments::neighbors::BurnerMode::Process => "process",
+            },
             n.repeat,
             duration_ns(n.duration_ns as f64),
             duration_ns(n.warmup_ns as f64)

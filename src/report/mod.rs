@@ -277,8 +277,7 @@ pub struct NeighborsSection {
     pub locks: Vec<LockKind>,
     pub burner_steps: Vec<usize>,
     pub burner_kind: String,
-    /// `thread` or `process`.
-    pub burner_mode: String,
+    pub burner_mode: crate::experiments::neighbors::BurnerMode,
     /// Discarded warm-up per step, ns.
     pub warmup_ns: u64,
     /// Measured time per step, ns.

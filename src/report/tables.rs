@@ -284,7 +284,7 @@ pub fn oltp(o: &super::OltpSection) -> Table {
                 si(s.inserts_per_sec.min),
                 si(s.inserts_per_sec.max)
             ),
-            duration_ns(s.commit_latency_p99_ns as f64),
+            crate::render::latency_ns(s.commit_latency_p99_ns),
             if s.rows_verified {
                 "verified".into()
             } else {

@@ -341,10 +341,13 @@ fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
         .iter()
         .map(|s| {
             format!(
-                "`{}` {} inserts/s (commit p99 {}){}",
+                "`{}` {} inserts/s{}{}",
                 s.placement,
                 pm(s.inserts_per_sec.median, s.inserts_per_sec.mad),
-                crate::render::duration_ns(s.commit_latency_p99_ns as f64),
+                match s.commit_latency_p99_ns {
+                    0 => String::new(),
+                    ns => format!(" (commit p99 {})", crate::render::duration_ns(ns as f64)),
+                },
                 if s.rows_verified {
                     ""
                 } else {

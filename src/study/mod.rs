@@ -1,0 +1,285 @@
+//! `study`: every experiment this machine supports, sized to a time budget, into one
+//! [`Report`](crate::report::Report).
+//!
+//! The study is a loop over [`phases::ALL`]: each [`Phase`] is sized for its share of the
+//! budget (pure, so the estimate is known before anything runs), then runs on an
+//! [`Engine`] and writes its section of the report. A phase that fails is recorded with
+//! its error and the study goes on; a phase that is not possible here is recorded as
+//! skipped with the reason. Ctrl-C ([`crate::interrupt`]) lets the running experiment stop
+//! and undo its changes on its normal return path (the experiments guarantee that), keeps
+//! what it finished, marks later phases `not run` and the report `partial`.
+//!
+//! On the [`FakeEngine`](crate::engine::FakeEngine) every phase runs its real experiment
+//! code with made-up measurements, so tests of the report see what users would.
+
+pub mod phase;
+pub mod phases;
+
+pub use phase::{Outcome, Phase, RunCtx, SizeCtx};
+
+use crate::engine::Engine;
+use crate::experiments::neighbors::BurnerMode;
+use crate::oltp::DbTarget;
+use crate::report::{
+    self, MachineInfo, PhaseName, PhaseRecord, PhaseStatus, Provenance, Report, Status,
+    StudySettings,
+};
+use crate::topology::Topology;
+use anyhow::Result;
+use std::time::Duration;
+
+/// What `--quick` sizes the measurements to: the whole study then fits in a minute.
+pub const QUICK_BUDGET: Duration = Duration::from_secs(36);
+/// The budget without `--quick` or `--budget`.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(300);
+
+/// A validated `smtlab study` invocation.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub quick: bool,
+    /// Time the measurements are sized to fill.
+    pub budget: Duration,
+    /// The database for `oltp`.
+    pub db: DbTarget,
+    /// The command line, for the report.
+    pub command: String,
+    /// The unit the seed layouts (lockscan's sweep, oltp's layouts, rwcache) stay inside.
+    pub within: crate::placement::Scope,
+}
+
+/// Every phase sized to `cfg.budget` on `topo` (pure). Neighbors' burners are processes
+/// on a real engine, threads on a synthetic one (it cannot account for processes).
+pub fn size(topo: &Topology, cfg: &Config, synthetic: bool) -> Result<Vec<Box<dyn Phase>>> {
+    let repeat = if cfg.budget < Duration::from_secs(120) {
+        3
+    } else {
+        5
+    };
+    let burner_mode = if synthetic {
+        BurnerMode::Thread
+    } else {
+        BurnerMode::Process
+    };
+    phases::ALL
+        .iter()
+        .map(|e| {
+            (e.size)(&SizeCtx {
+                topo,
+                cfg,
+                budget: cfg.budget.mul_f64(e.share),
+                repeat,
+                burner_mode,
+            })
+        })
+        .collect()
+}
+
+/// Progress of the phases (progress bars in the command, nothing in tests).
+pub trait Progress {
+    /// A phase starts: `units` steps expected (0 = no step counts; show time instead).
+    fn start(&self, phase: PhaseName, units: u64, estimate: Duration);
+    /// `n` more steps done.
+    fn advance(&self, n: u64);
+    /// The phase ended.
+    fn finish(&self, phase: PhaseName, status: PhaseStatus, reason: Option<&str>, wall: Duration);
+    /// What the current phase is doing now, in a few words (oltp's layout steps).
+    fn note(&self, _msg: &str) {}
+}
+
+/// Shows nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: PhaseName, _: u64, _: Duration) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self, _: PhaseName, _: PhaseStatus, _: Option<&str>, _: Duration) {}
+}
+
+/// Runs the study. Never fails as a whole: failed phases are recorded in the report, which
+/// is then `partial`. The caller writes the report, and exits 130 when it was interrupted,
+/// 1 when a phase failed.
+pub fn run(
+    engine: &dyn Engine,
+    topo: &Topology,
+    machine: MachineInfo,
+    mut provenance: Provenance,
+    cfg: &Config,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    let t0 = engine.now_ns();
+    let phases = size(topo, cfg, engine.synthetic())?;
+    let total: Duration = phases.iter().map(|p| p.estimate()).sum();
+    let mut rep = Report {
+        schema_version: report::SCHEMA_VERSION,
+        status: Status::Complete,
+        synthetic: engine.synthetic(),
+        provenance: provenance.clone(),
+        machine,
+        smt: report::machine::smt_facts(topo),
+        topology: topo.clone(),
+        study: StudySettings {
+            quick: cfg.quick,
+            budget_ns: cfg.budget.as_nanos() as u64,
+            estimate_ns: total.as_nanos() as u64,
+            db: cfg.db.to_string(),
+        },
+        phases: Vec::new(),
+        c2c: None,
+        lockscan: None,
+        neighbors: None,
+        oltp: None,
+        rwcache: None,
+        verdict: report::Verdict {
+            headline: String::new(),
+            findings: Vec::new(),
+            not_measured: Vec::new(),
+        },
+        notes: Vec::new(),
+    };
+    if total > cfg.budget + cfg.budget / 2 {
+        rep.notes.push(format!(
+            "this machine needs about {:.0} s even with the shortest runs, more than the {:.0} s budget",
+            total.as_secs_f64(),
+            cfg.budget.as_secs_f64()
+        ));
+    }
+    if rep.provenance.build_profile == "debug" {
+        rep.notes.push("debug build: numbers are far below what a release build measures; run `cargo run --release -- study`".into());
+    }
+    if topo.machine.hypervisor {
+        rep.notes.push(format!(
+            "running under a hypervisor ({}): the host may place these vCPUs on SMT siblings of one core without saying so, and vCPU preemption distorts lock results",
+            rep.machine.hypervisor
+        ));
+    }
+    let gov = &rep.machine.frequency_governor;
+    if gov != "performance" && gov != "unavailable" && gov != "unknown" {
+        rep.notes.push(format!(
+            "frequency governor is `{gov}`, not `performance`: clock changes add noise between runs"
+        ));
+    }
+
+    let ctx = RunCtx {
+        engine,
+        topo,
+        progress,
+    };
+    for phase in &phases {
+        let name = phase.name();
+        let estimate = phase.estimate();
+        let record = |status, reason, wall_ns| PhaseRecord {
+            phase: name,
+            status,
+            reason,
+            estimate_ns: estimate.as_nanos() as u64,
+            wall_ns,
+        };
+        if crate::interrupt::requested() {
+            let why = "Ctrl-C arrived before this phase".to_string();
+            rep.phases.push(record(PhaseStatus::NotRun, Some(why), 0));
+            progress.finish(name, PhaseStatus::NotRun, None, Duration::ZERO);
+            continue;
+        }
+        if let Some(why) = phase.skip_reason() {
+            progress.finish(name, PhaseStatus::Skipped, Some(&why), Duration::ZERO);
+            rep.phases.push(record(PhaseStatus::Skipped, Some(why), 0));
+            continue;
+        }
+        let start = engine.now_ns();
+        progress.start(name, phase.units(), estimate);
+        let out = match phase.run(&ctx, &mut rep) {
+            Ok(o) => o,
+            Err(e) if e.chain().any(|c| c.is::<crate::error::Interrupted>()) => {
+                Outcome::interrupted_if(true)
+            }
+            Err(e) => Outcome::failed(format!("{e:#}")),
+        };
+        let wall = engine.now_ns().saturating_sub(start);
+        progress.finish(
+            name,
+            out.status,
+            out.reason.as_deref(),
+            Duration::from_nanos(wall),
+        );
+        rep.phases.push(record(out.status, out.reason, wall));
+    }
+    if crate::interrupt::requested()
+        || rep.phases.iter().any(|p| {
+            matches!(
+                p.status,
+                PhaseStatus::Interrupted | PhaseStatus::NotRun | PhaseStatus::Failed
+            )
+        })
+    {
+        rep.status = Status::Partial;
+    }
+    provenance.wall_ns = engine.now_ns().saturating_sub(t0);
+    rep.provenance = provenance;
+    rep.verdict = report::verdict::build(&rep);
+    Ok(rep)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub const QUICK: Duration = QUICK_BUDGET;
+    pub const DEFAULT: Duration = DEFAULT_BUDGET;
+
+    pub fn config(budget: Duration) -> Config {
+        Config {
+            quick: budget <= QUICK_BUDGET,
+            budget,
+            db: DbTarget::Sqlite(None),
+            command: "smtlab study".into(),
+            within: crate::placement::Scope::Package,
+        }
+    }
+
+    /// `size` of phase `name` on a made-up machine of `cores` × `threads_per_core`, for
+    /// a study of `budget`.
+    pub fn sized<T>(
+        cores: u32,
+        threads_per_core: u32,
+        budget: Duration,
+        name: PhaseName,
+        size: impl Fn(&SizeCtx<'_>) -> T,
+    ) -> T {
+        let topo = report::fixture::topology(cores, threads_per_core, true);
+        let cfg = config(budget);
+        size(&SizeCtx {
+            topo: &topo,
+            cfg: &cfg,
+            budget: budget.mul_f64(phases::share(name)),
+            repeat: if budget < Duration::from_secs(120) {
+                3
+            } else {
+                5
+            },
+            burner_mode: BurnerMode::Process,
+        })
+    }
+
+    fn total(cores: u32, threads_per_core: u32, budget: Duration) -> Duration {
+        let topo = report::fixture::topology(cores, threads_per_core, true);
+        let phases = size(&topo, &config(budget), false).unwrap();
+        phases.iter().map(|p| p.estimate()).sum()
+    }
+
+    #[test]
+    fn sizing_fits_the_budget_on_two_cpus() {
+        let q = total(2, 1, QUICK_BUDGET);
+        assert!(q <= QUICK_BUDGET + Duration::from_secs(4), "{q:?}");
+        let l = total(2, 1, DEFAULT_BUDGET);
+        assert!(l <= DEFAULT_BUDGET + Duration::from_secs(10), "{l:?}");
+        assert!(l > q);
+    }
+
+    #[test]
+    fn every_phase_is_sized_in_order() {
+        let topo = report::fixture::topology(4, 2, false);
+        let phases = size(&topo, &config(QUICK_BUDGET), true).unwrap();
+        let names: Vec<PhaseName> = phases.iter().map(|p| p.name()).collect();
+        assert_eq!(names, PhaseName::ALL);
+    }
+}

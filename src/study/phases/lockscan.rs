@@ -1,0 +1,112 @@
+//! The lockscan phase: the scanner swept over every core of the scope's unit (plus a
+//! baseline without it), with three locks — test-and-test-and-set, the spin lock of the
+//! SQL Server team's "To Hyper or not to Hyper" test; a fair ticket lock; the futex
+//! mutex — in interleaved rounds.
+
+use crate::engine::{PingPongSpec, RunSpec};
+use crate::experiments::c2c;
+use crate::experiments::lockscan::{self, Layout};
+use crate::locks::{LockKind, StatsMode};
+use crate::report::{LockscanSection, PhaseName, Report};
+use crate::study::phase::{Outcome, Phase, RUN_OVERHEAD, RunCtx, SizeCtx, ms, split_run};
+use anyhow::Result;
+use std::time::Duration;
+
+/// The sized phase.
+#[derive(Debug, Clone)]
+pub struct LockscanPhase {
+    pub config: lockscan::Config,
+    /// Scenarios of the sweep (baseline included).
+    pub scenarios: usize,
+}
+
+pub fn size(ctx: &SizeCtx<'_>) -> Result<Box<dyn Phase>> {
+    Ok(Box::new(LockscanPhase::size(ctx)?))
+}
+
+impl LockscanPhase {
+    pub fn size(ctx: &SizeCtx<'_>) -> Result<Self> {
+        let layout = Layout::Sweep(ctx.cfg.within);
+        let locks = vec![LockKind::Ttas, LockKind::Ticket, LockKind::Mutex];
+        let scenarios = lockscan::scenarios(ctx.topo, &layout, true)?.len();
+        let runs = (scenarios * locks.len() * ctx.repeat) as u32;
+        let per_run = (ctx.budget / runs.max(1)).saturating_sub(RUN_OVERHEAD);
+        let (warm, measure) = split_run(
+            per_run,
+            0.75,
+            (ms(100), Duration::from_secs(10)),
+            (ms(30), Duration::from_secs(1)),
+        );
+        Ok(LockscanPhase {
+            config: lockscan::Config {
+                layout,
+                locks,
+                cs_ns: 0,
+                scan_bytes: 1 << 20,
+                spec: RunSpec::new(warm, measure),
+                repeat: ctx.repeat,
+                baseline: true,
+                stats: StatsMode::Counters,
+            },
+            scenarios,
+        })
+    }
+
+    fn runs(&self) -> u32 {
+        (self.scenarios * self.config.locks.len() * self.config.repeat) as u32
+    }
+}
+
+impl Phase for LockscanPhase {
+    fn name(&self) -> PhaseName {
+        PhaseName::Lockscan
+    }
+    fn estimate(&self) -> Duration {
+        // Before each run lockscan measures one pair per proximity class (at most four)
+        // for its handoff ceiling.
+        let ceiling = c2c::estimate(4, &PingPongSpec::CEILING);
+        let spec = &self.config.spec;
+        (spec.warmup + spec.duration + RUN_OVERHEAD + ceiling) * self.runs()
+    }
+    fn units(&self) -> u64 {
+        u64::from(self.runs()) * self.config.spec.intervals() as u64
+    }
+    fn run(&self, ctx: &RunCtx<'_>, rep: &mut Report) -> Result<Outcome> {
+        let c = &self.config;
+        let scen = lockscan::scenarios(ctx.topo, &c.layout, c.baseline)?;
+        let r = lockscan::run(ctx.engine, ctx.topo, c, &scen, &mut |_, _, _, _| {
+            ctx.progress.advance(1)
+        })?;
+        let stopped = r.results.iter().any(|x| x.interrupted);
+        rep.lockscan = Some(LockscanSection {
+            layout: "sweep".into(),
+            locks: c.locks.clone(),
+            warmup_ns: c.spec.warmup.as_nanos() as u64,
+            duration_ns: c.spec.duration.as_nanos() as u64,
+            result: r,
+        });
+        Ok(Outcome::interrupted_if(stopped))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::study::tests::{DEFAULT, QUICK, sized};
+
+    #[test]
+    fn two_cores_sweep_baseline_and_each_core() {
+        let s = sized(2, 1, QUICK, PhaseName::Lockscan, LockscanPhase::size).unwrap();
+        assert_eq!(s.scenarios, 3, "baseline + scanner on each of 2 cores");
+        assert!(s.config.spec.duration >= ms(100));
+        assert_eq!(s.config.repeat, 3);
+    }
+
+    #[test]
+    fn longer_budgets_give_longer_runs_and_more_repeats() {
+        let q = sized(2, 1, QUICK, PhaseName::Lockscan, LockscanPhase::size).unwrap();
+        let l = sized(2, 1, DEFAULT, PhaseName::Lockscan, LockscanPhase::size).unwrap();
+        assert!(l.config.spec.duration > q.config.spec.duration);
+        assert_eq!(l.config.repeat, 5);
+    }
+}

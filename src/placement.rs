@@ -118,6 +118,22 @@ pub struct ScopeUnit {
     pub units: usize,
 }
 
+/// The line saying which unit a scoped placement stayed inside, e.g. `within package 0
+/// (CPUs 0-7; one of 2 such units here; --within machine uses them all)`.
+impl std::fmt::Display for ScopeUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.within == Scope::Machine || self.units <= 1 {
+            write!(f, "within {} (CPUs {})", self.label, self.cpus)
+        } else {
+            write!(
+                f,
+                "within {} (CPUs {}; one of {} such units here; --within machine uses them all)",
+                self.label, self.cpus, self.units
+            )
+        }
+    }
+}
+
 impl Request {
     /// Parses `one-per-core`, `pairs`, …, `siblings-of:0,2` / `siblings-of=0,2`, `cpus:0-3`.
     /// A bare CPU list or `0x` mask is taken as `cpus:LIST`.

@@ -82,10 +82,6 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             crate::say!("burn: burner processes started: {}", list.join(" "));
         })?,
     };
-    if cfg.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-    } else {
-        out.write_all(report.render_text().as_bytes())?;
-    }
+    super::emit(out, cfg.json, &report, |r| r.render_text(), false)?;
     burn::interrupted_error(&report)
 }

@@ -3,7 +3,7 @@
 
 use crate::cpuset::CpuSet;
 use crate::engine::PingPongSpec;
-use crate::error::{BadInput, Interrupted, NotPossible};
+use crate::error::{BadInput, NotPossible};
 use crate::experiments::c2c::{self, C2c};
 use crate::placement::PlanError;
 use crate::render;
@@ -153,15 +153,14 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         },
     )?;
     let r = C2c { left_out, ..r };
-    if cfg.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
-    } else {
-        out.write_all(render_text(&r, topo.machine.hypervisor).as_bytes())?;
-    }
-    if r.interrupted {
-        return Err(Interrupted.into());
-    }
-    Ok(())
+    let hypervisor = topo.machine.hypervisor;
+    super::emit(
+        out,
+        cfg.json,
+        &r,
+        |r| render_text(r, hypervisor),
+        r.interrupted,
+    )
 }
 
 /// The text report: matrix, per-pair spread (up to 8 CPUs), ceilings per relation.
@@ -258,11 +257,11 @@ pub fn render_text(r: &C2c, hypervisor: bool) -> String {
         );
     }
     if hypervisor {
-        s.push_str(
-            "note: running under a hypervisor: vCPUs may share or move between physical \
-             cores (so latencies can change between runs), and vCPU preemption shows up \
-             as outliers.\n",
-        );
+        let kind = None;
+        s.push_str(&format!(
+            "note: {}\n",
+            crate::render::Caveat::Hypervisor { kind }
+        ));
     }
     if r.interrupted {
         s.push_str("note: interrupted: pairs not measured show `?`.\n");

@@ -40,7 +40,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     }
     if cfg.dry_run {
         if let Some(u) = lockscan::sweep_scope(&topo, &cfg.exp.layout) {
-            writeln!(out, "sweep {}", render::scope_line(&u))?;
+            writeln!(out, "sweep {}", u)?;
         }
         return dry_run(&topo, &scen, out);
     }
@@ -137,7 +137,7 @@ pub fn human(r: &LockscanReport) -> String {
         r.lock_stats
     ));
     if let Some(u) = &r.scope {
-        o.push_str(&format!("sweep {}\n", render::scope_line(u)));
+        o.push_str(&format!("sweep {}\n", u));
     }
     for s in &r.results {
         o.push_str(&format!(

@@ -205,7 +205,11 @@ pub fn human(r: &NeighborsReport) -> String {
         o.push_str(&format!("note: {n}\n"));
     }
     if r.hypervisor {
-        o.push_str("note: running under a hypervisor: vCPU preemption by the host adds to what is measured here\n");
+        let kind = None;
+        o.push_str(&format!(
+            "note: {}\n",
+            crate::render::Caveat::Hypervisor { kind }
+        ));
     }
     o
 }

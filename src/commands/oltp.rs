@@ -2,10 +2,9 @@
 //! (or, with `--dry-run`, the placements only).
 
 use crate::engine::RealEngine;
-use crate::error::Interrupted;
 use crate::experiments::oltp::{self as experiment, same_placements};
 use crate::oltp::Config;
-use crate::oltp::report::{self, OltpReport, SkippedLayout};
+use crate::oltp::report::{self, SkippedLayout};
 use crate::placement::Plan;
 use crate::render;
 use anyhow::Result;
@@ -21,23 +20,11 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         return dry_run(cfg, &topo, &plans, &skipped, out);
     }
     let rep = experiment::run(&RealEngine, &topo, cfg, &mut |m| crate::say!("oltp: {m}"))?;
-    write_report(cfg, &rep, out)?;
-    if rep.interrupted {
-        return Err(Interrupted.into());
-    }
+    super::emit(out, cfg.json, &rep, report::render_text, rep.interrupted)?;
     match experiment::row_check_failure(&rep) {
         Some(e) => Err(e),
         None => Ok(()),
     }
-}
-
-fn write_report(cfg: &Config, rep: &OltpReport, out: &mut dyn Write) -> Result<()> {
-    if cfg.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(rep)?)?;
-    } else {
-        out.write_all(report::render_text(rep).as_bytes())?;
-    }
-    Ok(())
 }
 
 fn dry_run(
@@ -59,7 +46,7 @@ fn dry_run(
         cfg.threads
     )?;
     if let Some(u) = plans.iter().find_map(|p| p.scope.as_ref()) {
-        writeln!(out, "layouts {}", render::scope_line(u))?;
+        writeln!(out, "layouts {}", u)?;
     }
     for p in plans {
         let cores: std::collections::BTreeSet<_> = p

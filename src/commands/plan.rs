@@ -1,9 +1,10 @@
 //! `smtlab plan`: which CPUs each thread would get, for this machine or a dump.
 
-use crate::placement::{self, Request};
+use crate::placement::{self, Plan, Request};
 use crate::render;
+use crate::topology::Topology;
 use anyhow::Result;
-use std::io::Write;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
@@ -15,7 +16,7 @@ pub struct Config {
     pub json: bool,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> Result<()> {
     crate::limits::at_most(
         "--threads",
         cfg.threads as u64,
@@ -24,16 +25,18 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     )?;
     let topo = super::load_topology(&cfg.root)?;
     let plan = placement::plan_within(&topo, &cfg.request, cfg.threads, cfg.within)?;
-    if cfg.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&plan)?)?;
-        return Ok(());
-    }
-    writeln!(
+    super::emit(out, cfg.json, &plan, |p| render_text(&topo, p), false)
+}
+
+/// The plan as a table: each thread's CPUs, core, L3 group and package.
+fn render_text(topo: &Topology, plan: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
         out,
         "placement {} for {}:",
         plan.request,
-        render::count(cfg.threads, "thread")
-    )?;
+        render::count(plan.threads.len(), "thread")
+    );
     let mut rows = vec![vec![
         "THREAD".to_string(),
         "CPUS".into(),
@@ -71,7 +74,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             },
         ]);
     }
-    out.write_all(render::table(&rows).as_bytes())?;
+    out.push_str(&render::table(&rows));
     let cores_used = plan
         .threads
         .iter()
@@ -80,7 +83,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         .collect::<std::collections::BTreeSet<_>>()
         .len();
     if cores_used > 0 {
-        writeln!(
+        let _ = writeln!(
             out,
             "{} on {} of {}{}",
             render::count(plan.threads.len(), "thread"),
@@ -91,13 +94,13 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             } else {
                 ""
             }
-        )?;
+        );
     }
     if let Some(u) = &plan.scope {
-        writeln!(out, "{}", render::scope_line(u))?;
+        let _ = writeln!(out, "{u}");
     }
     for n in &plan.notes {
-        writeln!(out, "note: {n}")?;
+        let _ = writeln!(out, "note: {n}");
     }
-    Ok(())
+    out
 }

@@ -37,15 +37,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let busy = crate::hygiene::preflight(&topo.allowed());
     let mut report = rwcache::run(&RealEngine, &topo, &cfg.exp, &mut progress)?;
     report.notes.extend(busy);
-    if cfg.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-    } else {
-        out.write_all(human(&report).as_bytes())?;
-    }
-    if report.interrupted {
-        return Err(crate::error::Interrupted.into());
-    }
-    Ok(())
+    super::emit(out, cfg.json, &report, human, report.interrupted)
 }
 
 fn pct(x: f64) -> String {
@@ -81,7 +73,7 @@ pub fn human(r: &RwcacheReport) -> String {
         r.placement
     ));
     if let Some(u) = &r.scope {
-        o.push_str(&format!("threads {}\n", crate::render::scope_line(u)));
+        o.push_str(&format!("threads {}\n", u));
     }
     if r.table.work_ns > 0 {
         o.push_str(&format!(

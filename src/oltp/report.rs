@@ -150,7 +150,7 @@ pub fn render_text(r: &OltpReport) -> String {
         r.schema, r.key, r.rows_per_txn, r.durability, r.db_description
     ));
     if let Some(u) = &r.scope {
-        out.push_str(&format!("layouts {}\n", render::scope_line(u)));
+        out.push_str(&format!("layouts {}\n", u));
     }
     out.push_str(&format!(
         "{} threads, {stop}, prefill {} rows; backends: {}\n\n",

@@ -135,17 +135,44 @@ pub fn count(n: usize, noun: &str) -> String {
     }
 }
 
-/// The line saying which unit a scoped placement stayed inside, e.g. `within package 0
-/// (1 of 2 packages; --within machine spreads over all)`.
-pub fn scope_line(u: &crate::placement::ScopeUnit) -> String {
-    use crate::placement::Scope;
-    if u.within == Scope::Machine || u.units <= 1 {
-        format!("within {} (CPUs {})", u.label, u.cpus)
-    } else {
-        format!(
-            "within {} (CPUs {}; one of {} such units here; --within machine uses them all)",
-            u.label, u.cpus, u.units
-        )
+/// Caveats several commands attach to their results, worded in this one place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caveat {
+    /// A hypervisor's CPU flag is set; `kind` from /sys/hypervisor/type or the CPU
+    /// vendor string when known. The host can move vCPUs between physical CPUs and run two
+    /// of them on one core's SMT siblings without the guest seeing it (seen on this
+    /// project's KVM CI: c2c between its two vCPUs moved between 11 ns, an SMT pair's
+    /// shared L1, and 110 ns within minutes), and it preempts vCPUs.
+    Hypervisor { kind: Option<String> },
+    /// A debug build: the hot loops are unoptimised.
+    DebugBuild,
+    /// A cpufreq governor other than `performance`.
+    Governor { name: String },
+}
+
+impl std::fmt::Display for Caveat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Caveat::Hypervisor { kind } => write!(
+                f,
+                "running under a hypervisor{}: the host can move these vCPUs and place two of \
+                 them on one core's SMT siblings without the guest seeing it, so cache-line \
+                 latency and lock results can change between runs, and vCPU preemption adds \
+                 to what is measured",
+                kind.as_deref()
+                    .map(|k| format!(" ({k})"))
+                    .unwrap_or_default()
+            ),
+            Caveat::DebugBuild => f.write_str(
+                "debug build: numbers are far below what a release build measures; run \
+                 `cargo run --release -- study`",
+            ),
+            Caveat::Governor { name } => write!(
+                f,
+                "frequency governor is `{name}`, not `performance`: clock changes add noise \
+                 between runs"
+            ),
+        }
     }
 }
 

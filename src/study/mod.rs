@@ -143,20 +143,18 @@ pub fn run(
             cfg.budget.as_secs_f64()
         ));
     }
+    use crate::render::Caveat;
     if rep.provenance.build_profile == "debug" {
-        rep.notes.push("debug build: numbers are far below what a release build measures; run `cargo run --release -- study`".into());
+        rep.notes.push(Caveat::DebugBuild.to_string());
     }
     if topo.machine.hypervisor {
-        rep.notes.push(format!(
-            "running under a hypervisor ({}): the host may place these vCPUs on SMT siblings of one core without saying so, and vCPU preemption distorts lock results",
-            rep.machine.hypervisor
-        ));
+        let kind = Some(rep.machine.hypervisor.clone()).filter(|k| k != "none");
+        rep.notes.push(Caveat::Hypervisor { kind }.to_string());
     }
     let gov = &rep.machine.frequency_governor;
     if gov != "performance" && gov != "unavailable" && gov != "unknown" {
-        rep.notes.push(format!(
-            "frequency governor is `{gov}`, not `performance`: clock changes add noise between runs"
-        ));
+        let name = gov.clone();
+        rep.notes.push(Caveat::Governor { name }.to_string());
     }
 
     let ctx = RunCtx {

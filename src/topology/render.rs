@@ -138,13 +138,11 @@ pub fn human(t: &Topology) -> String {
     ));
     out.push_str(&format!("{}\n", smt_summary(t).sentence));
     if m.hypervisor {
-        // Seen here: c2c between our two vCPUs moved between 11 ns (an SMT pair's shared L1)
-        // and 110 ns within minutes, and lock results moved with it.
-        out.push_str(
-            "virtual machine: the reported topology may not match the host; the host can move vCPUs \
-             and place two on one core's SMT siblings, so cache-line latency (`smtlab c2c`) and \
-             lock results can change between runs\n",
-        );
+        let kind = None;
+        out.push_str(&format!(
+            "virtual machine: the reported topology may not match the host; {}\n",
+            crate::render::Caveat::Hypervisor { kind }
+        ));
     }
     if !t.kinds.is_empty() {
         let ks: Vec<String> = t

@@ -2,8 +2,10 @@
 //! oversubscription — speeds up or wrecks real workloads.
 //!
 //! Data flows `cli → Config → topology → placement → engine → samples → stats → Report →
-//! renderers`; see ARCHITECTURE.md. Only the engine (and the oltp driver pinning server
-//! backends) changes affinity; everything else is pure and tested without the hardware.
+//! renderers`; see ARCHITECTURE.md for the module map. Side effects (threads, pinning,
+//! child processes, databases, files) live in `engine`, `burn`, `oltp`, `tempstate` and
+//! `report::write_all`; sizing, planning, statistics, analysis and rendering are pure and
+//! tested without the hardware, on the [`engine::FakeEngine`].
 //!
 //! Modules (each file opens with a `//!` line saying what it owns):
 //! - [`affinity`]: Affinity syscalls sized for > 1024 CPUs.
@@ -12,7 +14,7 @@
 //! - [`commands`]: One module per subcommand, each taking a typed config.
 //! - [`cpuset`]: `CpuSet` and its list / hex / sysfs / decimal-mask forms.
 //! - [`duration`]: Durations as users type them (`5`, `500ms`, `250us`, `1.5s`, `1h`), one grammar for every option.
-//! - [`engine`]: The run engine: the only place threads are spawned, pinned and timed.
+//! - [`engine`]: The `Engine` trait: measurement threads spawned, pinned and timed for real, or made up.
 //! - [`error`]: Exit codes and error classes.
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
 //! - [`hygiene`]: Is other work or the hypervisor already using the CPUs about to be measured?
@@ -26,7 +28,7 @@
 //! - [`rwcache`]: A read-mostly metadata cache under seven protection schemes, from a spinlock to RCU (seed 003).
 //! - [`stats`]: Statistics over samples: medians, MAD, outliers, bootstrap CIs, verdicts, fairness.
 //! - [`tempstate`]: Temporary directories with an owner lock, and the sweep that removes those whose smtlab is gone.
-//! - [`study`]: `study`: every experiment this machine supports, sized to a time budget, into one report.
+//! - [`study`]: `study`: a loop over phases, each an experiment sized to its share of a time budget, into one report.
 //! - [`topology`]: CPU topology from a sysfs root, and its views.
 
 // Some modules link explicitly to paths that also resolve implicitly; both are right.

@@ -1,6 +1,7 @@
-//! The run engine: the only module that creates measurement threads, pins them and reads
-//! clocks. Everything above it (experiments, stats, reports) sees only
-//! [`RunResult`](crate::engine::RunResult)s.
+//! The run engine: where measurement threads are created, pinned and timed (burner
+//! processes and database servers are `burn`'s and `oltp`'s). Everything above it
+//! (experiments, stats, reports) sees only [`RunResult`](crate::engine::RunResult)s and
+//! what the [`Engine`](crate::engine::Engine) trait returns.
 //!
 //! A run: spawn one thread per [`Plan`](crate::placement::Plan) entry → each pins itself
 //! and checks `sched_getcpu` → all meet at a barrier → warm-up (discarded) → measurement

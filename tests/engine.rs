@@ -375,6 +375,7 @@ fn ping_pong_measures_a_plausible_latency() {
 fn c2c_stops_on_ctrl_c() {
     let cpus = smtlab::affinity::process_affinity().unwrap();
     if cpus.len() < 2 {
+        eprintln!("skipped: needs 2 usable CPUs");
         return;
     }
     let _g = serial();

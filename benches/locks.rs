@@ -5,7 +5,7 @@
 //! before each run; and the throughput cost of stats (`counters`, `full`) against `off`.
 //!
 //! Configurations are interleaved (round 1 runs every subject, then round 2 …) so drift hits
-//! all alike (REFERENCE §4); uncontended cells show the best round (other load only adds
+//! all alike (hyperfine issue #21); uncontended cells show the best round (other load only adds
 //! time), contended cells the median over rounds and the spread (max−min)/median. Handoffs
 //! are counted inside the critical section (owner changed), identically for every subject, so
 //! they are comparable with stats off.
@@ -510,7 +510,7 @@ fn main() {
     println!(
         "c2c one-way latency CPU {}↔{}, measured before each run: median {lat_med:.1} ns \
          (range {:.1}–{:.1}) → handoff ceiling {:.2} M/s at the median (one line transfer \
-         per handoff, REFERENCE §2.6). The share column divides each run by its own ceiling.",
+         per handoff). The share column divides each run by its own ceiling.",
         cpus[0],
         cpus[1],
         lat_range.0,

@@ -2,7 +2,7 @@
 //!
 //! `libc::cpu_set_t` and `nix::CpuSet` are fixed at 1024 bits, and `sched_getaffinity`
 //! fails with `EINVAL` when the buffer is narrower than the kernel's `nr_cpu_ids`, so we
-//! call the raw syscalls with a growing `Vec<u64>` (REFERENCE §1.2). Reading is free for
+//! call the raw syscalls with a growing `Vec<u64>` (sched_setaffinity(2), NOTES). Reading is free for
 //! anyone; setting is for the engine (threads it owns) and the oltp driver (server backends
 //! it pins and restores).
 

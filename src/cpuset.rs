@@ -7,7 +7,7 @@
 //!   words with a `0x` prefix (`0xff0,,0x13`) are accepted too.
 //! - **sysfs word mask**, as old kernels expose `thread_siblings`: comma-separated 32-bit hex
 //!   words, most significant first, no prefix (`0000,55555555,55555555`).
-//! - **decimal mask**, as seed 000's Windows program takes affinity: `8` = CPU 3.
+//! - **decimal mask**, as Windows `SetThreadAffinityMask` callers write it: `8` = CPU 3.
 //!
 //! A bare `8` is ambiguous (CPU 8 as a list, CPU 3 as a decimal mask), so callers choose the
 //! form: [`CpuSet::parse_list`] and [`CpuSet::parse_user`] treat it as a list; only
@@ -192,7 +192,7 @@ impl CpuSet {
         parse_list(s.trim(), s)
     }
 
-    /// Parses an affinity mask as seed 000's program takes it: decimal (`8` = CPU 3) or hex
+    /// Parses an affinity mask as Windows `SetThreadAffinityMask` callers write it: decimal (`8` = CPU 3) or hex
     /// with `0x`.
     pub fn parse_mask(s: &str) -> Result<Self, CpuSetError> {
         let t = s.trim();

@@ -31,7 +31,7 @@ pub enum Request {
     /// thread count).
     Pairs,
     /// Every SMT sibling of the N cores `one-per-core` uses: N × threads-per-core threads
-    /// (SMT on, same cores: seed 001's "12 threads on 6 cores"). Without SMT it is
+    /// (SMT on, same cores: "12 threads on 6 cores with HT"). Without SMT it is
     /// `one-per-core`.
     All,
     /// N threads, one per logical CPU: the first sibling of every core first, then the

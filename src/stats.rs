@@ -1,7 +1,7 @@
 //! Statistics over samples: pure functions, no I/O, no clocks.
 //!
 //! Modelled on criterion's `stats` module and hyperfine's outlier detection, and cited as
-//! they are (REFERENCE §4):
+//! they are:
 //! - **Headline and spread**: the median and the median absolute deviation scaled by
 //!   1.4826, which estimates σ for normal data while ignoring the long right tail that
 //!   preemption and interrupts add to timings (hyperfine `src/outlier_detection.rs`;

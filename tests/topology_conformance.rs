@@ -5,7 +5,7 @@
 //! unpacked with the `tar` CLI, read with [`smtlab::topology::discover`] and compared with
 //! `NAME.oracle.json` (hwloc 2.9's `lstopo` on the same dump, see `oracle.py` there).
 //!
-//! How the two are compared (REFERENCE §1.4, "known correct divergences"):
+//! How the two are compared (the divergences hwloc's and lscpu's docs explain):
 //! - Partitions of OS CPU numbers per level (`cores`, `l2_caches`, `l3_caches`, `packages`,
 //!   `numa_nodes`, `dies`, `cpu_kinds`), never labels.
 //! - hwloc's `online_cpus` is its top cpuset, online ∩ allowed, and hwloc drops disallowed
@@ -83,7 +83,7 @@ const EXCEPTIONS: &[Exception] = &[
         why: "only cpu0 has cpufreq/ (cpuinfo_max_freq 800 MHz), cpu1 has none; hwloc makes a \
               kind of cpu0 alone from the maximum frequency. A frequency known for one CPU \
               says nothing about kinds, and max frequency is never a kind source for us \
-              (REFERENCE §1.3.5)",
+              (an i7-1370P reports 5000 and 5200 MHz P-cores)",
         check: |c| {
             if c.ours.cpu_kinds.is_empty() {
                 Ok(())

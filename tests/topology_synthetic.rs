@@ -1,5 +1,5 @@
-//! Synthetic sysfs trees, written by the tests, for the cases no public dump has (REFERENCE
-//! §1.3.10): interleaved 0/8 siblings on 2 packages, Intel hybrid PMU sets, SMT switched
+//! Synthetic sysfs trees, written by the tests, for the cases no public dump
+//! has: interleaved 0/8 siblings on 2 packages, Intel hybrid PMU sets, SMT switched
 //! off, mask-only old kernels, and a cgroup v2 restriction. Each checks discovery, the `topo`
 //! text and the planner.
 

@@ -14,7 +14,7 @@ use std::hint::black_box;
 /// Bytes per cache line assumed by the pointer chase (one chase node per line).
 pub const LINE_BYTES: usize = 64;
 
-/// Size of seed 000's `scan` buffer.
+/// Size of the `scan` burner's buffer: 1 MiB, larger than most L2s, smaller than an L3.
 pub const SCAN_BYTES: usize = 1 << 20;
 
 /// Chunk of `stream` work between two progress updates.
@@ -392,7 +392,7 @@ fn run_stream(buf: &mut [u8], ctx: &ThreadCtx<'_>) {
     }
 }
 
-/// Seed 000's `scanThread`: memset of a 1 MiB block, over and over.
+/// The scan thread: memset of a 1 MiB block, over and over.
 fn run_scan(buf: &mut [u8], ctx: &ThreadCtx<'_>) {
     let mut fill = 0u8;
     while !ctx.should_stop() {

@@ -27,7 +27,8 @@ pub enum BurnerKind {
     L1,
     /// Sequential loads over half the L2.
     L2,
-    /// A 1 MiB memset in a loop, seed 000's `scanThread`.
+    /// A 1 MiB memset in a loop: the scan thread of the classic test in which a lock thread
+    /// on the scanner's SMT sibling acquires about 10× less.
     Scan,
 }
 
@@ -121,7 +122,7 @@ impl BurnerKind {
             BurnerKind::Chase => "DRAM latency (pointer chase over > LLC)",
             BurnerKind::L1 => "L1d load ports (loads over half the L1d)",
             BurnerKind::L2 => "L2 (loads over half the L2)",
-            BurnerKind::Scan => "L1/L2 stores (1 MiB memset, seed 000)",
+            BurnerKind::Scan => "L1/L2 stores (1 MiB memset in a loop)",
         }
     }
 

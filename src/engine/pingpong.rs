@@ -1,7 +1,7 @@
 //! Cache-line ping-pong between two pinned threads: the one-way latency of handing a
 //! modified cache line from one CPU to another.
 //!
-//! The method of nviennot/core-to-core-latency (`src/bench/cas.rs`, REFERENCE §2.6): one
+//! The method of nviennot/core-to-core-latency (`src/bench/cas.rs`): one
 //! `AtomicBool` on its own cache line; the *ping* thread flips it false→true by
 //! compare-exchange, the *pong* thread flips it back true→false, both with Relaxed
 //! ordering, each spinning until its own exchange succeeds. Every exchange must pull the

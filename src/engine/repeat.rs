@@ -1,6 +1,6 @@
 //! Repetitions, and compared configurations interleaved A B A B … rather than all of A
 //! then all of B: frequency, thermal and neighbour drift is what this tool studies, so it
-//! must hit every configuration alike (REFERENCE §4; hyperfine issue #21).
+//! must hit every configuration alike (hyperfine issue #21 asks for the same).
 
 use super::{Engine, RunResult, RunSpec, Workload};
 use crate::placement::Plan;

@@ -1,5 +1,5 @@
 //! `backoff`: TTAS with exponential backoff in *time*, then `sched_yield`, then sleep — the
-//! SQL Server-style spinlock (REFERENCE §2.1, §2.3, §2.4; the `spin` scheme of rwcache).
+//! SQL Server-style spinlock (SQLCAT whitepaper "Diagnosing and Resolving Spinlock Contention on SQL Server"; the `spin` scheme of rwcache).
 //!
 //! A waiter that finds the lock held waits a delay without touching the lock line, then
 //! retries; the delay doubles up to a cap. Once the delays add up to `spin_limit_ns` it yields

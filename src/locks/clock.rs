@@ -5,14 +5,14 @@
 //! factor calibrated once against `CLOCK_MONOTONIC`; otherwise `CLOCK_MONOTONIC` through the
 //! vDSO (what `std::time::Instant` uses). `rdtsc` is not trapped by KVM and costs about a
 //! third of the vDSO call here (`cargo bench --bench locks` prints both). Not serialised
-//! (no `cpuid`, a VM exit under KVM, REFERENCE §2.2): a few cycles of skew are far below what
+//! (no `cpuid`, which is a VM exit under KVM; CK's `regressions/common.h` pays it): a few cycles of skew are far below what
 //! the locks time. Locks read it only on slow paths (after a collision, around a sleep) and,
 //! in `Full` stats mode, twice per acquisition, as raw ticks ([`ticks`], scaled to ns after
 //! the lock is released), and build it at construction
 //! ([`calibrate`]) so no acquisition pays for calibration.
 //!
-//! PAUSE: ~25 ns on this EPYC guest, ~140 cycles on Skylake, ~10 cycles before (REFERENCE
-//! §2.5), so spin budgets are given in ns and converted with [`pause_ns`], measured once per
+//! PAUSE: ~25 ns on this EPYC guest, ~140 cycles on Skylake, ~10 cycles before (Intel
+//! Optimization Reference Manual, "Pause Latency in Skylake Microarchitecture"), so spin budgets are given in ns and converted with [`pause_ns`], measured once per
 //! process (as MariaDB does at startup, MDEV-19845).
 
 use std::sync::OnceLock;

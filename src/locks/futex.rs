@@ -5,12 +5,13 @@
 //! the stats (a wrapped `std::sync::Mutex` would show collisions and wait time but not spins or
 //! sleeps): 100 iterations of relaxed load + PAUSE while the state is 1, then `FUTEX_WAIT`;
 //! unlock wakes one sleeper only if the state was 2 (rust-lang/rust
-//! `library/std/src/sys/sync/mutex/futex.rs`, REFERENCE §2.1). `cargo bench --bench locks`
+//! `library/std/src/sys/sync/mutex/futex.rs`). `cargo bench --bench locks`
 //! runs it next to `std::sync::Mutex`.
 //!
 //! `adaptive` spins for a *time* budget instead (default 10 µs ≈ a context switch, LiTL's
-//! spin-then-park, REFERENCE §2.4), converted to PAUSE iterations with the calibrated PAUSE
-//! cost, because 100 PAUSEs are 2.5 µs here but ~6 µs on Skylake (REFERENCE §2.5).
+//! spin-then-park, `src/waiting_policy.h`), converted to PAUSE iterations with the calibrated PAUSE
+//! cost, because 100 PAUSEs are 2.5 µs here but ~6 µs on Skylake (Intel Optimization Reference Manual, "Pause Latency in Skylake
+//! Microarchitecture").
 //!
 //! Both barge (a running thread may take the lock before a woken sleeper), which is why they
 //! survive oversubscription where ticket and MCS collapse.

@@ -12,7 +12,7 @@ pub enum LockKind {
     /// Test-and-set: `swap` in a loop with PAUSE between attempts.
     Tas,
     /// Test-and-test-and-set with PAUSE: spin on a plain load, `swap` when it looks free.
-    /// Seed 000's lock.
+    /// The lock of the classic "scanner starves a lock thread on its sibling" test.
     Ttas,
     /// TTAS with exponential backoff in time, then `sched_yield`, then sleep (SQL Server-like).
     Backoff,
@@ -59,7 +59,9 @@ impl LockKind {
     pub fn describe(self) -> &'static str {
         match self {
             LockKind::Tas => "test-and-set (xchg) with PAUSE between attempts",
-            LockKind::Ttas => "test-and-test-and-set with PAUSE (seed 000's lock)",
+            LockKind::Ttas => {
+                "test-and-test-and-set with PAUSE (the classic Windows scanner test's lock)"
+            }
             LockKind::Backoff => "TTAS + exponential backoff in time, then yield, then sleep",
             LockKind::Ticket => "ticket lock, FIFO, global spinning",
             LockKind::Mcs => "MCS queue lock, FIFO, local spinning",

@@ -1,6 +1,6 @@
 //! `mcs`: the Mellor-Crummey–Scott queue lock. FIFO like ticket, but each waiter spins on its
 //! own node (its own cache line), so a handoff touches one waiter's line, not all of them
-//! (CK `ck_spinlock_mcs`; Linux qspinlock's core, REFERENCE §2.1). Still FIFO, so still
+//! (CK `ck_spinlock_mcs`; Linux qspinlock's core, `kernel/locking/qspinlock.c`). Still FIFO, so still
 //! collapses when the next waiter is descheduled.
 //!
 //! Queue nodes come from the [`LockThread`]'s pool; a node leaves the pool while it is in a

@@ -124,7 +124,7 @@ pub struct LockOptions {
 }
 
 /// Default spin budget of the `adaptive` lock: about one context switch, the break-even point
-/// of spin-then-park (LiTL's 2,700 iterations ≈ 9 µs, REFERENCE §2.4).
+/// of spin-then-park (LiTL's 2,700 iterations ≈ 9 µs, multicore-locks/litl `src/waiting_policy.h`).
 pub const ADAPTIVE_SPIN_NS: u64 = 10_000;
 
 impl Default for LockOptions {

@@ -1,6 +1,6 @@
 //! `parking_lot`: `parking_lot::RawMutex` through `lock_api`. Barging with eventual fairness
-//! (a fair handoff forced every ~0.5 ms), spin 2/4/8 hints, yield, then park (REFERENCE §2.1,
-//! §2.4).
+//! (a fair handoff forced every ~0.5 ms), spin 2/4/8 hints, yield, then park (parking_lot `core/src/spinwait.rs`,
+//! `core/src/parking_lot.rs`).
 //!
 //! Its internals are opaque here: a collision is a failed `try_lock`, and the whole `lock()`
 //! that follows is timed as wait; spins, backoffs and sleep time stay 0, so `spin_ns` includes

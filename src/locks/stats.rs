@@ -1,7 +1,7 @@
 //! Lock statistics: the live per-thread counters, the per-thread snapshot with histograms,
 //! merging across threads, and the serialisable summary.
 //!
-//! Names follow SQL Server's `sys.dm_os_spinlock_stats` (REFERENCE §2.3): `collisions` =
+//! Names follow SQL Server's `sys.dm_os_spinlock_stats` (Microsoft Learn): `collisions` =
 //! acquire found the lock held, `spins` = wait-loop iterations, `backoffs` = the waiter gave
 //! up the CPU (yield, sleep or futex wait), `sleep_ns` = time inside those give-ups.
 
@@ -11,7 +11,7 @@ use std::ops::AddAssign;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A hold longer than this (1 ms) counts in `long_holds`: longer than any sane critical
-/// section, shorter than a scheduler slice (0.75–3 ms, REFERENCE §3.5), so it flags a holder
+/// section, shorter than a scheduler slice (EEVDF's base slice, 0.75–3 ms: `sysctl_sched_base_slice` in `kernel/sched/fair.c`), so it flags a holder
 /// that was preempted or slept.
 pub const LONG_HOLD_NS: u64 = 1_000_000;
 

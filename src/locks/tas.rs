@@ -1,5 +1,5 @@
 //! `tas` and `ttas`: the barging spinlocks. Lowest fast-path latency, no fairness: a waiter can
-//! be bypassed forever (CK `ck_spinlock_fas`; Dice, "Malthusian Locks", REFERENCE §2.1).
+//! be bypassed forever (CK `ck_spinlock_fas`; Dice, "Malthusian Locks", EuroSys 2017).
 
 use super::probe::Probe;
 use super::{LockKind, LockThread, RawLock, owner_word};
@@ -47,7 +47,7 @@ impl RawLock for Tas {
     }
 }
 
-/// Test-and-test-and-set, seed 000's lock: `if (Lock == 0 && InterlockedExchange(&Lock, 1) ==
+/// Test-and-test-and-set, the lock of the classic scanner-vs-lock Windows test: `if (Lock == 0 && InterlockedExchange(&Lock, 1) ==
 /// 0)` else PAUSE and retry. Waiters spin on a shared (read-only) copy of the line and only
 /// `xchg` when it looks free. The word is an [`owner_word`].
 #[derive(Default)]

@@ -1,7 +1,7 @@
 //! `ticket`: FIFO by a take-a-number counter. Every waiter spins on the one `now_serving`
 //! word, so each handoff invalidates all waiters; and when the next ticket's owner is
 //! descheduled nobody can proceed, hence the collapse under oversubscription (Boyd-Wickizer et
-//! al. 2012; Ouyang and Lange, VEE 2013; REFERENCE §2.2).
+//! al. 2012; Ouyang and Lange, VEE 2013).
 
 use super::probe::Probe;
 use super::{LockKind, LockThread, NO_OWNER, RawLock};

@@ -279,7 +279,7 @@ fn scope_phrase(u: Option<&crate::placement::ScopeUnit>) -> String {
 }
 
 fn lockscan(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"lockscan\">\n<h2>Lock threads vs a memory scanner (lockscan, seed 000)</h2>\n");
+    o.push_str("<section id=\"lockscan\">\n<h2>Lock threads vs a memory scanner (lockscan)</h2>\n");
     let Some(l) = &r.lockscan else {
         missing(o, r, super::PhaseName::Lockscan);
         o.push_str("</section>\n");
@@ -394,7 +394,7 @@ pub fn diagnosis_colour(d: Diagnosis) -> &'static str {
 }
 
 fn neighbors(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"neighbors\">\n<h2>Noisy neighbours: a hot lock vs CPU burners (neighbors, seed 002)</h2>\n");
+    o.push_str("<section id=\"neighbors\">\n<h2>Noisy neighbours: a hot lock vs CPU burners (neighbors)</h2>\n");
     let Some(n) = &r.neighbors else {
         missing(o, r, super::PhaseName::Neighbors);
         o.push_str("</section>\n");
@@ -479,9 +479,7 @@ fn neighbors(o: &mut String, r: &Report) {
 }
 
 fn oltp(o: &mut String, r: &Report) {
-    o.push_str(
-        "<section id=\"oltp\">\n<h2>Database inserts per CPU layout (oltp, seeds 001/002)</h2>\n",
-    );
+    o.push_str("<section id=\"oltp\">\n<h2>Database inserts per CPU layout (oltp)</h2>\n");
     let Some(x) = &r.oltp else {
         missing(o, r, super::PhaseName::Oltp);
         o.push_str("</section>\n");
@@ -544,7 +542,7 @@ fn oltp(o: &mut String, r: &Report) {
 }
 
 fn rwcache(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"rwcache\">\n<h2>Read-mostly cache under reader/writer schemes (rwcache, seed 003)</h2>\n");
+    o.push_str("<section id=\"rwcache\">\n<h2>Read-mostly cache under reader/writer schemes (rwcache)</h2>\n");
     let Some(w) = &r.rwcache else {
         missing(o, r, super::PhaseName::Rwcache);
         o.push_str("</section>\n");

@@ -68,13 +68,13 @@ pub struct Report {
     pub phases: Vec<PhaseRecord>,
     /// Cache-line handoff latency between CPUs.
     pub c2c: Option<C2cSection>,
-    /// Seed 000: lock threads vs a memory scanner.
+    /// Lock threads vs a memory scanner.
     pub lockscan: Option<LockscanSection>,
-    /// Seed 002: a hot-page lock vs CPU burners.
+    /// A hot-page lock vs CPU burners.
     pub neighbors: Option<NeighborsSection>,
-    /// Seeds 001/002: singleton inserts on a real database, per layout.
+    /// Singleton inserts on a real database, per layout.
     pub oltp: Option<OltpSection>,
-    /// Seed 003: a read-mostly cache under different reader/writer schemes.
+    /// A read-mostly cache under different reader/writer schemes.
     pub rwcache: Option<RwcacheSection>,
     /// The answer in plain words.
     pub verdict: Verdict,

@@ -578,3 +578,357 @@ mod tests {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Three-way comparisons. A ratio's interval is judged against a loss threshold and a noise
+// band around 1, and only an interval lying wholly on one side counts: an estimate of 0.50×
+// whose interval reaches 0.85× is not a loss, and an interval that reaches outside the
+// noise band is not "no effect" either. Everything else is inconclusive — absence of
+// evidence is not evidence of no effect (Altman & Bland 1995, BMJ 311:485, "Absence of
+// evidence is not evidence of absence"; the equivalence-band reading is Schuirmann's two
+// one-sided tests, J. Pharmacokinet. Biopharm. 15:657, 1987).
+
+/// Fewer runs than this and an interval is labelled "indicative (n = 3)", not "95 % CI": a
+/// percentile bootstrap of the median of 3 or 4 values can only return values between
+/// their smallest and largest, whatever confidence is asked for.
+pub const MIN_RUNS_FOR_CI: usize = 5;
+
+/// What a ratio's interval says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Effect {
+    /// The whole interval lies below the loss threshold.
+    Loss,
+    /// The whole interval lies inside the noise band around 1.
+    NoEffect,
+    /// The whole interval lies above 1 + the noise band.
+    Gain,
+    /// Anything else: an interval straddling a threshold, too few runs, no interval.
+    Inconclusive,
+}
+
+impl std::fmt::Display for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Effect::Loss => "loss",
+            Effect::NoEffect => "no effect",
+            Effect::Gain => "gain",
+            Effect::Inconclusive => "inconclusive",
+        })
+    }
+}
+
+/// The lines a ratio is judged against: a loss below `loss_below`, no effect inside
+/// `1 ± noise`, a gain above `1 + noise`. A `loss_below` above `1 − noise` is taken as
+/// `1 − noise`, so that no interval is both a loss and no effect.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Thresholds {
+    /// An interval wholly below this is a loss (0.8 = more than 20 % slower).
+    pub loss_below: f64,
+    /// Half-width of the band around 1 that counts as no effect (0.05 = ±5 %).
+    pub noise: f64,
+}
+
+impl Thresholds {
+    /// Slowdowns: a loss only when the whole interval is below 0.8×, no effect within ±5 %.
+    pub const SLOWDOWN: Thresholds = Thresholds {
+        loss_below: 0.8,
+        noise: 0.05,
+    };
+    /// Yields (SMT on ÷ SMT off on the same cores): below 0.95× a loss, above 1.05× a gain,
+    /// within ±5 % no effect.
+    pub const YIELD: Thresholds = Thresholds {
+        loss_below: 0.95,
+        noise: 0.05,
+    };
+
+    /// Checked thresholds: `noise` in [0, 1), `loss_below` in (0, 1 − noise].
+    pub fn new(loss_below: f64, noise: f64) -> Result<Self, String> {
+        if !(0.0..1.0).contains(&noise) {
+            return Err(format!(
+                "noise band {noise} must be at least 0 and below 1 (0.05 = ±5 %)"
+            ));
+        }
+        if !(loss_below > 0.0 && loss_below <= 1.0 - noise) {
+            return Err(format!(
+                "loss threshold {loss_below} must be above 0 and at most 1 − noise = {}",
+                1.0 - noise
+            ));
+        }
+        Ok(Self { loss_below, noise })
+    }
+
+    /// The loss threshold actually used: never above the noise band's lower edge.
+    pub fn effective_loss_below(&self) -> f64 {
+        self.loss_below.min(1.0 - self.noise)
+    }
+}
+
+/// Classifies the interval `[low, high]` of a ratio. NaN bounds or `low > high` are
+/// inconclusive.
+pub fn classify(low: f64, high: f64, t: Thresholds) -> Effect {
+    if low.is_nan() || high.is_nan() || low > high {
+        return Effect::Inconclusive;
+    }
+    let (lo_band, hi_band) = (1.0 - t.noise, 1.0 + t.noise);
+    if high < t.effective_loss_below() {
+        Effect::Loss
+    } else if low > hi_band {
+        Effect::Gain
+    } else if low >= lo_band && high <= hi_band {
+        Effect::NoEffect
+    } else {
+        Effect::Inconclusive
+    }
+}
+
+/// A ratio with its interval, the number of runs behind it, and its three-way class: what
+/// a verdict cites.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The ratio (median of the paired ratios).
+    pub estimate: f64,
+    /// Lower bound of the interval.
+    pub low: f64,
+    /// Upper bound of the interval.
+    pub high: f64,
+    /// Confidence level asked of the bootstrap, e.g. 0.95.
+    pub confidence: f64,
+    /// Runs (pairs) behind the interval.
+    pub n: usize,
+    /// Fewer than [`MIN_RUNS_FOR_CI`] runs: the interval is indicative, not a CI.
+    pub indicative: bool,
+    /// The class of the interval against `thresholds` (always inconclusive with n < 2).
+    pub effect: Effect,
+    /// What the interval was judged against.
+    pub thresholds: Thresholds,
+}
+
+impl Comparison {
+    /// From one ratio per pair of runs taken back to back (per round of interleaved runs):
+    /// the median ratio with a percentile bootstrap interval of it (seeded), classified
+    /// against `t`. One ratio gives no interval and is inconclusive; None when empty.
+    pub fn of_paired_ratios(
+        ratios: &[f64],
+        t: Thresholds,
+        confidence: f64,
+        resamples: usize,
+        seed: u64,
+    ) -> Option<Self> {
+        let ci = bootstrap_median(ratios, confidence, resamples, seed)?;
+        Some(Self::from_ci(ci, ratios.len(), t))
+    }
+
+    /// From an interval computed elsewhere over `n` runs.
+    pub fn from_ci(ci: Ci, n: usize, t: Thresholds) -> Self {
+        Self {
+            estimate: ci.estimate,
+            low: ci.low,
+            high: ci.high,
+            confidence: ci.confidence,
+            n,
+            indicative: n < MIN_RUNS_FOR_CI,
+            effect: if n < 2 {
+                Effect::Inconclusive
+            } else {
+                classify(ci.low, ci.high, t)
+            },
+            thresholds: t,
+        }
+    }
+
+    /// What to call the interval: `95 % CI`, `indicative (n = 3)`, or `no interval (n = 1)`.
+    pub fn interval_label(&self) -> String {
+        if self.n < 2 {
+            format!("no interval (n = {})", self.n)
+        } else if self.indicative {
+            format!("indicative (n = {})", self.n)
+        } else {
+            format!("{:.0} % CI", self.confidence * 100.0)
+        }
+    }
+
+    /// The interval with its label: `95 % CI 1.25–1.37`, `indicative (n = 3) 0.30–0.85`.
+    pub fn interval_text(&self) -> String {
+        if self.n < 2 {
+            self.interval_label()
+        } else {
+            format!(
+                "{} {}–{}",
+                self.interval_label(),
+                ratio_text(self.low),
+                ratio_text(self.high)
+            )
+        }
+    }
+}
+
+/// `1.31× (95 % CI 1.25–1.37, n = 10): gain`; `0.500× (indicative (n = 3) 0.300–0.850):
+/// inconclusive`.
+impl std::fmt::Display for Comparison {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = if self.indicative {
+            String::new()
+        } else {
+            format!(", n = {}", self.n)
+        };
+        write!(
+            f,
+            "{}× ({}{n}): {}",
+            ratio_text(self.estimate),
+            self.interval_text(),
+            self.effect
+        )
+    }
+}
+
+/// A ratio to 3 significant figures: `1.31`, `0.500`, `12.3`.
+pub fn ratio_text(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() {
+        format!("{x}")
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+#[cfg(test)]
+mod three_way_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const T: Thresholds = Thresholds::SLOWDOWN;
+
+    #[test]
+    fn hand_computed_classes() {
+        // Loss only when the whole interval is below 0.8.
+        assert_eq!(classify(0.30, 0.70, T), Effect::Loss);
+        // The issue's case: 0.50× with CI 0.30–0.85 is not a loss.
+        assert_eq!(classify(0.30, 0.85, T), Effect::Inconclusive);
+        // Inside ±5 %: no effect; touching the edges still inside.
+        assert_eq!(classify(0.96, 1.04, T), Effect::NoEffect);
+        assert_eq!(classify(0.95, 1.05, T), Effect::NoEffect);
+        // Straddling the band's edge.
+        assert_eq!(classify(0.94, 1.02, T), Effect::Inconclusive);
+        // Measurably slower but not below the loss line.
+        assert_eq!(classify(0.85, 0.90, T), Effect::Inconclusive);
+        // Gain: wholly above 1.05.
+        assert_eq!(classify(1.25, 1.37, T), Effect::Gain);
+        assert_eq!(classify(1.04, 1.37, T), Effect::Inconclusive);
+        assert_eq!(classify(f64::NAN, 1.0, T), Effect::Inconclusive);
+        assert_eq!(classify(1.1, 1.0, T), Effect::Inconclusive);
+        // Yields: 0.93–0.94 is a loss there (below 0.95), inconclusive for slowdowns.
+        assert_eq!(classify(0.90, 0.94, Thresholds::YIELD), Effect::Loss);
+        assert_eq!(classify(0.90, 0.94, T), Effect::Inconclusive);
+        // A loss line above the band's lower edge is clamped to it.
+        let odd = Thresholds {
+            loss_below: 0.99,
+            noise: 0.05,
+        };
+        assert_eq!(classify(0.96, 0.97, odd), Effect::NoEffect);
+        assert_eq!(classify(0.90, 0.94, odd), Effect::Loss);
+    }
+
+    #[test]
+    fn thresholds_are_checked() {
+        assert!(Thresholds::new(0.8, 0.05).is_ok());
+        assert!(Thresholds::new(0.99, 0.05).unwrap_err().contains("0.99"));
+        assert!(Thresholds::new(0.8, 1.5).unwrap_err().contains("1.5"));
+        assert!(Thresholds::new(0.0, 0.05).is_err());
+    }
+
+    #[test]
+    fn few_runs_are_indicative_and_one_is_inconclusive() {
+        let c = Comparison::of_paired_ratios(&[1.30, 1.32, 1.31], Thresholds::YIELD, 0.95, 500, 1)
+            .unwrap();
+        assert!(c.indicative);
+        assert_eq!(c.n, 3);
+        assert_eq!(c.effect, Effect::Gain);
+        assert_eq!(c.interval_label(), "indicative (n = 3)");
+        assert_eq!(c.to_string(), "1.31× (indicative (n = 3) 1.30–1.32): gain");
+        let five = [1.30, 1.32, 1.31, 1.29, 1.33];
+        let c = Comparison::of_paired_ratios(&five, Thresholds::YIELD, 0.95, 500, 1).unwrap();
+        assert!(!c.indicative);
+        assert_eq!(c.interval_label(), "95 % CI");
+        assert!(c.to_string().ends_with(", n = 5): gain"), "{c}");
+        let one = Comparison::of_paired_ratios(&[2.0], Thresholds::YIELD, 0.95, 500, 1).unwrap();
+        assert_eq!(one.effect, Effect::Inconclusive, "a point is no interval");
+        assert_eq!(one.interval_label(), "no interval (n = 1)");
+        assert!(Comparison::of_paired_ratios(&[], T, 0.95, 10, 1).is_none());
+        // The issue's scenario (c): 0.50× with an interval reaching 0.85.
+        let c = Comparison::from_ci(
+            Ci {
+                estimate: 0.5,
+                low: 0.3,
+                high: 0.85,
+                confidence: 0.95,
+            },
+            3,
+            T,
+        );
+        assert_eq!(c.effect, Effect::Inconclusive);
+        assert_eq!(
+            c.to_string(),
+            "0.500× (indicative (n = 3) 0.300–0.850): inconclusive"
+        );
+    }
+
+    fn thresholds() -> impl Strategy<Value = Thresholds> {
+        (0.0f64..0.3, 0.1f64..1.0).prop_map(|(noise, f)| Thresholds {
+            loss_below: f * (1.0 - noise),
+            noise,
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn an_interval_inside_the_band_is_never_a_loss_or_gain(
+            t in thresholds(), a in 0.0f64..1.0, b in 0.0f64..1.0,
+        ) {
+            let (lo, hi) = (1.0 - t.noise, 1.0 + t.noise);
+            let (x, y) = (lo + a * (hi - lo), lo + b * (hi - lo));
+            prop_assert_eq!(classify(x.min(y), x.max(y), t), Effect::NoEffect);
+        }
+
+        #[test]
+        fn classes_match_where_the_interval_lies(
+            t in thresholds(), x in 0.0f64..3.0, w in 0.0f64..1.0,
+        ) {
+            let (low, high) = (x, x + w);
+            let e = classify(low, high, t);
+            match e {
+                Effect::Loss => prop_assert!(high < t.loss_below),
+                Effect::Gain => prop_assert!(low > 1.0 + t.noise),
+                Effect::NoEffect => prop_assert!(low >= 1.0 - t.noise && high <= 1.0 + t.noise),
+                Effect::Inconclusive => {}
+            }
+            // Any interval containing 1 is never a loss or a gain.
+            if low <= 1.0 && 1.0 <= high {
+                prop_assert!(!matches!(e, Effect::Loss | Effect::Gain));
+            }
+            // Widening an interval never turns an inconclusive one into a call.
+            if e == Effect::Inconclusive {
+                prop_assert_eq!(classify(low - 0.1, high + 0.1, t), Effect::Inconclusive);
+            }
+        }
+
+        #[test]
+        fn fewer_than_five_runs_are_indicative(
+            xs in prop::collection::vec(0.5f64..2.0, 1..12), seed in any::<u64>(),
+        ) {
+            let c = Comparison::of_paired_ratios(&xs, Thresholds::YIELD, 0.95, 100, seed).unwrap();
+            prop_assert_eq!(c.indicative, xs.len() < MIN_RUNS_FOR_CI);
+            prop_assert_eq!(c.n, xs.len());
+            prop_assert!(c.low <= c.estimate + 1e-12 && c.estimate <= c.high + 1e-12);
+            if xs.len() < 2 {
+                prop_assert_eq!(c.effect, Effect::Inconclusive);
+            }
+        }
+    }
+}

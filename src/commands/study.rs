@@ -41,6 +41,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         crate::say!();
     }
     let written = report::write_all(&rep, &cfg.out)?;
+    write!(out, "{}", answer_table(&rep.verdict))?;
     writeln!(out, "Verdict: {}", rep.verdict.headline)?;
     for p in &written {
         writeln!(out, "wrote {}", p.display())?;
@@ -53,6 +54,32 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         return Err(crate::error::Interrupted.into());
     }
     Ok(())
+}
+
+/// "Keep HT on?" per workload class, then why, one line per class.
+fn answer_table(v: &crate::report::Verdict) -> String {
+    if v.answers.is_empty() {
+        return String::new();
+    }
+    let mut rows = vec![vec![
+        "WORKLOAD CLASS".to_string(),
+        "ANSWER".to_string(),
+        "EVIDENCE".to_string(),
+    ]];
+    for a in &v.answers {
+        rows.push(vec![
+            a.class.label().to_string(),
+            a.answer.label().to_string(),
+            a.evidence
+                .as_ref()
+                .map_or_else(|| "-".to_string(), |e| e.comparison.to_string()),
+        ]);
+    }
+    let mut s = crate::render::table(&rows);
+    for a in &v.answers {
+        s.push_str(&format!("  {}: {}\n", a.class.label(), a.reason));
+    }
+    s
 }
 
 /// Connects to the oltp phase's database (or finds the server binaries a managed cluster

@@ -84,6 +84,55 @@ pub fn si(v: f64) -> String {
     }
 }
 
+/// `x` to `digits` significant figures, never in exponent form: `20.0`, `0.0412`, `1234`
+/// (digits left of the point are kept).
+pub fn sig(x: f64, digits: u32) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let mag = x.abs().log10().floor() as i32;
+    let decimals = (digits as i32 - 1 - mag).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// The SI prefix a value is shown with: its scale and suffix.
+fn si_prefix(v: f64) -> (f64, &'static str) {
+    let a = v.abs();
+    if a >= 1e9 {
+        (1e9, " G")
+    } else if a >= 1e6 {
+        (1e6, " M")
+    } else if a >= 1e4 {
+        (1e3, " k")
+    } else {
+        (1.0, "")
+    }
+}
+
+/// A value with an SI prefix to `digits` significant figures: `20.0 M`, `59.9 k`, `812`.
+pub fn si_sig(v: f64, digits: u32) -> String {
+    let (scale, suffix) = si_prefix(v);
+    format!("{}{suffix}", sig(v / scale, digits))
+}
+
+/// A median to 3 significant figures and its spread to 2, both in the median's unit:
+/// `20.0 M ± 0.40 M`; the median alone when the spread is zero or unknown.
+pub fn pm_sig(median: f64, spread: f64) -> String {
+    let (scale, suffix) = si_prefix(median);
+    if spread.is_finite() && spread > 0.0 {
+        format!(
+            "{}{suffix} ± {}{suffix}",
+            sig(median / scale, 3),
+            sig(spread / scale, 2)
+        )
+    } else {
+        format!("{}{suffix}", sig(median / scale, 3))
+    }
+}
+
 /// A value that may not have been measured, formatted by `f`, or `-` when it was not.
 pub fn or_dash<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
     v.map(f).unwrap_or_else(|| "-".into())
@@ -178,6 +227,17 @@ impl std::fmt::Display for Caveat {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn significant_figures() {
+        assert_eq!(super::sig(19.979, 3), "20.0");
+        assert_eq!(super::sig(0.401034, 2), "0.40");
+        assert_eq!(super::sig(1234.0, 3), "1234");
+        assert_eq!(super::sig(0.0412, 3), "0.0412");
+        assert_eq!(super::si_sig(59_911.0, 3), "59.9 k");
+        assert_eq!(super::pm_sig(19_979_000.0, 401_034.0), "20.0 M ± 0.40 M");
+        assert_eq!(super::pm_sig(812.0, 0.0), "812");
+    }
+
     use super::*;
 
     #[test]

@@ -15,6 +15,7 @@ h1{margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin
 .synthetic{background:#fff3cd;border:1px solid #e0c060}.partial{background:#fde2e1;border:1px solid #d9534f}
 #verdict{background:#f3f8ff;border:1px solid #b8d0f0;border-radius:8px;padding:.2em 1.2em 1em}
 #verdict h2{border:none}.headline{font-size:1.1em}
+.answers .keephton strong{color:#17702a}.answers .turnhtoff strong{color:#b3261e}.answers .inconclusive strong,.answers .notmeasured strong{color:#6b6b6b}
 dt{font-weight:700;margin-top:.8em}dd{margin-left:1em}dd p{margin:.3em 0}
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}th,td{border:1px solid #ddd;padding:.25em .55em;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -121,6 +122,27 @@ pub fn inline(text: &str) -> String {
 fn verdict(o: &mut String, r: &Report) {
     let v = &r.verdict;
     o.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
+    if !v.answers.is_empty() {
+        o.push_str(
+            "<table class=\"answers\">\n<tr><th>workload class</th><th>answer</th><th>evidence</th><th>why</th><th>section</th></tr>\n",
+        );
+        for a in &v.answers {
+            let _ = writeln!(
+                o,
+                "<tr class=\"{}\"><td>{}</td><td><strong>{}</strong></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&format!("{:?}", a.answer).to_lowercase()),
+                esc(a.class.label()),
+                esc(a.answer.label()),
+                a.evidence
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), |e| esc(&e.comparison.to_string())),
+                inline(&a.reason),
+                a.section
+                    .map_or_else(|| "-".to_string(), |p| format!("<a href=\"#{p}\">{p}</a>")),
+            );
+        }
+        o.push_str("</table>\n");
+    }
     para(o, "headline", &v.headline);
     if !v.findings.is_empty() {
         o.push_str(

@@ -76,6 +76,22 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(o, "> **Partial**: {}.\n", md(&why));
     }
     o.push_str("## Verdict\n\n");
+    if !r.verdict.answers.is_empty() {
+        o.push_str("| workload class | answer | evidence | why |\n|---|---|---|---|\n");
+        for a in &r.verdict.answers {
+            let _ = writeln!(
+                o,
+                "| {} | **{}** | {} | {} |",
+                md(a.class.label()),
+                md(a.answer.label()),
+                a.evidence
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), |e| md(&e.comparison.to_string())),
+                md(&a.reason).replace('|', "\\|"),
+            );
+        }
+        o.push('\n');
+    }
     let _ = writeln!(o, "{}\n", md(&r.verdict.headline));
     for f in &r.verdict.findings {
         let _ = writeln!(

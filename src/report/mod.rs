@@ -315,6 +315,10 @@ pub struct NeighborsStep {
     pub diagnosis: Diagnosis,
     /// The evidence of the sweep closest to the median.
     pub reason: String,
+    /// Each round's rate ÷ that round's first step, paired, with its interval and
+    /// three-way class; None in files written before it existed.
+    #[serde(default)]
+    pub ratio: Option<crate::stats::Comparison>,
 }
 
 /// `oltp` as the study ran it.
@@ -360,12 +364,94 @@ pub struct RwcacheRow {
 /// The answer, in plain words, with what it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// "On this machine: …" — one paragraph.
+    /// "On this machine: …" — one paragraph, built from the findings and answers below.
     pub headline: String,
+    /// "Keep HT on?" per workload class: the table every output shows first.
+    #[serde(default)]
+    pub answers: Vec<Answer>,
     /// One finding per experiment.
     pub findings: Vec<Finding>,
     /// What could not be measured here, and why.
     pub not_measured: Vec<String>,
+}
+
+/// A class of workload the answer table has a row for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadClass {
+    /// CPU-bound loops that stress one resource each (the burn rulers).
+    Compute,
+    /// Lock-heavy threads whose SMT sibling streams memory.
+    LocksBesideScans,
+    /// Singleton inserts into a database.
+    Inserts,
+    /// A read-mostly table behind a reader/writer scheme.
+    ReadMostlyCache,
+    /// The user's own command.
+    Command,
+}
+
+impl WorkloadClass {
+    pub fn label(self) -> &'static str {
+        match self {
+            WorkloadClass::Compute => "compute (burn rulers)",
+            WorkloadClass::LocksBesideScans => "locks beside memory scans",
+            WorkloadClass::Inserts => "database inserts",
+            WorkloadClass::ReadMostlyCache => "read-mostly cache",
+            WorkloadClass::Command => "your command",
+        }
+    }
+}
+
+/// The answer for one workload class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HtAnswer {
+    /// SMT on gave a gain (or sharing a core cost nothing) beyond the noise band.
+    KeepHtOn,
+    /// Sharing a core cost a loss beyond the loss threshold.
+    TurnHtOff,
+    /// The whole interval lies inside the noise band: HT neither helps nor hurts.
+    NoDifference,
+    /// The interval straddles a threshold: more runs, or a quieter machine, are needed.
+    Inconclusive,
+    /// Nothing on this machine or in this run could answer it (the reason says why).
+    NotMeasured,
+}
+
+impl HtAnswer {
+    pub fn label(self) -> &'static str {
+        match self {
+            HtAnswer::KeepHtOn => "keep HT on",
+            HtAnswer::TurnHtOff => "turn HT off",
+            HtAnswer::NoDifference => "no difference",
+            HtAnswer::Inconclusive => "inconclusive",
+            HtAnswer::NotMeasured => "not measured here",
+        }
+    }
+}
+
+/// One row of the answer table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub class: WorkloadClass,
+    pub answer: HtAnswer,
+    /// The comparison the answer rests on; None when not measured.
+    pub evidence: Option<Evidence>,
+    /// Why this answer, or why the class could not be answered here.
+    pub reason: String,
+    /// The report section that holds the runs behind it.
+    pub section: Option<PhaseName>,
+}
+
+/// A ratio a sentence cites, with its interval, its run count and which runs it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// What the ratio compares, e.g. "inserts/s, all ÷ one-per-core on the same cores".
+    pub what: String,
+    /// Which runs it rests on, e.g. "oltp rounds 1–5".
+    pub runs: String,
+    pub comparison: crate::stats::Comparison,
 }
 
 /// What one experiment showed and what it means for HT and pinning.
@@ -377,6 +463,9 @@ pub struct Finding {
     pub observed: String,
     /// What it means for someone deciding on HT and pinning.
     pub meaning: String,
+    /// The comparisons the two sentences cite.
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
 }
 
 impl Report {

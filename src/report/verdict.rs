@@ -1,95 +1,356 @@
-//! The verdict: what the results mean for someone deciding on Hyper-Threading and pinning,
-//! in plain words, with the numbers each sentence rests on and what could not be measured.
-//! Pure: a [`Report`] in, a [`Verdict`] out; built once by the study and stored in the JSON,
-//! so re-rendering never changes it.
+//! The verdict: "keep HT on?" per workload class, and the findings behind it. Pure: a
+//! [`Report`] in, a [`Verdict`] out; built once by the study and stored in the JSON, so
+//! re-rendering never changes it.
+//!
+//! Rules every sentence here follows:
+//! - it is rendered from an [`Evidence`] that carries the numbers it cites (ratio,
+//!   interval, run count, which runs);
+//! - a comparison is a loss, no effect, a gain or inconclusive
+//!   ([`crate::stats::Comparison`]): an interval that reaches across a threshold is
+//!   inconclusive, never "no effect" (Altman & Bland, BMJ 1995: absence of evidence is not
+//!   evidence of absence);
+//! - a mechanism (SMT sharing, time slicing, preemption) is named only when the run
+//!   controlled the placement that would cause it or measured its signs (run-queue wait,
+//!   involuntary switches, long lock holds); hardware causes inside a core (fill buffers,
+//!   store queues) are never named, because no hardware counter was read;
+//! - what was not measured is listed with the reason.
 
-use super::{Finding, PhaseStatus, Report, Status, Verdict};
+use super::{
+    Answer, Evidence, Finding, HtAnswer, PhaseName, PhaseStatus, Report, Status, Verdict,
+    WorkloadClass,
+};
 use crate::experiments::diagnosis::Diagnosis;
-use crate::experiments::lockscan::ScenarioResult;
-use crate::render::si;
-use crate::stats::Ci;
+use crate::render::{count, si_sig, sig};
+use crate::stats::{Comparison, Effect, Summary, Thresholds};
 use crate::topology::Proximity;
 
-fn ci(c: &Ci) -> String {
-    format!("{:.2}× (95% CI {:.2}–{:.2})", c.estimate, c.low, c.high)
-}
-
-fn pm(median: f64, mad: f64) -> String {
-    if mad.is_finite() && mad > 0.0 {
-        format!("{} ± {}", si(median), si(mad))
-    } else {
-        si(median)
-    }
-}
+/// Confidence asked of every interval the verdict computes itself.
+const CONFIDENCE: f64 = 0.95;
+/// Bootstrap resamples (seeded, so the verdict is reproducible from the JSON).
+const RESAMPLES: usize = 2000;
 
 /// Builds the verdict from everything else in the report.
 pub fn build(r: &Report) -> Verdict {
     let smt = r.smt.threads_per_core > 1;
     let mut findings = Vec::new();
-    let mut not_measured = Vec::new();
-
-    if !smt {
-        not_measured.push(format!(
-            "SMT sibling effects: this machine shows no SMT siblings ({}), so a lock thread beside a scanning sibling, burners on the workers' siblings and oltp's `pairs` layout could not run. Run `smtlab study` on a machine with SMT, once with SMT on and once off (`echo off > /sys/devices/system/cpu/smt/control`), to answer the HT question for your hardware.",
-            r.smt.sentence
-        ));
-    }
-    if r.machine.hypervisor != "none" {
-        not_measured.push(format!(
-            "The host's topology: under a hypervisor ({}) these vCPUs may themselves be SMT siblings, or share cores with other guests, without the guest seeing it.",
-            r.machine.hypervisor
-        ));
-    }
-    if r.machine.hardware_counters.starts_with("unavailable") {
-        not_measured.push("Hardware counters (fill buffers, machine clears, divider activity): the kernel exposes no CPU PMU here, so mechanisms are inferred from scheduling evidence (context switches, run-queue delay, long lock holds), not from the CPU.".into());
-    }
-    if r.machine.frequency_governor == "unavailable" {
-        not_measured.push("CPU frequency: no cpufreq interface, so the clock could be neither read nor fixed; compared runs were interleaved so drift spreads evenly.".into());
-    }
-    for p in &r.phases {
-        if matches!(
-            p.status,
-            PhaseStatus::Skipped | PhaseStatus::Failed | PhaseStatus::NotRun
-        ) {
-            not_measured.push(format!(
-                "{} ({}): {}",
-                p.phase,
-                p.status.label(),
-                p.reason.as_deref().unwrap_or("no reason recorded")
-            ));
-        }
-    }
-
     if let Some(l) = &r.lockscan {
-        findings.push(lock_finding(&l.result.results, smt));
+        findings.push(lock_finding(l, smt));
     }
     if let Some(n) = &r.neighbors {
-        findings.push(neighbors_finding(n, smt));
-        for run in n.runs.iter().take(1) {
-            for (b, why) in &run.skipped {
-                not_measured.push(format!("neighbors with {b} burners: {why}"));
-            }
-        }
+        findings.push(neighbors_finding(n));
     }
     if let Some(o) = &r.oltp {
         findings.push(oltp_finding(o, smt));
-        for s in &o.result.skipped {
-            not_measured.push(format!("oltp layout `{}`: {}", s.placement, s.reason));
-        }
     }
     if let Some(w) = &r.rwcache {
         findings.push(rwcache_finding(w));
     }
     if let Some(c) = &r.c2c {
-        findings.push(c2c_finding(c, smt));
-        if !c.cpus_left_out.is_empty() {
-            not_measured.push(format!(
-                "c2c on CPUs {}: left out to fit the time budget (the first core's siblings and one CPU per core were measured)",
-                c.cpus_left_out
-            ));
-        }
+        findings.push(c2c_finding(c));
     }
+    let answers = vec![
+        compute_answer(r, smt),
+        locks_answer(r, smt),
+        inserts_answer(r, smt),
+        cache_answer(r, smt),
+    ];
+    let headline = headline(r, smt, &answers);
+    Verdict {
+        headline,
+        answers,
+        findings,
+        not_measured: not_measured(r, smt),
+    }
+}
 
+// ---------------------------------------------------------------------------------------
+// Numbers as the verdict prints them: 3 significant figures, spreads 2.
+
+/// Median ± MAD, both in the median's unit: `20.0 M ± 0.40 M`, or the median alone when
+/// there is no spread.
+fn pm(s: &Summary) -> String {
+    format!("{} (n = {})", crate::render::pm_sig(s.median, s.mad), s.n)
+}
+
+/// The comparison with its interval and class: `0.500× (indicative (n = 3) 0.300–0.850):
+/// inconclusive`.
+fn cmp_text(c: &Comparison) -> String {
+    c.to_string()
+}
+
+/// The ratio inside a sentence, its interval and class after what it is a ratio of:
+/// `0.500× the others' rate (indicative (n = 3) 0.300–0.850: inconclusive)`.
+fn ratio_of(c: &Comparison, of: &str) -> String {
+    let of = if of.is_empty() {
+        String::new()
+    } else {
+        format!(" {of}")
+    };
+    format!(
+        "{}×{of} ({}: {})",
+        crate::stats::ratio_text(c.estimate),
+        c.interval_text(),
+        c.effect
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// The answer table.
+
+fn not_answered(class: WorkloadClass, reason: String, section: Option<PhaseName>) -> Answer {
+    Answer {
+        class,
+        answer: HtAnswer::NotMeasured,
+        evidence: None,
+        reason,
+        section,
+    }
+}
+
+fn no_smt_reason(r: &Report) -> String {
+    format!(
+        "{}, so no run could put two threads on one core",
+        r.smt.sentence.trim_end_matches('.')
+    )
+}
+
+/// Why a phase produced no section: its record's reason, or "did not run".
+fn phase_reason(r: &Report, phase: PhaseName) -> String {
+    r.phases
+        .iter()
+        .find(|p| p.phase == phase)
+        .map(|p| {
+            format!(
+                "the {phase} phase {}{}",
+                p.status.label(),
+                p.reason
+                    .as_deref()
+                    .map(|x| format!(": {x}"))
+                    .unwrap_or_default()
+            )
+        })
+        .unwrap_or_else(|| format!("the {phase} phase did not run"))
+}
+
+/// For a yield (SMT on ÷ SMT off on the same cores): more is better.
+fn yield_answer(e: Effect) -> HtAnswer {
+    match e {
+        Effect::Gain => HtAnswer::KeepHtOn,
+        Effect::NoEffect => HtAnswer::NoDifference,
+        Effect::Loss => HtAnswer::TurnHtOff,
+        Effect::Inconclusive => HtAnswer::Inconclusive,
+    }
+}
+
+/// For a slowdown from sharing a core (shared ÷ alone): a loss argues for HT off, no
+/// effect for keeping it.
+fn sharing_answer(e: Effect) -> HtAnswer {
+    match e {
+        Effect::Loss => HtAnswer::TurnHtOff,
+        Effect::NoEffect | Effect::Gain => HtAnswer::KeepHtOn,
+        Effect::Inconclusive => HtAnswer::Inconclusive,
+    }
+}
+
+fn compute_answer(r: &Report, smt: bool) -> Answer {
+    let class = WorkloadClass::Compute;
+    if !smt {
+        return not_answered(class, no_smt_reason(r), None);
+    }
+    not_answered(
+        class,
+        "the study has no SMT-yield run of the rulers; `smtlab yield` measures one thread per \
+         core against both siblings on the same cores"
+            .into(),
+        None,
+    )
+}
+
+/// The sibling scenarios of lockscan: a lock thread whose core also runs a scanner.
+fn sibling_comparisons(l: &super::LockscanSection) -> Vec<(String, Comparison)> {
+    l.result
+        .results
+        .iter()
+        .filter(|s| !s.scenario.scan_cpus.is_empty())
+        .filter_map(|s| {
+            let c = s.sharing_vs_others?;
+            Some((
+                format!("`{}`, {}", s.lock, s.scenario.label),
+                Comparison::from_ci(c, s.runs, Thresholds::SLOWDOWN),
+            ))
+        })
+        .collect()
+}
+
+fn locks_answer(r: &Report, smt: bool) -> Answer {
+    let class = WorkloadClass::LocksBesideScans;
+    let section = Some(PhaseName::Lockscan);
+    if !smt {
+        return not_answered(
+            class,
+            format!(
+                "{}; a scanner here can only time-share a lock thread's CPU, a scheduler \
+                 effect that HT does not change",
+                no_smt_reason(r)
+            ),
+            section,
+        );
+    }
+    let Some(l) = &r.lockscan else {
+        return not_answered(class, phase_reason(r, PhaseName::Lockscan), section);
+    };
+    let mut all = sibling_comparisons(l);
+    if all.is_empty() {
+        return not_answered(
+            class,
+            "lockscan ran no scenario with a scanner on a lock thread's sibling".into(),
+            section,
+        );
+    }
+    // The median scenario answers; the worst is reported beside it, never alone (the
+    // minimum of many intervals is biased low).
+    all.sort_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
+    let (label, med) = all[all.len() / 2].clone();
+    let (worst_label, worst) = &all[0];
+    let k = all.len();
+    let reason = if k == 1 {
+        format!(
+            "a lock thread whose SMT sibling ran a memory scanner acquired {}",
+            ratio_of(&med, "the rate of the other lock threads")
+        )
+    } else {
+        format!(
+            "median of {k} sibling scenarios ({label}): {}; worst ({worst_label}): {}, not \
+             adjusted for being the worst of {k}",
+            ratio_of(&med, "the other lock threads' rate"),
+            ratio_of(worst, "")
+        )
+    };
+    Answer {
+        class,
+        answer: sharing_answer(med.effect),
+        evidence: Some(Evidence {
+            what: "acquisitions/s of a lock thread beside a scanning sibling ÷ the other lock \
+                   threads of the same runs"
+                .into(),
+            runs: format!("lockscan, {label}"),
+            comparison: med,
+        }),
+        reason,
+        section,
+    }
+}
+
+fn is_sqlite(o: &super::OltpSection) -> bool {
+    o.result.db_version.starts_with("SQLite") || o.result.db.starts_with("sqlite")
+}
+
+/// Per round, layout `a`'s inserts/s ÷ layout `b`'s in the same round.
+fn oltp_paired(o: &super::OltpSection, a: &str, b: &str, t: Thresholds) -> Option<Comparison> {
+    let rate = |p: &str, round: usize| {
+        o.result
+            .runs
+            .iter()
+            .find(|x| x.placement == p && x.round == round)
+            .map(|x| x.inserts_per_sec)
+    };
+    let rounds: Vec<usize> = {
+        let mut v: Vec<usize> = o.result.runs.iter().map(|x| x.round).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let ratios: Vec<f64> = rounds
+        .into_iter()
+        .filter_map(|k| Some(rate(a, k)? / rate(b, k)?))
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    Comparison::of_paired_ratios(&ratios, t, CONFIDENCE, RESAMPLES, 11)
+}
+
+/// The CPUs each thread of layout `p`'s first run was pinned to.
+fn oltp_cpus(o: &super::OltpSection, p: &str) -> Option<Vec<String>> {
+    o.result
+        .runs
+        .iter()
+        .find(|r| r.placement == p)
+        .map(|r| r.per_thread.iter().map(|t| t.cpus.clone()).collect())
+}
+
+fn inserts_answer(r: &Report, smt: bool) -> Answer {
+    let class = WorkloadClass::Inserts;
+    let section = Some(PhaseName::Oltp);
+    let Some(o) = &r.oltp else {
+        return not_answered(class, phase_reason(r, PhaseName::Oltp), section);
+    };
+    if is_sqlite(o) {
+        return not_answered(
+            class,
+            "SQLite admits one writer at a time, so more client threads — on siblings or on \
+             cores — cannot add insert capacity: it cannot show SMT capacity (run the study \
+             with `--db postgres-managed`)"
+                .into(),
+            section,
+        );
+    }
+    if !smt {
+        return not_answered(class, no_smt_reason(r), section);
+    }
+    let (Some(_), Some(_)) = (oltp_cpus(o, "one-per-core"), oltp_cpus(o, "all")) else {
+        return not_answered(
+            class,
+            "oltp did not run both `one-per-core` and `all`, the SMT-off and SMT-on layouts \
+             on the same cores"
+                .into(),
+            section,
+        );
+    };
+    match oltp_paired(o, "all", "one-per-core", Thresholds::YIELD) {
+        Some(c) => Answer {
+            class,
+            answer: yield_answer(c.effect),
+            reason: format!(
+                "SMT yield for inserts: `all` (every sibling of the cores) ÷ `one-per-core` \
+                 (one thread per core), paired by round: {}",
+                cmp_text(&c)
+            ),
+            evidence: Some(Evidence {
+                what: "inserts/s, all ÷ one-per-core on the same cores".into(),
+                runs: format!("oltp, {} rounds", c.n),
+                comparison: c,
+            }),
+            section,
+        },
+        None => not_answered(
+            class,
+            "no oltp round ran both `one-per-core` and `all`".into(),
+            section,
+        ),
+    }
+}
+
+fn cache_answer(r: &Report, smt: bool) -> Answer {
+    let class = WorkloadClass::ReadMostlyCache;
+    let section = Some(PhaseName::Rwcache);
+    if !smt {
+        return not_answered(class, no_smt_reason(r), section);
+    }
+    if r.rwcache.is_none() {
+        return not_answered(class, phase_reason(r, PhaseName::Rwcache), section);
+    }
+    not_answered(
+        class,
+        "rwcache compared schemes at 1 thread and at every usable CPU; it did not compare one \
+         thread per core with both siblings on the same cores"
+            .into(),
+        section,
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// The headline.
+
+fn headline(r: &Report, smt: bool, answers: &[Answer]) -> String {
     let what = if r.machine.hypervisor != "none" {
         format!(
             "{} vCPUs under {}",
@@ -98,240 +359,378 @@ pub fn build(r: &Report) -> Verdict {
     } else {
         format!("{} CPUs", r.machine.online_cpus)
     };
-    let mut headline = if smt {
-        format!(
-            "On this machine ({what}, {} threads per core on {} of {} cores): ",
+    let mut parts = Vec::new();
+    if smt {
+        parts.push(format!(
+            "On this machine ({what}, {} threads per core on {} of {} cores):",
             r.smt.threads_per_core, r.smt.cores_with_siblings, r.machine.cores
-        )
+        ));
     } else {
-        format!(
-            "On this machine ({what}, no SMT siblings): Hyper-Threading cannot be tested here — every logical CPU is its own core, so nothing in this report measures two threads sharing a core. What it does measure is how these workloads behave when threads share CPUs by time slicing, which is what turning HT off does to a thread count that used to fit. "
-        )
-    };
-    headline.push_str(&key_sentence(r, smt));
-    if r.status == Status::Partial {
-        headline.push_str(
-            " The study was stopped with Ctrl-C: this report holds the phases before it and the runs the interrupted phase finished; later phases did not run.",
+        parts.push(format!(
+            "On this machine ({what}, no SMT siblings): HT cannot be tested here — every \
+             logical CPU is its own core, so no row of the answer table could be measured."
+        ));
+    }
+    let answered: Vec<String> = answers
+        .iter()
+        .filter(|a| a.answer != HtAnswer::NotMeasured)
+        .filter_map(|a| {
+            let e = a.evidence.as_ref()?;
+            Some(format!(
+                "{} for {} ({})",
+                a.answer.label(),
+                a.class.label(),
+                cmp_text(&e.comparison)
+            ))
+        })
+        .collect();
+    if smt {
+        if answered.is_empty() {
+            parts.push(
+                "no workload class could be answered (the answer table says why for each).".into(),
+            );
+        } else {
+            parts.push(format!("{}.", capitalise(&answered.join("; "))));
+        }
+    }
+    if let Some(s) = largest_loss(r) {
+        parts.push(s);
+    } else if r.neighbors.is_some() {
+        parts.push(
+            "No neighbours step's interval lay wholly below 0.8× of its unloaded rate.".into(),
         );
     }
-    if r.synthetic {
-        headline = format!("SYNTHETIC DATA from the fake engine, not measurements. {headline}");
+    if disturbed(r) {
+        parts.push("Caution: other processes competed for these CPUs during the study (workers waited for a CPU even without burners), so the numbers are noisier than on a quiet machine.".into());
     }
-    Verdict {
-        headline,
-        findings,
-        not_measured,
+    if r.status == Status::Partial {
+        parts.push("The study was stopped before it finished: this report holds the phases before it and the runs the interrupted phase finished; later phases did not run.".into());
+    }
+    let mut h = parts.join(" ");
+    if r.synthetic {
+        h = format!("SYNTHETIC DATA from the fake engine, not measurements. {h}");
+    }
+    h
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
     }
 }
 
-/// The most important sentences: the neighbors loss (a collapse, or the worst
-/// oversubscribed step and what the other lock kept there), the sibling lock result on SMT
-/// machines, and a caution when other load disturbed the runs.
-fn key_sentence(r: &Report, smt: bool) -> String {
-    let mut parts = Vec::new();
-    if let Some(n) = &r.neighbors {
-        // The step with the lowest ratio over every lock, and the other locks at that count.
-        let worst = n
-            .series
-            .iter()
-            .flat_map(|s| s.steps.iter().map(move |st| (s.lock, st)))
-            .filter(|(_, st)| st.burners > 0)
-            .min_by(|a, b| a.1.ratio_to_first.total_cmp(&b.1.ratio_to_first));
-        if let Some((lock, st)) = worst
-            && st.ratio_to_first < NOTABLE
-        {
-            let others: Vec<String> = n
-                .series
+/// The neighbors step whose paired interval lies lowest, when it is a loss: what it cost,
+/// what the diagnosis measured, and what the other locks kept at the same burner count.
+fn largest_loss(r: &Report) -> Option<String> {
+    let n = r.neighbors.as_ref()?;
+    let (lock, st, c) = n
+        .series
+        .iter()
+        .flat_map(|s| {
+            s.steps
                 .iter()
-                .filter(|s| s.lock != lock)
-                .filter_map(|s| {
-                    s.steps
-                        .iter()
-                        .find(|o| o.burners == st.burners)
-                        .map(|o| format!("`{}` kept {:.2}×", s.lock, o.ratio_to_first))
-                })
-                .collect();
-            let cause = match st.diagnosis {
-                Diagnosis::PreemptionCollapse => {
-                    "a preemption collapse: lock holders or next-in-line waiters descheduled"
-                }
-                Diagnosis::Oversubscribed => "time slicing with more runnable threads than CPUs",
-                Diagnosis::SmtSharing => "burners sharing the workers' cores as SMT siblings",
-                Diagnosis::SharedResources => "shared caches or memory bandwidth",
-                Diagnosis::ExternalLoad => "other processes competing for the CPUs",
-                Diagnosis::None => "no named mechanism",
-            };
-            parts.push(format!(
-                "The largest loss came from oversubscription, not sharing: with {} runnable threads on {} CPUs the `{lock}` lock ran at {:.2}× its unloaded throughput ({cause}){}. Keep runnable lock-heavy threads at or below the logical CPU count, or use locks that sleep.",
-                st.runnable_threads,
-                st.cpus,
-                st.ratio_to_first,
-                if others.is_empty() { String::new() } else { format!(", while {}", others.join(", ")) }
-            ));
+                .filter(|st| st.burners > 0)
+                .filter_map(move |st| Some((s.lock, st, st.ratio?)))
+        })
+        .filter(|(_, _, c)| c.effect == Effect::Loss)
+        .min_by(|a, b| a.2.high.total_cmp(&b.2.high))?;
+    let others: Vec<String> = n
+        .series
+        .iter()
+        .filter(|s| s.lock != lock)
+        .filter_map(|s| {
+            let o = s.steps.iter().find(|o| o.burners == st.burners)?;
+            Some(format!("`{}` kept {}", s.lock, ratio_of(&o.ratio?, "")))
+        })
+        .collect();
+    Some(format!(
+        "Largest measured loss: with {} and {} the `{lock}` lock ran at {}{}{}.",
+        count(st.burners, "burner"),
+        count(n.workers, "worker"),
+        ratio_of(&c, "its unloaded rate"),
+        mechanism(n, st),
+        if others.is_empty() {
+            String::new()
+        } else {
+            format!("; at the same step {}", others.join(", "))
         }
+    ))
+}
+
+/// The diagnosis as a clause, only where the run measured its signs. Unpinned workers
+/// never establish SMT sharing: the scheduler, not the run, chose who shared a core.
+fn mechanism(n: &super::NeighborsSection, st: &super::NeighborsStep) -> String {
+    let unpinned = n
+        .runs
+        .first()
+        .is_some_and(|r| r.worker_placement == "os" || r.worker_placement.is_empty());
+    match st.diagnosis {
+        Diagnosis::None => String::new(),
+        Diagnosis::SmtSharing if unpinned => format!(
+            " — possibly SMT sharing, but the workers were unpinned, so the run did not \
+             control it ({})",
+            st.reason
+        ),
+        d => format!(" — diagnosed `{}` from {}", d.label(), st.reason),
     }
-    if smt && let Some(l) = &r.lockscan {
-        let worst = l
-            .result
-            .results
-            .iter()
-            .filter_map(|s| s.sharing_vs_others.map(|c| (s, c)))
-            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
-        if let Some((s, c)) = worst {
-            if c.high < NOTABLE {
-                parts.push(format!(
-                    "A lock thread whose SMT sibling streams memory acquired `{}` at {} the rate of the others: keep memory-heavy work off the siblings of lock-heavy threads (pin them to different cores), or turn HT off for such a mix.",
-                    s.lock,
-                    ci(&c)
-                ));
-            } else {
-                parts.push(format!(
-                    "A memory-streaming SMT sibling did not measurably slow lock threads here (worst: `{}` at {}).",
-                    s.lock,
-                    ci(&c)
-                ));
-            }
-        }
-    }
-    if parts.is_empty() {
-        parts.push("No experiment showed a loss below 0.8× of its reference; see the findings for the numbers.".into());
-    }
-    let disturbed = r.neighbors.as_ref().is_some_and(|n| {
+}
+
+fn disturbed(r: &Report) -> bool {
+    r.neighbors.as_ref().is_some_and(|n| {
         n.series.iter().any(|s| {
             s.steps
                 .first()
                 .is_some_and(|st| st.diagnosis == Diagnosis::ExternalLoad)
         })
-    });
-    if disturbed {
-        parts.push("Caution: other processes competed for these CPUs during the study (workers waited for a CPU even without burners), so the numbers are noisier than on a quiet machine.".into());
-    }
-    parts.join(" ")
+    })
 }
 
-/// A ratio below this is worth a headline.
-const NOTABLE: f64 = 0.8;
+// ---------------------------------------------------------------------------------------
+// Not measured.
 
-fn lock_finding(results: &[ScenarioResult], smt: bool) -> Finding {
+fn not_measured(r: &Report, smt: bool) -> Vec<String> {
+    let mut v = Vec::new();
+    if !smt {
+        v.push(format!(
+            "SMT sibling effects: {}. Run `smtlab study` on a machine with SMT to answer the HT question for your hardware.",
+            no_smt_reason(r)
+        ));
+    } else {
+        v.push("An HT-off run: every comparison here ran with SMT on, and `one-per-core` (one thread on each of the same cores) stands in for HT off; with SMT switched off the kernel also has fewer logical CPUs to spread other work over.".into());
+    }
+    if r.machine.hypervisor != "none" {
+        v.push(format!(
+            "The host's topology and CPU: under a hypervisor ({}) these vCPUs may themselves be SMT siblings or share cores with other guests, without the guest seeing it; an emulated CPU's timings say nothing about real hardware.",
+            r.machine.hypervisor
+        ));
+    }
+    if r.machine.hardware_counters.starts_with("unavailable") {
+        v.push("Hardware counters (IPC, cache misses, fill buffers): the kernel exposes no CPU PMU here, so no sentence names a resource inside a core; mechanisms are inferred from scheduling evidence (context switches, run-queue wait, long lock holds) only.".into());
+    }
+    if r.machine.frequency_governor == "unavailable" {
+        v.push("CPU frequency: no cpufreq interface, so the clock could be neither read nor fixed; compared runs were interleaved so drift spreads evenly.".into());
+    }
+    for p in &r.phases {
+        if matches!(
+            p.status,
+            PhaseStatus::Skipped | PhaseStatus::Failed | PhaseStatus::NotRun
+        ) {
+            v.push(format!(
+                "{} ({}): {}",
+                p.phase,
+                p.status.label(),
+                p.reason.as_deref().unwrap_or("no reason recorded")
+            ));
+        }
+    }
+    if let Some(n) = &r.neighbors {
+        if n.runs
+            .first()
+            .is_some_and(|x| x.worker_placement == "os" || x.worker_placement.is_empty())
+        {
+            v.push("Controlled placement in neighbors: its workers and burners were placed by the scheduler, so it can show oversubscription but cannot establish SMT sharing.".into());
+        }
+        for run in n.runs.iter().take(1) {
+            for (b, why) in &run.skipped {
+                v.push(format!("neighbors with {}: {why}", count(*b, "burner")));
+            }
+        }
+    }
+    if let Some(o) = &r.oltp {
+        if is_sqlite(o) {
+            v.push("Insert capacity with SMT: SQLite admits one writer at a time, so its inserts cannot show what a second sibling adds; `--db postgres-managed` can.".into());
+        }
+        for s in &o.result.skipped {
+            v.push(format!("oltp layout `{}`: {}", s.placement, s.reason));
+        }
+    }
+    if let Some(c) = &r.c2c
+        && !c.cpus_left_out.is_empty()
+    {
+        v.push(format!(
+            "c2c on CPUs {}: left out to fit the time budget (the first core's siblings and one CPU per core were measured)",
+            c.cpus_left_out
+        ));
+    }
+    v
+}
+
+// ---------------------------------------------------------------------------------------
+// Findings, one per experiment.
+
+fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
+    let results = &l.result.results;
     let mut obs = Vec::new();
+    let mut evidence = Vec::new();
     let mut locks = Vec::new();
     for s in results {
         if !locks.contains(&s.lock) {
             locks.push(s.lock);
         }
     }
+    let mut sharing_effects = Vec::new();
     for lock in locks {
-        let mine: Vec<&ScenarioResult> = results.iter().filter(|s| s.lock == lock).collect();
-        let base = mine.iter().find(|s| s.scenario.scan_cpus.is_empty());
+        let mine: Vec<_> = results.iter().filter(|s| s.lock == lock).collect();
         let mut line = format!("`{lock}`:");
-        if let Some(b) = base
-            && let Some(a) = b.acquisitions_per_sec
+        if let Some(b) = mine.iter().find(|s| s.scenario.scan_cpus.is_empty())
+            && let Some(a) = &b.acquisitions_per_sec
         {
             line.push_str(&format!(
                 " {} acquisitions/s without a scanner (Jain {:.2})",
-                pm(a.median, a.mad),
+                pm(a),
                 b.jain_index
             ));
         }
-        let shared: Vec<Ci> = mine.iter().filter_map(|s| s.sharing_vs_others).collect();
-        if let Some(c) = shared
+        let shared = mine
             .iter()
-            .min_by(|a, b| a.estimate.total_cmp(&b.estimate))
-        {
+            .filter_map(|s| Some((s, s.sharing_vs_others?)))
+            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
+        if let Some((s, ci)) = shared {
+            let c = Comparison::from_ci(ci, s.runs, Thresholds::SLOWDOWN);
+            sharing_effects.push(c.effect);
             line.push_str(&format!(
-                "; the lock thread {} a scanner got {} the others' rate",
+                "; the lock thread {} a scanner ({}) got {}",
                 if smt {
-                    "whose sibling ran"
+                    "beside"
                 } else {
                     "time-sharing its CPU with"
                 },
-                ci(c)
+                s.scenario.label,
+                ratio_of(&c, "the other lock threads' rate")
             ));
+            evidence.push(Evidence {
+                what: format!("`{lock}` acquisitions/s, scanner-sharing thread ÷ the others"),
+                runs: format!("lockscan, {}", s.scenario.label),
+                comparison: c,
+            });
         }
-        let cross: Vec<Ci> = mine
+        let cross = mine
             .iter()
-            .filter_map(|s| s.cross_core_vs_baseline)
-            .collect();
-        if let Some(c) = cross
-            .iter()
-            .min_by(|a, b| a.estimate.total_cmp(&b.estimate))
-        {
+            .filter_map(|s| Some((s, s.cross_core_vs_baseline?)))
+            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
+        if let Some((s, ci)) = cross {
+            let c = Comparison::from_ci(ci, s.runs, Thresholds::SLOWDOWN);
             line.push_str(&format!(
-                "; lock threads on other cores kept {} of their rate",
-                ci(c)
+                "; lock threads on other cores kept {}",
+                ratio_of(&c, "of their rate without a scanner")
             ));
+            evidence.push(Evidence {
+                what: format!("`{lock}` acquisitions/s on other cores, with ÷ without scanner"),
+                runs: format!("lockscan, {} and baseline", s.scenario.label),
+                comparison: c,
+            });
         }
         obs.push(line);
     }
-    let sibling_loss = results
-        .iter()
-        .filter_map(|s| s.sharing_vs_others)
-        .any(|c| c.high < NOTABLE);
-    let meaning = if smt && sibling_loss {
-        "A memory-streaming sibling takes the shared fill buffers and store queue its lock-spinning sibling needs, so that thread loses the lock race (seed 000 saw ~10×). If lock-heavy and memory-heavy work must share a machine, pin them to different cores, or turn HT off for that workload; fair locks (ticket, MCS) hide the loss in throughput but not in latency."
-    } else if smt {
-        "On this machine a scanning sibling did not cost lock threads a clear share of acquisitions (every confidence interval reaches 0.8× or more), so for these locks HT does not need to be turned off on that account; seed 000's ~10× loss depends on how the core shares fill buffers and store queues, so rerun after hardware or microcode changes."
+    let any = |e: Effect| sharing_effects.contains(&e);
+    let meaning = if !smt {
+        "A scanner here can only time-share a lock thread's CPU, so that thread runs part of the time and acquires accordingly: the scheduler dividing a CPU, not HT. To see what a scanning sibling does, run on an SMT machine.".to_string()
+    } else if any(Effect::Loss) {
+        "The scanner was pinned to the lock thread's SMT sibling, so the loss comes from sharing the core; which resource inside the core was not measured (no hardware counters). Keep memory-streaming work off the siblings of lock-heavy threads, or turn HT off for such a mix.".into()
+    } else if !sharing_effects.is_empty() && sharing_effects.iter().all(|e| *e == Effect::NoEffect)
+    {
+        let mut m = String::from(
+            "Every sibling interval lay within ±5 % of the other lock threads: on this machine a scanning sibling did not slow lock threads",
+        );
+        if evidence.iter().any(|e| e.comparison.indicative) {
+            m.push_str(" — indicative, from fewer than 5 runs each; more runs (`--repeat`) give confidence intervals");
+        }
+        m.push('.');
+        m
     } else {
-        "Here the scanner can only share a CPU by time slicing: the lock thread that shares its CPU runs half the time and acquires accordingly — a scheduler effect, not the hardware one seed 000 showed on SMT siblings (~10× fewer acquisitions). Cross-core interference from a scanner is the cost that remains with HT off. To see the sibling effect, run the study on an SMT machine."
+        "The sibling intervals were too wide to call (see each interval): more runs (`--repeat`) or a quieter machine are needed before deciding HT for this mix.".into()
     };
     Finding {
         topic: "locks (lockscan)".into(),
         observed: obs.join(". ") + ".",
-        meaning: meaning.into(),
+        meaning,
+        evidence,
     }
 }
 
-fn neighbors_finding(n: &super::NeighborsSection, smt: bool) -> Finding {
+fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
     let mut obs = Vec::new();
+    let mut evidence = Vec::new();
     for s in &n.series {
         let Some(first) = s.steps.first() else {
             continue;
         };
         let mut line = format!(
-            "`{}` with {} workers: {} ops/s with {} burners",
+            "`{}` with {}: {} ops/s with {}",
             s.lock,
-            n.workers,
-            pm(first.ops_per_sec.median, first.ops_per_sec.mad),
-            first.burners
+            count(n.workers, "worker"),
+            pm(&first.ops_per_sec),
+            count(first.burners, "burner"),
         );
-        if let Some(over) = s.steps.iter().find(|st| st.runnable_threads > st.cpus) {
-            line.push_str(&format!(
-                "; {} with {} burners ({} runnable on {} CPUs, {:.3}×, {})",
-                si(over.ops_per_sec.median),
-                over.burners,
-                over.runnable_threads,
-                over.cpus,
-                over.ratio_to_first,
-                over.diagnosis.label()
-            ));
-        }
-        if let Some(worst) = s
+        if let Some((worst, c)) = s
             .steps
             .iter()
-            .min_by(|a, b| a.ratio_to_first.total_cmp(&b.ratio_to_first))
-            && worst.burners != first.burners
+            .filter(|st| st.burners != first.burners)
+            .filter_map(|st| Some((st, st.ratio?)))
+            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate))
         {
             line.push_str(&format!(
-                "; worst {:.3}× at {} burners ({})",
-                worst.ratio_to_first,
-                worst.burners,
+                "; lowest at {} ({} runnable on {} CPUs): {}, diagnosis `{}`",
+                count(worst.burners, "burner"),
+                worst.runnable_threads,
+                worst.cpus,
+                ratio_of(&c, "the 0-burner rate"),
                 worst.diagnosis.label()
             ));
+            evidence.push(Evidence {
+                what: format!(
+                    "`{}` ops/s with {} ÷ with {}",
+                    s.lock,
+                    count(worst.burners, "burner"),
+                    count(first.burners, "burner")
+                ),
+                runs: format!("neighbors, {} rounds", c.n),
+                comparison: c,
+            });
         }
         obs.push(line);
     }
-    let mut meaning = String::from(
-        "A fair spin lock hands the lock to the next waiter in line; once runnable threads exceed logical CPUs that waiter is often descheduled, and progress drops toward one handoff per scheduler time slice. A lock that spins briefly and then sleeps degrades gracefully. ",
-    );
-    if smt {
-        meaning.push_str("HT on gives more logical CPUs, so this cliff comes later, but steps below it pay for sibling sharing (`smt-sharing`); HT off halves the logical CPUs and brings the cliff forward. Size thread pools to logical CPUs with HT on and to cores with HT off.");
-    } else {
-        meaning.push_str("Turning HT off on an SMT machine halves the logical CPUs, so a thread count that fit with HT on lands on this cliff; size thread pools to the CPUs you will have, and prefer sleeping locks when you cannot.");
+    // Which locks lost at a step with more runnable threads than CPUs, and which did not.
+    let mut lost = Vec::new();
+    let mut kept = Vec::new();
+    for s in &n.series {
+        if let Some(c) = s
+            .steps
+            .iter()
+            .filter(|st| st.runnable_threads > st.cpus)
+            .filter_map(|st| st.ratio)
+            .min_by(|a, b| a.estimate.total_cmp(&b.estimate))
+        {
+            match c.effect {
+                Effect::Loss => lost.push(format!("`{}`", s.lock)),
+                Effect::NoEffect | Effect::Gain => kept.push(format!("`{}`", s.lock)),
+                Effect::Inconclusive => {}
+            }
+        }
     }
+    let meaning = if !lost.is_empty() && !kept.is_empty() {
+        format!(
+            "With more runnable threads than CPUs, {} lost while {} did not: the lock, not only the thread count, decides what oversubscription costs. Keep runnable lock-heavy threads at or below the CPUs they may use, or use the lock that kept its rate.",
+            lost.join(", "),
+            kept.join(", ")
+        )
+    } else if !lost.is_empty() {
+        format!(
+            "With more runnable threads than CPUs, {} lost: keep runnable lock-heavy threads at or below the CPUs they may use.",
+            lost.join(", ")
+        )
+    } else if !kept.is_empty() {
+        "No lock lost with more runnable threads than CPUs at these step lengths.".into()
+    } else {
+        "No step oversubscribed the CPUs with an interval narrow enough to call.".into()
+    };
     Finding {
         topic: "noisy neighbours (neighbors)".into(),
         observed: obs.join(". ") + ".",
         meaning,
+        evidence,
     }
 }
 
@@ -343,7 +742,7 @@ fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
             format!(
                 "`{}` {} inserts/s{}{}",
                 s.placement,
-                pm(s.inserts_per_sec.median, s.inserts_per_sec.mad),
+                pm(&s.inserts_per_sec),
                 match s.commit_latency_p99_ns {
                     0 => String::new(),
                     ns => format!(" (commit p99 {})", crate::render::duration_ns(ns as f64)),
@@ -356,42 +755,65 @@ fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
             )
         })
         .collect();
-    let by = |name: &str| o.summary.iter().find(|s| s.placement == name);
-    let same_cpus = |a: &str, b: &str| {
-        let cpus = |n: &str| {
-            o.result.runs.iter().find(|r| r.placement == n).map(|r| {
-                r.per_thread
-                    .iter()
-                    .map(|t| t.cpus.clone())
-                    .collect::<Vec<_>>()
-            })
-        };
-        cpus(a).is_some() && cpus(a) == cpus(b)
+    let mut evidence = Vec::new();
+    let same = |a: &str, b: &str| {
+        let x = oltp_cpus(o, a);
+        x.is_some() && x == oltp_cpus(o, b)
     };
-    let meaning;
-    if let (Some(one), Some(pairs)) = (by("one-per-core"), by("pairs")) {
-        let ratio = pairs.inserts_per_sec.median / one.inserts_per_sec.median;
-        obs.push(format!("pairs / one-per-core = {ratio:.2}×"));
-        meaning = format!(
-            "Same client count on half the cores: {ratio:.2}× the inserts. Near 1.0 means the siblings add real capacity for this insert path (HT worth keeping); near 0.5 means each sibling takes half a core (HT buys nothing here, and pinning one client per core is safer for latency)."
-        );
-    } else {
-        if let (Some(_), Some(_)) = (by("one-per-core"), by("all"))
-            && same_cpus("one-per-core", "all")
-        {
-            obs.push("`one-per-core` and `all` placed the clients on the same CPUs here, so they differ only by noise".into());
+    for (a, what) in [
+        ("all", "SMT yield: all ÷ one-per-core"),
+        ("pairs", "per thread on a shared core: pairs ÷ one-per-core"),
+    ] {
+        // A single-writer database cannot show what a sibling adds: no yield is computed.
+        if is_sqlite(o) || oltp_cpus(o, a).is_none() || oltp_cpus(o, "one-per-core").is_none() {
+            continue;
         }
-        meaning = if smt {
-            "Compare the layouts above; the `pairs` layout (clients on siblings) did not run."
-                .into()
+        if same(a, "one-per-core") {
+            obs.push(format!(
+                "`{a}` and `one-per-core` placed the clients on the same CPUs here, so they differ only by noise"
+            ));
+            continue;
+        }
+        let t = if a == "all" {
+            Thresholds::YIELD
         } else {
-            "Without siblings the layouts that differ on SMT machines coincide here; the numbers are this machine's insert baseline. On an SMT machine, `pairs` vs `one-per-core` (seed 001's comparison) tells what HT is worth for this insert path.".into()
+            Thresholds::SLOWDOWN
         };
+        if let Some(c) = oltp_paired(o, a, "one-per-core", t) {
+            obs.push(format!("{what} = {}", ratio_of(&c, "")));
+            evidence.push(Evidence {
+                what: format!("inserts/s, {what}"),
+                runs: format!("oltp, {} rounds", c.n),
+                comparison: c,
+            });
+        }
     }
+    let meaning = if is_sqlite(o) {
+        "SQLite admits one writer at a time: extra client threads queue for the write lock, so these layouts show this machine's single-writer insert rate, not what HT adds. Run with `--db postgres-managed` for a database whose writers run in parallel.".to_string()
+    } else if !smt {
+        "Without siblings the layouts that differ on SMT machines coincide here; the numbers are this machine's insert baseline.".into()
+    } else {
+        match evidence.first().filter(|e| e.what.contains("yield")) {
+            Some(e) => format!(
+                "Twice the clients on the same cores gave {}: {}.",
+                ratio_of(&e.comparison, "the inserts of one per core"),
+                match e.comparison.effect {
+                    Effect::Gain => "the siblings add capacity for this insert path",
+                    Effect::NoEffect => "the siblings add no capacity here",
+                    Effect::Loss => "the siblings cost capacity here",
+                    Effect::Inconclusive => "too wide to call",
+                }
+            ),
+            None => {
+                "The `all` layout did not run, so what the siblings add was not measured.".into()
+            }
+        }
+    };
     Finding {
         topic: format!("database inserts (oltp, {})", o.result.db_version),
         observed: obs.join("; ") + ".",
         meaning,
+        evidence,
     }
 }
 
@@ -403,19 +825,20 @@ fn rwcache_finding(w: &super::RwcacheSection) -> Finding {
         && let Some(row) = at(&b)
     {
         obs.push(format!(
-            "best at {top} threads: `{b}` {} requests/s",
-            pm(row.requests_per_sec.median, row.requests_per_sec.mad)
+            "best at {}: `{b}` {} requests/s",
+            count(top, "thread"),
+            pm(&row.requests_per_sec)
         ));
     }
     if let (Some(s), Some(rw)) = (at("spin"), at("rwspin")) {
         obs.push(format!(
-            "`spin` {} → `rwspin` {} ({:+.0}%)",
-            si(s.requests_per_sec.median),
-            si(rw.requests_per_sec.median),
+            "`spin` {} → `rwspin` {} ({:+.1} %, medians)",
+            si_sig(s.requests_per_sec.median, 3),
+            si_sig(rw.requests_per_sec.median, 3),
             (rw.requests_per_sec.median / s.requests_per_sec.median - 1.0) * 100.0
         ));
     }
-    let shared = |want: bool| {
+    let best = |want: bool| {
         w.result
             .results
             .iter()
@@ -423,42 +846,71 @@ fn rwcache_finding(w: &super::RwcacheSection) -> Finding {
             .filter_map(|x| x.requests_per_sec.map(|s| s.median))
             .fold(0.0, f64::max)
     };
-    let (with, without) = (shared(true), shared(false));
-    if with > 0.0 && without > 0.0 {
+    let (with, without) = (best(true), best(false));
+    let meaning = if with > 0.0 && without > 0.0 {
+        let ratio = with / without;
         obs.push(format!(
-            "at {top} threads the best scheme whose readers write a shared line reached {:.2}× the best without one",
-            with / without
+            "at {} the best scheme whose readers write a shared line reached {}× the best without one (medians; no interval)",
+            count(top, "thread"),
+            sig(ratio, 3)
         ));
-    }
+        if ratio < Thresholds::SLOWDOWN.loss_below {
+            format!(
+                "The best scheme whose readers write a shared line (the lock word) reached only {}× the best whose readers write nothing shared (per-CPU slots, seqlock, RCU-style snapshots) — medians without an interval, so indicative; fix the lock before judging HT for such a workload.",
+                sig(ratio, 3)
+            )
+        } else {
+            format!(
+                "Whether readers that write a shared line cost throughput is not established at this thread count: the medians differ by {} %, and no interval was computed.",
+                sig(((1.0 - ratio) * 100.0).abs(), 2)
+            )
+        }
+    } else {
+        "Too few schemes ran to compare readers that write a shared line with readers that do not."
+            .into()
+    };
     Finding {
         topic: "read-mostly cache (rwcache)".into(),
         observed: obs.join("; ") + ".",
-        meaning: "Read-mostly data under one lock makes every reader write the lock's cache line; a reader/writer spinlock still does. Schemes whose readers write nothing shared (per-CPU slots, seqlock, RCU-style snapshots) scale with threads — on SMT siblings as on cores — so fix the lock before deciding HT for such a workload.".into(),
+        meaning,
+        evidence: Vec::new(),
     }
 }
 
-fn c2c_finding(c: &super::C2cSection, smt: bool) -> Finding {
+fn c2c_finding(c: &super::C2cSection) -> Finding {
     let classes: Vec<String> = c
         .result
         .classes
         .iter()
         .map(|k| {
             format!(
-                "{} {:.0} ns (≤ {} handoffs/s)",
+                "{} {} ns (≤ {} handoffs/s)",
                 k.proximity.label(),
-                k.median_latency_ns,
-                si(k.ceiling.k1_handoffs_per_sec)
+                sig(k.median_latency_ns, 3),
+                si_sig(k.ceiling.k1_handoffs_per_sec, 3)
             )
         })
         .collect();
     let sib = c.result.class(Proximity::SmtSibling);
-    let meaning = match (smt, sib) {
-        (true, Some(s)) => format!(
-            "Handing a lock between SMT siblings costs {:.0} ns, far less than between cores: fair locks look fast when waiters share a core and unfair locks let the sibling pair keep the lock (starving other cores).",
-            s.median_latency_ns
+    let other = c
+        .result
+        .classes
+        .iter()
+        .filter(|k| k.proximity != Proximity::SmtSibling)
+        .min_by(|a, b| a.median_latency_ns.total_cmp(&b.median_latency_ns));
+    let meaning = match (sib, other) {
+        (Some(s), Some(o)) if s.median_latency_ns > 0.0 => format!(
+            "Handing a cache line between SMT siblings took {} ns, {}× faster than the fastest other pair measured ({}, {} ns): a lock passed between siblings moves its cache line that much faster.",
+            sig(s.median_latency_ns, 3),
+            sig(o.median_latency_ns / s.median_latency_ns, 2),
+            o.proximity.label(),
+            sig(o.median_latency_ns, 3)
         ),
-        (false, _) => "Every contended lock handoff moves at least one cache line at this latency; it bounds lock throughput and is the fixed cost HT cannot remove. SMT siblings (none here) would hand lines over through their shared L1/L2, several times faster.".into(),
-        (true, None) => "Every contended lock handoff moves at least one cache line at this latency; it bounds lock throughput. No sibling pair was among the measured pairs.".into(),
+        (Some(s), None) => format!(
+            "Handing a cache line between SMT siblings took {} ns; no pair on different cores was measured to compare with.",
+            sig(s.median_latency_ns, 3)
+        ),
+        _ => "Every contended lock handoff moves at least one cache line at this latency, which bounds lock throughput; no SMT sibling pair was measured here.".into(),
     };
     Finding {
         topic: "cache-line handoff (c2c)".into(),
@@ -468,5 +920,299 @@ fn c2c_finding(c: &super::C2cSection, smt: bool) -> Finding {
             classes.join("; ") + "."
         },
         meaning,
+        evidence: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::FakeEngine;
+    use crate::report::{MachineInfo, Provenance, fixture};
+    use crate::stats::Ci;
+    use std::sync::OnceLock;
+
+    #[test]
+    fn spreads_carry_two_figures() {
+        let s = Summary::of(&[19.5e6, 19.979e6, 20.4e6]).unwrap();
+        assert!(pm(&s).starts_with("20.0 M ± "), "{}", pm(&s));
+    }
+
+    /// A study on the fake engine: every section produced by the real experiment code.
+    fn study(cores: u32, threads_per_core: u32) -> Report {
+        let topo = fixture::topology(cores, threads_per_core, true);
+        let machine = MachineInfo {
+            hypervisor: "KVM".into(),
+            hardware_counters: "unavailable (no CPU PMU exposed by the kernel)".into(),
+            frequency_governor: "unavailable".into(),
+            ..crate::report::machine::summary(&topo)
+        };
+        let provenance = Provenance {
+            smtlab_version: "0.0.0-test".into(),
+            git_revision: "0".into(),
+            build_profile: "test".into(),
+            command: "smtlab study --quick".into(),
+            started_unix_s: 0,
+            wall_ns: 0,
+        };
+        let cfg = crate::study::tests::config(crate::study::QUICK_BUDGET);
+        crate::study::run(
+            &FakeEngine::new(7).with_topology(&topo),
+            &topo,
+            machine,
+            provenance,
+            &cfg,
+            &crate::study::NoProgress,
+        )
+        .expect("fake study")
+    }
+
+    fn no_smt() -> &'static Report {
+        static R: OnceLock<Report> = OnceLock::new();
+        R.get_or_init(|| study(2, 1))
+    }
+
+    fn smt() -> &'static Report {
+        static R: OnceLock<Report> = OnceLock::new();
+        R.get_or_init(|| study(4, 2))
+    }
+
+    fn answer(v: &Verdict, class: WorkloadClass) -> &Answer {
+        v.answers
+            .iter()
+            .find(|a| a.class == class)
+            .expect("a row per class")
+    }
+
+    /// Every sentence the verdict prints.
+    fn sentences(v: &Verdict) -> Vec<String> {
+        let mut all = vec![v.headline.clone()];
+        all.extend(v.answers.iter().map(|a| a.reason.clone()));
+        for f in &v.findings {
+            all.push(f.observed.clone());
+            all.push(f.meaning.clone());
+        }
+        all
+    }
+
+    /// Claims no run here measures: hardware resources without counters, comparatives
+    /// without a compared pair, internal document numbers, "no effect" without its band.
+    fn assert_cites_only_what_was_measured(v: &Verdict) {
+        for s in sentences(v) {
+            for banned in [
+                "fill buffer",
+                "store queue",
+                "far less",
+                "seed 0",
+                "did not measurably",
+                "HT worth keeping",
+            ] {
+                assert!(!s.contains(banned), "`{banned}` in: {s}");
+            }
+        }
+        for a in &v.answers {
+            match a.answer {
+                HtAnswer::NotMeasured => assert!(a.evidence.is_none() && !a.reason.is_empty()),
+                _ => assert!(a.evidence.is_some(), "{a:?}"),
+            }
+        }
+    }
+
+    /// Sets inserts/s so that `all` ÷ `one-per-core` is `ratios[k]` in round k.
+    fn postgres_with_yield(r: &mut Report, ratios: &[f64]) {
+        let o = r.oltp.as_mut().unwrap();
+        o.result.db = "postgres-managed".into();
+        o.result.db_version = "PostgreSQL 15.8".into();
+        let template = o
+            .result
+            .runs
+            .iter()
+            .find(|x| x.placement == "one-per-core")
+            .unwrap()
+            .clone();
+        o.result.runs.clear();
+        for (k, y) in ratios.iter().enumerate() {
+            let mut one = template.clone();
+            one.round = k;
+            one.inserts_per_sec = 10_000.0;
+            let mut all = one.clone();
+            all.placement = "all".into();
+            all.inserts_per_sec = 10_000.0 * y;
+            for t in &mut all.per_thread {
+                t.cpus.push_str(",x");
+            }
+            o.result.runs.push(one);
+            o.result.runs.push(all);
+        }
+    }
+
+    #[test]
+    fn a_no_smt_machine_answers_no_row_and_says_why() {
+        let v = build(no_smt());
+        assert_cites_only_what_was_measured(&v);
+        assert!(
+            v.headline.contains("HT cannot be tested here"),
+            "{}",
+            v.headline
+        );
+        for a in &v.answers {
+            assert_eq!(a.answer, HtAnswer::NotMeasured, "{a:?}");
+            assert!(
+                a.reason.contains("no SMT siblings") || a.reason.contains("one writer"),
+                "{a:?}"
+            );
+        }
+        // The oversubscription finding keeps its numbers: runnable threads, CPUs, ratio, n.
+        let n = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("noisy"))
+            .unwrap();
+        assert!(n.observed.contains("runnable on"), "{}", n.observed);
+        assert!(!n.evidence.is_empty());
+        assert!(n.evidence.iter().all(|e| e.comparison.n >= 1));
+    }
+
+    #[test]
+    fn smt_with_a_tight_yield_of_1_3_keeps_ht_on() {
+        let mut r = smt().clone();
+        postgres_with_yield(&mut r, &[1.29, 1.30, 1.31, 1.30, 1.32, 1.28, 1.30]);
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::Inserts);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        let c = a.evidence.as_ref().unwrap().comparison;
+        assert!(
+            (c.estimate - 1.30).abs() < 0.01 && c.n == 7 && !c.indicative,
+            "{c:?}"
+        );
+        assert!(a.reason.contains("95 % CI"), "{}", a.reason);
+        assert!(
+            v.headline.contains("keep HT on for database inserts"),
+            "{}",
+            v.headline
+        );
+    }
+
+    /// Makes every sibling scenario's comparison `ci` over `runs` runs.
+    fn sibling_intervals(r: &mut Report, cis: &[Ci], runs: usize) {
+        let l = r.lockscan.as_mut().unwrap();
+        let template = l
+            .result
+            .results
+            .iter()
+            .find(|s| !s.scenario.scan_cpus.is_empty())
+            .unwrap()
+            .clone();
+        l.result.results.retain(|s| s.scenario.scan_cpus.is_empty());
+        for (i, ci) in cis.iter().enumerate() {
+            let mut s = template.clone();
+            s.scenario.label = format!("scenario {i}");
+            s.sharing_vs_others = Some(*ci);
+            s.runs = runs;
+            l.result.results.push(s);
+        }
+    }
+
+    fn ci(estimate: f64, low: f64, high: f64) -> Ci {
+        Ci {
+            estimate,
+            low,
+            high,
+            confidence: 0.95,
+        }
+    }
+
+    #[test]
+    fn a_wide_interval_around_half_is_inconclusive_not_no_effect() {
+        let mut r = smt().clone();
+        sibling_intervals(&mut r, &[ci(0.50, 0.30, 0.85)], 5);
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::LocksBesideScans);
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("locks"))
+            .unwrap();
+        assert!(f.meaning.contains("too wide to call"), "{}", f.meaning);
+        assert!(f.observed.contains("inconclusive"), "{}", f.observed);
+    }
+
+    #[test]
+    fn the_worst_neighbours_step_not_oversubscribed_is_not_called_oversubscription() {
+        let mut r = no_smt().clone();
+        let n = r.neighbors.as_mut().unwrap();
+        for s in &mut n.series {
+            for st in &mut s.steps {
+                st.runnable_threads = st.cpus;
+                if st.burners > 0 {
+                    st.diagnosis = Diagnosis::SharedResources;
+                    st.reason = "2 runnable on 2 CPUs, 0% of time waiting for a CPU".into();
+                    st.ratio = Some(Comparison::from_ci(
+                        ci(0.6, 0.55, 0.65),
+                        5,
+                        Thresholds::SLOWDOWN,
+                    ));
+                }
+            }
+        }
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        assert!(
+            v.headline.contains("Largest measured loss"),
+            "{}",
+            v.headline
+        );
+        assert!(v.headline.contains("`shared-resources`"), "{}", v.headline);
+        for s in sentences(&v) {
+            assert!(!s.contains("oversubscription"), "{s}");
+            assert!(!s.contains("more runnable threads than CPUs"), "{s}");
+        }
+    }
+
+    #[test]
+    fn one_bad_scenario_of_24_does_not_make_the_answer() {
+        let mut r = smt().clone();
+        let mut cis = vec![ci(0.98, 0.95, 1.01); 23];
+        cis.insert(7, ci(0.60, 0.50, 0.70));
+        sibling_intervals(&mut r, &cis, 5);
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::LocksBesideScans);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        assert!((a.evidence.as_ref().unwrap().comparison.estimate - 0.98).abs() < 1e-9);
+        assert!(a.reason.contains("median of 24"), "{}", a.reason);
+        assert!(a.reason.contains("worst (`"), "{}", a.reason);
+        assert!(a.reason.contains("worst of 24"), "{}", a.reason);
+    }
+
+    #[test]
+    fn sqlite_alone_cannot_answer_for_inserts() {
+        let r = smt();
+        assert!(is_sqlite(r.oltp.as_ref().unwrap()));
+        let v = build(r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::Inserts);
+        assert_eq!(a.answer, HtAnswer::NotMeasured);
+        assert!(a.reason.contains("one writer at a time"), "{}", a.reason);
+        assert!(v.not_measured.iter().any(|n| n.contains("SQLite")));
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("database"))
+            .unwrap();
+        assert!(f.meaning.contains("single-writer"), "{}", f.meaning);
+    }
+
+    #[test]
+    fn indicative_intervals_are_not_called_95_percent() {
+        let mut r = smt().clone();
+        postgres_with_yield(&mut r, &[1.3, 1.31, 1.29]);
+        let v = build(&r);
+        let a = answer(&v, WorkloadClass::Inserts);
+        assert!(a.reason.contains("indicative (n = 3)"), "{}", a.reason);
+        assert!(!a.reason.contains("95 % CI"), "{}", a.reason);
     }
 }

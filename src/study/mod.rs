@@ -131,6 +131,7 @@ pub fn run(
         rwcache: None,
         verdict: report::Verdict {
             headline: String::new(),
+            answers: Vec::new(),
             findings: Vec::new(),
             not_measured: Vec::new(),
         },

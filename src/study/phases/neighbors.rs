@@ -11,6 +11,7 @@ use crate::locks::LockKind;
 use crate::placement::{Plan, Request};
 use crate::report::{NeighborsSection, NeighborsSeries, NeighborsStep, PhaseName, Report};
 use crate::stats::Summary;
+use crate::stats::{Comparison, Thresholds};
 use crate::study::phase::{Outcome, Phase, RUN_OVERHEAD, RunCtx, SizeCtx, ms, split_run};
 use anyhow::Result;
 use std::time::Duration;
@@ -187,6 +188,14 @@ pub fn summarise(lock: LockKind, runs: &[(LockKind, NeighborsReport)]) -> Neighb
             .map_or(Diagnosis::None, |(d, _)| *d);
         let mut p99: Vec<u64> = all.iter().map(|s| s.latency_p99_ns).collect();
         p99.sort_unstable();
+        // Each round's step against that round's own first step: a paired ratio, so
+        // drift between rounds cancels.
+        let paired: Vec<f64> = all
+            .iter()
+            .map(|s| s.ratio_to_first)
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .collect();
+        let ratio = Comparison::of_paired_ratios(&paired, Thresholds::SLOWDOWN, 0.95, 2000, 7);
         steps.push(NeighborsStep {
             burners: b,
             runnable_threads: mid.runnable_threads,
@@ -196,6 +205,7 @@ pub fn summarise(lock: LockKind, runs: &[(LockKind, NeighborsReport)]) -> Neighb
             latency_p99_ns: p99[p99.len() / 2],
             diagnosis,
             reason: mid.reason.clone(),
+            ratio,
         });
     }
     let first = steps.first().map_or(0.0, |s| s.ops_per_sec.median);

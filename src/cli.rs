@@ -948,7 +948,7 @@ struct RwcacheArgs {
 
 fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
     use crate::error::BadInput;
-    use crate::experiments::rwcache::{Config, TableSpec};
+    use crate::experiments::rwcache::{RwcacheConfig, TableSpec};
     let bad = |m: String| anyhow::Error::new(BadInput(m));
     let schemes =
         crate::rwcache::parse_schemes(&a.scheme).map_err(|e| bad(format!("--scheme: {e}")))?;
@@ -985,22 +985,21 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
             .map_err(|e| bad(format!("--warmup: {e}")))?,
         crate::duration::parse_measured(&a.duration, "--duration")?,
     );
-    let exp = Config {
+    let exp = RwcacheConfig::new(
         schemes,
         threads,
         placement,
-        within: a.within.within,
-        table: TableSpec {
+        a.within.within,
+        TableSpec {
             entries: a.entries,
             lookups: a.lookups,
             write_ratio: a.write_ratio,
             work_ns: a.work_ns,
         },
         spec,
-        repeat: a.repeat,
-        seed: a.seed,
-    };
-    exp.validate()?;
+        a.repeat,
+        a.seed,
+    )?;
     Ok(commands::rwcache::Config {
         root: a.root.sysfs_root,
         exp,

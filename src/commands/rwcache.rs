@@ -3,7 +3,7 @@
 //! table (`spin` → `rwspin`), the read-side cost and the best scheme; `--json` for the model.
 
 use crate::engine::RealEngine;
-use crate::experiments::rwcache::{self, Config as Exp, RwcacheReport, SchemeResult};
+use crate::experiments::rwcache::{self, RwcacheConfig, RwcacheReport, SchemeResult};
 use crate::render::{self, si, thousands};
 use crate::rwcache::SchemeKind;
 use anyhow::Result;
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub root: PathBuf,
-    pub exp: Exp,
+    pub exp: RwcacheConfig,
     pub json: bool,
 }
 

@@ -374,9 +374,9 @@ struct OltpArgs {
 }
 
 /// Turns the `oltp` options into a validated config.
-fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
+fn oltp_config(a: OltpArgs) -> Result<crate::oltp::OltpConfig> {
     use crate::oltp::{
-        Config, DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec, parse_layouts,
+        DbTarget, Durability, KeyMode, OltpConfig, Schema, StopRule, TableSpec, parse_layouts,
     };
     let stop = match a.rows_per_thread {
         Some(r) => StopRule::RowsPerThread(r),
@@ -395,7 +395,7 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
         None => std::time::Duration::from_secs(1),
     };
     let layouts = parse_layouts(a.configs.as_deref().unwrap_or(&a.placement))?;
-    let cfg = Config {
+    let cfg = OltpConfig {
         db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file)?,
         table: TableSpec {
             schema: Schema::parse(&a.schema)?,
@@ -538,7 +538,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
         ),
         "oltp" => {
             use crate::oltp::{DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec};
-            let oc = crate::oltp::Config {
+            let oc = crate::oltp::OltpConfig {
                 db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file.clone())?,
                 table: TableSpec {
                     schema: Schema::parse(&a.schema)?,

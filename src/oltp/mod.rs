@@ -58,7 +58,7 @@ pub const MAX_THREADS: usize = crate::limits::MAX_CONNECTIONS as usize;
 
 /// A validated `smtlab oltp` invocation.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct OltpConfig {
     /// The database.
     pub db: DbTarget,
     /// Table and transaction shape.
@@ -90,7 +90,7 @@ pub struct Config {
     pub json: bool,
 }
 
-impl Config {
+impl OltpConfig {
     /// Checks values a type cannot: threads, rows, durations, repeat, layouts.
     pub fn validate(&self) -> Result<(), BadInput> {
         if self.threads == 0 {

@@ -1,7 +1,6 @@
-//! The `oltp` result model (serde; the JSON is this model) and its terminal rendering.
-//! Units live in field names.
+//! The `oltp` result model (serde; the JSON is this model). Units live in field names;
+//! the terminal table is in `commands::oltp`.
 
-use crate::render;
 use serde::{Deserialize, Serialize};
 
 /// Everything one `smtlab oltp` invocation measured.
@@ -121,109 +120,12 @@ pub struct ThreadRun {
     pub commit_latency_p99_ns: u64,
 }
 
-/// Median of a list (upper median for even lengths; 0 when empty).
-pub fn median(v: &[u64]) -> u64 {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s.get(s.len() / 2).copied().unwrap_or(0)
-}
-
-/// `n` per second of `ns`.
-pub fn per_sec(n: u64, ns: u64) -> f64 {
-    if ns == 0 {
-        0.0
-    } else {
-        n as f64 * 1e9 / ns as f64
-    }
-}
-
-/// The terminal table.
-pub fn render_text(r: &OltpReport) -> String {
-    let mut out = String::new();
-    let stop = match (r.rows_per_thread, r.duration_ns) {
-        (Some(rows), _) => format!("{} rows per thread", render::thousands(rows)),
-        (None, Some(ns)) => format!("{} per run", render::duration_ns(ns as f64)),
-        _ => String::new(),
-    };
-    out.push_str(&format!(
-        "oltp: {} ({} key, {} row(s)/txn, durability {}) on {}\n",
-        r.schema, r.key, r.rows_per_txn, r.durability, r.db_description
-    ));
-    if let Some(u) = &r.scope {
-        out.push_str(&format!("layouts {}\n", u));
-    }
-    out.push_str(&format!(
-        "{} threads, {stop}, prefill {} rows; backends: {}\n\n",
-        r.threads,
-        render::thousands(r.prefill_rows),
-        r.backend_pinning
-    ));
-    let mut rows = vec![
-        [
-            "PLACEMENT",
-            "THREADS",
-            "ROUND",
-            "INSERTS/S",
-            "ELAPSED",
-            "THREAD MIN",
-            "MEDIAN",
-            "MAX",
-            "COMMIT P50",
-            "P99",
-            "MAX",
-            "ROWS",
-            "CHECK",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for run in &r.runs {
-        let d = |ns: u64| render::duration_ns(ns as f64);
-        rows.push(vec![
-            run.placement.clone(),
-            run.threads.to_string(),
-            run.round.to_string(),
-            render::thousands(run.inserts_per_sec.round() as u64),
-            d(run.elapsed_ns),
-            d(run.thread_elapsed_min_ns),
-            d(run.thread_elapsed_median_ns),
-            d(run.thread_elapsed_max_ns),
-            render::latency_ns(run.commit_latency_p50_ns),
-            render::latency_ns(run.commit_latency_p99_ns),
-            render::latency_ns(run.commit_latency_max_ns),
-            render::thousands(run.rows_in_table),
-            if run.rows_verified {
-                "ok".into()
-            } else {
-                format!("LOST? expected {}", render::thousands(run.rows_expected))
-            },
-        ]);
-    }
-    if !r.runs.is_empty() {
-        out.push_str(&render::table(&rows));
-    }
-    for s in &r.skipped {
-        out.push_str(&format!("skipped {}: {}\n", s.placement, s.reason));
-    }
-    for run in &r.runs {
-        if run.pinning_violations > 0 {
-            out.push_str(&format!(
-                "warning: {} (round {}): {} thread(s) seen outside their CPUs\n",
-                run.placement, run.round, run.pinning_violations
-            ));
-        }
-    }
-    if r.interrupted {
-        out.push_str("interrupted: the runs above finished before Ctrl-C\n");
-    }
-    out
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample() -> OltpReport {
+    /// A report with one run and one skipped layout.
+    pub(crate) fn sample() -> OltpReport {
         OltpReport {
             db: "postgres://u:***@h/db".into(),
             db_version: "PostgreSQL 15.8".into(),
@@ -272,11 +174,6 @@ mod tests {
     }
 
     #[test]
-    fn renders_table() {
-        insta::assert_snapshot!(render_text(&sample()));
-    }
-
-    #[test]
     fn json_round_trips_with_units_in_names() {
         let r = sample();
         let j = serde_json::to_value(&r).unwrap();
@@ -284,12 +181,5 @@ mod tests {
         assert!(j["runs"][0]["inserts_per_sec"].as_f64().unwrap() > 12_000.0);
         let back: OltpReport = serde_json::from_value(j).unwrap();
         assert_eq!(back, r);
-    }
-
-    #[test]
-    fn median_is_upper_for_even() {
-        assert_eq!(median(&[3, 1, 2]), 2);
-        assert_eq!(median(&[4, 1, 3, 2]), 3);
-        assert_eq!(median(&[]), 0);
     }
 }

@@ -17,7 +17,7 @@ const RUN_COST: Duration = Duration::from_millis(60);
 /// The sized phase.
 #[derive(Debug, Clone)]
 pub struct OltpPhase {
-    pub config: oltp::Config,
+    pub config: oltp::OltpConfig,
     /// Layouts this machine can place (the others are reported as skipped).
     pub possible: usize,
 }
@@ -54,7 +54,7 @@ impl OltpPhase {
             (ms(300), Duration::from_secs(20)),
             (ms(100), Duration::from_secs(2)),
         );
-        let config = oltp::Config {
+        let config = oltp::OltpConfig {
             db: ctx.cfg.db.clone(),
             table: oltp::TableSpec {
                 schema: oltp::Schema::Seed001,

@@ -1,16 +1,11 @@
-//! The oltp experiment: plan the layouts, open the database, run each layout (interleaved
-//! round by round) with the insert workload on an [`Engine`], verify the row count after
-//! every run, and return the [`OltpReport`].
-//!
-//! The command (`smtlab oltp`) and the study's oltp phase both call [`run`]; with the
-//! [`FakeEngine`](crate::engine::FakeEngine) the database is opened and the tables are
-//! made for real, but the engine makes the insert counts up, so tests above this module see
-//! the real orchestration and report model.
+//! Orchestration: plan the layouts, open the database, run every layout round by round on
+//! an engine, count the rows after each run, close the database on every path.
 
+use super::analysis::{self, Measured, same_placements};
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Interrupted, NotPossible};
-use crate::oltp::report::{self, LayoutRun, OltpReport, SkippedLayout, ThreadRun};
-use crate::oltp::{BackendPinning, Config, Db, DbTarget, InsertWorkload, StopRule, workload};
+use crate::oltp::report::{LayoutRun, OltpReport, SkippedLayout};
+use crate::oltp::{BackendPinning, Db, DbTarget, InsertWorkload, OltpConfig, StopRule, workload};
 use crate::placement::{Plan, PlanError};
 use crate::render;
 use crate::topology::Topology;
@@ -22,7 +17,7 @@ pub type Say<'a> = dyn FnMut(&str) + 'a;
 
 /// The layouts `cfg` asks for, planned on `topo`: the possible ones, and the ones this
 /// machine cannot place (no SMT sibling, too few CPUs) with the reason.
-pub fn plan_layouts(topo: &Topology, cfg: &Config) -> Result<(Vec<Plan>, Vec<SkippedLayout>)> {
+pub fn plan_layouts(topo: &Topology, cfg: &OltpConfig) -> Result<(Vec<Plan>, Vec<SkippedLayout>)> {
     let mut plans = Vec::new();
     let mut skipped = Vec::new();
     for l in &cfg.layouts {
@@ -49,7 +44,7 @@ pub fn plan_layouts(topo: &Topology, cfg: &Config) -> Result<(Vec<Plan>, Vec<Ski
 pub fn run(
     engine: &dyn Engine,
     topo: &Topology,
-    cfg: &Config,
+    cfg: &OltpConfig,
     say: &mut Say<'_>,
 ) -> Result<OltpReport> {
     cfg.validate()?;
@@ -86,7 +81,35 @@ pub fn run(
     if let BackendPinning::ClientsOnly(why) = db.backend_pinning() {
         say(&format!("{why}; only the client threads are pinned"));
     }
-    let mut rep = OltpReport {
+    let mut rep = empty_report(cfg, &db, &plans, skipped);
+    let result = run_all(engine, cfg, &db, &plans, &mut rep, say);
+    if matches!(cfg.db, DbTarget::Postgres { .. })
+        && let Err(e) = db.drop_table(&cfg.table)
+    {
+        say(&format!(
+            "warning: dropping table {}: {e:#}",
+            cfg.table.schema.table()
+        ));
+    }
+    let closed = db.close();
+    match result {
+        Err(e) if e.chain().any(|c| c.is::<Interrupted>()) => {
+            rep.interrupted = true;
+        }
+        Err(e) => return Err(e),
+        Ok(()) => closed?,
+    }
+    Ok(rep)
+}
+
+/// The report before any run: what was asked, the database, the skipped layouts.
+fn empty_report(
+    cfg: &OltpConfig,
+    db: &Db,
+    plans: &[Plan],
+    skipped: Vec<SkippedLayout>,
+) -> OltpReport {
+    OltpReport {
         db: cfg.db.to_string(),
         db_version: db.version().to_string(),
         db_description: db.describe(),
@@ -110,45 +133,13 @@ pub fn run(
         skipped,
         scope: plans.iter().find_map(|p| p.scope.clone()),
         interrupted: false,
-    };
-
-    let result = run_all(engine, cfg, &db, &plans, &mut rep, say);
-    if matches!(cfg.db, DbTarget::Postgres { .. })
-        && let Err(e) = db.drop_table(&cfg.table)
-    {
-        say(&format!(
-            "warning: dropping table {}: {e:#}",
-            cfg.table.schema.table()
-        ));
     }
-    let closed = db.close();
-    match result {
-        Err(e) if e.chain().any(|c| c.is::<Interrupted>()) => {
-            rep.interrupted = true;
-        }
-        Err(e) => return Err(e),
-        Ok(()) => closed?,
-    }
-    Ok(rep)
-}
-
-/// The first run whose row count did not match, as an error naming the counts.
-pub fn row_check_failure(rep: &OltpReport) -> Option<anyhow::Error> {
-    rep.runs.iter().find(|r| !r.rows_verified).map(|bad| {
-        anyhow::anyhow!(
-            "row count check failed for {} (round {}): {} rows in the table, {} expected",
-            bad.placement,
-            bad.round,
-            bad.rows_in_table,
-            bad.rows_expected
-        )
-    })
 }
 
 /// All layouts, interleaved: round 0 of every layout, then round 1, …
 fn run_all(
     engine: &dyn Engine,
-    cfg: &Config,
+    cfg: &OltpConfig,
     db: &Db,
     plans: &[Plan],
     rep: &mut OltpReport,
@@ -176,14 +167,14 @@ fn run_all(
 }
 
 /// The engine's spec for a `--duration` run: 100 ms progress intervals.
-fn spec_for(cfg: &Config) -> RunSpec {
+fn spec_for(cfg: &OltpConfig) -> RunSpec {
     let interval = std::time::Duration::from_millis(100).min(cfg.duration);
     RunSpec::new(cfg.warmup, cfg.duration).with_interval(interval)
 }
 
 fn run_layout(
     engine: &dyn Engine,
-    cfg: &Config,
+    cfg: &OltpConfig,
     db: &Db,
     plan: &Plan,
     round: usize,
@@ -237,94 +228,14 @@ fn run_layout(
     }
     let in_table = db.count_rows(&cfg.table)?;
     let expected = before + outcome.rows_committed();
-    let elapsed: Vec<u64> = outcome.threads.iter().map(|t| t.elapsed_ns).collect();
-    let elapsed_ns = match cfg.stop {
-        StopRule::RowsPerThread(_) => elapsed.iter().copied().max().unwrap_or(0),
-        StopRule::Duration => res.measured_ns,
-    };
-    let rows = res.rows.unwrap_or_else(|| outcome.rows_measured());
-    let txns: u64 = outcome.threads.iter().map(|t| t.txns).sum();
-    let h = &outcome.latency_ns;
-    let nonempty = |v: u64| if h.is_empty() { 0 } else { v };
-    Ok(LayoutRun {
-        placement: plan.request.clone(),
-        threads: plan.threads.len(),
+    Ok(analysis::layout_run(
+        plan,
         round,
-        inserts_per_sec: report::per_sec(rows, elapsed_ns),
-        txns_per_sec: report::per_sec(txns, elapsed_ns),
-        rows_committed: rows,
-        elapsed_ns,
-        thread_elapsed_min_ns: elapsed.iter().copied().min().unwrap_or(0),
-        thread_elapsed_median_ns: report::median(&elapsed),
-        thread_elapsed_max_ns: elapsed.iter().copied().max().unwrap_or(0),
-        commit_latency_p50_ns: nonempty(h.value_at_quantile(0.5)),
-        commit_latency_p99_ns: nonempty(h.value_at_quantile(0.99)),
-        commit_latency_max_ns: nonempty(h.max()),
-        commit_latency_mean_ns: if h.is_empty() { 0.0 } else { h.mean() },
-        rows_in_table: in_table,
-        rows_expected: expected,
-        rows_verified: in_table == expected,
-        involuntary_ctx_switches: res.involuntary_ctx_switches,
-        client_cpu_time_ns: res.cpu_time_ns,
-        pinning_violations: res.pinning_violations,
-        per_thread: outcome
-            .threads
-            .iter()
-            .map(|t| ThreadRun {
-                thread: t.thread,
-                cpus: plan.threads[t.thread].cpus.to_string(),
-                backend_pid: t.backend_pid,
-                rows: t.rows,
-                elapsed_ns: t.elapsed_ns,
-                inserts_per_sec: report::per_sec(t.rows, t.elapsed_ns),
-                commit_latency_p99_ns: if t.latency_ns.is_empty() {
-                    0
-                } else {
-                    t.latency_ns.value_at_quantile(0.99)
-                },
-            })
-            .collect(),
-    })
-}
-
-/// Notes for layouts that put every thread where an earlier layout did (e.g. `all` is
-/// `one-per-core` when the cores have one usable thread each), with the reason only when
-/// it is the reason.
-pub fn same_placements(topo: &Topology, plans: &[Plan]) -> Vec<String> {
-    let mut notes = Vec::new();
-    for (i, p) in plans.iter().enumerate() {
-        if let Some(q) = plans[..i].iter().find(|q| q.threads == p.threads) {
-            let allowed = topo.allowed();
-            let single = p
-                .cpus()
-                .iter()
-                .all(|c| topo.core_of(c).intersection(&allowed).len() < 2);
-            notes.push(format!(
-                "`{}` places its {} threads exactly as `{}`{}",
-                p.request,
-                p.threads.len(),
-                q.request,
-                if single {
-                    ": their cores have no usable SMT sibling"
-                } else {
-                    ""
-                }
-            ));
-        }
-    }
-    notes
-}
-
-/// What the runner measured, from the engine or the fixed-work runner.
-struct Measured {
-    measured_ns: u64,
-    /// Rows the engine counted inside its measured time (duration runs): the rate's
-    /// numerator. Threads finish the commit they are in after the stop; those rows are in
-    /// the table and the row check, not in the rate.
-    rows: Option<u64>,
-    involuntary_ctx_switches: u64,
-    cpu_time_ns: u64,
-    pinning_violations: usize,
+        cfg.stop,
+        &res,
+        &outcome,
+        (in_table, expected),
+    ))
 }
 
 fn nanos(d: std::time::Duration) -> u64 {

@@ -2,10 +2,9 @@
 //! as a table (or JSON; or, with `--dry-run`, the placements only).
 
 use crate::engine::RealEngine;
-use crate::experiments::oltp::{self as experiment, same_placements};
+use crate::experiments::oltp::{self as experiment, PlannedLayout, same_placements};
 use crate::oltp::OltpConfig;
 use crate::oltp::report::{OltpReport, SkippedLayout};
-use crate::placement::Plan;
 use crate::render;
 use anyhow::Result;
 use std::io::Write;
@@ -30,10 +29,11 @@ pub fn run(cfg: &OltpConfig, out: &mut dyn Write) -> Result<()> {
 fn dry_run(
     cfg: &OltpConfig,
     topo: &crate::topology::Topology,
-    plans: &[Plan],
+    layouts: &[PlannedLayout],
     skipped: &[SkippedLayout],
     out: &mut dyn Write,
 ) -> Result<()> {
+    let plans: Vec<_> = layouts.iter().map(|l| &l.plan).collect();
     if cfg.json {
         let v = serde_json::json!({ "layouts": plans, "skipped": skipped });
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
@@ -86,7 +86,7 @@ fn dry_run(
     for s in skipped {
         writeln!(out, "\nskipped {}: {}", s.placement, s.reason)?;
     }
-    for n in same_placements(topo, plans) {
+    for n in same_placements(topo, layouts) {
         writeln!(out, "\nnote: {n}")?;
     }
     Ok(())
@@ -135,7 +135,7 @@ pub fn render_text(r: &OltpReport) -> String {
     for run in &r.runs {
         let d = |ns: u64| render::duration_ns(ns as f64);
         rows.push(vec![
-            run.placement.clone(),
+            run.placement.to_string(),
             run.threads.to_string(),
             run.round.to_string(),
             render::thousands(run.inserts_per_sec.round() as u64),

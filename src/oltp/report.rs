@@ -1,6 +1,8 @@
 //! The `oltp` result model (serde; the JSON is this model). Units live in field names;
 //! the terminal table is in `commands::oltp`.
 
+use super::{Durability, KeyMode, Schema};
+use crate::placement::Request;
 use serde::{Deserialize, Serialize};
 
 /// Everything one `smtlab oltp` invocation measured.
@@ -14,11 +16,11 @@ pub struct OltpReport {
     /// Where and how, in one line (never a password).
     pub db_description: String,
     /// `seed-001` or `seed-002`.
-    pub schema: String,
+    pub schema: Schema,
     /// `sequential` or `random`.
-    pub key: String,
+    pub key: KeyMode,
     /// `full` or `delayed`.
-    pub durability: String,
+    pub durability: Durability,
     /// Rows per transaction.
     pub rows_per_txn: u32,
     /// Client threads per run.
@@ -47,8 +49,9 @@ pub struct OltpReport {
 /// A layout that was skipped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkippedLayout {
-    /// The placement request.
-    pub placement: String,
+    /// The placement request, as on the command line (`pairs`, `cpus:0,2`).
+    #[serde(with = "request_as_text")]
+    pub placement: Request,
     /// Why it is not possible here.
     pub reason: String,
 }
@@ -56,8 +59,9 @@ pub struct SkippedLayout {
 /// One run of one layout.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutRun {
-    /// The placement request.
-    pub placement: String,
+    /// The placement request, as on the command line (`pairs`, `cpus:0,2`).
+    #[serde(with = "request_as_text")]
+    pub placement: Request,
     /// Client threads in this run.
     pub threads: usize,
     /// Round number, from 0 (`--repeat`).
@@ -120,6 +124,23 @@ pub struct ThreadRun {
     pub commit_latency_p99_ns: u64,
 }
 
+/// A placement [`Request`] in JSON as the text the command line takes (`one-per-core`,
+/// `cpus:0,2`), so reports stay readable and compare with `--configs`:
+/// `#[serde(with = "request_as_text")]`.
+pub mod request_as_text {
+    use crate::placement::Request;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(r: &Request, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(r)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Request, D::Error> {
+        let s = String::deserialize(d)?;
+        Request::parse(&s).map_err(D::Error::custom)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -131,9 +152,9 @@ pub(crate) mod tests {
             db_version: "PostgreSQL 15.8".into(),
             db_description: "PostgreSQL 15.8 at postgres://u:***@h/db (synchronous_commit=on)"
                 .into(),
-            schema: "seed-001".into(),
-            key: "sequential".into(),
-            durability: "full".into(),
+            schema: Schema::Seed001,
+            key: KeyMode::Sequential,
+            durability: Durability::Full,
             rows_per_txn: 2,
             threads: 2,
             prefill_rows: 1000,
@@ -143,7 +164,7 @@ pub(crate) mod tests {
             backend_pinning: "only client threads pinned: remote".into(),
             scope: None,
             runs: vec![LayoutRun {
-                placement: "one-per-core".into(),
+                placement: Request::OnePerCore,
                 threads: 2,
                 round: 0,
                 inserts_per_sec: 12_345.6,
@@ -166,7 +187,7 @@ pub(crate) mod tests {
                 per_thread: vec![],
             }],
             skipped: vec![SkippedLayout {
-                placement: "pairs".into(),
+                placement: Request::Pairs,
                 reason: "no SMT".into(),
             }],
             interrupted: false,
@@ -178,8 +199,27 @@ pub(crate) mod tests {
         let r = sample();
         let j = serde_json::to_value(&r).unwrap();
         assert_eq!(j["runs"][0]["rows_verified"], true);
+        // Enums in the model, the same strings in the JSON as before they were enums.
+        assert_eq!(j["schema"], "seed-001");
+        assert_eq!(j["key"], "sequential");
+        assert_eq!(j["durability"], "full");
+        assert_eq!(j["runs"][0]["placement"], "one-per-core");
+        assert_eq!(j["skipped"][0]["placement"], "pairs");
         assert!(j["runs"][0]["inserts_per_sec"].as_f64().unwrap() > 12_000.0);
         let back: OltpReport = serde_json::from_value(j).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn placements_read_back_from_their_command_line_text() {
+        let mut r = sample();
+        r.runs[0].placement = Request::Cpus(crate::cpuset::CpuSet::from_cpus([0, 2, 3]));
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["runs"][0]["placement"], "cpus:0,2-3");
+        let back: OltpReport = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(back, r);
+        let mut bad = j;
+        bad["runs"][0]["placement"] = "bogus".into();
+        assert!(serde_json::from_value::<OltpReport>(bad).is_err());
     }
 }

@@ -25,11 +25,14 @@ pub const SEED002_STR: &str = "this is a string for me and for you";
 
 /// Which of the seeds' tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum Schema {
-    /// Seed 001: `MyBigTable`, a 150-byte row keyed by a client-chosen bigint.
+    /// `seed-001`: a 150-byte row keyed by a client-chosen bigint (`MyBigTable` of the blog
+    /// post "SQL Server, Hyper-Threading and OLTP Workloads").
+    #[serde(rename = "seed-001")]
     Seed001,
-    /// Seed 002: `ins`, an identity-keyed row with a timestamp, session id, uuid and string.
+    /// `seed-002`: an identity-keyed row with a timestamp, session id, uuid and string
+    /// (`ins`, from a SQL Server single-row insert test).
+    #[serde(rename = "seed-002")]
     Seed002,
 }
 

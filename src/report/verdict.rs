@@ -6,7 +6,9 @@
 use super::{Finding, PhaseStatus, Report, Status, Verdict};
 use crate::experiments::diagnosis::Diagnosis;
 use crate::experiments::lockscan::ScenarioResult;
+use crate::placement::Request;
 use crate::render::si;
+use crate::rwcache::SchemeKind;
 use crate::stats::Ci;
 use crate::topology::Proximity;
 
@@ -356,28 +358,32 @@ fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
             )
         })
         .collect();
-    let by = |name: &str| o.summary.iter().find(|s| s.placement == name);
-    let same_cpus = |a: &str, b: &str| {
-        let cpus = |n: &str| {
-            o.result.runs.iter().find(|r| r.placement == n).map(|r| {
-                r.per_thread
-                    .iter()
-                    .map(|t| t.cpus.clone())
-                    .collect::<Vec<_>>()
-            })
+    let by = |layout: Request| o.summary.iter().find(|s| s.placement == layout);
+    let same_cpus = |a: Request, b: Request| {
+        let cpus = |layout: &Request| {
+            o.result
+                .runs
+                .iter()
+                .find(|r| r.placement == *layout)
+                .map(|r| {
+                    r.per_thread
+                        .iter()
+                        .map(|t| t.cpus.clone())
+                        .collect::<Vec<_>>()
+                })
         };
-        cpus(a).is_some() && cpus(a) == cpus(b)
+        cpus(&a).is_some() && cpus(&a) == cpus(&b)
     };
     let meaning;
-    if let (Some(one), Some(pairs)) = (by("one-per-core"), by("pairs")) {
+    if let (Some(one), Some(pairs)) = (by(Request::OnePerCore), by(Request::Pairs)) {
         let ratio = pairs.inserts_per_sec.median / one.inserts_per_sec.median;
         obs.push(format!("pairs / one-per-core = {ratio:.2}×"));
         meaning = format!(
             "Same client count on half the cores: {ratio:.2}× the inserts. Near 1.0 means the siblings add real capacity for this insert path (HT worth keeping); near 0.5 means each sibling takes half a core (HT buys nothing here, and pinning one client per core is safer for latency)."
         );
     } else {
-        if let (Some(_), Some(_)) = (by("one-per-core"), by("all"))
-            && same_cpus("one-per-core", "all")
+        if let (Some(_), Some(_)) = (by(Request::OnePerCore), by(Request::All))
+            && same_cpus(Request::OnePerCore, Request::All)
         {
             obs.push("`one-per-core` and `all` placed the clients on the same CPUs here, so they differ only by noise".into());
         }
@@ -397,17 +403,17 @@ fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
 
 fn rwcache_finding(w: &super::RwcacheSection) -> Finding {
     let top = w.rows.iter().map(|r| r.threads).max().unwrap_or(1);
-    let at = |s: &str| w.rows.iter().find(|r| r.threads == top && r.scheme == s);
+    let at = |s: SchemeKind| w.rows.iter().find(|r| r.threads == top && r.scheme == s);
     let mut obs = Vec::new();
-    if let Some(b) = w.result.best.as_ref().map(|b| b.overall.to_string())
-        && let Some(row) = at(&b)
+    if let Some(b) = w.result.best.as_ref().map(|b| b.overall)
+        && let Some(row) = at(b)
     {
         obs.push(format!(
             "best at {top} threads: `{b}` {} requests/s",
             pm(row.requests_per_sec.median, row.requests_per_sec.mad)
         ));
     }
-    if let (Some(s), Some(rw)) = (at("spin"), at("rwspin")) {
+    if let (Some(s), Some(rw)) = (at(SchemeKind::Spin), at(SchemeKind::RwSpin)) {
         obs.push(format!(
             "`spin` {} → `rwspin` {} ({:+.0}%)",
             si(s.requests_per_sec.median),

@@ -1,9 +1,9 @@
 //! From a run's measurements to its row of the report, the row-count check, and which
 //! layouts placed their threads alike (pure).
 
+use super::PlannedLayout;
 use crate::oltp::report::{LayoutRun, OltpReport, ThreadRun};
 use crate::oltp::{InsertOutcome, StopRule};
-use crate::placement::Plan;
 use crate::topology::Topology;
 
 /// What the engine measured of one run.
@@ -23,13 +23,14 @@ pub(super) struct Measured {
 /// `--duration`), latencies, and the row check — the table must hold exactly the rows it
 /// held before plus every row committed (`expected`).
 pub(super) fn layout_run(
-    plan: &Plan,
+    layout: &PlannedLayout,
     round: usize,
     stop: StopRule,
     res: &Measured,
     outcome: &InsertOutcome,
     (in_table, expected): (u64, u64),
 ) -> LayoutRun {
+    let plan = &layout.plan;
     let elapsed: Vec<u64> = outcome.threads.iter().map(|t| t.elapsed_ns).collect();
     let elapsed_ns = match stop {
         StopRule::RowsPerThread(_) => elapsed.iter().copied().max().unwrap_or(0),
@@ -40,7 +41,7 @@ pub(super) fn layout_run(
     let h = &outcome.latency_ns;
     let nonempty = |v: u64| if h.is_empty() { 0 } else { v };
     LayoutRun {
-        placement: plan.request.clone(),
+        placement: layout.request.clone(),
         threads: plan.threads.len(),
         round,
         inserts_per_sec: per_sec(rows, elapsed_ns),
@@ -96,10 +97,15 @@ pub fn row_check_failure(rep: &OltpReport) -> Option<anyhow::Error> {
 /// Notes for layouts that put every thread where an earlier layout did (e.g. `all` is
 /// `one-per-core` when the cores have one usable thread each), with the reason only when
 /// it is the reason.
-pub fn same_placements(topo: &Topology, plans: &[Plan]) -> Vec<String> {
+pub fn same_placements(topo: &Topology, layouts: &[PlannedLayout]) -> Vec<String> {
     let mut notes = Vec::new();
-    for (i, p) in plans.iter().enumerate() {
-        if let Some(q) = plans[..i].iter().find(|q| q.threads == p.threads) {
+    for (i, l) in layouts.iter().enumerate() {
+        let p = &l.plan;
+        if let Some(q) = layouts[..i]
+            .iter()
+            .map(|q| &q.plan)
+            .find(|q| q.threads == p.threads)
+        {
             let allowed = topo.allowed();
             let single = p
                 .cpus()
@@ -143,11 +149,11 @@ mod tests {
     use crate::cpuset::CpuSet;
     use crate::oltp::BackendPinning;
     use crate::oltp::workload::ThreadOutcome;
-    use crate::placement::ThreadPlacement;
+    use crate::placement::{Plan, Request, ThreadPlacement};
     use hdrhistogram::Histogram;
 
-    fn plan(request: &str, cpus: &[u32]) -> Plan {
-        Plan {
+    fn plan(request: &str, cpus: &[u32]) -> PlannedLayout {
+        let plan = Plan {
             request: request.into(),
             threads: cpus
                 .iter()
@@ -160,6 +166,10 @@ mod tests {
             oversubscribed: false,
             notes: vec![],
             scope: None,
+        };
+        PlannedLayout {
+            request: Request::parse(request).unwrap(),
+            plan,
         }
     }
 

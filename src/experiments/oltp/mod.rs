@@ -16,3 +16,13 @@ mod run;
 
 pub use analysis::{median, per_sec, row_check_failure, same_placements};
 pub use run::{Say, plan_layouts, run};
+
+use crate::placement::{Plan, Request};
+
+/// A layout this machine can place: the request (as the report names it) and where its
+/// threads go.
+#[derive(Debug, Clone)]
+pub struct PlannedLayout {
+    pub request: Request,
+    pub plan: Plan,
+}

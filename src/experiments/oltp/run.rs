@@ -1,12 +1,13 @@
 //! Orchestration: plan the layouts, open the database, run every layout round by round on
 //! an engine, count the rows after each run, close the database on every path.
 
+use super::PlannedLayout;
 use super::analysis::{self, Measured, same_placements};
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Interrupted, NotPossible};
 use crate::oltp::report::{LayoutRun, OltpReport, SkippedLayout};
 use crate::oltp::{BackendPinning, Db, DbTarget, InsertWorkload, OltpConfig, StopRule, workload};
-use crate::placement::{Plan, PlanError};
+use crate::placement::PlanError;
 use crate::render;
 use crate::topology::Topology;
 use anyhow::{Context, Result};
@@ -17,15 +18,21 @@ pub type Say<'a> = dyn FnMut(&str) + 'a;
 
 /// The layouts `cfg` asks for, planned on `topo`: the possible ones, and the ones this
 /// machine cannot place (no SMT sibling, too few CPUs) with the reason.
-pub fn plan_layouts(topo: &Topology, cfg: &OltpConfig) -> Result<(Vec<Plan>, Vec<SkippedLayout>)> {
+pub fn plan_layouts(
+    topo: &Topology,
+    cfg: &OltpConfig,
+) -> Result<(Vec<PlannedLayout>, Vec<SkippedLayout>)> {
     let mut plans = Vec::new();
     let mut skipped = Vec::new();
     for l in &cfg.layouts {
         match crate::placement::plan_within(topo, l, cfg.threads, cfg.within) {
-            Ok(p) => plans.push(p),
+            Ok(plan) => plans.push(PlannedLayout {
+                request: l.clone(),
+                plan,
+            }),
             Err(e @ (PlanError::NoSmt { .. } | PlanError::NotEnough { .. })) => {
                 skipped.push(SkippedLayout {
-                    placement: l.to_string(),
+                    placement: l.clone(),
                     reason: e.to_string(),
                 })
             }
@@ -69,12 +76,16 @@ pub fn run(
 
     let clients: crate::cpuset::CpuSet = plans
         .iter()
-        .flat_map(|p| &p.threads)
+        .flat_map(|l| &l.plan.threads)
         .fold(crate::cpuset::CpuSet::new(), |a, t| a.union(&t.cpus));
     for w in engine.hygiene(&clients) {
         say(&format!("warning: {w}"));
     }
-    let max_threads = plans.iter().map(|p| p.threads.len()).max().unwrap_or(1);
+    let max_threads = plans
+        .iter()
+        .map(|l| l.plan.threads.len())
+        .max()
+        .unwrap_or(1);
     let db = Db::open(&cfg.db, cfg.durability, max_threads)
         .with_context(|| format!("opening {}", cfg.db))?;
     say(&db.describe());
@@ -106,16 +117,16 @@ pub fn run(
 fn empty_report(
     cfg: &OltpConfig,
     db: &Db,
-    plans: &[Plan],
+    plans: &[PlannedLayout],
     skipped: Vec<SkippedLayout>,
 ) -> OltpReport {
     OltpReport {
         db: cfg.db.to_string(),
         db_version: db.version().to_string(),
         db_description: db.describe(),
-        schema: cfg.table.schema.to_string(),
-        key: cfg.table.key.to_string(),
-        durability: cfg.durability.to_string(),
+        schema: cfg.table.schema,
+        key: cfg.table.key,
+        durability: cfg.durability,
         rows_per_txn: cfg.table.rows_per_txn,
         threads: cfg.threads,
         prefill_rows: cfg.prefill,
@@ -131,7 +142,7 @@ fn empty_report(
         backend_pinning: db.backend_pinning().to_string(),
         runs: Vec::new(),
         skipped,
-        scope: plans.iter().find_map(|p| p.scope.clone()),
+        scope: plans.iter().find_map(|l| l.plan.scope.clone()),
         interrupted: false,
     }
 }
@@ -141,21 +152,21 @@ fn run_all(
     engine: &dyn Engine,
     cfg: &OltpConfig,
     db: &Db,
-    plans: &[Plan],
+    plans: &[PlannedLayout],
     rep: &mut OltpReport,
     say: &mut Say<'_>,
 ) -> Result<()> {
     let total = plans.len() * cfg.repeat;
     let mut k = 0;
     for round in 0..cfg.repeat {
-        for plan in plans {
+        for layout in plans {
             k += 1;
             crate::interrupt::check()?;
-            let run = run_layout(engine, cfg, db, plan, round, (k, total), say)
-                .with_context(|| format!("layout {} (round {round})", plan.request))?;
+            let run = run_layout(engine, cfg, db, layout, round, (k, total), say)
+                .with_context(|| format!("layout {} (round {round})", layout.request))?;
             say(&format!(
                 "[{k}/{total}] {}: {} inserts/s, {} rows, check {}",
-                plan.request,
+                layout.request,
                 render::thousands(run.inserts_per_sec.round() as u64),
                 render::thousands(run.rows_committed),
                 if run.rows_verified { "ok" } else { "FAILED" }
@@ -176,11 +187,12 @@ fn run_layout(
     engine: &dyn Engine,
     cfg: &OltpConfig,
     db: &Db,
-    plan: &Plan,
+    layout: &PlannedLayout,
     round: usize,
     (k, total): (usize, usize),
     say: &mut Say<'_>,
 ) -> Result<LayoutRun> {
+    let plan = &layout.plan;
     say(&format!(
         "[{k}/{total}] {}: preparing the table{}",
         plan.request,
@@ -229,7 +241,7 @@ fn run_layout(
     let in_table = db.count_rows(&cfg.table)?;
     let expected = before + outcome.rows_committed();
     Ok(analysis::layout_run(
-        plan,
+        layout,
         round,
         cfg.stop,
         &res,

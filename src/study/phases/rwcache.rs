@@ -81,7 +81,7 @@ impl Phase for RwcachePhase {
                 .iter()
                 .filter_map(|x| {
                     Some(RwcacheRow {
-                        scheme: x.scheme.to_string(),
+                        scheme: x.scheme,
                         threads: x.threads,
                         requests_per_sec: x.requests_per_sec?,
                         lock_cpu_share: x.lock_cpu_share.map(|s| s.median),

@@ -1,6 +1,7 @@
-//! `smtlab rwcache`: seed 003's metadata cache under every scheme — one line per run on
-//! stderr while it goes, then the scheme table, the lock stats, the seed's before/after
-//! table (`spin` → `rwspin`), the read-side cost and the best scheme; `--json` for the model.
+//! `smtlab rwcache`: a read-mostly metadata cache under every scheme — one line per run on
+//! stderr while it goes, then the scheme table, the lock stats, the before/after table
+//! (`spin` → `rwspin`, as SQL Server 2016 RTM → CU2), the read-side cost and the best
+//! scheme; `--json` for the model.
 
 use crate::engine::RealEngine;
 use crate::experiments::rwcache::{self, BeforeAfter, RwcacheConfig, RwcacheReport, SchemeResult};
@@ -218,7 +219,7 @@ fn lock_stats_table(r: &RwcacheReport) -> String {
 /// `spin` → `rwspin` at one thread count.
 fn before_after_table(b: &BeforeAfter) -> String {
     let mut o = format!(
-        "\n== before/after at {} thread{} (seed 003: RTM → CU2) ==\n",
+        "\n== before/after at {} thread{} (as SQL Server 2016 RTM → CU2) ==\n",
         b.threads,
         if b.threads == 1 { "" } else { "s" }
     );

@@ -39,7 +39,7 @@ pub struct OltpReport {
     pub runs: Vec<LayoutRun>,
     /// Layouts not possible here, with the reason.
     pub skipped: Vec<SkippedLayout>,
-    /// The unit the seed layouts stayed inside (`--within`); None when no layout was scoped.
+    /// The unit the scoped layouts stayed inside (`--within`); None when no layout was scoped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<crate::placement::ScopeUnit>,
     /// True when Ctrl-C cut the invocation short (the runs so far are kept).

@@ -544,7 +544,7 @@ fn oltp(o: &mut String, r: &Report) {
 }
 
 fn rwcache(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"rwcache\">\n<h2>Read-mostly cache under reader/writer schemes (rwcache, seed 003)</h2>\n");
+    o.push_str("<section id=\"rwcache\">\n<h2>Read-mostly cache under reader/writer schemes (rwcache)</h2>\n");
     let Some(w) = &r.rwcache else {
         missing(o, r, super::PhaseName::Rwcache);
         o.push_str("</section>\n");

@@ -74,7 +74,7 @@ pub struct Report {
     pub neighbors: Option<NeighborsSection>,
     /// Seeds 001/002: singleton inserts on a real database, per layout.
     pub oltp: Option<OltpSection>,
-    /// Seed 003: a read-mostly cache under different reader/writer schemes.
+    /// A read-mostly cache under different reader/writer schemes.
     pub rwcache: Option<RwcacheSection>,
     /// The answer in plain words.
     pub verdict: Verdict,

@@ -391,7 +391,7 @@ fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
             "Compare the layouts above; the `pairs` layout (clients on siblings) did not run."
                 .into()
         } else {
-            "Without siblings the layouts that differ on SMT machines coincide here; the numbers are this machine's insert baseline. On an SMT machine, `pairs` vs `one-per-core` (seed 001's comparison) tells what HT is worth for this insert path.".into()
+            "Without siblings the layouts that differ on SMT machines coincide here; the numbers are this machine's insert baseline. On an SMT machine, `pairs` vs `one-per-core` (the same clients on half the cores) tells what HT is worth for this insert path.".into()
         };
     }
     Finding {

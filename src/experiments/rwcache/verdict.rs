@@ -15,7 +15,7 @@ pub fn notes(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     if hypervisor {
-        notes.push("running under a hypervisor: vCPU preemption and host neighbours can distort lock results".into());
+        notes.push(crate::render::Caveat::Hypervisor { kind: None }.to_string());
     }
     if results.iter().any(|r| r.oversubscribed) {
         notes.push("some thread counts exceed the CPUs given: threads time-share CPUs, and a preempted lock holder stalls the spinning schemes".into());
@@ -76,7 +76,7 @@ fn plural(n: usize) -> &'static str {
 
 fn before_after_line(b: &BeforeAfter) -> String {
     format!(
-        "spin → rwspin at {} thread{}: requests/s {:+.1} %{}, {}, CPU per request {:+.1} % (seed 003: +12.5 % requests/s, 31.8 % of CPU in the spinlock before)",
+        "spin → rwspin at {} thread{}: requests/s {:+.1} %{}, {}, CPU per request {:+.1} % (SQL Server 2016 CU2 made this change: +12.5 % batches/s; its spinlock had taken 31.8 % of the CPU)",
         b.threads,
         plural(b.threads),
         b.requests_change_pct,

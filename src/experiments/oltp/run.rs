@@ -47,7 +47,8 @@ pub fn plan_layouts(
 /// Ctrl-C ends the run at the next step and returns the runs so far with
 /// `interrupted: true`; the database is closed (a managed cluster stopped and removed) on
 /// every path. A failed row check is in the report (`rows_verified: false`), not an error:
-/// [`row_check_failure`] turns it into one after the report is written.
+/// [`row_check_failure`](super::row_check_failure) turns it into one after the report is
+/// written.
 pub fn run(
     engine: &dyn Engine,
     topo: &Topology,

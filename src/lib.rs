@@ -21,11 +21,11 @@
 //! - [`interrupt`]: Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
 //! - [`limits`]: The upper bounds on counts, sizes and times users may ask for, with one refusal wording.
 //! - [`locks`]: The lock library: every measured lock behind one trait, with switchable instrumentation.
-//! - [`oltp`]: Singleton inserts on real databases (SQLite, PostgreSQL by URL or managed): seeds 001/002.
+//! - [`oltp`]: Singleton inserts on real databases (SQLite, PostgreSQL by URL or managed).
 //! - [`placement`]: The placement planner: topology + request → CPUs per thread.
 //! - [`render`]: Shared text renderers (tables, number formats).
 //! - [`report`]: The study's one data model (`results.json`) and its HTML, Markdown and SVG renderers.
-//! - [`rwcache`]: A read-mostly metadata cache under seven protection schemes, from a spinlock to RCU (seed 003).
+//! - [`rwcache`]: A read-mostly metadata cache under seven protection schemes, from a spinlock to RCU.
 //! - [`stats`]: Statistics over samples: medians, MAD, outliers, bootstrap CIs, verdicts, fairness.
 //! - [`tempstate`]: Temporary directories with an owner lock, and the sweep that removes those whose smtlab is gone.
 //! - [`study`]: `study`: a loop over phases, each an experiment sized to its share of a time budget, into one report.

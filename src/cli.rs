@@ -374,9 +374,9 @@ struct OltpArgs {
 }
 
 /// Turns the `oltp` options into a validated config.
-fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
+fn oltp_config(a: OltpArgs) -> Result<crate::oltp::OltpConfig> {
     use crate::oltp::{
-        Config, DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec, parse_layouts,
+        DbTarget, Durability, KeyMode, OltpConfig, Schema, StopRule, TableSpec, parse_layouts,
     };
     let stop = match a.rows_per_thread {
         Some(r) => StopRule::RowsPerThread(r),
@@ -395,7 +395,7 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
         None => std::time::Duration::from_secs(1),
     };
     let layouts = parse_layouts(a.configs.as_deref().unwrap_or(&a.placement))?;
-    let cfg = Config {
+    let cfg = OltpConfig {
         db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file)?,
         table: TableSpec {
             schema: Schema::parse(&a.schema)?,
@@ -538,7 +538,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
         ),
         "oltp" => {
             use crate::oltp::{DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec};
-            let oc = crate::oltp::Config {
+            let oc = crate::oltp::OltpConfig {
                 db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file.clone())?,
                 table: TableSpec {
                     schema: Schema::parse(&a.schema)?,
@@ -948,7 +948,7 @@ struct RwcacheArgs {
 
 fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
     use crate::error::BadInput;
-    use crate::experiments::rwcache::{Config, TableSpec};
+    use crate::experiments::rwcache::{RwcacheConfig, TableSpec};
     let bad = |m: String| anyhow::Error::new(BadInput(m));
     let schemes =
         crate::rwcache::parse_schemes(&a.scheme).map_err(|e| bad(format!("--scheme: {e}")))?;
@@ -985,22 +985,21 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
             .map_err(|e| bad(format!("--warmup: {e}")))?,
         crate::duration::parse_measured(&a.duration, "--duration")?,
     );
-    let exp = Config {
+    let exp = RwcacheConfig::new(
         schemes,
         threads,
         placement,
-        within: a.within.within,
-        table: TableSpec {
+        a.within.within,
+        TableSpec {
             entries: a.entries,
             lookups: a.lookups,
             write_ratio: a.write_ratio,
             work_ns: a.work_ns,
         },
         spec,
-        repeat: a.repeat,
-        seed: a.seed,
-    };
-    exp.validate()?;
+        a.repeat,
+        a.seed,
+    )?;
     Ok(commands::rwcache::Config {
         root: a.root.sysfs_root,
         exp,

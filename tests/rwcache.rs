@@ -5,7 +5,7 @@
 
 use assert_cmd::Command;
 use smtlab::engine::{FakeEngine, RunSpec};
-use smtlab::experiments::rwcache::{self, Config, TableSpec};
+use smtlab::experiments::rwcache::{self, RwcacheConfig, TableSpec};
 use smtlab::placement::Request;
 use smtlab::rwcache::{Entry, Layout, SchemeKind};
 use smtlab::stats::SplitMix64;
@@ -259,16 +259,17 @@ fn topo() -> smtlab::topology::Topology {
 
 #[test]
 fn fake_engine_report_has_every_table() {
-    let cfg = Config {
-        schemes: SchemeKind::ALL.to_vec(),
-        threads: vec![1, 2],
-        placement: Request::Spread,
-        within: smtlab::placement::Scope::Package,
-        table: TableSpec::default(),
-        spec: RunSpec::new(Duration::ZERO, Duration::from_millis(100)),
-        repeat: 3,
-        seed: 1,
-    };
+    let cfg = RwcacheConfig::new(
+        SchemeKind::ALL.to_vec(),
+        vec![1, 2],
+        Request::Spread,
+        smtlab::placement::Scope::Package,
+        TableSpec::default(),
+        RunSpec::new(Duration::ZERO, Duration::from_millis(100)),
+        3,
+        1,
+    )
+    .unwrap();
     let fake = FakeEngine::new(5);
     let mut seen = 0;
     let r = rwcache::run(&fake, &topo(), &cfg, &mut |_, _, _, _| seen += 1).unwrap();

@@ -160,7 +160,9 @@ fn an_smt_machine_gets_sibling_findings() {
     );
     let o = r.oltp.as_ref().unwrap();
     assert!(
-        o.summary.iter().any(|s| s.placement == "pairs"),
+        o.summary
+            .iter()
+            .any(|s| s.placement == smtlab::placement::Request::Pairs),
         "pairs ran on SMT"
     );
     let md = report::markdown::render(&r);

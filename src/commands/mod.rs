@@ -8,7 +8,7 @@ pub mod oltp;
 pub mod plan;
 /// `smtlab report`: re-render a study's HTML and Markdown from its results.json.
 pub mod report;
-/// `smtlab rwcache`: the reader/writer scheme comparison, table and JSON.
+/// `smtlab rwcache`: the read-mostly cache's scheme comparison, table and JSON.
 pub mod rwcache;
 /// `smtlab study`: every experiment within a budget, into results.json, report.html, summary.md.
 pub mod study;

@@ -15,7 +15,7 @@ pub enum WorkloadChoice {
     /// Appends to one shared page under a lock of the library.
     HotPage(LockKind),
     /// Real singleton inserts (`oltp`'s insert path) on the given database.
-    Oltp(Box<crate::oltp::Config>),
+    Oltp(Box<crate::oltp::OltpConfig>),
 }
 
 #[derive(Debug, Clone)]

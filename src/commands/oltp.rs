@@ -1,18 +1,17 @@
 //! `smtlab oltp`: runs [`crate::experiments::oltp`] on this machine and prints its report
-//! (or, with `--dry-run`, the placements only).
+//! as a table (or JSON; or, with `--dry-run`, the placements only).
 
 use crate::engine::RealEngine;
-use crate::experiments::oltp::{self as experiment, same_placements};
-use crate::oltp::Config;
-use crate::oltp::report::{self, SkippedLayout};
-use crate::placement::Plan;
+use crate::experiments::oltp::{self as experiment, PlannedLayout, same_placements};
+use crate::oltp::OltpConfig;
+use crate::oltp::report::{OltpReport, SkippedLayout};
 use crate::render;
 use anyhow::Result;
 use std::io::Write;
 
 /// Runs the command; step narration goes to stderr, the report to `out`. A Ctrl-C'd run
 /// writes the runs so far and exits 130; a failed row check writes the report, then fails.
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &OltpConfig, out: &mut dyn Write) -> Result<()> {
     cfg.validate()?;
     let topo = super::topology_for_run(&cfg.sysfs_root, cfg.dry_run, true)?;
     if cfg.dry_run {
@@ -20,7 +19,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         return dry_run(cfg, &topo, &plans, &skipped, out);
     }
     let rep = experiment::run(&RealEngine, &topo, cfg, &mut |m| crate::say!("oltp: {m}"))?;
-    super::emit(out, cfg.json, &rep, report::render_text, rep.interrupted)?;
+    super::emit(out, cfg.json, &rep, render_text, rep.interrupted)?;
     match experiment::row_check_failure(&rep) {
         Some(e) => Err(e),
         None => Ok(()),
@@ -28,12 +27,13 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
 }
 
 fn dry_run(
-    cfg: &Config,
+    cfg: &OltpConfig,
     topo: &crate::topology::Topology,
-    plans: &[Plan],
+    layouts: &[PlannedLayout],
     skipped: &[SkippedLayout],
     out: &mut dyn Write,
 ) -> Result<()> {
+    let plans: Vec<_> = layouts.iter().map(|l| &l.plan).collect();
     if cfg.json {
         let v = serde_json::json!({ "layouts": plans, "skipped": skipped });
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
@@ -86,8 +86,101 @@ fn dry_run(
     for s in skipped {
         writeln!(out, "\nskipped {}: {}", s.placement, s.reason)?;
     }
-    for n in same_placements(topo, plans) {
+    for n in same_placements(topo, layouts) {
         writeln!(out, "\nnote: {n}")?;
     }
     Ok(())
+}
+
+/// The terminal table.
+pub fn render_text(r: &OltpReport) -> String {
+    let mut out = String::new();
+    let stop = match (r.rows_per_thread, r.duration_ns) {
+        (Some(rows), _) => format!("{} rows per thread", render::thousands(rows)),
+        (None, Some(ns)) => format!("{} per run", render::duration_ns(ns as f64)),
+        _ => String::new(),
+    };
+    out.push_str(&format!(
+        "oltp: {} ({} key, {} row(s)/txn, durability {}) on {}\n",
+        r.schema, r.key, r.rows_per_txn, r.durability, r.db_description
+    ));
+    if let Some(u) = &r.scope {
+        out.push_str(&format!("layouts {}\n", u));
+    }
+    out.push_str(&format!(
+        "{} threads, {stop}, prefill {} rows; backends: {}\n\n",
+        r.threads,
+        render::thousands(r.prefill_rows),
+        r.backend_pinning
+    ));
+    let mut rows = vec![
+        [
+            "PLACEMENT",
+            "THREADS",
+            "ROUND",
+            "INSERTS/S",
+            "ELAPSED",
+            "THREAD MIN",
+            "MEDIAN",
+            "MAX",
+            "COMMIT P50",
+            "P99",
+            "MAX",
+            "ROWS",
+            "CHECK",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for run in &r.runs {
+        let d = |ns: u64| render::duration_ns(ns as f64);
+        rows.push(vec![
+            run.placement.to_string(),
+            run.threads.to_string(),
+            run.round.to_string(),
+            render::thousands(run.inserts_per_sec.round() as u64),
+            d(run.elapsed_ns),
+            d(run.thread_elapsed_min_ns),
+            d(run.thread_elapsed_median_ns),
+            d(run.thread_elapsed_max_ns),
+            render::latency_ns(run.commit_latency_p50_ns),
+            render::latency_ns(run.commit_latency_p99_ns),
+            render::latency_ns(run.commit_latency_max_ns),
+            render::thousands(run.rows_in_table),
+            if run.rows_verified {
+                "ok".into()
+            } else {
+                format!("LOST? expected {}", render::thousands(run.rows_expected))
+            },
+        ]);
+    }
+    if !r.runs.is_empty() {
+        out.push_str(&render::table(&rows));
+    }
+    for s in &r.skipped {
+        out.push_str(&format!("skipped {}: {}\n", s.placement, s.reason));
+    }
+    for run in &r.runs {
+        if run.pinning_violations > 0 {
+            out.push_str(&format!(
+                "warning: {} (round {}): {} thread(s) seen outside their CPUs\n",
+                run.placement, run.round, run.pinning_violations
+            ));
+        }
+    }
+    if r.interrupted {
+        out.push_str("interrupted: the runs above finished before Ctrl-C\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oltp::report::tests::sample;
+
+    #[test]
+    fn renders_table() {
+        insta::assert_snapshot!(render_text(&sample()));
+    }
 }

@@ -1,9 +1,10 @@
-//! `smtlab rwcache`: seed 003's metadata cache under every scheme — one line per run on
-//! stderr while it goes, then the scheme table, the lock stats, the seed's before/after
-//! table (`spin` → `rwspin`), the read-side cost and the best scheme; `--json` for the model.
+//! `smtlab rwcache`: a read-mostly metadata cache under every scheme — one line per run on
+//! stderr while it goes, then the scheme table, the lock stats, the before/after table
+//! (`spin` → `rwspin`, as SQL Server 2016 RTM → CU2), the read-side cost and the best
+//! scheme; `--json` for the model.
 
 use crate::engine::RealEngine;
-use crate::experiments::rwcache::{self, Config as Exp, RwcacheReport, SchemeResult};
+use crate::experiments::rwcache::{self, BeforeAfter, RwcacheConfig, RwcacheReport, SchemeResult};
 use crate::render::{self, si, thousands};
 use crate::rwcache::SchemeKind;
 use anyhow::Result;
@@ -14,7 +15,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub root: PathBuf,
-    pub exp: Exp,
+    pub exp: RwcacheConfig,
     pub json: bool,
 }
 
@@ -58,6 +59,28 @@ fn rps(r: &SchemeResult) -> f64 {
 
 /// The end-of-run text.
 pub fn human(r: &RwcacheReport) -> String {
+    let mut o = header(r);
+    o.push_str(&schemes_table(r));
+    o.push_str(&lock_stats_table(r));
+    for b in &r.before_after {
+        o.push_str(&before_after_table(b));
+    }
+    o.push_str(&read_cost_table(r));
+    o.push_str("\nVerdict:\n");
+    for v in &r.verdict {
+        o.push_str(&format!("  {v}\n"));
+    }
+    for n in &r.notes {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    if r.results.iter().any(|s| !s.pinning_ok) {
+        o.push_str("warning: a thread was seen outside its pinned CPU\n");
+    }
+    o
+}
+
+/// What ran: the table, the runs, the placement.
+fn header(r: &RwcacheReport) -> String {
     let mut o = String::new();
     o.push_str(&format!(
         "rwcache: {} entries ({} slots, {}-slot shards), {} lookup{} per request, write ratio {}, {} run{} of {:.1} s per scheme, placement {}\n",
@@ -81,8 +104,12 @@ pub fn human(r: &RwcacheReport) -> String {
             r.table.work_ns
         ));
     }
+    o
+}
 
-    o.push_str("\n== requests and CPU in the lock ==\n");
+/// Requests, CPU and CPU in the lock per scheme and thread count, then the reference.
+fn schemes_table(r: &RwcacheReport) -> String {
+    let mut o = String::from("\n== requests and CPU in the lock ==\n");
     let mut rows = vec![vec![
         "THREADS".to_string(),
         "SCHEME".into(),
@@ -129,8 +156,12 @@ pub fn human(r: &RwcacheReport) -> String {
         ]);
     }
     o.push_str(&render::table(&rows));
+    o
+}
 
-    o.push_str("\n== lock stats (totals over runs; R = reads, W = writes) ==\n");
+/// Read and write lock stats per scheme and thread count.
+fn lock_stats_table(r: &RwcacheReport) -> String {
+    let mut o = String::from("\n== lock stats (totals over runs; R = reads, W = writes) ==\n");
     let mut rows = vec![vec![
         "THREADS".to_string(),
         "SCHEME".into(),
@@ -182,52 +213,60 @@ pub fn human(r: &RwcacheReport) -> String {
         ]);
     }
     o.push_str(&render::table(&rows));
+    o
+}
 
-    for b in &r.before_after {
+/// `spin` → `rwspin` at one thread count.
+fn before_after_table(b: &BeforeAfter) -> String {
+    let mut o = format!(
+        "\n== before/after at {} thread{} (as SQL Server 2016 RTM → CU2) ==\n",
+        b.threads,
+        if b.threads == 1 { "" } else { "s" }
+    );
+    let rows = vec![
+        vec![
+            "".to_string(),
+            "% CPU".into(),
+            "% CPU IN LOCK".into(),
+            "REQUESTS/S".into(),
+            "CPU NS/REQ".into(),
+        ],
+        vec![
+            format!("{} (before)", b.before.scheme),
+            format!("{:.1}", b.before.cpu_pct),
+            render::or_dash(b.before.lock_cpu_pct, |x| format!("{x:.1}")),
+            si(b.before.requests_per_sec),
+            ns(b.before.cpu_ns_per_request),
+        ],
+        vec![
+            format!("{} (after)", b.after.scheme),
+            format!("{:.1}", b.after.cpu_pct),
+            render::or_dash(b.after.lock_cpu_pct, |x| format!("{x:.1}")),
+            si(b.after.requests_per_sec),
+            ns(b.after.cpu_ns_per_request),
+        ],
+        vec![
+            "change".into(),
+            format!("{:+.1} pts", b.after.cpu_pct - b.before.cpu_pct),
+            render::or_dash(b.lock_cpu_change_pts, |x| format!("{x:+.1} pts")),
+            format!("{:+.1} %", b.requests_change_pct),
+            format!("{:+.1} %", b.cpu_per_request_change_pct),
+        ],
+    ];
+    o.push_str(&render::table(&rows));
+    if let (Some(c), Some(v)) = (b.requests_ratio, b.verdict) {
         o.push_str(&format!(
-            "\n== before/after at {} thread{} (seed 003: RTM → CU2) ==\n",
-            b.threads,
-            if b.threads == 1 { "" } else { "s" }
+            "requests/s ratio {:.3} (95% CI {:.3}–{:.3}): {v}\n",
+            c.estimate, c.low, c.high
         ));
-        let rows = vec![
-            vec![
-                "".to_string(),
-                "% CPU".into(),
-                "% CPU IN LOCK".into(),
-                "REQUESTS/S".into(),
-                "CPU NS/REQ".into(),
-            ],
-            vec![
-                format!("{} (before)", b.before.scheme),
-                format!("{:.1}", b.before.cpu_pct),
-                render::or_dash(b.before.lock_cpu_pct, |x| format!("{x:.1}")),
-                si(b.before.requests_per_sec),
-                ns(b.before.cpu_ns_per_request),
-            ],
-            vec![
-                format!("{} (after)", b.after.scheme),
-                format!("{:.1}", b.after.cpu_pct),
-                render::or_dash(b.after.lock_cpu_pct, |x| format!("{x:.1}")),
-                si(b.after.requests_per_sec),
-                ns(b.after.cpu_ns_per_request),
-            ],
-            vec![
-                "change".into(),
-                format!("{:+.1} pts", b.after.cpu_pct - b.before.cpu_pct),
-                render::or_dash(b.lock_cpu_change_pts, |x| format!("{x:+.1} pts")),
-                format!("{:+.1} %", b.requests_change_pct),
-                format!("{:+.1} %", b.cpu_per_request_change_pct),
-            ],
-        ];
-        o.push_str(&render::table(&rows));
-        if let (Some(c), Some(v)) = (b.requests_ratio, b.verdict) {
-            o.push_str(&format!(
-                "requests/s ratio {:.3} (95% CI {:.3}–{:.3}): {v}\n",
-                c.estimate, c.low, c.high
-            ));
-        }
     }
+    o
+}
 
+/// Lock CPU per lookup and requests/s per thread across thread counts, when more than one
+/// thread count ran.
+fn read_cost_table(r: &RwcacheReport) -> String {
+    let mut o = String::new();
     if r.read_cost.iter().any(|c| c.by_threads.len() > 1) {
         o.push_str(
             "\n== read-side cost: lock CPU ns per lookup (by subtraction), requests/s per thread ==\n",
@@ -271,17 +310,6 @@ pub fn human(r: &RwcacheReport) -> String {
             rows.push(row);
         }
         o.push_str(&render::table(&rows));
-    }
-
-    o.push_str("\nVerdict:\n");
-    for v in &r.verdict {
-        o.push_str(&format!("  {v}\n"));
-    }
-    for n in &r.notes {
-        o.push_str(&format!("note: {n}\n"));
-    }
-    if r.results.iter().any(|s| !s.pinning_ok) {
-        o.push_str("warning: a thread was seen outside its pinned CPU\n");
     }
     o
 }

@@ -6,5 +6,5 @@ pub mod diagnosis;
 pub mod lockscan;
 pub mod neighbors;
 pub mod oltp;
-/// Seed 003: a read-mostly metadata cache under spin, reader/writer, brlock, seqlock and RCU schemes.
+/// A read-mostly metadata cache under spin, reader/writer, brlock, seqlock and RCU schemes.
 pub mod rwcache;

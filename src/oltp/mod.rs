@@ -1,11 +1,12 @@
 //! `oltp`: singleton inserts from N client threads into a real database — bundled SQLite,
 //! an existing PostgreSQL server, or a throwaway PostgreSQL cluster smtlab manages — with
-//! the client threads (and local server backends) pinned per a placement plan. Seeds 001
-//! and 002 on a real engine.
+//! the client threads (and local server backends) pinned per a placement plan: two
+//! published SQL Server single-row insert tests (tables `seed-001`, `seed-002`) redone on
+//! open databases.
 //!
 //! Codemap:
 //! - [`target`]: what `--db` names; password redaction.
-//! - [`schema`]: the seeds' tables, INSERTs and keys in both SQL dialects.
+//! - [`schema`]: the insert tests' tables, INSERTs and keys in both SQL dialects.
 //! - [`managed`]: find, `initdb`, start, stop and remove a PostgreSQL cluster.
 //! - [`db`]: the engine-agnostic [`Db`] and per-thread [`Session`] (the insert path).
 //! - [`wire`]: a blocking PostgreSQL protocol client for the insert hot path.
@@ -58,7 +59,7 @@ pub const MAX_THREADS: usize = crate::limits::MAX_CONNECTIONS as usize;
 
 /// A validated `smtlab oltp` invocation.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct OltpConfig {
     /// The database.
     pub db: DbTarget,
     /// Table and transaction shape.
@@ -78,7 +79,8 @@ pub struct Config {
     pub warmup: Duration,
     /// Layouts to compare, run interleaved round by round.
     pub layouts: Vec<Request>,
-    /// The unit the seed layouts stay inside (one package by default).
+    /// The unit the scoped layouts (one-per-core, pairs, all, …) stay inside (one package
+    /// by default).
     pub within: crate::placement::Scope,
     /// Rounds.
     pub repeat: usize,
@@ -90,7 +92,7 @@ pub struct Config {
     pub json: bool,
 }
 
-impl Config {
+impl OltpConfig {
     /// Checks values a type cannot: threads, rows, durations, repeat, layouts.
     pub fn validate(&self) -> Result<(), BadInput> {
         if self.threads == 0 {

@@ -1,7 +1,8 @@
-//! The `oltp` result model (serde; the JSON is this model) and its terminal rendering.
-//! Units live in field names.
+//! The `oltp` result model (serde; the JSON is this model). Units live in field names;
+//! the terminal table is in `commands::oltp`.
 
-use crate::render;
+use super::{Durability, KeyMode, Schema};
+use crate::placement::Request;
 use serde::{Deserialize, Serialize};
 
 /// Everything one `smtlab oltp` invocation measured.
@@ -15,11 +16,11 @@ pub struct OltpReport {
     /// Where and how, in one line (never a password).
     pub db_description: String,
     /// `seed-001` or `seed-002`.
-    pub schema: String,
+    pub schema: Schema,
     /// `sequential` or `random`.
-    pub key: String,
+    pub key: KeyMode,
     /// `full` or `delayed`.
-    pub durability: String,
+    pub durability: Durability,
     /// Rows per transaction.
     pub rows_per_txn: u32,
     /// Client threads per run.
@@ -38,7 +39,7 @@ pub struct OltpReport {
     pub runs: Vec<LayoutRun>,
     /// Layouts not possible here, with the reason.
     pub skipped: Vec<SkippedLayout>,
-    /// The unit the seed layouts stayed inside (`--within`); None when no layout was scoped.
+    /// The unit the scoped layouts stayed inside (`--within`); None when no layout was scoped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<crate::placement::ScopeUnit>,
     /// True when Ctrl-C cut the invocation short (the runs so far are kept).
@@ -48,8 +49,9 @@ pub struct OltpReport {
 /// A layout that was skipped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkippedLayout {
-    /// The placement request.
-    pub placement: String,
+    /// The placement request, as on the command line (`pairs`, `cpus:0,2`).
+    #[serde(with = "request_as_text")]
+    pub placement: Request,
     /// Why it is not possible here.
     pub reason: String,
 }
@@ -57,8 +59,9 @@ pub struct SkippedLayout {
 /// One run of one layout.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutRun {
-    /// The placement request.
-    pub placement: String,
+    /// The placement request, as on the command line (`pairs`, `cpus:0,2`).
+    #[serde(with = "request_as_text")]
+    pub placement: Request,
     /// Client threads in this run.
     pub threads: usize,
     /// Round number, from 0 (`--repeat`).
@@ -121,117 +124,37 @@ pub struct ThreadRun {
     pub commit_latency_p99_ns: u64,
 }
 
-/// Median of a list (upper median for even lengths; 0 when empty).
-pub fn median(v: &[u64]) -> u64 {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s.get(s.len() / 2).copied().unwrap_or(0)
-}
+/// A placement [`Request`] in JSON as the text the command line takes (`one-per-core`,
+/// `cpus:0,2`), so reports stay readable and compare with `--configs`:
+/// `#[serde(with = "request_as_text")]`.
+pub mod request_as_text {
+    use crate::placement::Request;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
-/// `n` per second of `ns`.
-pub fn per_sec(n: u64, ns: u64) -> f64 {
-    if ns == 0 {
-        0.0
-    } else {
-        n as f64 * 1e9 / ns as f64
+    pub fn serialize<S: Serializer>(r: &Request, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(r)
     }
-}
 
-/// The terminal table.
-pub fn render_text(r: &OltpReport) -> String {
-    let mut out = String::new();
-    let stop = match (r.rows_per_thread, r.duration_ns) {
-        (Some(rows), _) => format!("{} rows per thread", render::thousands(rows)),
-        (None, Some(ns)) => format!("{} per run", render::duration_ns(ns as f64)),
-        _ => String::new(),
-    };
-    out.push_str(&format!(
-        "oltp: {} ({} key, {} row(s)/txn, durability {}) on {}\n",
-        r.schema, r.key, r.rows_per_txn, r.durability, r.db_description
-    ));
-    if let Some(u) = &r.scope {
-        out.push_str(&format!("layouts {}\n", u));
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Request, D::Error> {
+        let s = String::deserialize(d)?;
+        Request::parse(&s).map_err(D::Error::custom)
     }
-    out.push_str(&format!(
-        "{} threads, {stop}, prefill {} rows; backends: {}\n\n",
-        r.threads,
-        render::thousands(r.prefill_rows),
-        r.backend_pinning
-    ));
-    let mut rows = vec![
-        [
-            "PLACEMENT",
-            "THREADS",
-            "ROUND",
-            "INSERTS/S",
-            "ELAPSED",
-            "THREAD MIN",
-            "MEDIAN",
-            "MAX",
-            "COMMIT P50",
-            "P99",
-            "MAX",
-            "ROWS",
-            "CHECK",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for run in &r.runs {
-        let d = |ns: u64| render::duration_ns(ns as f64);
-        rows.push(vec![
-            run.placement.clone(),
-            run.threads.to_string(),
-            run.round.to_string(),
-            render::thousands(run.inserts_per_sec.round() as u64),
-            d(run.elapsed_ns),
-            d(run.thread_elapsed_min_ns),
-            d(run.thread_elapsed_median_ns),
-            d(run.thread_elapsed_max_ns),
-            render::latency_ns(run.commit_latency_p50_ns),
-            render::latency_ns(run.commit_latency_p99_ns),
-            render::latency_ns(run.commit_latency_max_ns),
-            render::thousands(run.rows_in_table),
-            if run.rows_verified {
-                "ok".into()
-            } else {
-                format!("LOST? expected {}", render::thousands(run.rows_expected))
-            },
-        ]);
-    }
-    if !r.runs.is_empty() {
-        out.push_str(&render::table(&rows));
-    }
-    for s in &r.skipped {
-        out.push_str(&format!("skipped {}: {}\n", s.placement, s.reason));
-    }
-    for run in &r.runs {
-        if run.pinning_violations > 0 {
-            out.push_str(&format!(
-                "warning: {} (round {}): {} thread(s) seen outside their CPUs\n",
-                run.placement, run.round, run.pinning_violations
-            ));
-        }
-    }
-    if r.interrupted {
-        out.push_str("interrupted: the runs above finished before Ctrl-C\n");
-    }
-    out
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample() -> OltpReport {
+    /// A report with one run and one skipped layout.
+    pub(crate) fn sample() -> OltpReport {
         OltpReport {
             db: "postgres://u:***@h/db".into(),
             db_version: "PostgreSQL 15.8".into(),
             db_description: "PostgreSQL 15.8 at postgres://u:***@h/db (synchronous_commit=on)"
                 .into(),
-            schema: "seed-001".into(),
-            key: "sequential".into(),
-            durability: "full".into(),
+            schema: Schema::Seed001,
+            key: KeyMode::Sequential,
+            durability: Durability::Full,
             rows_per_txn: 2,
             threads: 2,
             prefill_rows: 1000,
@@ -241,7 +164,7 @@ mod tests {
             backend_pinning: "only client threads pinned: remote".into(),
             scope: None,
             runs: vec![LayoutRun {
-                placement: "one-per-core".into(),
+                placement: Request::OnePerCore,
                 threads: 2,
                 round: 0,
                 inserts_per_sec: 12_345.6,
@@ -264,7 +187,7 @@ mod tests {
                 per_thread: vec![],
             }],
             skipped: vec![SkippedLayout {
-                placement: "pairs".into(),
+                placement: Request::Pairs,
                 reason: "no SMT".into(),
             }],
             interrupted: false,
@@ -272,24 +195,31 @@ mod tests {
     }
 
     #[test]
-    fn renders_table() {
-        insta::assert_snapshot!(render_text(&sample()));
-    }
-
-    #[test]
     fn json_round_trips_with_units_in_names() {
         let r = sample();
         let j = serde_json::to_value(&r).unwrap();
         assert_eq!(j["runs"][0]["rows_verified"], true);
+        // Enums in the model, the same strings in the JSON as before they were enums.
+        assert_eq!(j["schema"], "seed-001");
+        assert_eq!(j["key"], "sequential");
+        assert_eq!(j["durability"], "full");
+        assert_eq!(j["runs"][0]["placement"], "one-per-core");
+        assert_eq!(j["skipped"][0]["placement"], "pairs");
         assert!(j["runs"][0]["inserts_per_sec"].as_f64().unwrap() > 12_000.0);
         let back: OltpReport = serde_json::from_value(j).unwrap();
         assert_eq!(back, r);
     }
 
     #[test]
-    fn median_is_upper_for_even() {
-        assert_eq!(median(&[3, 1, 2]), 2);
-        assert_eq!(median(&[4, 1, 3, 2]), 3);
-        assert_eq!(median(&[]), 0);
+    fn placements_read_back_from_their_command_line_text() {
+        let mut r = sample();
+        r.runs[0].placement = Request::Cpus(crate::cpuset::CpuSet::from_cpus([0, 2, 3]));
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["runs"][0]["placement"], "cpus:0,2-3");
+        let back: OltpReport = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(back, r);
+        let mut bad = j;
+        bad["runs"][0]["placement"] = "bogus".into();
+        assert!(serde_json::from_value::<OltpReport>(bad).is_err());
     }
 }

@@ -1,35 +1,38 @@
-//! The seeds' tables and INSERTs, in PostgreSQL and SQLite dialects, and the keys the
-//! client threads insert.
+//! The tables and INSERTs of two SQL Server single-row insert tests, in PostgreSQL and
+//! SQLite dialects, and the keys the client threads insert.
 //!
 //! | schema | PostgreSQL | SQLite |
 //! |---|---|---|
-//! | `seed-001` | `c1 bigint PRIMARY KEY, c2 timestamp DEFAULT localtimestamp, c3 char(111) DEFAULT 'a', c4 int DEFAULT 1, c5 int DEFAULT 2, c6 bigint DEFAULT 42` | `c1 INTEGER PRIMARY KEY` (the rowid: clustered, like the seed's `PRIMARY KEY CLUSTERED`), `c2 TEXT DEFAULT CURRENT_TIMESTAMP`, `c3 TEXT DEFAULT` 'a' padded to 111 characters (SQLite does not pad `char(n)`), `c4`…`c6 INTEGER` with the same defaults |
+//! | `seed-001` | `c1 bigint PRIMARY KEY, c2 timestamp DEFAULT localtimestamp, c3 char(111) DEFAULT 'a', c4 int DEFAULT 1, c5 int DEFAULT 2, c6 bigint DEFAULT 42` | `c1 INTEGER PRIMARY KEY` (the rowid: clustered, like the original's `PRIMARY KEY CLUSTERED`), `c2 TEXT DEFAULT CURRENT_TIMESTAMP`, `c3 TEXT DEFAULT` 'a' padded to 111 characters (SQLite does not pad `char(n)`), `c4`…`c6 INTEGER` with the same defaults |
 //! | `seed-002`, sequential | `id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, dt timestamp, spid int, guid uuid, str varchar(100)` | `id INTEGER PRIMARY KEY` (rowid = max+1, SQLite's identity), `dt TEXT, spid INTEGER, guid BLOB, str TEXT` |
 //! | `seed-002`, random | identity `id` without index, `guid uuid PRIMARY KEY` | `WITHOUT ROWID` table clustered on `guid BLOB PRIMARY KEY`, `id INTEGER` left NULL (SQLite has identities only as the rowid) |
 //!
-//! Keys (`--key`): `seed-001` sequential inserts `(thread + 1) × 10^10 + i` as the seed's
-//! `@@SPID × 10^10 + @i` (each thread appends to its own hot page); random inserts a 63-bit
+//! Keys (`--key`): `seed-001` sequential inserts `(thread + 1) × 10^10 + i` as the original
+//! T-SQL's `@@SPID × 10^10 + @i` (each thread appends to its own hot page); random inserts a 63-bit
 //! bijective scramble of that number, so keys are spread over the whole index yet never
 //! collide. `seed-002` always lets the engine number `id`; its `guid` is a UUID v4 made in the
-//! server on PostgreSQL (`gen_random_uuid()`, like the seed's `newid()`, PostgreSQL ≥ 13)
+//! server on PostgreSQL (`gen_random_uuid()`, like T-SQL's `newid()`, PostgreSQL ≥ 13)
 //! and by the client thread on SQLite (16 random bytes with the v4 bits), and `spid` is
-//! the backend's pid on PostgreSQL (the seed's `@@spid`) and the thread index on SQLite.
+//! the backend's pid on PostgreSQL (T-SQL's `@@spid`) and the thread index on SQLite.
 //! `--prefill` rows get random keys from the engine's own random function.
 
 use crate::error::BadInput;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The `str` column of seed 002.
+/// The `str` column of the `seed-002` table.
 pub const SEED002_STR: &str = "this is a string for me and for you";
 
-/// Which of the seeds' tables.
+/// Which table: `seed-001` or `seed-002`, after the two insert tests they reproduce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum Schema {
-    /// Seed 001: `MyBigTable`, a 150-byte row keyed by a client-chosen bigint.
+    /// `seed-001`: a 150-byte row keyed by a client-chosen bigint (`MyBigTable` of the blog
+    /// post "SQL Server, Hyper-Threading and OLTP Workloads").
+    #[serde(rename = "seed-001")]
     Seed001,
-    /// Seed 002: `ins`, an identity-keyed row with a timestamp, session id, uuid and string.
+    /// `seed-002`: an identity-keyed row with a timestamp, session id, uuid and string
+    /// (`ins`, from a SQL Server single-row insert test).
+    #[serde(rename = "seed-002")]
     Seed002,
 }
 
@@ -101,7 +104,7 @@ impl fmt::Display for KeyMode {
 pub enum Durability {
     /// Wait: SQLite `synchronous=FULL`, PostgreSQL `synchronous_commit=on`.
     Full,
-    /// Don't wait (the seeds' Delayed Durability = FORCED): SQLite `synchronous=OFF`,
+    /// Don't wait (SQL Server's `DELAYED_DURABILITY = FORCED`): SQLite `synchronous=OFF`,
     /// PostgreSQL `synchronous_commit=off`. A crash may lose the last commits, never
     /// corrupt the database.
     Delayed,
@@ -139,7 +142,7 @@ pub struct TableSpec {
     pub schema: Schema,
     /// Sequential or random keys.
     pub key: KeyMode,
-    /// Rows per transaction: one multi-row INSERT, committed on its own (the seed's
+    /// Rows per transaction: one multi-row INSERT, committed on its own (the original's
     /// `BEGIN; INSERT … VALUES (…),(…); COMMIT`).
     pub rows_per_txn: u32,
 }
@@ -230,7 +233,7 @@ impl TableSpec {
     }
 
     /// PostgreSQL: the prepared INSERT of one transaction (`rows_per_txn` rows).
-    /// Seed 001 binds one key per row (`$1`…`$k`); seed 002 binds the spid once (`$1`).
+    /// `seed-001` binds one key per row (`$1`…`$k`); `seed-002` binds the spid once (`$1`).
     pub fn pg_insert(&self) -> String {
         let t = self.schema.table();
         let k = self.rows_per_txn as usize;
@@ -249,8 +252,8 @@ impl TableSpec {
         }
     }
 
-    /// SQLite: the prepared INSERT of one transaction. Seed 001 binds keys `?1`…`?k`;
-    /// seed 002 binds the spid as `?1` and the guids as `?2`…`?(k+1)`.
+    /// SQLite: the prepared INSERT of one transaction. `seed-001` binds keys `?1`…`?k`;
+    /// `seed-002` binds the spid as `?1` and the guids as `?2`…`?(k+1)`.
     pub fn sqlite_insert(&self) -> String {
         let t = self.schema.table();
         let k = self.rows_per_txn as usize;
@@ -277,7 +280,7 @@ impl TableSpec {
     }
 }
 
-/// Base of thread `t`'s sequential keys: `(t + 1) × 10^10`, as the seed's `@@SPID × 10^10`.
+/// Base of thread `t`'s sequential keys: `(t + 1) × 10^10`, as T-SQL's `@@SPID × 10^10`.
 pub fn key_base(thread: usize) -> i64 {
     (thread as i64 + 1) * 10_000_000_000
 }

@@ -24,7 +24,7 @@ use std::time::Instant;
 pub enum StopRule {
     /// When the engine's duration is over.
     Duration,
-    /// After this many rows (seed 001: each session inserts a fixed number of rows), or
+    /// After this many rows (as `seed-001`'s procedure: each session a fixed count), or
     /// earlier if the engine stops it.
     RowsPerThread(u64),
 }

@@ -533,7 +533,7 @@ fn oltp(o: &mut String, r: &Report) {
         .iter()
         .enumerate()
         .map(|(i, s)| Group {
-            caption: s.placement.clone(),
+            caption: s.placement.to_string(),
             bars: vec![Bar {
                 label: String::new(),
                 value: s.inserts_per_sec.median,
@@ -572,11 +572,11 @@ fn rwcache(o: &mut String, r: &Report) {
     };
     para(o, "note", &tables::rwcache_settings(w));
     interrupted_note(o, r, super::PhaseName::Rwcache);
-    let mut schemes: Vec<String> = Vec::new();
+    let mut schemes: Vec<crate::rwcache::SchemeKind> = Vec::new();
     let mut threads: Vec<usize> = Vec::new();
     for row in &w.rows {
         if !schemes.contains(&row.scheme) {
-            schemes.push(row.scheme.clone());
+            schemes.push(row.scheme);
         }
         if !threads.contains(&row.threads) {
             threads.push(row.threads);
@@ -610,7 +610,7 @@ fn rwcache(o: &mut String, r: &Report) {
         "Requests per second by scheme and thread count",
         "requests/s",
         &groups,
-        &schemes,
+        &schemes.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         None,
         false,
     ));

@@ -334,7 +334,9 @@ pub struct OltpSection {
 /// One layout over its rounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OltpLayoutSummary {
-    pub placement: String,
+    /// The layout, as on the command line (`one-per-core`, `pairs`).
+    #[serde(with = "crate::oltp::report::request_as_text")]
+    pub placement: crate::placement::Request,
     pub inserts_per_sec: Summary,
     /// Median commit latency p99 over rounds, ns.
     pub commit_latency_p99_ns: u64,
@@ -354,7 +356,7 @@ pub struct RwcacheSection {
 /// One scheme at one thread count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RwcacheRow {
-    pub scheme: String,
+    pub scheme: crate::rwcache::SchemeKind,
     pub threads: usize,
     pub requests_per_sec: Summary,
     /// Median share of the threads' time spent in the lock code, 0–1, when measured.

@@ -276,7 +276,7 @@ pub fn oltp(o: &super::OltpSection) -> Table {
     ]);
     for s in &o.summary {
         t.rows.push(vec![
-            s.placement.clone(),
+            s.placement.to_string(),
             s.inserts_per_sec.n.to_string(),
             summary(&s.inserts_per_sec),
             format!(
@@ -294,7 +294,7 @@ pub fn oltp(o: &super::OltpSection) -> Table {
     }
     for s in &o.result.skipped {
         t.rows.push(vec![
-            s.placement.clone(),
+            s.placement.to_string(),
             "0".into(),
             "skipped".into(),
             "–".into(),
@@ -317,7 +317,7 @@ pub fn oltp_runs(o: &super::OltpSection) -> Table {
     ]);
     for r in &o.result.runs {
         t.rows.push(vec![
-            r.placement.clone(),
+            r.placement.to_string(),
             r.round.to_string(),
             thousands(r.inserts_per_sec.round().max(0.0) as u64),
             thousands(r.rows_committed),
@@ -353,7 +353,7 @@ pub fn rwcache(w: &RwcacheSection) -> Table {
     let mut t = Table::new(&["SCHEME", "THREADS", "REQUESTS/S", "CPU IN LOCK"]);
     for r in &w.rows {
         t.rows.push(vec![
-            r.scheme.clone(),
+            r.scheme.to_string(),
             r.threads.to_string(),
             summary(&r.requests_per_sec),
             r.lock_cpu_share

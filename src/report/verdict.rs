@@ -20,7 +20,9 @@ use super::{
     WorkloadClass,
 };
 use crate::experiments::diagnosis::Diagnosis;
+use crate::placement::Request;
 use crate::render::{count, si_sig, sig};
+use crate::rwcache::SchemeKind;
 use crate::stats::{Comparison, Effect, Summary, Thresholds};
 use crate::topology::Proximity;
 
@@ -246,12 +248,17 @@ fn is_sqlite(o: &super::OltpSection) -> bool {
 }
 
 /// Per round, layout `a`'s inserts/s ÷ layout `b`'s in the same round.
-fn oltp_paired(o: &super::OltpSection, a: &str, b: &str, t: Thresholds) -> Option<Comparison> {
-    let rate = |p: &str, round: usize| {
+fn oltp_paired(
+    o: &super::OltpSection,
+    a: &Request,
+    b: &Request,
+    t: Thresholds,
+) -> Option<Comparison> {
+    let rate = |p: &Request, round: usize| {
         o.result
             .runs
             .iter()
-            .find(|x| x.placement == p && x.round == round)
+            .find(|x| x.placement == *p && x.round == round)
             .map(|x| x.inserts_per_sec)
     };
     let rounds: Vec<usize> = {
@@ -269,11 +276,11 @@ fn oltp_paired(o: &super::OltpSection, a: &str, b: &str, t: Thresholds) -> Optio
 }
 
 /// The CPUs each thread of layout `p`'s first run was pinned to.
-fn oltp_cpus(o: &super::OltpSection, p: &str) -> Option<Vec<String>> {
+fn oltp_cpus(o: &super::OltpSection, p: &Request) -> Option<Vec<String>> {
     o.result
         .runs
         .iter()
-        .find(|r| r.placement == p)
+        .find(|r| r.placement == *p)
         .map(|r| r.per_thread.iter().map(|t| t.cpus.clone()).collect())
 }
 
@@ -296,7 +303,10 @@ fn inserts_answer(r: &Report, smt: bool) -> Answer {
     if !smt {
         return not_answered(class, no_smt_reason(r), section);
     }
-    let (Some(_), Some(_)) = (oltp_cpus(o, "one-per-core"), oltp_cpus(o, "all")) else {
+    let (Some(_), Some(_)) = (
+        oltp_cpus(o, &Request::OnePerCore),
+        oltp_cpus(o, &Request::All),
+    ) else {
         return not_answered(
             class,
             "oltp did not run both `one-per-core` and `all`, the SMT-off and SMT-on layouts \
@@ -305,7 +315,7 @@ fn inserts_answer(r: &Report, smt: bool) -> Answer {
             section,
         );
     };
-    match oltp_paired(o, "all", "one-per-core", Thresholds::YIELD) {
+    match oltp_paired(o, &Request::All, &Request::OnePerCore, Thresholds::YIELD) {
         Some(c) => Answer {
             class,
             answer: yield_answer(c.effect),
@@ -756,30 +766,36 @@ fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
         })
         .collect();
     let mut evidence = Vec::new();
-    let same = |a: &str, b: &str| {
+    let same = |a: &Request, b: &Request| {
         let x = oltp_cpus(o, a);
         x.is_some() && x == oltp_cpus(o, b)
     };
     for (a, what) in [
-        ("all", "SMT yield: all ÷ one-per-core"),
-        ("pairs", "per thread on a shared core: pairs ÷ one-per-core"),
+        (Request::All, "SMT yield: all ÷ one-per-core"),
+        (
+            Request::Pairs,
+            "per thread on a shared core: pairs ÷ one-per-core",
+        ),
     ] {
         // A single-writer database cannot show what a sibling adds: no yield is computed.
-        if is_sqlite(o) || oltp_cpus(o, a).is_none() || oltp_cpus(o, "one-per-core").is_none() {
+        if is_sqlite(o)
+            || oltp_cpus(o, &a).is_none()
+            || oltp_cpus(o, &Request::OnePerCore).is_none()
+        {
             continue;
         }
-        if same(a, "one-per-core") {
+        if same(&a, &Request::OnePerCore) {
             obs.push(format!(
                 "`{a}` and `one-per-core` placed the clients on the same CPUs here, so they differ only by noise"
             ));
             continue;
         }
-        let t = if a == "all" {
+        let t = if a == Request::All {
             Thresholds::YIELD
         } else {
             Thresholds::SLOWDOWN
         };
-        if let Some(c) = oltp_paired(o, a, "one-per-core", t) {
+        if let Some(c) = oltp_paired(o, &a, &Request::OnePerCore, t) {
             obs.push(format!("{what} = {}", ratio_of(&c, "")));
             evidence.push(Evidence {
                 what: format!("inserts/s, {what}"),
@@ -819,10 +835,10 @@ fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
 
 fn rwcache_finding(w: &super::RwcacheSection) -> Finding {
     let top = w.rows.iter().map(|r| r.threads).max().unwrap_or(1);
-    let at = |s: &str| w.rows.iter().find(|r| r.threads == top && r.scheme == s);
+    let at = |s: SchemeKind| w.rows.iter().find(|r| r.threads == top && r.scheme == s);
     let mut obs = Vec::new();
-    if let Some(b) = w.result.best.as_ref().map(|b| b.overall.to_string())
-        && let Some(row) = at(&b)
+    if let Some(b) = w.result.best.as_ref().map(|b| b.overall)
+        && let Some(row) = at(b)
     {
         obs.push(format!(
             "best at {}: `{b}` {} requests/s",
@@ -830,7 +846,7 @@ fn rwcache_finding(w: &super::RwcacheSection) -> Finding {
             pm(&row.requests_per_sec)
         ));
     }
-    if let (Some(s), Some(rw)) = (at("spin"), at("rwspin")) {
+    if let (Some(s), Some(rw)) = (at(SchemeKind::Spin), at(SchemeKind::RwSpin)) {
         obs.push(format!(
             "`spin` {} → `rwspin` {} ({:+.1} %, medians)",
             si_sig(s.requests_per_sec.median, 3),
@@ -1027,7 +1043,7 @@ mod tests {
             .result
             .runs
             .iter()
-            .find(|x| x.placement == "one-per-core")
+            .find(|x| x.placement == Request::OnePerCore)
             .unwrap()
             .clone();
         o.result.runs.clear();
@@ -1036,7 +1052,7 @@ mod tests {
             one.round = k;
             one.inserts_per_sec = 10_000.0;
             let mut all = one.clone();
-            all.placement = "all".into();
+            all.placement = Request::All;
             all.inserts_per_sec = 10_000.0 * y;
             for t in &mut all.per_thread {
                 t.cpus.push_str(",x");

@@ -1,5 +1,6 @@
-//! A read-mostly metadata cache (seed 003's `CMED_HASH_SET`) under seven protection schemes,
-//! each instrumented alike, so `smtlab rwcache` can show what a shared reader line costs.
+//! A read-mostly metadata cache (like SQL Server's `CMED_HASH_SET`, looked up on every
+//! statement) under seven protection schemes, each instrumented alike, so `smtlab rwcache`
+//! can show what a shared reader line costs.
 //!
 //! The table is an open-addressing hash table of [`Entry`]s (fixed keys `0..entries`, 48-byte
 //! values) laid out by [`Layout`]: slots are split into power-of-two *shards* and a key probes
@@ -23,7 +24,7 @@
 //! after a collision, so contended waiting (spins, backoffs, sleeps: hundreds of ns and more)
 //! is timed exactly, and the uncontended path is never timed.
 //!
-//! The CPU spent *in the lock* (the seed's "spinlock % CPU") is measured by subtraction, not by
+//! The CPU spent *in the lock* (a profile's "spinlock % CPU") is measured by subtraction, not by
 //! timing the lock code: the reference scheme `none` ([`SchemeKind::Unlocked`], [`Unlocked`])
 //! runs the identical lookups and replacements with no lock, on one thread, interleaved with
 //! the other schemes in every round; a scheme's lock CPU per request is its CPU ns per

@@ -5,7 +5,8 @@
 //! readers back off so a writer is not starved by overlapping readers), readers counted from
 //! bit 2, as ck_rwlock's writer-biased lock. Every reader does a `fetch_add` and a `fetch_sub`
 //! on the one word, so with two reading threads the line moves between their caches on
-//! every lookup: the cost this scheme keeps from `spin` (REFERENCE §2.7).
+//! every lookup: the cost this scheme keeps from `spin`, and the one `brlock`, `seqlock`
+//! and `rcu` remove (their readers write nothing shared).
 //! Waits use the `backoff` lock's schedule ([`super::wait::Backoff`]).
 
 use super::wait::{Backoff, Wait};

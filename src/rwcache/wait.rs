@@ -1,6 +1,6 @@
 //! The wait loop the rwcache schemes share, instrumented as the lock library's locks are.
 //!
-//! [`Backoff`] is the `backoff` lock's schedule (REFERENCE §2.1/§2.4, `locks/backoff.rs`):
+//! [`Backoff`] is the `backoff` lock's schedule (`locks/backoff.rs`):
 //! PAUSE delays sized in time, doubling from 256 ns to 16 µs until 64 µs were spent, then 4
 //! `sched_yield`s, then sleeps doubling from 50 µs to 1 ms. So `rwspin`, `brlock` and the
 //! seqlock/rcu writer locks wait exactly like `spin` does, and their counts compare.
@@ -213,7 +213,8 @@ fn use_tsc() -> bool {
 /// A timestamp for short sections: `lfence; rdtsc; lfence` on x86_64 with a trusted TSC, so
 /// the section's instructions cannot drift across the reads (an unfenced `rdtsc` lets them
 /// overlap, which made a two-load section look like 10 ns here); `CLOCK_MONOTONIC` in ns
-/// elsewhere. Not `cpuid`: a VM exit under KVM (REFERENCE §2.2).
+/// elsewhere. Not `cpuid`: it always exits to the hypervisor in a VM (Intel SDM vol. 3C,
+/// "Instructions That Cause VM Exits Unconditionally").
 #[inline(always)]
 pub fn ticks() -> u64 {
     #[cfg(target_arch = "x86_64")]

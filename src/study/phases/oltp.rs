@@ -17,7 +17,7 @@ const RUN_COST: Duration = Duration::from_millis(60);
 /// The sized phase.
 #[derive(Debug, Clone)]
 pub struct OltpPhase {
-    pub config: oltp::Config,
+    pub config: oltp::OltpConfig,
     /// Layouts this machine can place (the others are reported as skipped).
     pub possible: usize,
 }
@@ -54,7 +54,7 @@ impl OltpPhase {
             (ms(300), Duration::from_secs(20)),
             (ms(100), Duration::from_secs(2)),
         );
-        let config = oltp::Config {
+        let config = oltp::OltpConfig {
             db: ctx.cfg.db.clone(),
             table: oltp::TableSpec {
                 schema: oltp::Schema::Seed001,
@@ -109,23 +109,23 @@ impl Phase for OltpPhase {
 
 /// Per layout over rounds, in the order layouts first ran.
 pub fn summarise(r: &OltpReport) -> Vec<OltpLayoutSummary> {
-    let mut names: Vec<&str> = Vec::new();
+    let mut layouts: Vec<&Request> = Vec::new();
     for run in &r.runs {
-        if !names.contains(&run.placement.as_str()) {
-            names.push(&run.placement);
+        if !layouts.contains(&&run.placement) {
+            layouts.push(&run.placement);
         }
     }
-    names
+    layouts
         .into_iter()
-        .filter_map(|n| {
-            let runs: Vec<_> = r.runs.iter().filter(|x| x.placement == n).collect();
+        .filter_map(|l| {
+            let runs: Vec<_> = r.runs.iter().filter(|x| x.placement == *l).collect();
             let rates: Vec<f64> = runs.iter().map(|x| x.inserts_per_sec).collect();
             let p99: Vec<f64> = runs
                 .iter()
                 .map(|x| x.commit_latency_p99_ns as f64)
                 .collect();
             Some(OltpLayoutSummary {
-                placement: n.to_string(),
+                placement: l.clone(),
                 inserts_per_sec: Summary::of(&rates)?,
                 commit_latency_p99_ns: stats::median(&p99).round() as u64,
                 rows_verified: runs.iter().all(|x| x.rows_verified),
@@ -148,5 +148,40 @@ mod tests {
         let t = sized(4, 2, QUICK, PhaseName::Oltp, OltpPhase::size).unwrap();
         assert_eq!(t.config.threads, 4);
         assert_eq!(t.possible, 3);
+    }
+
+    #[test]
+    fn layouts_are_summarised_over_their_rounds_in_run_order() {
+        let mut r = crate::oltp::report::tests::sample();
+        let run = r.runs[0].clone();
+        let with = |placement: Request, rate: f64, p99: u64, ok: bool| {
+            let mut x = run.clone();
+            x.placement = placement;
+            x.inserts_per_sec = rate;
+            x.commit_latency_p99_ns = p99;
+            x.rows_verified = ok;
+            x
+        };
+        // Rounds interleaved: pairs, one-per-core, pairs, one-per-core, pairs.
+        r.runs = vec![
+            with(Request::Pairs, 100.0, 10, true),
+            with(Request::OnePerCore, 200.0, 20, true),
+            with(Request::Pairs, 300.0, 30, false),
+            with(Request::OnePerCore, 400.0, 40, true),
+            with(Request::Pairs, 200.0, 50, true),
+        ];
+        let s = summarise(&r);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].placement, Request::Pairs, "first to run, first listed");
+        assert_eq!(
+            (s[0].inserts_per_sec.n, s[0].inserts_per_sec.median),
+            (3, 200.0)
+        );
+        assert_eq!(s[0].commit_latency_p99_ns, 30);
+        assert!(!s[0].rows_verified, "one failed round fails the layout");
+        assert_eq!(s[1].placement, Request::OnePerCore);
+        assert_eq!(s[1].inserts_per_sec.median, 300.0);
+        assert_eq!(s[1].commit_latency_p99_ns, 30, "median of 20 and 40");
+        assert!(s[1].rows_verified);
     }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 /// The sized phase.
 #[derive(Debug, Clone)]
 pub struct RwcachePhase {
-    pub config: rwcache::Config,
+    pub config: rwcache::RwcacheConfig,
 }
 
 pub fn size(ctx: &SizeCtx<'_>) -> Result<Box<dyn Phase>> {
@@ -39,17 +39,17 @@ impl RwcachePhase {
             (ms(80), Duration::from_secs(5)),
             (ms(20), Duration::from_secs(1)),
         );
-        let config = rwcache::Config {
+        let seed = 3;
+        let config = rwcache::RwcacheConfig::new(
             schemes,
             threads,
-            placement: Request::Spread,
-            within: ctx.cfg.within,
-            table: rwcache::TableSpec::default(),
-            spec: RunSpec::new(warm, measure),
-            repeat: ctx.repeat,
-            seed: 3,
-        };
-        config.validate()?;
+            Request::Spread,
+            ctx.cfg.within,
+            rwcache::TableSpec::default(),
+            RunSpec::new(warm, measure),
+            ctx.repeat,
+            seed,
+        )?;
         Ok(RwcachePhase { config })
     }
 
@@ -81,7 +81,7 @@ impl Phase for RwcachePhase {
                 .iter()
                 .filter_map(|x| {
                     Some(RwcacheRow {
-                        scheme: x.scheme.to_string(),
+                        scheme: x.scheme,
                         threads: x.threads,
                         requests_per_sec: x.requests_per_sec?,
                         lock_cpu_share: x.lock_cpu_share.map(|s| s.median),

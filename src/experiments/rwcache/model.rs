@@ -1,0 +1,206 @@
+//! The rwcache result model: the JSON is this model serialised; renderers read it. Units
+//! live in field names.
+
+use crate::cpuset::CpuSet;
+use crate::locks::LockSummary;
+use crate::placement;
+use crate::rwcache::SchemeKind;
+use crate::stats::{Ci, Summary, Verdict};
+use serde::{Deserialize, Serialize};
+
+use super::TableSpec;
+
+/// Bumped when the JSON layout changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// One scheme at one thread count, over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchemeResult {
+    pub scheme: SchemeKind,
+    pub threads: usize,
+    /// CPUs the threads were pinned to.
+    pub cpus: CpuSet,
+    /// Some CPU carried more than one thread.
+    pub oversubscribed: bool,
+    /// Every reader writes one shared line (spin, rwspin, rwlock, parking_lot-rw).
+    pub shared_reader_line: bool,
+    pub runs: usize,
+    /// Requests per second (all threads), over runs.
+    pub requests_per_sec: Option<Summary>,
+    /// Lookups per second, median run.
+    pub lookups_per_sec: f64,
+    /// Threads' CPU time ÷ (wall time × threads), median over runs, 0–1 (a process's
+    /// "% CPU" as a monitor shows it).
+    pub cpu_share: f64,
+    /// Share of the threads' CPU spent in the lock, by subtraction, over runs, 0–1 (what a
+    /// profile shows as a spinlock's share of CPU): per run, (CPU ns per request − the
+    /// `none` reference's median CPU ns per request) floored at 0, ÷ CPU ns per request.
+    /// None without a reference run.
+    pub lock_cpu_share: Option<Summary>,
+    /// CPU per request attributed to the lock (same subtraction), median over runs, ns.
+    pub lock_cpu_ns_per_request: Option<f64>,
+    /// `lock_cpu_ns_per_request` ÷ lookups per request, median over runs, ns: the lock's
+    /// cost per lookup (writes, 1 in 10^4 requests by default, included).
+    pub lock_cpu_ns_per_lookup: Option<f64>,
+    /// Waiting after a collision (timed from the collision: wait − sleeps) ÷ the threads'
+    /// CPU time, median over runs, 0–1: the contended part of the lock's CPU. rwlock and
+    /// parking_lot-rw wait inside their own code, so theirs includes time parked.
+    pub wait_cpu_share: f64,
+    /// Threads' CPU time per request, median over runs, ns.
+    pub cpu_ns_per_request: f64,
+    /// Writer's lock code (acquire + release, waits included) per write, mean, ns
+    /// (fenced TSC around each write, timer cost subtracted); 0 without writes.
+    pub write_lock_ns_per_write: f64,
+    /// Read side, all runs merged (counts are totals over `runs`).
+    pub reads: LockSummary,
+    /// Write side, all runs merged.
+    pub writes: LockSummary,
+    /// Writer wait (collision → acquired, uncontended writes as 0), 99th percentile, ns.
+    pub writer_wait_p99_ns: u64,
+    /// Longest writer wait, ns.
+    pub writer_wait_max_ns: u64,
+    /// Seqlock reads that copied again because a writer ran (0 for other schemes).
+    pub read_retries: u64,
+    /// False for rwlock / parking_lot-rw: their spins and backoffs are not visible (0 here).
+    pub spins_visible: bool,
+    /// Voluntary context switches, all threads and runs (blocking, yields, sleeps).
+    pub voluntary_ctx_switches: u64,
+    /// Involuntary context switches (preemptions), all threads and runs.
+    pub involuntary_ctx_switches: u64,
+    /// Pinning held in every run.
+    pub pinning_ok: bool,
+    /// Per-run requests/s, in run order.
+    pub run_requests_per_sec: Vec<f64>,
+}
+
+/// The `none` reference (the request loop with no lock, 1 thread) over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceResult {
+    /// Always `none`.
+    pub scheme: SchemeKind,
+    /// Always 1.
+    pub threads: usize,
+    pub cpus: CpuSet,
+    pub runs: usize,
+    pub requests_per_sec: Option<Summary>,
+    /// Threads' CPU time per request, over runs, ns; its median is subtracted.
+    pub cpu_ns_per_request: Option<Summary>,
+    /// Threads' CPU time ÷ wall time, median over runs, 0–1.
+    pub cpu_share: f64,
+    pub pinning_ok: bool,
+}
+
+/// One row of the before/after table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BeforeAfterRow {
+    pub scheme: SchemeKind,
+    /// Threads' CPU busy, % of their wall time.
+    pub cpu_pct: f64,
+    /// CPU in the lock (by subtraction), % of the scheme's CPU; None without a reference.
+    pub lock_cpu_pct: Option<f64>,
+    /// Requests per second, median.
+    pub requests_per_sec: f64,
+    /// CPU per request, ns.
+    pub cpu_ns_per_request: f64,
+}
+
+/// `spin` → `rwspin` at one thread count: the before/after table of SQL Server 2016's
+/// move from a spinlock to a reader/writer spinlock (RTM → CU2), measured here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BeforeAfter {
+    pub threads: usize,
+    pub before: BeforeAfterRow,
+    pub after: BeforeAfterRow,
+    /// after ÷ before − 1, %.
+    pub requests_change_pct: f64,
+    /// Change of the CPU-in-lock share, percentage points.
+    pub lock_cpu_change_pts: Option<f64>,
+    /// Change of CPU per request, %.
+    pub cpu_per_request_change_pct: f64,
+    /// Bootstrap 95 % CI of requests/s after ÷ before (None with one run each).
+    pub requests_ratio: Option<Ci>,
+    /// Faster / slower / no difference (beyond ±2 %).
+    pub verdict: Option<Verdict>,
+}
+
+/// One scheme's read-side cost across thread counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadCost {
+    pub scheme: SchemeKind,
+    pub shared_reader_line: bool,
+    /// (threads, lock CPU ns per lookup, requests/s per thread).
+    pub by_threads: Vec<ReadCostAt>,
+    /// Requests/s at the most threads ÷ at 1 thread (None without a 1-thread run).
+    pub scaling: Option<f64>,
+}
+
+/// Read cost at one thread count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadCostAt {
+    pub threads: usize,
+    /// Lock CPU per lookup (by subtraction), ns.
+    pub lock_cpu_ns_per_lookup: Option<f64>,
+    /// Requests per second per thread.
+    pub requests_per_sec_per_thread: f64,
+}
+
+/// The winner at one thread count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestAt {
+    pub threads: usize,
+    pub scheme: SchemeKind,
+    pub requests_per_sec: f64,
+    pub runner_up: Option<SchemeKind>,
+    /// Bootstrap 95 % CI of best ÷ runner-up requests/s.
+    pub over_runner_up: Option<Ci>,
+    /// Whether the lead is beyond noise.
+    pub verdict: Option<Verdict>,
+}
+
+/// The best scheme overall and per thread count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Best {
+    /// Highest geometric mean of (requests/s ÷ the best at that thread count).
+    pub overall: SchemeKind,
+    /// That geometric mean, 0–1 (1 = best at every thread count).
+    pub overall_score: f64,
+    pub per_threads: Vec<BestAt>,
+}
+
+/// The whole rwcache result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RwcacheReport {
+    pub schema_version: u32,
+    pub table: TableSpec,
+    /// Slots in the hash table (2 × entries, rounded up to a power of two).
+    pub slots: usize,
+    /// Slots per shard (rcu's copy-on-write unit).
+    pub shard_slots: usize,
+    pub placement: String,
+    /// The unit a scoped placement stayed inside (`--within`); None when unscoped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<placement::ScopeUnit>,
+    pub warmup_ns: u64,
+    pub duration_ns: u64,
+    pub repeat: usize,
+    pub seed: u64,
+    /// Clock of the writers' lock timing: `tsc` or `clock_monotonic`.
+    pub clock: String,
+    /// Cost of an empty timed piece (fenced TSC pair), subtracted from each write's, ns.
+    pub timer_overhead_ns: f64,
+    pub hypervisor: bool,
+    pub smt: bool,
+    /// The `none` reference whose CPU per request is subtracted (None when 1 thread could
+    /// not be placed or no run finished).
+    pub reference: Option<ReferenceResult>,
+    pub results: Vec<SchemeResult>,
+    pub before_after: Vec<BeforeAfter>,
+    pub read_cost: Vec<ReadCost>,
+    pub best: Option<Best>,
+    /// Plain-words conclusions.
+    pub verdict: Vec<String>,
+    /// What could not be measured or run here, and why.
+    pub notes: Vec<String>,
+    /// Ctrl-C cut the runs short.
+    pub interrupted: bool,
+}

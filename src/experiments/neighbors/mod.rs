@@ -7,7 +7,9 @@
 //! appended to one shared 8 KiB page, like last-page inserts); a database insert path plugs
 //! in the same way (`--workload oltp`).
 
-use super::diagnosis::{self, Diagnosis, Evidence};
+pub mod diagnosis;
+
+use diagnosis::{Diagnosis, Evidence};
 use crate::burn::{BurnSpec, Burners, ProcessBurners, ProcessOptions};
 use crate::cpuset::CpuSet;
 use crate::engine::{Engine, Phase, RunResult, RunSpec, ThreadCtx, Workload};

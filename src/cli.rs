@@ -784,7 +784,7 @@ fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
 fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
     use crate::cpuset::CpuSet;
     use crate::error::BadInput;
-    use crate::experiments::lockscan::{Config, Layout};
+    use crate::experiments::lockscan::{Layout, LockscanConfig};
     let bad = |m: String| anyhow::Error::new(BadInput(m));
     let locks: Vec<crate::locks::LockKind> = if a.lock == "all" {
         crate::locks::LockKind::ALL.to_vec()
@@ -808,17 +808,6 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
     } else {
         parse_bytes(&a.scan_bytes).map_err(|e| bad(format!("--scan-bytes: {e}")))?
     };
-    if scan_bytes == 0 {
-        return Err(bad(
-            "--scan-bytes must be at least 1 byte (the seed used 1MiB)".into(),
-        ));
-    }
-    crate::limits::at_most(
-        "--cs-ns",
-        a.cs_ns,
-        crate::limits::MAX_OP_NS,
-        "busy work per critical section, 1 s",
-    )?;
     let list = |s: &Option<String>, m: &Option<String>, what: &str| -> Result<Option<CpuSet>> {
         Ok(match (s, m) {
             (Some(l), _) => {
@@ -836,20 +825,12 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
             a.lock_stats.trim()
         ))
     })?;
-    if !matches!(
-        stats,
-        crate::locks::StatsMode::Off | crate::locks::StatsMode::Counters
-    ) {
-        return Err(bad(format!(
-            "--lock-stats: `{stats}` times waits that lockscan does not report; expected off or counters"
-        )));
-    }
     let lock = list(&a.lock_cpus, &a.lock_mask, "lock")?;
     let scan = list(&a.scan_cpus, &a.scan_mask, "scan")?;
     let layout = if a.sweep {
         Layout::Sweep(a.within.within)
     } else if lock.is_none() && scan.is_none() {
-        Layout::SeedDefault
+        Layout::ScannerOnLowest
     } else {
         let topo = commands::load_topology(&a.root.sysfs_root)?;
         let allowed = topo.allowed();
@@ -879,22 +860,14 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
         crate::duration::parse_duration(&a.interval)
             .map_err(|e| bad(format!("--interval: {e}")))?,
     );
-    spec.validate()?;
-    if a.repeat == 0 {
-        return Err(bad("--repeat must be at least 1".into()));
-    }
     Ok(commands::lockscan::Config {
         root: a.root.sysfs_root,
-        exp: Config {
-            layout,
-            locks,
-            cs_ns: a.cs_ns,
-            scan_bytes,
-            spec,
-            repeat: a.repeat,
-            baseline: !a.no_baseline,
-            stats,
-        },
+        exp: LockscanConfig::new(layout, locks, spec)?
+            .with_cs_ns(a.cs_ns)?
+            .with_scan_bytes(scan_bytes)?
+            .with_stats(stats)?
+            .with_repeat(a.repeat)?
+            .with_baseline(!a.no_baseline),
         json: a.json,
         dry_run: a.dry_run,
     })

@@ -87,7 +87,7 @@ fn a_live_run_refuses_another_machines_sysfs_root() {
 }
 
 #[test]
-fn lockscan_seed_masks_print_interval_rows_and_a_summary() {
+fn lockscan_decimal_masks_print_interval_rows_and_a_summary() {
     smtlab()
         .args([
             "lockscan",

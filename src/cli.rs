@@ -484,17 +484,8 @@ struct NeighborsArgs {
 
 fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
     use crate::error::BadInput;
-    use crate::experiments::neighbors::{BurnerMode, Config};
+    use crate::experiments::neighbors::{BurnerMode, NeighborsConfig};
     let bad = |m: String| anyhow::Error::new(BadInput(m));
-    if a.workers == 0 {
-        return Err(bad("--workers must be at least 1 (got 0)".into()));
-    }
-    crate::limits::at_most(
-        "--workers",
-        a.workers as u64,
-        crate::limits::MAX_THREADS,
-        "worker threads; more only measure the scheduler",
-    )?;
     let burner_steps = match &a.burners {
         Some(l) => {
             let mut v = Vec::new();
@@ -505,14 +496,6 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
                         "--burners: `{t}` is not a count; expected a list like 0,1,2,4"
                     ))
                 })?);
-            }
-            let max = if a.burner_mode == "process" {
-                crate::limits::MAX_PROCESSES
-            } else {
-                crate::limits::MAX_THREADS
-            };
-            for &b in &v {
-                crate::limits::at_most("--burners", b as u64, max, "burners per step")?;
             }
             v
         }
@@ -531,7 +514,27 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
         .parse()
         .map_err(|e| bad(format!("--burner-policy: {e}")))?;
     burner.nice = a.burner_nice;
-    burner.validate()?;
+    let spec = crate::engine::RunSpec::new(
+        crate::burn::parse_duration_or_zero(&a.warmup)
+            .map_err(|e| bad(format!("--warmup: {e}")))?,
+        crate::duration::parse_measured(&a.duration, "--duration")?,
+    );
+    let worker_placement = Request::parse(&a.placement)?;
+    let burner_placement = a
+        .burner_placement
+        .parse()
+        .map_err(|e: String| bad(format!("--burner-placement: {e}")))?;
+    let burner_mode = match a.burner_mode.as_str() {
+        "thread" => BurnerMode::Thread,
+        "process" => BurnerMode::Process,
+        m => {
+            return Err(bad(format!(
+                "--burner-mode: unknown `{m}`; valid: thread, process"
+            )));
+        }
+    };
+    let exp = NeighborsConfig::new(a.workers, worker_placement, a.within.within, spec)?
+        .with_burners(burner_steps, burner, burner_placement, burner_mode)?;
     let workload = match a.workload.as_str() {
         "hot-page" | "hotpage" => commands::neighbors::WorkloadChoice::HotPage(
             a.lock.parse().map_err(|e| bad(format!("--lock: {e}")))?,
@@ -567,43 +570,9 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
             )));
         }
     };
-    let spec = crate::engine::RunSpec::new(
-        crate::burn::parse_duration_or_zero(&a.warmup)
-            .map_err(|e| bad(format!("--warmup: {e}")))?,
-        crate::duration::parse_measured(&a.duration, "--duration")?,
-    );
-    spec.validate()?;
-    let worker_placement = Request::parse(&a.placement)?;
-    if worker_placement == Request::All {
-        return Err(bad(
-            "--placement all runs every sibling of --workers cores, which changes the worker \
-             count; give the count with --workers and use one-per-core, pairs or spread"
-                .into(),
-        ));
-    }
     Ok(commands::neighbors::Config {
         root: a.root.sysfs_root,
-        exp: Config {
-            workers: a.workers,
-            worker_placement,
-            within: a.within.within,
-            burner_steps,
-            burner,
-            burner_placement: a
-                .burner_placement
-                .parse()
-                .map_err(|e: String| bad(format!("--burner-placement: {e}")))?,
-            burner_mode: match a.burner_mode.as_str() {
-                "thread" => BurnerMode::Thread,
-                "process" => BurnerMode::Process,
-                m => {
-                    return Err(bad(format!(
-                        "--burner-mode: unknown `{m}`; valid: thread, process"
-                    )));
-                }
-            },
-            spec,
-        },
+        exp,
         workload,
         json: a.json,
         dry_run: a.dry_run,

@@ -484,17 +484,8 @@ struct NeighborsArgs {
 
 fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
     use crate::error::BadInput;
-    use crate::experiments::neighbors::{BurnerMode, Config};
+    use crate::experiments::neighbors::{BurnerMode, NeighborsConfig};
     let bad = |m: String| anyhow::Error::new(BadInput(m));
-    if a.workers == 0 {
-        return Err(bad("--workers must be at least 1 (got 0)".into()));
-    }
-    crate::limits::at_most(
-        "--workers",
-        a.workers as u64,
-        crate::limits::MAX_THREADS,
-        "worker threads; more only measure the scheduler",
-    )?;
     let burner_steps = match &a.burners {
         Some(l) => {
             let mut v = Vec::new();
@@ -505,14 +496,6 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
                         "--burners: `{t}` is not a count; expected a list like 0,1,2,4"
                     ))
                 })?);
-            }
-            let max = if a.burner_mode == "process" {
-                crate::limits::MAX_PROCESSES
-            } else {
-                crate::limits::MAX_THREADS
-            };
-            for &b in &v {
-                crate::limits::at_most("--burners", b as u64, max, "burners per step")?;
             }
             v
         }
@@ -531,7 +514,27 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
         .parse()
         .map_err(|e| bad(format!("--burner-policy: {e}")))?;
     burner.nice = a.burner_nice;
-    burner.validate()?;
+    let spec = crate::engine::RunSpec::new(
+        crate::burn::parse_duration_or_zero(&a.warmup)
+            .map_err(|e| bad(format!("--warmup: {e}")))?,
+        crate::duration::parse_measured(&a.duration, "--duration")?,
+    );
+    let worker_placement = Request::parse(&a.placement)?;
+    let burner_placement = a
+        .burner_placement
+        .parse()
+        .map_err(|e: String| bad(format!("--burner-placement: {e}")))?;
+    let burner_mode = match a.burner_mode.as_str() {
+        "thread" => BurnerMode::Thread,
+        "process" => BurnerMode::Process,
+        m => {
+            return Err(bad(format!(
+                "--burner-mode: unknown `{m}`; valid: thread, process"
+            )));
+        }
+    };
+    let exp = NeighborsConfig::new(a.workers, worker_placement, a.within.within, spec)?
+        .with_burners(burner_steps, burner, burner_placement, burner_mode)?;
     let workload = match a.workload.as_str() {
         "hot-page" | "hotpage" => commands::neighbors::WorkloadChoice::HotPage(
             a.lock.parse().map_err(|e| bad(format!("--lock: {e}")))?,
@@ -567,43 +570,9 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
             )));
         }
     };
-    let spec = crate::engine::RunSpec::new(
-        crate::burn::parse_duration_or_zero(&a.warmup)
-            .map_err(|e| bad(format!("--warmup: {e}")))?,
-        crate::duration::parse_measured(&a.duration, "--duration")?,
-    );
-    spec.validate()?;
-    let worker_placement = Request::parse(&a.placement)?;
-    if worker_placement == Request::All {
-        return Err(bad(
-            "--placement all runs every sibling of --workers cores, which changes the worker \
-             count; give the count with --workers and use one-per-core, pairs or spread"
-                .into(),
-        ));
-    }
     Ok(commands::neighbors::Config {
         root: a.root.sysfs_root,
-        exp: Config {
-            workers: a.workers,
-            worker_placement,
-            within: a.within.within,
-            burner_steps,
-            burner,
-            burner_placement: a
-                .burner_placement
-                .parse()
-                .map_err(|e: String| bad(format!("--burner-placement: {e}")))?,
-            burner_mode: match a.burner_mode.as_str() {
-                "thread" => BurnerMode::Thread,
-                "process" => BurnerMode::Process,
-                m => {
-                    return Err(bad(format!(
-                        "--burner-mode: unknown `{m}`; valid: thread, process"
-                    )));
-                }
-            },
-            spec,
-        },
+        exp,
         workload,
         json: a.json,
         dry_run: a.dry_run,
@@ -784,7 +753,7 @@ fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
 fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
     use crate::cpuset::CpuSet;
     use crate::error::BadInput;
-    use crate::experiments::lockscan::{Config, Layout};
+    use crate::experiments::lockscan::{Layout, LockscanConfig};
     let bad = |m: String| anyhow::Error::new(BadInput(m));
     let locks: Vec<crate::locks::LockKind> = if a.lock == "all" {
         crate::locks::LockKind::ALL.to_vec()
@@ -808,17 +777,6 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
     } else {
         parse_bytes(&a.scan_bytes).map_err(|e| bad(format!("--scan-bytes: {e}")))?
     };
-    if scan_bytes == 0 {
-        return Err(bad(
-            "--scan-bytes must be at least 1 byte (the seed used 1MiB)".into(),
-        ));
-    }
-    crate::limits::at_most(
-        "--cs-ns",
-        a.cs_ns,
-        crate::limits::MAX_OP_NS,
-        "busy work per critical section, 1 s",
-    )?;
     let list = |s: &Option<String>, m: &Option<String>, what: &str| -> Result<Option<CpuSet>> {
         Ok(match (s, m) {
             (Some(l), _) => {
@@ -836,20 +794,12 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
             a.lock_stats.trim()
         ))
     })?;
-    if !matches!(
-        stats,
-        crate::locks::StatsMode::Off | crate::locks::StatsMode::Counters
-    ) {
-        return Err(bad(format!(
-            "--lock-stats: `{stats}` times waits that lockscan does not report; expected off or counters"
-        )));
-    }
     let lock = list(&a.lock_cpus, &a.lock_mask, "lock")?;
     let scan = list(&a.scan_cpus, &a.scan_mask, "scan")?;
     let layout = if a.sweep {
         Layout::Sweep(a.within.within)
     } else if lock.is_none() && scan.is_none() {
-        Layout::SeedDefault
+        Layout::ScannerOnLowest
     } else {
         let topo = commands::load_topology(&a.root.sysfs_root)?;
         let allowed = topo.allowed();
@@ -879,22 +829,14 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
         crate::duration::parse_duration(&a.interval)
             .map_err(|e| bad(format!("--interval: {e}")))?,
     );
-    spec.validate()?;
-    if a.repeat == 0 {
-        return Err(bad("--repeat must be at least 1".into()));
-    }
     Ok(commands::lockscan::Config {
         root: a.root.sysfs_root,
-        exp: Config {
-            layout,
-            locks,
-            cs_ns: a.cs_ns,
-            scan_bytes,
-            spec,
-            repeat: a.repeat,
-            baseline: !a.no_baseline,
-            stats,
-        },
+        exp: LockscanConfig::new(layout, locks, spec)?
+            .with_cs_ns(a.cs_ns)?
+            .with_scan_bytes(scan_bytes)?
+            .with_stats(stats)?
+            .with_repeat(a.repeat)?
+            .with_baseline(!a.no_baseline),
         json: a.json,
         dry_run: a.dry_run,
     })

@@ -87,7 +87,7 @@ fn a_live_run_refuses_another_machines_sysfs_root() {
 }
 
 #[test]
-fn lockscan_seed_masks_print_interval_rows_and_a_summary() {
+fn lockscan_decimal_masks_print_interval_rows_and_a_summary() {
     smtlab()
         .args([
             "lockscan",
@@ -189,10 +189,13 @@ fn lockscan_stats_off_runs_the_bare_lock_and_says_what_is_missing() {
     assert!(r["handoffs_share_of_ceiling"].is_null(), "{r}");
     // The ceiling is still measured, for context.
     assert!(r["c2c_latency_ns"].as_f64().is_some_and(|l| l > 0.0), "{r}");
+    let mut locked = 0;
     for t in r["threads"].as_array().unwrap() {
         if t["role"] == "lock" {
-            // Acquisitions still counted (by the workload); lock internals not.
-            assert!(t["locked"].as_u64().unwrap() > 0, "{t}");
+            // Acquisitions still counted (by the workload); lock internals not. A thread
+            // starved by the unfair lock on a loaded machine may show none: the workload
+            // counts in batches of 64, and the last partial one falls after the window.
+            locked += t["locked"].as_u64().unwrap();
             for k in [
                 "spins",
                 "spins_per_acquire",
@@ -203,6 +206,7 @@ fn lockscan_stats_off_runs_the_bare_lock_and_says_what_is_missing() {
             }
         }
     }
+    assert!(locked > 0, "{r}");
     let notes = v["notes"].to_string();
     assert!(notes.contains("lock stats off"), "{notes}");
 }

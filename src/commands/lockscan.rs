@@ -1,18 +1,24 @@
-//! `smtlab lockscan`: seed 000's lock/scan experiment — live interval rows like the seed's
-//! output, then per-thread summaries, fairness and the verdict; `--json` for the model.
+//! `smtlab lockscan`: lock threads on one global lock beside memory-scanning threads —
+//! live interval rows shaped like the original test's output ("To Hyper or not to Hyper",
+//! SQL Server, 2005), then per-thread summaries, fairness and the verdict; `--json` for
+//! the model.
 
 use crate::engine::{IntervalSample, RealEngine};
-use crate::experiments::lockscan::{self, Config as Exp, Layout, LockscanReport, Scenario};
+use crate::experiments::lockscan::{
+    self, Layout, LockscanConfig, LockscanReport, Scenario, ThreadRole,
+};
 use crate::locks::{LockKind, StatsMode};
 use crate::render::{self, si};
 use anyhow::Result;
 use std::io::Write;
 use std::path::PathBuf;
 
+/// The command: the experiment's config plus where the topology comes from and how to
+/// print.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub root: PathBuf,
-    pub exp: Exp,
+    pub exp: LockscanConfig,
     pub json: bool,
     pub dry_run: bool,
 }
@@ -46,7 +52,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     }
     let engine = RealEngine;
     let json = cfg.json;
-    // Interval rows go where the seed printed them: stdout (stderr under --json).
+    // Interval rows go where the original test printed them: stdout (stderr under --json).
     let mut err = std::io::stderr();
     let o: &mut dyn Write = if json { &mut err } else { &mut *out };
     let counted = cfg.exp.stats != StatsMode::Off;
@@ -103,7 +109,12 @@ fn dry_run(topo: &crate::topology::Topology, scen: &[Scenario], out: &mut dyn Wr
             let core = topo.core_of(c);
             rows.push(vec![
                 i.to_string(),
-                if i < nl { "lock" } else { "scan" }.into(),
+                if i < nl {
+                    ThreadRole::Lock
+                } else {
+                    ThreadRole::Scan
+                }
+                .to_string(),
                 c.to_string(),
                 core.to_string(),
                 if i >= nl {
@@ -163,10 +174,10 @@ pub fn human(r: &LockscanReport) -> String {
             "CPU%".into(),
         ]];
         for t in &s.threads {
-            let lock = t.role == "lock";
+            let lock = t.is_lock();
             rows.push(vec![
                 t.thread.to_string(),
-                t.role.clone(),
+                t.role.to_string(),
                 t.cpu.to_string(),
                 t.core.to_string(),
                 if !lock {

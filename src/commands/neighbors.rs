@@ -1,8 +1,8 @@
-//! `smtlab neighbors`: seed 002's burner sweep — a table shaped like the seed's (burners →
-//! ops/s) with a diagnosis per step, or `--json`.
+//! `smtlab neighbors`: workers on one lock while CPU burners step up — a table of burners →
+//! ops/s with a diagnosis per step, or `--json`.
 
 use crate::engine::RealEngine;
-use crate::experiments::neighbors::{self, Config as Exp, HotPage, NeighborsReport, Worker};
+use crate::experiments::neighbors::{self, HotPage, NeighborsConfig, NeighborsReport, Worker};
 use crate::locks::LockKind;
 use crate::render::{self, duration_ns, si};
 use anyhow::Result;
@@ -18,10 +18,12 @@ pub enum WorkloadChoice {
     Oltp(Box<crate::oltp::OltpConfig>),
 }
 
+/// The command: the experiment's config plus the worker side, where the topology comes
+/// from and how to print.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub root: PathBuf,
-    pub exp: Exp,
+    pub exp: NeighborsConfig,
     pub workload: WorkloadChoice,
     pub json: bool,
     pub dry_run: bool,
@@ -114,7 +116,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     super::emit(out, cfg.json, &report, human, report.interrupted)
 }
 
-/// The seed-shaped table, then one diagnosis line per step.
+/// One row per step (burners → ops/s and the evidence), then one diagnosis line per step.
 pub fn human(r: &NeighborsReport) -> String {
     let mut o = String::new();
     o.push_str(&format!(
@@ -123,14 +125,8 @@ pub fn human(r: &NeighborsReport) -> String {
         r.workload,
         r.worker_placement,
         r.burner_kind,
-        serde_json::to_value(r.burner_placement)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
-        serde_json::to_value(r.burner_mode)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
+        r.burner_placement,
+        r.burner_mode,
         r.burner_policy,
         duration_ns(r.time_slice_ns)
     ));

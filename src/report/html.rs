@@ -325,7 +325,7 @@ fn lockscan(o: &mut String, r: &Report) {
     let mut bars = 0;
     let mut cut = false;
     for s in &l.result.results {
-        let n = s.threads.iter().filter(|t| t.role == "lock").count();
+        let n = s.threads.iter().filter(|t| t.is_lock()).count();
         if bars + n > MAX_BARS {
             cut = true;
             continue;
@@ -337,7 +337,7 @@ fn lockscan(o: &mut String, r: &Report) {
             bars: s
                 .threads
                 .iter()
-                .filter(|t| t.role == "lock")
+                .filter(|t| t.is_lock())
                 .map(|t| Bar {
                     label: format!("{}", t.cpu),
                     value: t.ops_per_sec,

@@ -204,10 +204,10 @@ pub fn lockscan_threads(s: &crate::experiments::lockscan::ScenarioResult) -> Tab
         "CPU%",
     ]);
     for th in &s.threads {
-        let lock = th.role == "lock";
+        let lock = th.is_lock();
         t.rows.push(vec![
             th.thread.to_string(),
-            th.role.clone(),
+            th.role.to_string(),
             th.cpu.to_string(),
             if !lock {
                 "–".into()

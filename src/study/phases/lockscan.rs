@@ -5,8 +5,8 @@
 
 use crate::engine::{PingPongSpec, RunSpec};
 use crate::experiments::c2c;
-use crate::experiments::lockscan::{self, Layout};
-use crate::locks::{LockKind, StatsMode};
+use crate::experiments::lockscan::{self, Layout, LockscanConfig};
+use crate::locks::LockKind;
 use crate::report::{LockscanSection, PhaseName, Report};
 use crate::study::phase::{Outcome, Phase, RUN_OVERHEAD, RunCtx, SizeCtx, ms, split_run};
 use anyhow::Result;
@@ -15,7 +15,7 @@ use std::time::Duration;
 /// The sized phase.
 #[derive(Debug, Clone)]
 pub struct LockscanPhase {
-    pub config: lockscan::Config,
+    pub config: LockscanConfig,
     /// Scenarios of the sweep (baseline included).
     pub scenarios: usize,
 }
@@ -38,16 +38,9 @@ impl LockscanPhase {
             (ms(30), Duration::from_secs(1)),
         );
         Ok(LockscanPhase {
-            config: lockscan::Config {
-                layout,
-                locks,
-                cs_ns: 0,
-                scan_bytes: 1 << 20,
-                spec: RunSpec::new(warm, measure),
-                repeat: ctx.repeat,
-                baseline: true,
-                stats: StatsMode::Counters,
-            },
+            // The original test's empty critical section and 1 MiB scans, with counters.
+            config: LockscanConfig::new(layout, locks, RunSpec::new(warm, measure))?
+                .with_repeat(ctx.repeat)?,
             scenarios,
         })
     }

@@ -2,10 +2,9 @@
 //! an adaptive one, with CPU burners stepping across the oversubscription point, in
 //! interleaved rounds; each lock's steps are summarised over the rounds.
 
-use crate::burn::{BurnSpec, BurnerKind, DEFAULT_MAX_PRIME, Policy};
-use crate::experiments::diagnosis::Diagnosis;
+use crate::burn::{BurnSpec, BurnerKind};
 use crate::experiments::neighbors::{
-    self, BurnerMode, BurnerPlacement, HotPage, NeighborsReport, Worker,
+    self, BurnerMode, BurnerPlacement, Diagnosis, HotPage, NeighborsConfig, NeighborsReport, Worker,
 };
 use crate::locks::LockKind;
 use crate::placement::{Plan, Request};
@@ -19,17 +18,17 @@ use std::time::Duration;
 /// The sized phase.
 #[derive(Debug, Clone)]
 pub struct NeighborsPhase {
-    pub config: neighbors::Config,
+    pub config: NeighborsConfig,
     pub locks: Vec<LockKind>,
     pub repeat: usize,
 }
 
 pub fn size(ctx: &SizeCtx<'_>) -> Result<Box<dyn Phase>> {
-    Ok(Box::new(NeighborsPhase::size(ctx)))
+    Ok(Box::new(NeighborsPhase::size(ctx)?))
 }
 
 impl NeighborsPhase {
-    pub fn size(ctx: &SizeCtx<'_>) -> Self {
+    pub fn size(ctx: &SizeCtx<'_>) -> Result<Self> {
         let ncpu = ctx.topo.allowed().len().max(1);
         let workers = ncpu.min(4);
         let steps: Vec<usize> = if ncpu <= 6 {
@@ -50,25 +49,18 @@ impl NeighborsPhase {
             (ms(100), Duration::from_secs(5)),
             (ms(30), Duration::from_secs(1)),
         );
-        NeighborsPhase {
-            config: neighbors::Config {
-                workers,
-                worker_placement: Request::Os,
-                within: ctx.cfg.within,
-                burner_steps: steps,
-                burner: BurnSpec {
-                    kind: BurnerKind::Prime,
-                    policy: Policy::Normal,
-                    nice: None,
-                    max_prime: DEFAULT_MAX_PRIME,
-                },
-                burner_placement: BurnerPlacement::Os,
-                burner_mode: ctx.burner_mode,
-                spec: crate::engine::RunSpec::new(warm, measure),
-            },
+        let spec = crate::engine::RunSpec::new(warm, measure);
+        Ok(NeighborsPhase {
+            config: NeighborsConfig::new(workers, Request::Os, ctx.cfg.within, spec)?
+                .with_burners(
+                    steps,
+                    BurnSpec::new(BurnerKind::Prime),
+                    BurnerPlacement::Os,
+                    ctx.burner_mode,
+                )?,
             locks,
             repeat: ctx.repeat,
-        }
+        })
     }
 
     fn runs(&self) -> u32 {
@@ -131,18 +123,6 @@ impl Phase for NeighborsPhase {
     }
 }
 
-/// Severity order of diagnoses, for breaking ties between rounds.
-fn severity(d: Diagnosis) -> u8 {
-    match d {
-        Diagnosis::None => 0,
-        Diagnosis::SmtSharing => 1,
-        Diagnosis::SharedResources => 2,
-        Diagnosis::ExternalLoad => 3,
-        Diagnosis::Oversubscribed => 4,
-        Diagnosis::PreemptionCollapse => 5,
-    }
-}
-
 /// One lock's steps over all its rounds: median ops/s with spread, the diagnosis most
 /// rounds gave (the more severe one on a tie), and the step closest to the median as the
 /// representative for runnable threads, CPUs and the reason.
@@ -184,7 +164,7 @@ pub fn summarise(lock: LockKind, runs: &[(LockKind, NeighborsReport)]) -> Neighb
         }
         let diagnosis = counts
             .iter()
-            .max_by_key(|(d, n)| (*n, severity(*d)))
+            .max_by_key(|(d, n)| (*n, d.severity()))
             .map_or(Diagnosis::None, |(d, _)| *d);
         let mut p99: Vec<u64> = all.iter().map(|s| s.latency_p99_ns).collect();
         p99.sort_unstable();
@@ -226,14 +206,14 @@ mod tests {
 
     #[test]
     fn small_machines_step_every_burner_count_past_the_cpus() {
-        let s = sized(2, 1, QUICK, PhaseName::Neighbors, NeighborsPhase::size);
+        let s = sized(2, 1, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
         assert_eq!(s.config.burner_steps, [0, 1, 2, 3, 4]);
         assert_eq!(s.config.workers, 2);
     }
 
     #[test]
     fn big_machines_step_around_the_oversubscription_edge() {
-        let s = sized(32, 2, QUICK, PhaseName::Neighbors, NeighborsPhase::size);
+        let s = sized(32, 2, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
         // 64 CPUs, 4 workers: the edge is at 60 burners.
         assert_eq!(s.config.burner_steps, [0, 1, 30, 60, 61, 62, 66]);
     }
@@ -270,10 +250,10 @@ mod tests {
             workload: "hot-page".into(),
             workers: 2,
             worker_placement: "os".into(),
-            burner_kind: "prime".into(),
+            burner_kind: BurnerKind::Prime,
             burner_placement: BurnerPlacement::Os,
             burner_mode: BurnerMode::Thread,
-            burner_policy: "normal".into(),
+            burner_policy: crate::burn::Policy::Normal,
             time_slice_ns: 3e6,
             smt: false,
             hypervisor: false,

@@ -1,0 +1,455 @@
+//! From runs to a scenario's summary: per-thread medians, fairness, the sharing and
+//! cross-core ratios with their bootstrap intervals, and the handoff ceiling. Pure.
+
+use super::model::{ScenarioResult, ThreadRole, ThreadRow};
+use super::scenario::Scenario;
+use crate::cpuset::CpuSet;
+use crate::engine::RunResult;
+use crate::locks::{LockKind, StatsMode, ThreadStats};
+use crate::stats::{self, Summary};
+use crate::topology::{Proximity, Topology};
+
+/// One run of one (scenario, lock) trial.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub result: RunResult,
+    /// Each lock thread's lock stats.
+    pub stats: Vec<ThreadStats>,
+    /// One-way c2c latency per proximity class among the lock CPUs, just before the run.
+    pub latencies: Vec<(Proximity, f64)>,
+}
+
+/// The one-way latency a run's handoffs met on average: each class's latency weighted by
+/// the handoffs between CPUs of that class. A run whose handoffs all stayed on one CPU
+/// (time-sharing threads: no line moves) or had none gets the nearest class measured.
+pub fn handoff_latency_ns(
+    handoffs: &[(Proximity, u64)],
+    latencies: &[(Proximity, f64)],
+) -> Option<f64> {
+    let (mut ns, mut n) = (0.0, 0u64);
+    for (p, h) in handoffs {
+        if let Some((_, l)) = latencies.iter().find(|(q, _)| q == p) {
+            ns += *h as f64 * l;
+            n += h;
+        }
+    }
+    if n > 0 {
+        Some(ns / n as f64)
+    } else {
+        latencies.iter().min_by_key(|(p, _)| *p).map(|(_, l)| *l)
+    }
+}
+
+/// Per-run acquisition rate of each lock thread.
+fn lock_rates(r: &RunResult, lock_threads: usize) -> Vec<f64> {
+    r.threads
+        .iter()
+        .take(lock_threads)
+        .map(|t| t.ops_per_sec(r.measured_ns))
+        .collect()
+}
+
+/// The index of the value nearest the median (the first of equals); 0 for none. The run
+/// it picks represents the counts (locked, spins), which have no meaningful median.
+fn nearest_median(values: &[f64]) -> usize {
+    let med = stats::median(values);
+    values
+        .iter()
+        .enumerate()
+        .min_by(|a, b| (a.1 - med).abs().total_cmp(&(b.1 - med).abs()))
+        .map(|(i, _)| i)
+        .unwrap_or(0)
+}
+
+/// Mean rate of the lock threads whose `sharing` flag equals `want`; None when there are
+/// none.
+fn group_mean(rates: &[f64], sharing: &[bool], want: bool) -> Option<f64> {
+    let v: Vec<f64> = rates
+        .iter()
+        .zip(sharing)
+        .filter(|(_, s)| **s == want)
+        .map(|(x, _)| *x)
+        .collect();
+    (!v.is_empty()).then(|| stats::mean(&v))
+}
+
+/// Adds `n` handoffs of class `p` to per-class sums kept in first-seen order.
+fn add_to_class(sums: &mut Vec<(Proximity, u64)>, p: Proximity, n: u64) {
+    match sums.iter_mut().find(|(q, _)| *q == p) {
+        Some((_, m)) => *m += n,
+        None => sums.push((p, n)),
+    }
+}
+
+/// Handoffs lock thread `st` on `cpu` received, by the proximity of the previous owner's
+/// CPU; owners that are not lock threads are left out. Sorted by class.
+fn handoffs_by_proximity(
+    topo: &Topology,
+    lock_cpus: &[u32],
+    cpu: u32,
+    st: &ThreadStats,
+) -> Vec<(Proximity, u64)> {
+    let mut by = Vec::new();
+    for (prev, &n) in st.handoffs_from.iter().enumerate() {
+        if n == 0 || prev >= lock_cpus.len() {
+            continue;
+        }
+        add_to_class(&mut by, topo.proximity(lock_cpus[prev], cpu), n);
+    }
+    by.sort();
+    by
+}
+
+/// Summarises every run of one (scenario, lock) trial; `baseline` holds the runs of the
+/// same lock without scanners, when there are some.
+pub fn summarise(
+    topo: &Topology,
+    s: &Scenario,
+    kind: LockKind,
+    runs: &[Run],
+    baseline: Option<&Vec<Run>>,
+    lock_stats: StatsMode,
+    interrupted: bool,
+) -> ScenarioResult {
+    let nl = s.lock_cpus.len();
+    let scan: CpuSet = s.scan_cpus.iter().copied().collect();
+    // Per thread in plan order (lock threads, then scan threads): a scanner on its core.
+    let sharing: Vec<bool> = s
+        .lock_cpus
+        .iter()
+        .chain(&s.scan_cpus)
+        .map(|&c| topo.core_of(c).intersects(&scan))
+        .collect();
+    let totals: Vec<f64> = runs
+        .iter()
+        .map(|r| lock_rates(&r.result, nl).iter().sum())
+        .collect();
+    let mid = nearest_median(&totals);
+    let rows = thread_rows(topo, s, runs, mid, lock_stats != StatsMode::Off, &sharing);
+    let med_rates: Vec<f64> = rows.iter().take(nl).map(|r| r.ops_per_sec).collect();
+    // Per run: mean rate of the sharing lock threads and of the others.
+    let lock_sharing = &sharing[..nl];
+    let group = |r: &Run, want: bool| group_mean(&lock_rates(&r.result, nl), lock_sharing, want);
+    let a: Vec<f64> = runs.iter().filter_map(|r| group(r, true)).collect();
+    let b: Vec<f64> = runs.iter().filter_map(|r| group(r, false)).collect();
+    let sharing_vs_others = stats::bootstrap_ratio_of_medians(&a, &b, 0.95, 2000, 42);
+    let cross_core_vs_baseline = baseline.and_then(|base| {
+        let base_rates: Vec<f64> = base.iter().filter_map(|r| group(r, false)).collect();
+        stats::bootstrap_ratio_of_medians(&b, &base_rates, 0.95, 2000, 43)
+    });
+    let median_run = &runs[mid];
+    let handoffs: u64 = median_run.stats.iter().map(|t| t.counts.handoffs).sum();
+    let secs = median_run.result.measured_ns.max(1) as f64 / 1e9;
+    let handoffs_per_sec = (lock_stats != StatsMode::Off).then(|| handoffs as f64 / secs);
+    // The median run's handoffs against the latencies measured just before that run.
+    let mut by_class: Vec<(Proximity, u64)> = Vec::new();
+    for (p, h) in rows
+        .iter()
+        .filter_map(|r| r.handoffs_by_proximity.as_ref())
+        .flatten()
+    {
+        add_to_class(&mut by_class, *p, *h);
+    }
+    let c2c_latency_ns = handoff_latency_ns(&by_class, &median_run.latencies);
+    ScenarioResult {
+        scenario: s.clone(),
+        lock: kind,
+        runs: runs.len(),
+        threads: rows,
+        acquisitions_per_sec: Summary::of(&totals),
+        jain_index: stats::jain(&med_rates),
+        max_min_ratio: stats::max_min_ratio(&med_rates),
+        handoffs_per_sec,
+        c2c_latency_ns,
+        c2c_latency_by_proximity: median_run.latencies.clone(),
+        handoffs_share_of_ceiling: handoffs_per_sec
+            .zip(c2c_latency_ns)
+            .map(|(h, l)| crate::experiments::c2c::share_of_ceiling(h, l)),
+        sharing_vs_others,
+        cross_core_vs_baseline,
+        pinning_ok: runs.iter().all(|r| r.result.pinning_ok()),
+        interrupted,
+    }
+}
+
+/// One row per thread: rates as medians over the runs, counts from run `mid`.
+fn thread_rows(
+    topo: &Topology,
+    s: &Scenario,
+    runs: &[Run],
+    mid: usize,
+    counted: bool,
+    sharing: &[bool],
+) -> Vec<ThreadRow> {
+    let nl = s.lock_cpus.len();
+    let (mr, ms) = (&runs[mid].result, &runs[mid].stats);
+    // Acquisitions as the lock counted them, or (stats off) as the workload did. Both count
+    // every release; their windows start and end a few µs apart (≈ 0.01 % here), and the
+    // workload's count misses its last batch (< 64 acquisitions, only below 100 ns).
+    let locked_of = |i: usize| {
+        if counted {
+            ms[i].counts.acquisitions
+        } else {
+            mr.threads[i].ops
+        }
+    };
+    let total_locked: u64 = (0..nl).map(locked_of).sum();
+    let cpus = s.lock_cpus.iter().chain(&s.scan_cpus);
+    let mut rows = Vec::new();
+    for (i, &cpu) in cpus.enumerate() {
+        let per_run: Vec<f64> = runs
+            .iter()
+            .map(|r| r.result.threads[i].ops_per_sec(r.result.measured_ns))
+            .collect();
+        let tr = &mr.threads[i];
+        let lock = i < nl;
+        let (locked, spins, handoffs, by) = if lock {
+            let st = &ms[i];
+            (
+                locked_of(i),
+                counted.then_some(st.counts.spins),
+                counted.then_some(st.counts.handoffs),
+                handoffs_by_proximity(topo, &s.lock_cpus, cpu, st),
+            )
+        } else {
+            (0, None, None, Vec::new())
+        };
+        rows.push(ThreadRow {
+            thread: i,
+            role: if lock {
+                ThreadRole::Lock
+            } else {
+                ThreadRole::Scan
+            },
+            cpu,
+            observed_cpus: runs.iter().fold(CpuSet::new(), |a, r| {
+                a.union(&r.result.threads[i].observed_cpus)
+            }),
+            core: topo.core_of(cpu),
+            shares_core_with_scanner: lock && sharing[i],
+            ops_per_sec: stats::median(&per_run),
+            ops_per_sec_summary: Summary::of(&per_run),
+            locked,
+            spins,
+            share_of_acquisitions: if total_locked > 0 {
+                locked as f64 / total_locked as f64
+            } else {
+                0.0
+            },
+            spins_per_acquire: spins.map(|s| {
+                if locked > 0 {
+                    s as f64 / locked as f64
+                } else {
+                    0.0
+                }
+            }),
+            handoffs_received: handoffs,
+            handoffs_by_proximity: spins.map(|_| by),
+            cpu_share: tr.cpu_share(mr.measured_ns),
+            involuntary_ctx_switches: tr.involuntary_ctx_switches,
+        });
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{RunSpec, ThreadResult};
+    use crate::report::fixture::topology;
+
+    #[test]
+    fn handoff_latency_weights_each_class_by_its_handoffs() {
+        use Proximity::*;
+        let lat = [(SmtSibling, 10.0), (SameL3, 40.0), (OtherPackage, 130.0)];
+        // 3 sibling handoffs at 10 ns and 1 cross-package one at 130: (30 + 130) / 4.
+        let h = [(SmtSibling, 3), (OtherPackage, 1)];
+        assert_eq!(handoff_latency_ns(&h, &lat), Some(40.0));
+        // Handoffs between threads time-sharing one CPU move no line: not weighted.
+        let h = [(SameCpu, 1000), (SameL3, 10)];
+        assert_eq!(handoff_latency_ns(&h, &lat), Some(40.0));
+        // None at all: the nearest class measured.
+        assert_eq!(handoff_latency_ns(&[], &lat), Some(10.0));
+        assert_eq!(handoff_latency_ns(&[(SameCpu, 5)], &lat[1..]), Some(40.0));
+        assert_eq!(handoff_latency_ns(&[(SameL3, 5)], &[]), None);
+    }
+
+    #[test]
+    fn the_representative_run_is_the_one_nearest_the_median() {
+        assert_eq!(nearest_median(&[10.0, 30.0, 20.0]), 2);
+        // Median 25 of four: 20 and 30 are equally near, the first wins.
+        assert_eq!(nearest_median(&[10.0, 30.0, 20.0, 40.0]), 1);
+        assert_eq!(nearest_median(&[]), 0);
+    }
+
+    #[test]
+    fn group_means_split_sharing_from_other_threads() {
+        let rates = [1.0, 3.0, 5.0];
+        assert_eq!(group_mean(&rates, &[true, false, false], true), Some(1.0));
+        assert_eq!(group_mean(&rates, &[true, false, false], false), Some(4.0));
+        assert_eq!(group_mean(&rates, &[false, false, false], true), None);
+    }
+
+    /// A 1-second run of `ops` per thread (lock threads first).
+    fn run(ops: &[u64], stats: Vec<ThreadStats>) -> Run {
+        let threads = ops
+            .iter()
+            .enumerate()
+            .map(|(i, &ops)| ThreadResult {
+                thread: i,
+                tid: 0,
+                cpus: CpuSet::new(),
+                observed_cpus: CpuSet::new(),
+                warmup_ops: 0,
+                ops,
+                interval_ops: vec![ops],
+                cpu_time_ns: 500_000_000,
+                voluntary_ctx_switches: 0,
+                involuntary_ctx_switches: 2,
+                runqueue_delay_ns: None,
+            })
+            .collect();
+        Run {
+            result: RunResult {
+                workload: "lockscan/ttas".into(),
+                placement: String::new(),
+                spec: RunSpec::default(),
+                warmup_ns: 0,
+                measured_ns: 1_000_000_000,
+                interval_ns: vec![1_000_000_000],
+                stop_latency_ns: 0,
+                threads,
+                pinning_violations: Vec::new(),
+                interrupted: false,
+                synthetic: true,
+                steal_share: None,
+            },
+            stats,
+            latencies: vec![(Proximity::SmtSibling, 10.0), (Proximity::SameL3, 50.0)],
+        }
+    }
+
+    /// Lock stats of three lock threads: `acq` acquisitions, 10 spins each, and handoffs
+    /// `from[i][j]` received by thread i from thread j.
+    fn lock_stats(acq: [u64; 3], from: [[u64; 3]; 3]) -> Vec<ThreadStats> {
+        (0..3)
+            .map(|i| {
+                let mut st = ThreadStats::new(3);
+                st.counts.acquisitions = acq[i];
+                st.counts.spins = 10 * acq[i];
+                st.counts.handoffs = from[i].iter().sum();
+                st.handoffs_from = from[i].to_vec();
+                st
+            })
+            .collect()
+    }
+
+    /// 3 cores × 2 siblings (CPU i and i + 3 share a core): lock threads on 0, 1, 2, the
+    /// scanner on 3, the sibling of lock thread 0.
+    fn scenario() -> Scenario {
+        Scenario {
+            label: "scanner on 3 (sibling of 0)".into(),
+            lock_cpus: vec![0, 1, 2],
+            scan_cpus: vec![3],
+        }
+    }
+
+    #[test]
+    fn a_scenario_summary_from_hand_computed_runs() {
+        let topo = topology(3, 2, false);
+        // Thread 0 shares its core with the scanner and acquires a tenth of the others.
+        let from = [[0, 5, 5], [10, 0, 10], [10, 10, 0]];
+        let runs = vec![
+            run(&[100, 1000, 1000, 7], lock_stats([100, 1000, 1000], from)),
+            run(&[200, 1000, 1000, 7], lock_stats([200, 1000, 1000], from)),
+            run(&[150, 1000, 1000, 7], lock_stats([150, 1000, 1000], from)),
+        ];
+        let base = vec![
+            run(&[1000, 1000, 1000], lock_stats([1000; 3], from)),
+            run(&[1000, 1000, 1000], lock_stats([1000; 3], from)),
+            run(&[1000, 1000, 1000], lock_stats([1000; 3], from)),
+        ];
+        let s = scenario();
+        let r = summarise(
+            &topo,
+            &s,
+            LockKind::Ttas,
+            &runs,
+            Some(&base),
+            StatsMode::Counters,
+            false,
+        );
+        assert_eq!(r.runs, 3);
+        // Totals 2100, 2200, 2150: the median run is the third.
+        assert_eq!(r.acquisitions_per_sec.unwrap().median, 2150.0);
+        let t0 = &r.threads[0];
+        assert_eq!(
+            (t0.role, t0.shares_core_with_scanner),
+            (ThreadRole::Lock, true)
+        );
+        assert_eq!(t0.ops_per_sec, 150.0);
+        assert_eq!((t0.locked, t0.spins), (150, Some(1500)));
+        assert_eq!(t0.share_of_acquisitions, 150.0 / 2150.0);
+        assert_eq!(t0.spins_per_acquire, Some(10.0));
+        assert_eq!(t0.handoffs_received, Some(10));
+        // CPUs 1 and 2 are other cores of the one L3.
+        assert_eq!(
+            t0.handoffs_by_proximity,
+            Some(vec![(Proximity::SameL3, 10)])
+        );
+        assert!(!r.threads[1].shares_core_with_scanner);
+        let scan = &r.threads[3];
+        assert_eq!(scan.role, ThreadRole::Scan);
+        assert_eq!(
+            (scan.locked, scan.spins, scan.handoffs_received),
+            (0, None, None)
+        );
+        assert!(
+            !scan.shares_core_with_scanner,
+            "only lock threads are flagged"
+        );
+        // 150 against the others' 1000 in every run: a ratio of 0.15 at the median.
+        let c = r.sharing_vs_others.unwrap();
+        assert!((c.estimate - 0.15).abs() < 1e-9, "{c:?}");
+        assert!(c.low <= c.estimate && c.estimate <= c.high);
+        // The other lock threads ran as fast as without a scanner.
+        assert!((r.cross_core_vs_baseline.unwrap().estimate - 1.0).abs() < 1e-9);
+        // 50 handoffs in 1 s, all between different cores of one L3 (50 ns).
+        assert_eq!(r.handoffs_per_sec, Some(50.0));
+        assert_eq!(r.c2c_latency_ns, Some(50.0));
+        // The ceiling at 50 ns is 20 M handoffs/s.
+        assert!((r.handoffs_share_of_ceiling.unwrap() - 50.0 / 20e6).abs() < 1e-15);
+        // Medians 150, 1000, 1000: Jain = 2150² / (3 × (150² + 2 × 1000²)).
+        let jain = 2150.0f64.powi(2) / (3.0 * (150.0f64.powi(2) + 2e6));
+        assert!((r.jain_index - jain).abs() < 1e-12);
+        assert!((r.max_min_ratio - 1000.0 / 150.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn with_lock_stats_off_counts_come_from_the_workload_and_spins_stay_unknown() {
+        let topo = topology(3, 2, false);
+        let from = [[0; 3]; 3];
+        let runs = vec![run(&[100, 300, 600, 7], lock_stats([0; 3], from))];
+        let r = summarise(
+            &topo,
+            &scenario(),
+            LockKind::Ttas,
+            &runs,
+            None,
+            StatsMode::Off,
+            true,
+        );
+        assert_eq!(r.threads[2].locked, 600);
+        assert_eq!(r.threads[2].share_of_acquisitions, 0.6);
+        for t in &r.threads {
+            assert_eq!(t.spins, None);
+            assert_eq!(t.spins_per_acquire, None);
+            assert_eq!(t.handoffs_received, None);
+            assert_eq!(t.handoffs_by_proximity, None);
+        }
+        assert_eq!(r.handoffs_per_sec, None);
+        assert_eq!(r.handoffs_share_of_ceiling, None);
+        assert_eq!(r.cross_core_vs_baseline, None);
+        assert!(r.interrupted);
+    }
+}

@@ -1,0 +1,34 @@
+//! `lockscan`: lock threads hammer one global lock while scan threads memset a buffer;
+//! does a lock thread that shares a core with a scanner acquire less?
+//!
+//! The test is SQL Server's "To Hyper or not to Hyper" (Slava Oks, 2005): there the lock
+//! thread whose Hyper-Threading sibling scanned memory took about 700,000 acquisitions
+//! while the others took about 10 million. That program packed its counters into one
+//! array, so it measured its own false sharing too, and reported one 10-second sample of
+//! one lock. Here every lock thread has its own stats block (cache-line padded, in the lock
+//! library), runs repeat with interleaved scenarios (baseline without scanners first in
+//! each round), and the verdict carries a bootstrap confidence interval.
+//!
+//! Split by job, as hyperfine splits executor, result, relative speed and export:
+//! - `config`: what was asked for ([`LockscanConfig`], [`Layout`]), checked when built;
+//! - `scenario`: where the threads go on this topology ([`scenarios`]);
+//! - `workload`: the lock and scan threads ([`LockScan`]);
+//! - `run`: the trials on an [`Engine`](crate::engine::Engine) ([`run`]);
+//! - `analysis`: runs into per-scenario summaries (pure);
+//! - `verdict`: the conclusions and notes in words (pure);
+//! - `model`: the serde result ([`LockscanReport`]).
+
+mod analysis;
+mod config;
+mod model;
+mod run;
+mod scenario;
+mod verdict;
+mod workload;
+
+pub use analysis::handoff_latency_ns;
+pub use config::{Layout, LockscanConfig};
+pub use model::{LockscanReport, SCHEMA_VERSION, ScenarioResult, ThreadRole, ThreadRow};
+pub use run::{OnInterval, run};
+pub use scenario::{Scenario, scenarios, sweep_scope};
+pub use workload::LockScan;

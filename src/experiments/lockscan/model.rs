@@ -1,0 +1,171 @@
+//! lockscan's result model: what `--json` prints and the study's report embeds. Renderers
+//! read only this.
+
+use super::scenario::Scenario;
+use crate::cpuset::CpuSet;
+use crate::locks::{LockKind, StatsMode};
+use crate::stats::{Ci, Summary};
+use crate::topology::Proximity;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Bumped when the JSON layout changes incompatibly.
+/// 2: `spins`, `spins_per_acquire`, `handoffs_received` and `handoffs_per_sec` are null
+/// under `--lock-stats off`; `lock_stats` and per-result `c2c_latency_ns` added.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// What a thread of a scenario does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadRole {
+    /// Acquires and releases the global lock in a loop.
+    Lock,
+    /// Memsets its buffer in a loop.
+    Scan,
+}
+
+impl ThreadRole {
+    pub fn label(self) -> &'static str {
+        match self {
+            ThreadRole::Lock => "lock",
+            ThreadRole::Scan => "scan",
+        }
+    }
+}
+
+impl fmt::Display for ThreadRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// One thread's row (medians over repetitions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRow {
+    pub thread: usize,
+    /// `lock` or `scan`.
+    pub role: ThreadRole,
+    /// The CPU the thread was pinned to.
+    pub cpu: u32,
+    /// The CPUs the thread was seen running on, over all runs (`sched_getcpu` and
+    /// `/proc/self/task/TID/stat`); equal to `cpu` when pinning held. Empty for results
+    /// that carried no observation (older files, fake runs).
+    #[serde(default)]
+    pub observed_cpus: CpuSet,
+    /// The CPU's core (its SMT sibling set).
+    pub core: CpuSet,
+    /// A scan thread runs on this thread's core (an SMT sibling or the same CPU).
+    pub shares_core_with_scanner: bool,
+    /// Acquisitions per second (lock threads) or scan passes per second, median over runs.
+    pub ops_per_sec: f64,
+    /// Spread of `ops_per_sec` over runs.
+    pub ops_per_sec_summary: Option<Summary>,
+    /// Acquisitions in the measured time of the median run (the original test's `locked`).
+    pub locked: u64,
+    /// Wait-loop iterations (the original test's `spin`), median run; None with lock stats
+    /// off.
+    pub spins: Option<u64>,
+    /// This thread's share of all acquisitions, 0–1.
+    pub share_of_acquisitions: f64,
+    pub spins_per_acquire: Option<f64>,
+    /// Acquisitions that took the lock from another thread; None with lock stats off.
+    pub handoffs_received: Option<u64>,
+    /// Handoffs received by the previous owner's proximity (`smt-sibling`, `same-l3`, …);
+    /// None with lock stats off and for scan threads.
+    pub handoffs_by_proximity: Option<Vec<(Proximity, u64)>>,
+    /// Share of its wall time the thread was on a CPU, 0–1.
+    pub cpu_share: f64,
+    pub involuntary_ctx_switches: u64,
+}
+
+impl ThreadRow {
+    /// A lock thread (not a scanner).
+    pub fn is_lock(&self) -> bool {
+        self.role == ThreadRole::Lock
+    }
+}
+
+/// One scenario with one lock: all its runs summarised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    pub scenario: Scenario,
+    pub lock: LockKind,
+    pub runs: usize,
+    pub threads: Vec<ThreadRow>,
+    /// Total acquisitions per second, over runs.
+    pub acquisitions_per_sec: Option<Summary>,
+    /// Jain's fairness index over lock threads' acquisition rates (1 = perfectly fair).
+    pub jain_index: f64,
+    /// Fastest / slowest lock thread.
+    pub max_min_ratio: f64,
+    /// Handoffs per second (owner changed), median run; None with lock stats off.
+    pub handoffs_per_sec: Option<f64>,
+    /// Median acquisition rate of scanner-sharing lock threads ÷ the other lock threads,
+    /// with a bootstrap CI over runs; None when one group is empty.
+    pub sharing_vs_others: Option<Ci>,
+    /// Median acquisition rate of lock threads not sharing a core with a scanner ÷ the
+    /// same threads in the baseline scenario (cross-core interference); None without one.
+    pub cross_core_vs_baseline: Option<Ci>,
+    /// One-way cache-line latency the median run's handoffs met, ns: the latencies of
+    /// `c2c_latency_by_proximity` weighted by the handoffs between CPUs of each class
+    /// ([`super::handoff_latency_ns`]); None with one lock CPU or a synthetic run.
+    #[serde(default)]
+    pub c2c_latency_ns: Option<f64>,
+    /// c2c latency of one pair of lock CPUs per proximity class, measured just before the
+    /// median run, ns.
+    #[serde(default)]
+    pub c2c_latency_by_proximity: Vec<(Proximity, f64)>,
+    /// Handoffs per second as a share of the cache-line ceiling 1/`c2c_latency_ns` (k = 1):
+    /// the share of the run's time the lock line spent moving. None when either is unknown.
+    pub handoffs_share_of_ceiling: Option<f64>,
+    /// Pinning held in every run.
+    pub pinning_ok: bool,
+    /// Ctrl-C cut the runs short.
+    pub interrupted: bool,
+}
+
+/// The whole lockscan result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockscanReport {
+    pub schema_version: u32,
+    /// SMT siblings were visible, so sibling cases could run.
+    pub smt: bool,
+    pub hypervisor: bool,
+    pub cs_ns: u64,
+    pub scan_bytes: usize,
+    pub duration_ns: u64,
+    pub repeat: usize,
+    /// What the locks recorded (`counters` or `off`).
+    #[serde(default)]
+    pub lock_stats: StatsMode,
+    /// The first result's `c2c_latency_ns`: the physical limit on handoffs.
+    pub c2c_latency_ns: Option<f64>,
+    /// The unit the sweep stayed inside (`--within`); None for the other layouts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::placement::ScopeUnit>,
+    pub results: Vec<ScenarioResult>,
+    /// Plain-words conclusion.
+    pub verdict: Vec<String>,
+    /// What could not be measured here, and why.
+    pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_serialise_as_before() {
+        assert_eq!(
+            serde_json::to_string(&ThreadRole::Lock).unwrap(),
+            "\"lock\""
+        );
+        assert_eq!(
+            serde_json::to_string(&ThreadRole::Scan).unwrap(),
+            "\"scan\""
+        );
+        let r: ThreadRole = serde_json::from_str("\"scan\"").unwrap();
+        assert_eq!(r, ThreadRole::Scan);
+        assert_eq!(ThreadRole::Lock.to_string(), "lock");
+    }
+}

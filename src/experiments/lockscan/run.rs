@@ -1,0 +1,149 @@
+//! Orchestration: every (scenario, lock) trial on the engine, interleaved round-robin over
+//! the repetitions, each with its handoff ceiling measured just before it.
+
+use super::analysis::{Run, summarise};
+use super::config::LockscanConfig;
+use super::model::{LockscanReport, SCHEMA_VERSION};
+use super::scenario::{Scenario, sweep_scope};
+use super::verdict::{notes, verdict_lines};
+use super::workload::LockScan;
+use crate::engine::{Engine, IntervalSample};
+use crate::locks::LockKind;
+use crate::topology::{Proximity, Topology};
+use anyhow::Result;
+
+/// Live per-interval callback: scenario, lock, the engine's sample, spins per lock thread
+/// in that interval.
+pub type OnInterval<'a> = dyn FnMut(&Scenario, LockKind, &IntervalSample, &[u64]) + 'a;
+
+/// Runs every scenario × lock, interleaved, `repeat` times. `on_interval` receives live
+/// per-interval rows (scenario index, lock, sample, spins per lock thread so far).
+pub fn run(
+    engine: &dyn Engine,
+    topo: &Topology,
+    cfg: &LockscanConfig,
+    scen: &[Scenario],
+    on_interval: &mut OnInterval<'_>,
+) -> Result<LockscanReport> {
+    // (scenario, lock) trials, interleaved round-robin over repetitions.
+    let trials: Vec<(usize, LockKind)> = scen
+        .iter()
+        .enumerate()
+        .flat_map(|(i, _)| cfg.locks.iter().map(move |&k| (i, k)))
+        .collect();
+    let mut runs: Vec<Vec<Run>> = trials.iter().map(|_| Vec::new()).collect();
+    let mut interrupted = false;
+    'outer: for _ in 0..cfg.repeat {
+        for (ti, &(si, kind)) in trials.iter().enumerate() {
+            if crate::interrupt::requested() {
+                interrupted = true;
+                break 'outer;
+            }
+            let run = run_once(engine, topo, cfg, &scen[si], kind, on_interval)?;
+            let stop = run.result.interrupted;
+            runs[ti].push(run);
+            if stop {
+                interrupted = true;
+                break 'outer;
+            }
+        }
+    }
+    let smt = topo.threads_per_core() > 1;
+    let mut results = Vec::new();
+    for (ti, &(si, kind)) in trials.iter().enumerate() {
+        if runs[ti].is_empty() {
+            continue;
+        }
+        let baseline = if cfg.baseline && si > 0 {
+            trials
+                .iter()
+                .position(|&(s, k)| s == 0 && k == kind)
+                .map(|b| &runs[b])
+        } else {
+            None
+        };
+        results.push(summarise(
+            topo,
+            &scen[si],
+            kind,
+            &runs[ti],
+            baseline,
+            cfg.stats,
+            interrupted,
+        ));
+    }
+    let steal = runs.iter().flatten().map(|r| r.result.steal_share);
+    let notes = notes(cfg, &results, smt, topo.machine.hypervisor, steal);
+    Ok(LockscanReport {
+        schema_version: SCHEMA_VERSION,
+        smt,
+        hypervisor: topo.machine.hypervisor,
+        cs_ns: cfg.cs_ns,
+        scan_bytes: cfg.scan_bytes,
+        duration_ns: cfg.spec.duration.as_nanos() as u64,
+        repeat: cfg.repeat,
+        lock_stats: cfg.stats,
+        c2c_latency_ns: results.iter().find_map(|r| r.c2c_latency_ns),
+        scope: sweep_scope(topo, &cfg.layout),
+        verdict: verdict_lines(&results, smt),
+        results,
+        notes,
+    })
+}
+
+/// One run of scenario `s` with lock `kind`, its live intervals passed to `on_interval`.
+fn run_once(
+    engine: &dyn Engine,
+    topo: &Topology,
+    cfg: &LockscanConfig,
+    s: &Scenario,
+    kind: LockKind,
+    on_interval: &mut OnInterval<'_>,
+) -> Result<Run> {
+    let w = LockScan::new(
+        kind,
+        s.lock_cpus.len(),
+        cfg.cs_ns,
+        cfg.scan_bytes,
+        cfg.stats,
+    );
+    // The handoff ceiling, measured just before the run: a hypervisor's host moves the
+    // vCPUs between runs (c2c here spanned 11–112 ns within minutes).
+    let latencies = class_latencies(engine, topo, &s.lock_cpus);
+    let mut prev_spins = vec![0u64; s.lock_cpus.len()];
+    let result = engine.run_observed(&s.plan(), &cfg.spec, &w, &mut |sample| {
+        let now = w.live_spins();
+        let delta: Vec<u64> = now
+            .iter()
+            .zip(&prev_spins)
+            .map(|(a, b)| a.saturating_sub(*b))
+            .collect();
+        prev_spins = now;
+        on_interval(s, kind, sample, &delta);
+    })?;
+    Ok(Run {
+        result,
+        stats: w.take_stats(),
+        latencies,
+    })
+}
+
+/// One c2c latency per proximity class among `cpus` (the first pair of each class in
+/// their order; at most four measurements of ≈ 10 ms), now. Empty on the fake engine.
+fn class_latencies(engine: &dyn Engine, topo: &Topology, cpus: &[u32]) -> Vec<(Proximity, f64)> {
+    let mut tried: Vec<Proximity> = vec![Proximity::SameCpu];
+    let mut out = Vec::new();
+    for (i, &a) in cpus.iter().enumerate() {
+        for &b in &cpus[i + 1..] {
+            let p = topo.proximity(a, b);
+            if tried.contains(&p) {
+                continue;
+            }
+            tried.push(p);
+            if let Some(l) = engine.cache_line_latency_ns(a, b) {
+                out.push((p, l));
+            }
+        }
+    }
+    out
+}

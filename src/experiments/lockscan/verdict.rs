@@ -1,0 +1,255 @@
+//! lockscan's conclusions and notes in words, as the model carries them (`verdict`,
+//! `notes`). Pure.
+
+use super::config::LockscanConfig;
+use super::model::ScenarioResult;
+use crate::locks::StatsMode;
+use crate::stats::Ci;
+
+/// Critical-section length (ns) from which `counters` measured within 2 % of `off` for 7 of
+/// 8 locks (`cargo bench --bench locks`, 100 ns inside, 200 ns outside); below it, lockscan
+/// warns that absolute rates carry the instrumentation's cost.
+const COUNTERS_CHEAP_CS_NS: u64 = 100;
+
+/// A ratio with its interval, or with the reason it has none.
+fn fmt_ci(c: &Ci, runs: usize) -> String {
+    if runs < 3 {
+        format!(
+            "{:.2}× ({runs} run{}: too few for a confidence interval, use --repeat 3 or more)",
+            c.estimate,
+            if runs == 1 { "" } else { "s" }
+        )
+    } else {
+        format!("{:.2}× (95% CI {:.2}–{:.2})", c.estimate, c.low, c.high)
+    }
+}
+
+/// One line per comparison a scenario with a scanner allows: the sharing lock threads
+/// against the others, and the others against the baseline.
+pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in results {
+        if r.scenario.scan_cpus.is_empty() {
+            continue;
+        }
+        let what = if smt {
+            "lock threads sharing a core with a scanner"
+        } else {
+            "the lock thread time-sharing its CPU with a scanner"
+        };
+        match &r.sharing_vs_others {
+            Some(c) => out.push(format!(
+                "{} / {}: {what} acquired at {} the rate of the others",
+                r.lock,
+                r.scenario.label,
+                fmt_ci(c, r.runs)
+            )),
+            None => {
+                if r.threads.iter().any(|t| t.shares_core_with_scanner) {
+                    out.push(format!(
+                        "{} / {}: every lock thread shares a core with a scanner; nothing to compare against",
+                        r.lock, r.scenario.label
+                    ));
+                }
+            }
+        }
+        if let Some(c) = &r.cross_core_vs_baseline {
+            out.push(format!(
+                "{} / {}: lock threads on other cores than the scanner ran at {} of their rate without a scanner — {}",
+                r.lock,
+                r.scenario.label,
+                fmt_ci(c, r.runs),
+                cross_core_meaning(c, r.runs)
+            ));
+        }
+    }
+    out
+}
+
+/// What a cross-core ratio means. A direction is called only when the whole interval lies
+/// beyond a 5 % noise band (criterion's rule); with fewer than 3 runs there is no interval
+/// to trust, so the estimate alone must clear it.
+fn cross_core_meaning(c: &Ci, runs: usize) -> &'static str {
+    let (lo, hi) = if runs >= 3 {
+        (c.low, c.high)
+    } else {
+        (c.estimate, c.estimate)
+    };
+    if lo > 1.05 {
+        "faster: the scanner took CPU time from a competing lock thread, so fewer acquisitions competed"
+    } else if hi < 0.95 {
+        "slower: cross-core interference (shared cache, memory bandwidth, frequency)"
+    } else {
+        "no clear cross-core effect (the interval includes no change)"
+    }
+}
+
+/// What the runs could not show or may have distorted, and why. `steal` is each run's
+/// steal share, where measured.
+pub fn notes(
+    cfg: &LockscanConfig,
+    results: &[ScenarioResult],
+    smt: bool,
+    hypervisor: bool,
+    steal: impl IntoIterator<Item = Option<f64>>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    notes.extend(crate::hygiene::steal_note("the runs", steal));
+    let over: Vec<String> = results
+        .iter()
+        .filter(|r| r.handoffs_share_of_ceiling.is_some_and(|x| x > 1.0))
+        .map(|r| format!("{} / {}", r.lock, r.scenario.label))
+        .collect();
+    if !over.is_empty() {
+        let why = if hypervisor {
+            "the line moved faster during the run than just before it, as when a host moves vCPUs onto SMT siblings of one core"
+        } else {
+            "the ceiling comes from one pair of CPUs per proximity class, and other pairs of a class can be faster"
+        };
+        notes.push(format!(
+            "handoffs above the c2c ceiling measured just before the run ({}): {why}",
+            over.join(", ")
+        ));
+    }
+    if !smt {
+        // The case the experiment comes from: in SQL Server's "To Hyper or not to Hyper"
+        // test (Slava Oks, 2005) the lock thread beside a scanner on one Hyper-Threading
+        // core took about 700,000 acquisitions while the others took about 10 million.
+        notes.push("no SMT siblings on this machine: the sibling case (a lock thread whose SMT sibling scans memory, about 10× fewer acquisitions in SQL Server's 2005 \"To Hyper or not to Hyper\" test) could not be run here; shown instead: a scanner time-sharing a lock thread's CPU, and lock threads on other cores (cross-core)".into());
+    }
+    if hypervisor {
+        notes.push("running under a hypervisor: vCPU preemption and host neighbours can distort lock results".into());
+    }
+    if cfg.stats == StatsMode::Counters && cfg.cs_ns < COUNTERS_CHEAP_CS_NS {
+        notes.push(format!("lock stats cost: counting spins and handoffs adds a few ns to every acquisition, which with a {} ns critical section can be tens of percent of the absolute rate; every thread pays it, so ratios compare like with like; `smtlab lockscan --lock-stats off` runs the bare lock (README: measured cost)", cfg.cs_ns));
+    }
+    if cfg.stats == StatsMode::Off {
+        notes.push("lock stats off: the bare lock algorithms ran; acquisitions are the workload's own count, and spins and handoffs were not recorded".into());
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::RunSpec;
+    use crate::experiments::lockscan::{Layout, Scenario};
+    use crate::locks::LockKind;
+
+    fn result(
+        scan: &[u32],
+        runs: usize,
+        vs_others: Option<Ci>,
+        vs_base: Option<Ci>,
+    ) -> ScenarioResult {
+        ScenarioResult {
+            scenario: Scenario {
+                label: "s".into(),
+                lock_cpus: vec![0, 1],
+                scan_cpus: scan.to_vec(),
+            },
+            lock: LockKind::Ttas,
+            runs,
+            threads: Vec::new(),
+            acquisitions_per_sec: None,
+            jain_index: 1.0,
+            max_min_ratio: 1.0,
+            handoffs_per_sec: None,
+            sharing_vs_others: vs_others,
+            cross_core_vs_baseline: vs_base,
+            c2c_latency_ns: None,
+            c2c_latency_by_proximity: Vec::new(),
+            handoffs_share_of_ceiling: None,
+            pinning_ok: true,
+            interrupted: false,
+        }
+    }
+
+    fn ci(estimate: f64, low: f64, high: f64) -> Ci {
+        Ci {
+            estimate,
+            low,
+            high,
+            confidence: 0.95,
+        }
+    }
+
+    #[test]
+    fn a_sharing_ratio_carries_its_interval_or_says_why_not() {
+        let r = result(&[2], 5, Some(ci(0.1, 0.08, 0.12)), None);
+        assert_eq!(
+            verdict_lines(&[r], true),
+            [
+                "ttas / s: lock threads sharing a core with a scanner acquired at 0.10× (95% CI 0.08–0.12) the rate of the others"
+            ]
+        );
+        let r = result(&[1], 1, Some(ci(0.5, 0.5, 0.5)), None);
+        let v = verdict_lines(&[r], false);
+        assert!(
+            v[0].contains("the lock thread time-sharing its CPU"),
+            "{v:?}"
+        );
+        assert!(
+            v[0].contains("0.50× (1 run: too few for a confidence interval"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_baseline_scenario_has_no_verdict() {
+        let r = result(&[], 5, None, None);
+        assert!(verdict_lines(&[r], true).is_empty());
+    }
+
+    #[test]
+    fn cross_core_direction_needs_the_whole_interval_beyond_five_percent() {
+        assert!(cross_core_meaning(&ci(1.2, 1.06, 1.3), 3).starts_with("faster"));
+        assert!(cross_core_meaning(&ci(0.8, 0.7, 0.94), 3).starts_with("slower"));
+        // The interval reaches into the noise band: no direction.
+        assert!(cross_core_meaning(&ci(1.2, 1.04, 1.3), 3).starts_with("no clear"));
+        assert!(cross_core_meaning(&ci(0.8, 0.7, 0.96), 3).starts_with("no clear"));
+        // Two runs: the estimate alone decides.
+        assert!(cross_core_meaning(&ci(1.2, 0.5, 2.0), 2).starts_with("faster"));
+        assert!(cross_core_meaning(&ci(1.02, 1.0, 1.1), 2).starts_with("no clear"));
+        let v = verdict_lines(&[result(&[2], 3, None, Some(ci(0.8, 0.7, 0.9)))], true);
+        assert_eq!(
+            v.len(),
+            1,
+            "no sharing ratio and no sharing thread: one line"
+        );
+        assert!(
+            v[0].ends_with(
+                "— slower: cross-core interference (shared cache, memory bandwidth, frequency)"
+            ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn notes_say_what_is_missing_here() {
+        let spec = RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1));
+        let cfg = LockscanConfig::new(Layout::ScannerOnLowest, vec![LockKind::Ttas], spec).unwrap();
+        let mut over = result(&[2], 3, None, None);
+        over.handoffs_share_of_ceiling = Some(1.5);
+        let n = notes(&cfg, &[over], false, true, [None]);
+        assert!(
+            n[0].starts_with("handoffs above the c2c ceiling") && n[0].contains("moves vCPUs"),
+            "{n:?}"
+        );
+        assert!(
+            n[1].starts_with("no SMT siblings") && !n[1].contains("seed"),
+            "{n:?}"
+        );
+        assert!(n[2].starts_with("running under a hypervisor"), "{n:?}");
+        assert!(n[3].contains("with a 0 ns critical section"), "{n:?}");
+        let off = cfg
+            .clone()
+            .with_stats(StatsMode::Off)
+            .unwrap()
+            .with_cs_ns(500)
+            .unwrap();
+        let n = notes(&off, &[], true, false, [None]);
+        assert_eq!(n.len(), 1);
+        assert!(n[0].starts_with("lock stats off"), "{n:?}");
+    }
+}

@@ -1,0 +1,136 @@
+//! neighbors' result model: what `--json` prints and the study's report embeds. Renderers
+//! read only this.
+
+use super::config::{BurnerMode, BurnerPlacement};
+use super::diagnosis::Diagnosis;
+use crate::burn::{BurnerKind, Policy};
+use serde::{Deserialize, Serialize};
+
+/// Bumped when the JSON layout changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One burner count's measurements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub burners: usize,
+    /// Worker operations per second.
+    pub ops_per_sec: f64,
+    /// `ops_per_sec` ÷ the first step's.
+    pub ratio_to_first: f64,
+    /// Mean time per operation across the workers (wall ÷ ops × workers), ns.
+    pub time_per_op_ns: f64,
+    pub latency_p50_ns: u64,
+    pub latency_p99_ns: u64,
+    pub latency_max_ns: u64,
+    /// Workers + burners (all want a CPU all the time).
+    pub runnable_threads: usize,
+    /// Usable logical CPUs.
+    pub cpus: usize,
+    pub worker_involuntary_switches_per_sec: f64,
+    pub worker_voluntary_switches_per_sec: f64,
+    /// Share of the workers' time spent runnable but waiting for a CPU, 0–1; None when
+    /// schedstat is unavailable.
+    pub worker_run_delay_share: Option<f64>,
+    /// Lock holds longer than 1 ms (holder preempted); None when the worker cannot see its
+    /// lock (a database's internal locks).
+    pub holder_preemptions: Option<u64>,
+    /// Lock waits longer than 1 ms (holder or next waiter preempted); None as above.
+    pub long_waits: Option<u64>,
+    /// Burner progress, their own units per second, summed.
+    pub burner_ops_per_sec: f64,
+    pub diagnosis: Diagnosis,
+    /// The evidence, in one line.
+    pub reason: String,
+    pub pinning_ok: bool,
+    /// Ctrl-C cut this step short.
+    pub interrupted: bool,
+    /// Worker threads in this step.
+    pub workers: usize,
+    /// Share of the CPUs' time the hypervisor took during this step (steal), 0–1; None
+    /// where not measured.
+    #[serde(default)]
+    pub steal_share: Option<f64>,
+}
+
+/// The whole neighbors result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighborsReport {
+    pub schema_version: u32,
+    /// The worker workload's name (`hot-page/ticket`, `oltp/sqlite`, …).
+    pub workload: String,
+    pub workers: usize,
+    /// The worker placement as given (`os`, `one-per-core`, `cpus:0-3`, …).
+    pub worker_placement: String,
+    /// What each burner runs, by its command-line name (`prime`, `fma-avx2`, …).
+    #[serde(with = "kind_as_name")]
+    pub burner_kind: BurnerKind,
+    pub burner_placement: BurnerPlacement,
+    pub burner_mode: BurnerMode,
+    pub burner_policy: Policy,
+    pub time_slice_ns: f64,
+    pub smt: bool,
+    pub hypervisor: bool,
+    /// The reference run when the first step was already oversubscribed: as many
+    /// workers as CPUs, no burners. Its rate is the baseline of every ratio.
+    pub reference: Option<Step>,
+    pub steps: Vec<Step>,
+    /// Steps that could not run here, with the reason.
+    pub skipped: Vec<(usize, String)>,
+    pub notes: Vec<String>,
+    pub interrupted: bool,
+}
+
+/// A burner kind as its command-line name: `fma-avx2` rather than serde's `{"fma": "avx2"}`.
+mod kind_as_name {
+    use crate::burn::BurnerKind;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(k: &BurnerKind, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(k)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BurnerKind, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::burn::FmaWidth;
+
+    #[test]
+    fn closed_sets_serialise_as_their_command_line_names() {
+        let r = NeighborsReport {
+            schema_version: SCHEMA_VERSION,
+            workload: "hot-page/ticket".into(),
+            workers: 2,
+            worker_placement: "os".into(),
+            burner_kind: BurnerKind::Fma(FmaWidth::Avx2),
+            burner_placement: BurnerPlacement::OtherCores,
+            burner_mode: BurnerMode::Process,
+            burner_policy: Policy::Idle,
+            time_slice_ns: 1.5e6,
+            smt: false,
+            hypervisor: false,
+            reference: None,
+            steps: Vec::new(),
+            skipped: Vec::new(),
+            notes: Vec::new(),
+            interrupted: false,
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["burner_kind"], "fma-avx2");
+        assert_eq!(v["burner_placement"], "other-cores");
+        assert_eq!(v["burner_mode"], "process");
+        assert_eq!(v["burner_policy"], "idle");
+        let back: NeighborsReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+        let mut v = serde_json::to_value(&r).unwrap();
+        v["burner_kind"] = "divide".into();
+        let e = serde_json::from_value::<NeighborsReport>(v).unwrap_err();
+        assert!(e.to_string().contains("divide"), "{e}");
+    }
+}

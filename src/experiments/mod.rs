@@ -8,3 +8,5 @@ pub mod neighbors;
 pub mod oltp;
 /// Seed 003: a read-mostly metadata cache under spin, reader/writer, brlock, seqlock and RCU schemes.
 pub mod rwcache;
+/// `yield`: throughput and latency with and without SMT siblings on the same cores.
+pub mod smt_yield;

@@ -322,13 +322,6 @@ fn workload_result(
         .collect();
     let has_pairs = threads.iter().any(|(l, _)| *l == Layout::Pairs);
     let mut notes = Vec::new();
-    if matches!(subject, Subject::Ruler(_)) {
-        notes.push(
-            "a ruler counts operations without timing each: its latency is the mean time per \
-             operation of one thread"
-                .into(),
-        );
-    }
     let strays = runs.iter().filter(|r| !r.pinning_ok).count();
     if strays > 0 {
         notes.push(format!(

@@ -362,3 +362,111 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
     assert!(json["workloads"][0]["runs"][0]["ops_per_sec"].is_number());
     println!("{text}");
 }
+
+#[test]
+fn real_engine_runs_every_workload_in_every_layout() {
+    // The real threads on this machine's CPUs 0 and 1, described as the two siblings of
+    // one core: the code path of a live run (pinning, fresh workloads per run, latency
+    // histograms), whatever this machine's own topology. Nothing is asserted of speed.
+    let here = smtlab::topology::discover(Path::new("/")).expect("this machine's topology");
+    if !here.allowed().contains(0) || !here.allowed().contains(1) {
+        eprintln!("skipped: CPUs 0 and 1 are not both usable here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    tree(tmp.path(), 1, 2, "on");
+    let topo = smtlab::topology::discover(tmp.path()).unwrap();
+    let cfg = Config {
+        subjects: Subject::parse_list("int,l2,hot-page/mutex,hot-page/ttas").unwrap(),
+        repeat: 2,
+        spec: smtlab::engine::RunSpec::new(
+            std::time::Duration::from_millis(20),
+            std::time::Duration::from_millis(60),
+        ),
+        ..Config::new()
+    };
+    let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
+    assert_eq!(
+        planned.layouts.len(),
+        2,
+        "one core: no separate pairs layout"
+    );
+    let rep = smt_yield::run_planned(
+        &smtlab::engine::RealEngine,
+        &topo,
+        &cfg,
+        &planned,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(!rep.synthetic);
+    for w in &rep.workloads {
+        assert_eq!(w.runs.len(), 4, "{}", w.workload);
+        for r in &w.runs {
+            assert!(r.ops_per_sec > 0.0, "{}: {r:?}", w.workload);
+            assert!(r.observed_cpus.is_subset(&r.cpus), "{r:?}");
+        }
+        assert!(w.smt_yield.is_some());
+        assert!(w.shared_core_speed.is_none());
+        let timed = w.workload.starts_with("hot-page");
+        let s = w.layout(Layout::All).unwrap();
+        assert_eq!(s.latency_p99_ns.is_some(), timed, "{}: {s:?}", w.workload);
+    }
+}
+
+#[test]
+fn postgres_inserts_run_in_every_layout_with_the_rows_checked() {
+    if let Err(e) = smtlab::oltp::managed::find_binaries() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI must have PostgreSQL: {e:#}"
+        );
+        eprintln!("skipped: {e:#}");
+        return;
+    }
+    let here = smtlab::topology::discover(Path::new("/")).expect("this machine's topology");
+    if !here.allowed().contains(0) || !here.allowed().contains(1) {
+        eprintln!("skipped: CPUs 0 and 1 are not both usable here");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    tree(tmp.path(), 1, 2, "on");
+    let topo = smtlab::topology::discover(tmp.path()).unwrap();
+    use smtlab::oltp::{DbTarget, Durability, KeyMode, Schema, TableSpec};
+    let cfg = Config {
+        subjects: vec![Subject::Insert],
+        repeat: 2,
+        spec: smtlab::engine::RunSpec::new(
+            std::time::Duration::from_millis(50),
+            std::time::Duration::from_millis(200),
+        ),
+        db: Some(smt_yield::InsertTarget {
+            db: DbTarget::PostgresManaged,
+            durability: Durability::Delayed,
+            table: TableSpec {
+                schema: Schema::Seed001,
+                key: KeyMode::Sequential,
+                rows_per_txn: 1,
+            },
+        }),
+        ..Config::new()
+    };
+    let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
+    assert_eq!(planned.plan.workloads, ["insert"]);
+    let rep = smt_yield::run_planned(
+        &smtlab::engine::RealEngine,
+        &topo,
+        &cfg,
+        &planned,
+        &mut |_| {},
+    )
+    .unwrap();
+    let w = &rep.workloads[0];
+    assert_eq!(w.unit, "rows");
+    assert_eq!(w.runs.len(), 4);
+    for r in &w.runs {
+        assert_eq!(r.rows_verified, Some(true), "{r:?}");
+        assert!(r.ops_per_sec > 0.0 && r.latency_p99_ns.is_some(), "{r:?}");
+    }
+    assert!(w.smt_yield.is_some());
+}

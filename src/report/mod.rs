@@ -76,6 +76,9 @@ pub struct Report {
     pub oltp: Option<OltpSection>,
     /// Seed 003: a read-mostly cache under different reader/writer schemes.
     pub rwcache: Option<RwcacheSection>,
+    /// SMT on vs off on the same cores: the yield per workload.
+    #[serde(default)]
+    pub smt_yield: Option<YieldSection>,
     /// The answer in plain words.
     pub verdict: Verdict,
     /// Study-wide notes (budget overruns, skipped CPUs, …).
@@ -174,16 +177,18 @@ pub enum PhaseName {
     Neighbors,
     Oltp,
     Rwcache,
+    Yield,
 }
 
 impl PhaseName {
-    pub const ALL: [PhaseName; 6] = [
+    pub const ALL: [PhaseName; 7] = [
         PhaseName::Topology,
         PhaseName::C2c,
         PhaseName::Lockscan,
         PhaseName::Neighbors,
         PhaseName::Oltp,
         PhaseName::Rwcache,
+        PhaseName::Yield,
     ];
 
     pub fn label(self) -> &'static str {
@@ -194,6 +199,7 @@ impl PhaseName {
             PhaseName::Neighbors => "neighbors",
             PhaseName::Oltp => "oltp",
             PhaseName::Rwcache => "rwcache",
+            PhaseName::Yield => "yield",
         }
     }
 }
@@ -355,6 +361,15 @@ pub struct RwcacheRow {
     pub requests_per_sec: Summary,
     /// Median share of the threads' time spent in the lock code, 0–1, when measured.
     pub lock_cpu_share: Option<f64>,
+}
+
+/// `yield` as the study ran it: every workload as one-per-core, all and pairs on the same
+/// cores, interleaved rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct YieldSection {
+    /// The experiment's own report: the plan, every run, and per workload the yield and
+    /// shared-core speed with their intervals and classes.
+    pub result: crate::experiments::smt_yield::YieldReport,
 }
 
 /// The answer, in plain words, with what it rests on.

@@ -357,6 +357,36 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
     assert_eq!(results["smt"]["threads_per_core"], 2, "{}", results["smt"]);
     let summary = run.file("/tmp/study/summary.md");
     assert!(!summary.contains("cannot be tested here"), "{summary}");
+    let phase = |name: &str| {
+        results["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["phase"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} phase: {}", results["phases"]))
+    };
+    assert_eq!(phase("yield")["status"], "done", "{}", phase("yield"));
+    // Each workload has a yield from its 3 rounds, or says why not (in a debug build under
+    // TCG one pass of a ruler can outlast the quick study's 80 ms runs).
+    let yields = results["smt_yield"]["result"]["workloads"]
+        .as_array()
+        .unwrap();
+    assert_eq!(yields.len(), 5, "{yields:?}");
+    for w in yields {
+        let n = &w["smt_yield"]["comparison"]["n"];
+        assert!(
+            *n == 3 || w["notes"].to_string().contains("completed no operation"),
+            "{}: a yield from 3 rounds or the reason there is none: {w}",
+            w["workload"]
+        );
+    }
+    assert!(
+        yields
+            .iter()
+            .any(|w| w["smt_yield"]["comparison"]["n"] == 3),
+        "{yields:?}"
+    );
     assert!(
         results["lockscan"]["result"]["results"]
             .as_array()

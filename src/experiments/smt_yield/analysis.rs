@@ -71,8 +71,11 @@ pub fn ratio(
     let mut used = Vec::new();
     let mut ratios = Vec::new();
     for round in rounds {
+        // A run that completed no operation measured nothing (one operation outlasted
+        // it), not a rate of zero: its round gives no ratio.
         if let (Some(a), Some(b)) = (find(round, numerator), find(round, denominator))
             && rate(b) > 0.0
+            && rate(a) > 0.0
             && rate(a).is_finite()
         {
             used.push(round);
@@ -214,6 +217,12 @@ mod tests {
         assert_eq!(y.rounds, [0, 2]);
         assert!(y.comparison.indicative);
         assert_eq!(y.comparison.interval_label(), "indicative (n = 2)");
+        // A run with no completed operation gives its round no ratio.
+        let mut z = runs(3, 1.2, 0.6);
+        z.iter_mut()
+            .filter(|x| x.round == 0 && x.layout == Layout::All)
+            .for_each(|x| x.ops_per_sec = 0.0);
+        assert_eq!(smt_yield(&z, 1).unwrap().rounds, [1, 2]);
         // Nothing paired: no ratio at all.
         let only: Vec<RunRecord> = r.into_iter().filter(|x| x.layout == Layout::All).collect();
         assert!(smt_yield(&only, 1).is_none());

@@ -329,6 +329,18 @@ fn workload_result(
             crate::render::count(strays, "run")
         ));
     }
+    let idle = runs
+        .iter()
+        .filter(|r| !r.interrupted && r.ops_per_sec == 0.0)
+        .count();
+    if idle > 0 {
+        notes.push(format!(
+            "{} completed no operation: one operation (a ruler's pass over its buffer, a \
+             lock append) took longer than the run, so those rounds give no ratio; lengthen \
+             --duration",
+            crate::render::count(idle, "run")
+        ));
+    }
     let cut = runs.iter().filter(|r| r.interrupted).count();
     if cut > 0 {
         notes.push(format!(

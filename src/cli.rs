@@ -169,6 +169,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// SMT on vs off on the same N cores: each workload as one-per-core (N threads), all
+    /// (every sibling of those cores) and pairs (N threads on N/2 cores), interleaved;
+    /// throughput, latency, the SMT yield (all ÷ one-per-core) and a thread's speed on a
+    /// shared core, each with its interval and class (gain, no effect, loss, inconclusive).
+    Yield(YieldArgs),
 }
 
 /// Parses the process arguments and runs the command.
@@ -301,6 +306,7 @@ pub fn main() -> Result<()> {
                 &mut out,
             )
         }
+        Command::Yield(args) => commands::smt_yield::run(&yield_config(args)?, &mut out),
     }
 }
 
@@ -946,5 +952,94 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
         root: a.root.sysfs_root,
         exp,
         json: a.json,
+    })
+}
+
+/// `smtlab yield` options.
+#[derive(Args, Debug)]
+struct YieldArgs {
+    #[command(flatten)]
+    root: RootArg,
+    /// Workloads, in run order: rulers (prime, int, mul, fma, pause, stream, chase, l1, l2,
+    /// scan), hot-page/LOCK (the neighbors worker under tas, ttas, backoff, ticket, mcs,
+    /// mutex, parking_lot or adaptive), insert (with --db).
+    #[arg(long, value_name = "LIST", default_value = crate::experiments::smt_yield::DEFAULT_WORKLOADS)]
+    workloads: String,
+    /// N: the cores every layout uses (default: every core of the unit --within picks).
+    #[arg(long, value_name = "K")]
+    cores: Option<usize>,
+    #[command(flatten)]
+    within: WithinArg,
+    /// Measured time per run: 1s, 500ms, 2m.
+    #[arg(long, short = 'd', default_value = "1s")]
+    duration: String,
+    /// Discarded warm-up before each run (ruler buffers are built during it).
+    #[arg(long, default_value = "250ms")]
+    warmup: String,
+    /// Rounds over every workload and layout (A B C A B C …); 5 or more for 95 % CIs.
+    #[arg(long, default_value_t = crate::stats::MIN_RUNS_FOR_CI)]
+    repeat: usize,
+    /// Adds inserts: postgres-managed (a throwaway cluster) or postgres://USER@HOST[:PORT]/DB.
+    /// SQLite admits one writer at a time, so it is left out with that reason.
+    #[arg(long, value_name = "DB")]
+    db: Option<String>,
+    /// A file whose first line is the PostgreSQL password (keeps it out of `ps`).
+    #[arg(long, value_name = "FILE")]
+    db_password_file: Option<PathBuf>,
+    /// Insert durability: full (commit waits for the log flush) or delayed.
+    #[arg(long, default_value = "delayed")]
+    durability: String,
+    /// Print the three layouts and the workloads only (works with --sysfs-root).
+    #[arg(long)]
+    dry_run: bool,
+    /// Machine-readable JSON: `{plan, workloads: [{workload, layouts, smt_yield:
+    /// {comparison: {estimate, low, high, n, effect}}, shared_core_speed, runs}]}`.
+    #[arg(long)]
+    json: bool,
+}
+
+fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
+    use crate::error::BadInput;
+    use crate::experiments::smt_yield::{Config, InsertTarget, Subject};
+    let bad = |m: String| anyhow::Error::new(BadInput(m));
+    let mut subjects = Subject::parse_list(&a.workloads)?;
+    let db = match &a.db {
+        Some(d) => {
+            use crate::oltp::{DbTarget, Durability, KeyMode, Schema, TableSpec};
+            if !subjects.contains(&Subject::Insert) {
+                subjects.push(Subject::Insert);
+            }
+            Some(InsertTarget {
+                db: DbTarget::parse(d)?.with_password_file(a.db_password_file.clone())?,
+                durability: Durability::parse(&a.durability)?,
+                table: TableSpec {
+                    schema: Schema::parse("seed-001")?,
+                    key: KeyMode::parse("sequential")?,
+                    rows_per_txn: 1,
+                },
+            })
+        }
+        None => None,
+    };
+    let spec = crate::engine::RunSpec::new(
+        crate::burn::parse_duration_or_zero(&a.warmup)
+            .map_err(|e| bad(format!("--warmup: {e}")))?,
+        crate::duration::parse_measured(&a.duration, "--duration")?,
+    );
+    let exp = Config {
+        subjects,
+        cores: a.cores,
+        within: a.within.within,
+        spec,
+        repeat: a.repeat,
+        db,
+        ..Config::new()
+    };
+    exp.validate()?;
+    Ok(commands::smt_yield::Config {
+        root: a.root.sysfs_root,
+        exp,
+        json: a.json,
+        dry_run: a.dry_run,
     })
 }

@@ -763,7 +763,7 @@ impl Comparison {
     }
 }
 
-/// `1.31× (95 % CI 1.25–1.37, n = 10): gain`; `0.500× (indicative (n = 3) 0.300–0.850):
+/// `1.31× (95 % CI 1.25–1.37, n = 10): gain`; `0.50× (indicative (n = 3) 0.30–0.85):
 /// inconclusive`.
 impl std::fmt::Display for Comparison {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -782,7 +782,8 @@ impl std::fmt::Display for Comparison {
     }
 }
 
-/// A ratio to 3 significant figures: `1.31`, `0.500`, `12.3`.
+/// A ratio with two decimals (a 1 % step, finer than any noise band here): `1.31`,
+/// `0.50`; `12.3` and `150` above 10.
 pub fn ratio_text(x: f64) -> String {
     let a = x.abs();
     if !x.is_finite() {
@@ -791,10 +792,8 @@ pub fn ratio_text(x: f64) -> String {
         format!("{x:.0}")
     } else if a >= 10.0 {
         format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
     } else {
-        format!("{x:.3}")
+        format!("{x:.2}")
     }
 }
 
@@ -875,7 +874,7 @@ mod three_way_tests {
         assert_eq!(c.effect, Effect::Inconclusive);
         assert_eq!(
             c.to_string(),
-            "0.500× (indicative (n = 3) 0.300–0.850): inconclusive"
+            "0.50× (indicative (n = 3) 0.30–0.85): inconclusive"
         );
     }
 

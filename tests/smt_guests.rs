@@ -204,6 +204,15 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
              --rows-per-thread 200 --json",
         ),
         cmd("c2c", "smtlab c2c --samples 31 --round-trips 100 --json"),
+        cmd(
+            "yield",
+            "smtlab yield --workloads int,hot-page/ttas --duration 200ms --warmup 0 --repeat 2 \
+             --json",
+        ),
+        cmd(
+            "yield text",
+            "smtlab yield --workloads int --duration 200ms --warmup 0 --repeat 2",
+        ),
         cmd("study", "smtlab study --quick --out /tmp/study"),
     ];
     let files = ["/tmp/study/results.json", "/tmp/study/summary.md"];
@@ -293,6 +302,54 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         "a sibling pair was measured: {rel:?}"
     );
 
+    // yield: the three layouts ran on the same two cores, every thread inside its
+    // planned CPUs, and each workload has a yield from its two rounds.
+    let y = run.cmd("yield").ok().json();
+    let layouts: Vec<(String, BTreeSet<u64>)> = y["plan"]["layouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["layout"].as_str().unwrap().to_string(), cpus(&l["cpus"])))
+        .collect();
+    assert_eq!(
+        layouts,
+        [
+            ("one-per-core".to_string(), BTreeSet::from([0, 2])),
+            ("all".to_string(), BTreeSet::from([0, 1, 2, 3])),
+            ("pairs".to_string(), BTreeSet::from([0, 1])),
+        ],
+        "{y}"
+    );
+    let workloads = y["workloads"].as_array().unwrap();
+    assert_eq!(workloads.len(), 2, "{y}");
+    for w in workloads {
+        let runs = w["runs"].as_array().unwrap();
+        let ran: BTreeSet<&str> = runs.iter().map(|r| r["layout"].as_str().unwrap()).collect();
+        assert_eq!(ran, BTreeSet::from(["one-per-core", "all", "pairs"]), "{w}");
+        assert_eq!(runs.len(), 6, "3 layouts × 2 rounds: {w}");
+        for r in runs {
+            let seen = cpus(&r["observed_cpus"]);
+            assert!(
+                !seen.is_empty() && seen.is_subset(&cpus(&r["cpus"])),
+                "threads seen inside their planned CPUs: {r}"
+            );
+            assert_eq!(r["pinning_ok"], true, "{r}");
+            assert_eq!(r["synthetic"], false, "{r}");
+        }
+        let c = &w["smt_yield"]["comparison"];
+        assert_eq!(c["n"], 2, "a yield from both rounds: {w}");
+        assert_eq!(c["indicative"], true, "{w}");
+        assert!(c["estimate"].as_f64().unwrap() > 0.0, "{w}");
+        assert!(
+            w["shared_core_speed"]["comparison"]["estimate"].is_number(),
+            "{w}"
+        );
+    }
+    let text = &run.cmd("yield text").ok().stdout;
+    eprintln!("yield in the 1x2x2 guest:\n{text}");
+    assert!(text.contains("SMT yield on the same 2 cores"), "{text}");
+    assert!(text.contains("indicative (n = 2)"), "{text}");
+
     // The study took its SMT branch: sibling measurements, not "cannot be tested".
     let study = run.cmd("study").ok();
     eprintln!("study in the 1x2x2 guest:\n{}", study.stdout);
@@ -300,6 +357,36 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
     assert_eq!(results["smt"]["threads_per_core"], 2, "{}", results["smt"]);
     let summary = run.file("/tmp/study/summary.md");
     assert!(!summary.contains("cannot be tested here"), "{summary}");
+    let phase = |name: &str| {
+        results["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["phase"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} phase: {}", results["phases"]))
+    };
+    assert_eq!(phase("yield")["status"], "done", "{}", phase("yield"));
+    // Each workload has a yield from its 3 rounds, or says why not (in a debug build under
+    // TCG one pass of a ruler can outlast the quick study's 80 ms runs).
+    let yields = results["smt_yield"]["result"]["workloads"]
+        .as_array()
+        .unwrap();
+    assert_eq!(yields.len(), 5, "{yields:?}");
+    for w in yields {
+        let n = &w["smt_yield"]["comparison"]["n"];
+        assert!(
+            *n == 3 || w["notes"].to_string().contains("completed no operation"),
+            "{}: a yield from 3 rounds or the reason there is none: {w}",
+            w["workload"]
+        );
+    }
+    assert!(
+        yields
+            .iter()
+            .any(|w| w["smt_yield"]["comparison"]["n"] == 3),
+        "{yields:?}"
+    );
     assert!(
         results["lockscan"]["result"]["results"]
             .as_array()

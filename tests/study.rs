@@ -102,6 +102,11 @@ fn fake_study_snapshots_json_markdown_html() {
     assert!(r.synthetic);
     assert_eq!(r.status, Status::Complete);
     for p in &r.phases {
+        if p.phase == PhaseName::Yield {
+            // No SMT siblings on this made-up machine: no yield to measure.
+            assert_eq!(p.status, PhaseStatus::Skipped, "{p:?}");
+            continue;
+        }
         assert_eq!(p.status, PhaseStatus::Done, "{p:?}");
     }
     let json = r.to_json().unwrap();

@@ -10,6 +10,8 @@ pub mod plan;
 pub mod report;
 /// `smtlab rwcache`: the read-mostly cache's scheme comparison, table and JSON.
 pub mod rwcache;
+/// `smtlab yield`: SMT on vs off on the same cores, per workload.
+pub mod smt_yield;
 /// `smtlab study`: every experiment within a budget, into results.json, report.html, summary.md.
 pub mod study;
 pub mod topo;

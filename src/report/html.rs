@@ -62,6 +62,7 @@ pub fn render(r: &Report) -> String {
     neighbors(&mut o, r);
     oltp(&mut o, r);
     rwcache(&mut o, r);
+    smt_yield(&mut o, r);
     let _ = writeln!(
         o,
         "<footer>Written by <code>{}</code>; re-render with <code>smtlab report results.json</code>. Schema version {}.</footer>\n</body>\n</html>",
@@ -616,6 +617,60 @@ fn rwcache(o: &mut String, r: &Report) {
     ));
     table(o, &tables::rwcache(w));
     for n in w.result.verdict.iter().chain(&w.result.notes) {
+        para(o, "note", n);
+    }
+    o.push_str("</section>\n");
+}
+
+fn smt_yield(o: &mut String, r: &Report) {
+    o.push_str("<section id=\"yield\">\n<h2>SMT on vs off on the same cores (yield)</h2>\n");
+    let Some(y) = &r.smt_yield else {
+        missing(o, r, super::PhaseName::Yield);
+        o.push_str("</section>\n");
+        return;
+    };
+    para(o, "note", &tables::smt_yield_settings(y));
+    interrupted_note(o, r, super::PhaseName::Yield);
+    // One bar per workload: the yield, whiskers its interval; 1.0 is "SMT adds nothing".
+    let groups: Vec<Group> = y
+        .result
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            let c = &w.smt_yield.as_ref()?.comparison;
+            Some(Group {
+                caption: w.workload.clone(),
+                bars: vec![Bar {
+                    label: String::new(),
+                    value: c.estimate,
+                    range: Some((c.low, c.high)),
+                    series: 0,
+                    highlight: c.effect == crate::stats::Effect::Loss,
+                    tooltip: format!("{}: SMT yield {c}", w.workload),
+                }],
+            })
+        })
+        .collect();
+    if !groups.is_empty() {
+        o.push_str(&svg::bar_chart(
+            "yield",
+            "SMT yield: throughput of all ÷ one-per-core (whiskers: interval; 1 = the siblings add nothing)",
+            "yield (×)",
+            &groups,
+            &[],
+            None,
+            false,
+        ));
+    }
+    table(o, &tables::smt_yield(y));
+    for l in &y.result.plan.left_out {
+        para(
+            o,
+            "note",
+            &format!("Left out: {}: {}", l.workload, l.reason),
+        );
+    }
+    for n in y.result.plan.notes.iter().chain(&y.result.notes) {
         para(o, "note", n);
     }
     o.push_str("</section>\n");

@@ -169,6 +169,21 @@ pub fn render(r: &Report) -> String {
         }
         None => missing(&mut o, r, PhaseName::Rwcache),
     }
+    o.push_str("## yield: SMT on vs off on the same cores\n\n");
+    match &r.smt_yield {
+        Some(y) => {
+            let _ = writeln!(o, "{}\n", md(&tables::smt_yield_settings(y)));
+            table(&mut o, &tables::smt_yield(y));
+            for l in &y.result.plan.left_out {
+                let _ = writeln!(o, "- Left out: {}: {}", md(&l.workload), md(&l.reason));
+            }
+            for n in y.result.plan.notes.iter().chain(&y.result.notes) {
+                let _ = writeln!(o, "- {}", md(n));
+            }
+            o.push('\n');
+        }
+        None => missing(&mut o, r, PhaseName::Yield),
+    }
     let _ = writeln!(
         o,
         "---\nsmtlab {} (git {}), {} build · `{}` · re-render with `smtlab report results.json`",

@@ -76,6 +76,9 @@ pub struct Report {
     pub oltp: Option<OltpSection>,
     /// A read-mostly cache under different reader/writer schemes.
     pub rwcache: Option<RwcacheSection>,
+    /// SMT on vs off on the same cores: the yield per workload.
+    #[serde(default)]
+    pub smt_yield: Option<YieldSection>,
     /// The answer in plain words.
     pub verdict: Verdict,
     /// Study-wide notes (budget overruns, skipped CPUs, …).
@@ -174,16 +177,18 @@ pub enum PhaseName {
     Neighbors,
     Oltp,
     Rwcache,
+    Yield,
 }
 
 impl PhaseName {
-    pub const ALL: [PhaseName; 6] = [
+    pub const ALL: [PhaseName; 7] = [
         PhaseName::Topology,
         PhaseName::C2c,
         PhaseName::Lockscan,
         PhaseName::Neighbors,
         PhaseName::Oltp,
         PhaseName::Rwcache,
+        PhaseName::Yield,
     ];
 
     pub fn label(self) -> &'static str {
@@ -194,6 +199,7 @@ impl PhaseName {
             PhaseName::Neighbors => "neighbors",
             PhaseName::Oltp => "oltp",
             PhaseName::Rwcache => "rwcache",
+            PhaseName::Yield => "yield",
         }
     }
 }
@@ -363,6 +369,15 @@ pub struct RwcacheRow {
     pub lock_cpu_share: Option<f64>,
 }
 
+/// `yield` as the study ran it: every workload as one-per-core, all and pairs on the same
+/// cores, interleaved rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct YieldSection {
+    /// The experiment's own report: the plan, every run, and per workload the yield and
+    /// shared-core speed with their intervals and classes.
+    pub result: crate::experiments::smt_yield::YieldReport,
+}
+
 /// The answer, in plain words, with what it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -383,6 +398,8 @@ pub struct Verdict {
 pub enum WorkloadClass {
     /// CPU-bound loops that stress one resource each (the burn rulers).
     Compute,
+    /// Threads appending to one hot page under a lock.
+    Locks,
     /// Lock-heavy threads whose SMT sibling streams memory.
     LocksBesideScans,
     /// Singleton inserts into a database.
@@ -397,6 +414,7 @@ impl WorkloadClass {
     pub fn label(self) -> &'static str {
         match self {
             WorkloadClass::Compute => "compute (burn rulers)",
+            WorkloadClass::Locks => "lock-heavy threads",
             WorkloadClass::LocksBesideScans => "locks beside memory scans",
             WorkloadClass::Inserts => "database inserts",
             WorkloadClass::ReadMostlyCache => "read-mostly cache",

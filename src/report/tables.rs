@@ -364,6 +364,90 @@ pub fn rwcache(w: &RwcacheSection) -> Table {
     t
 }
 
+/// yield's settings and thresholds in one paragraph.
+pub fn smt_yield_settings(y: &super::YieldSection) -> String {
+    let r = &y.result;
+    let p = &r.plan;
+    let layouts: Vec<String> = p
+        .layouts
+        .iter()
+        .map(|l| {
+            format!(
+                "`{}` ({} threads on {} cores)",
+                l.layout,
+                l.threads,
+                l.cores.len()
+            )
+        })
+        .collect();
+    format!(
+        "Each workload ran as {} on the same {} cores{}; {} round(s) of {} after {} warm-up, interleaved. SMT yield = throughput of `all` ÷ `one-per-core`: a gain above {:.2}×, a loss below {:.2}×, no effect when the whole interval is within ±{:.0} %. Shared-core speed = a thread's rate in `pairs` ÷ in `one-per-core`: a loss below {:.2}×. Intervals are bootstraps of the per-round ratios; with fewer than {} rounds they are indicative, not 95 % CIs.",
+        layouts.join(", "),
+        p.cores,
+        p.scope
+            .as_ref()
+            .map(|u| format!(" within {} (CPUs {})", u.label, u.cpus))
+            .unwrap_or_default(),
+        p.repeat,
+        duration_ns(p.duration_ns as f64),
+        duration_ns(p.warmup_ns as f64),
+        1.0 + r.yield_thresholds.noise,
+        r.yield_thresholds.effective_loss_below(),
+        r.yield_thresholds.noise * 100.0,
+        r.shared_core_thresholds.effective_loss_below(),
+        crate::stats::MIN_RUNS_FOR_CI
+    )
+}
+
+/// yield: one row per workload.
+pub fn smt_yield(y: &super::YieldSection) -> Table {
+    use crate::experiments::smt_yield::Layout;
+    let mut t = Table::new(&[
+        "WORKLOAD",
+        "ONE-PER-CORE /S",
+        "ALL /S",
+        "SMT YIELD",
+        "INTERVAL",
+        "CLASS",
+        "SHARED-CORE SPEED",
+        "INTERVAL",
+        "CLASS",
+        "P99 ONE-PER-CORE → ALL",
+    ]);
+    let ratio = |r: &Option<crate::experiments::smt_yield::LayoutRatio>| -> [String; 3] {
+        match r {
+            Some(r) if r.comparison.estimate.is_finite() => [
+                format!("{}×", crate::stats::ratio_text(r.comparison.estimate)),
+                r.comparison.interval_text(),
+                r.comparison.effect.to_string(),
+            ],
+            _ => ["–".into(), "–".into(), "not measured".into()],
+        }
+    };
+    for w in &y.result.workloads {
+        let rate = |l: Layout| {
+            w.layout(l)
+                .and_then(|s| s.ops_per_sec.as_ref())
+                .map(|s| format!("{} {}", summary(s), w.unit))
+                .unwrap_or_else(|| "–".into())
+        };
+        let p99 = |l: Layout| w.layout(l).and_then(|s| s.latency_p99_ns);
+        let mut row = vec![
+            w.workload.clone(),
+            rate(Layout::OnePerCore),
+            rate(Layout::All),
+        ];
+        row.extend(ratio(&w.smt_yield));
+        row.extend(ratio(&w.shared_core_speed));
+        row.push(match (p99(Layout::OnePerCore), p99(Layout::All)) {
+            (Some(a), Some(b)) => format!("{} → {}", duration_ns(a), duration_ns(b)),
+            _ => "not timed".into(),
+        });
+        t.rows.push(row);
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,9 @@ use super::{
     WorkloadClass,
 };
 use crate::experiments::diagnosis::Diagnosis;
+use crate::experiments::smt_yield::{
+    Layout as YieldLayout, WorkloadClass as YieldClass, WorkloadResult as YieldWorkload,
+};
 use crate::placement::Request;
 use crate::render::{count, si_sig, sig};
 use crate::rwcache::SchemeKind;
@@ -50,8 +53,18 @@ pub fn build(r: &Report) -> Verdict {
     if let Some(c) = &r.c2c {
         findings.push(c2c_finding(c));
     }
+    if let Some(y) = &r.smt_yield {
+        findings.push(yield_finding(y));
+    }
     let answers = vec![
         compute_answer(r, smt),
+        yield_answer_for(r, smt, WorkloadClass::Locks, &[YieldClass::Lock]).unwrap_or_else(|| {
+            not_answered(
+                WorkloadClass::Locks,
+                yield_missing(r, smt),
+                Some(PhaseName::Yield),
+            )
+        }),
         locks_answer(r, smt),
         inserts_answer(r, smt),
         cache_answer(r, smt),
@@ -155,17 +168,128 @@ fn sharing_answer(e: Effect) -> HtAnswer {
 }
 
 fn compute_answer(r: &Report, smt: bool) -> Answer {
-    let class = WorkloadClass::Compute;
-    if !smt {
-        return not_answered(class, no_smt_reason(r), None);
-    }
-    not_answered(
-        class,
-        "the study has no SMT-yield run of the rulers; `smtlab yield` measures one thread per \
-         core against both siblings on the same cores"
-            .into(),
-        None,
+    yield_answer_for(
+        r,
+        smt,
+        WorkloadClass::Compute,
+        &[YieldClass::ComputeRuler, YieldClass::MemoryRuler],
     )
+    .unwrap_or_else(|| {
+        not_answered(
+            WorkloadClass::Compute,
+            yield_missing(r, smt),
+            Some(PhaseName::Yield),
+        )
+    })
+}
+
+/// Why the yield phase gave no answer.
+fn yield_missing(r: &Report, smt: bool) -> String {
+    if !smt {
+        no_smt_reason(r)
+    } else if r.smt_yield.is_none() {
+        phase_reason(r, PhaseName::Yield)
+    } else {
+        "the yield phase ran no workload of this class to completion".into()
+    }
+}
+
+/// Per round, throughput(all) ÷ throughput(one-per-core) of one yield workload.
+fn yield_round_ratios(w: &YieldWorkload) -> Vec<f64> {
+    let rate = |layout: YieldLayout, round: usize| {
+        w.runs
+            .iter()
+            .find(|x| x.layout == layout && x.round == round && !x.interrupted)
+            .map(|x| x.ops_per_sec)
+            .filter(|x| *x > 0.0)
+    };
+    let mut rounds: Vec<usize> = w.runs.iter().map(|x| x.round).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    rounds
+        .into_iter()
+        .filter_map(|k| Some(rate(YieldLayout::All, k)? / rate(YieldLayout::OnePerCore, k)?))
+        .filter(|x| x.is_finite())
+        .collect()
+}
+
+/// The answer for one class from the yield phase: the median workload's SMT yield decides;
+/// the lowest is reported beside it with its interval widened for being the lowest of k
+/// (Bonferroni: confidence 1 − 0.05/k), never alone. None when the phase measured no
+/// workload of the class.
+fn yield_answer_for(
+    r: &Report,
+    smt: bool,
+    class: WorkloadClass,
+    members: &[YieldClass],
+) -> Option<Answer> {
+    if !smt {
+        return None;
+    }
+    let y = r.smt_yield.as_ref()?;
+    let mut all: Vec<(&YieldWorkload, Comparison)> = y
+        .result
+        .workloads
+        .iter()
+        .filter(|w| members.contains(&w.class))
+        .filter_map(|w| Some((w, w.smt_yield.as_ref()?.comparison)))
+        .collect();
+    if all.is_empty() {
+        return None;
+    }
+    all.sort_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
+    let k = all.len();
+    let (mid, med) = all[k / 2];
+    let names: Vec<String> = all
+        .iter()
+        .map(|(w, _)| format!("`{}`", w.workload))
+        .collect();
+    let mut reason = if k == 1 {
+        format!(
+            "SMT yield of `{}`: {}",
+            mid.workload,
+            ratio_of(&med, "the throughput of one thread per core")
+        )
+    } else {
+        format!(
+            "median of {k} workloads ({}): `{}` at {}",
+            names.join(", "),
+            mid.workload,
+            ratio_of(&med, "the throughput of one thread per core")
+        )
+    };
+    if k > 1 {
+        let (low, _) = all[0];
+        let level = 1.0 - 0.05 / k as f64;
+        if let Some(adj) = Comparison::of_paired_ratios(
+            &yield_round_ratios(low),
+            y.result.yield_thresholds,
+            level,
+            RESAMPLES,
+            13,
+        ) {
+            reason.push_str(&format!(
+                "; lowest `{}` at {}, its interval widened to {} % for being the lowest of {k}",
+                low.workload,
+                ratio_of(&adj, ""),
+                sig(level * 100.0, 3)
+            ));
+        }
+    }
+    Some(Answer {
+        class,
+        answer: yield_answer(med.effect),
+        evidence: Some(Evidence {
+            what: format!(
+                "SMT yield of `{}`: throughput with every sibling ÷ one thread per core, same cores",
+                mid.workload
+            ),
+            runs: format!("yield, {} paired rounds", med.n),
+            comparison: med,
+        }),
+        reason,
+        section: Some(PhaseName::Yield),
+    })
 }
 
 /// The sibling scenarios of lockscan: a lock thread whose core also runs a scanner.
@@ -893,6 +1017,70 @@ fn rwcache_finding(w: &super::RwcacheSection) -> Finding {
     }
 }
 
+fn yield_finding(y: &super::YieldSection) -> Finding {
+    let mut obs = Vec::new();
+    let mut evidence = Vec::new();
+    let (mut gains, mut flat, mut losses, mut unclear) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for w in &y.result.workloads {
+        let Some(yr) = &w.smt_yield else {
+            obs.push(format!(
+                "`{}`: no yield (a layout completed no round)",
+                w.workload
+            ));
+            continue;
+        };
+        let c = yr.comparison;
+        let mut line = format!("`{}` {}", w.workload, ratio_of(&c, "with every sibling"));
+        if let Some(sc) = &w.shared_core_speed {
+            line.push_str(&format!(
+                ", one thread on a shared core {}",
+                ratio_of(&sc.comparison, "of its speed alone")
+            ));
+        }
+        obs.push(line);
+        match c.effect {
+            Effect::Gain => gains.push(format!("`{}`", w.workload)),
+            Effect::NoEffect => flat.push(format!("`{}`", w.workload)),
+            Effect::Loss => losses.push(format!("`{}`", w.workload)),
+            Effect::Inconclusive => unclear.push(format!("`{}`", w.workload)),
+        }
+        evidence.push(Evidence {
+            what: format!("`{}` throughput, all ÷ one-per-core", w.workload),
+            runs: format!("yield, rounds {:?}", yr.rounds),
+            comparison: c,
+        });
+    }
+    let mut meaning = Vec::new();
+    if !gains.is_empty() {
+        meaning.push(format!(
+            "the siblings added capacity for {}",
+            gains.join(", ")
+        ));
+    }
+    if !flat.is_empty() {
+        meaning.push(format!("added nothing measurable for {}", flat.join(", ")));
+    }
+    if !losses.is_empty() {
+        meaning.push(format!("cost throughput for {}", losses.join(", ")));
+    }
+    let meaning = if meaning.is_empty() {
+        "No workload's yield interval was narrow enough to call; more rounds (`--repeat`) are needed.".to_string()
+    } else {
+        let mut m = format!("On the same cores, {}", meaning.join("; "));
+        if !unclear.is_empty() {
+            m.push_str(&format!("; too wide to call for {}", unclear.join(", ")));
+        }
+        m + "."
+    };
+    Finding {
+        topic: "SMT yield (yield)".into(),
+        observed: obs.join("; ") + ".",
+        meaning,
+        evidence,
+    }
+}
+
 fn c2c_finding(c: &super::C2cSection) -> Finding {
     let classes: Vec<String> = c
         .result
@@ -1087,6 +1275,55 @@ mod tests {
         assert!(n.observed.contains("runnable on"), "{}", n.observed);
         assert!(!n.evidence.is_empty());
         assert!(n.evidence.iter().all(|e| e.comparison.n >= 1));
+    }
+
+    /// Sets every ruler's rounds so that all ÷ one-per-core is `ratios[k]` in round k, and
+    /// its yield from them.
+    fn rulers_with_yield(r: &mut Report, ratios: &[f64]) {
+        let y = r.smt_yield.as_mut().expect("the yield phase ran on SMT");
+        let t = y.result.yield_thresholds;
+        for w in &mut y.result.workloads {
+            if !matches!(w.class, YieldClass::ComputeRuler | YieldClass::MemoryRuler) {
+                continue;
+            }
+            let template = w.runs[0].clone();
+            w.runs.clear();
+            for (k, q) in ratios.iter().enumerate() {
+                for (layout, rate) in [(YieldLayout::OnePerCore, 1e6), (YieldLayout::All, 1e6 * q)]
+                {
+                    let mut run = template.clone();
+                    run.round = k;
+                    run.layout = layout;
+                    run.ops_per_sec = rate;
+                    w.runs.push(run);
+                }
+            }
+            let c = Comparison::of_paired_ratios(ratios, t, 0.95, 2000, 1).unwrap();
+            w.smt_yield.as_mut().unwrap().comparison = c;
+        }
+    }
+
+    #[test]
+    fn smt_with_a_tight_ruler_yield_of_1_3_keeps_ht_on_for_compute() {
+        let mut r = smt().clone();
+        rulers_with_yield(&mut r, &[1.29, 1.30, 1.31, 1.30, 1.32, 1.28, 1.30]);
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::Compute);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        let c = a.evidence.as_ref().unwrap().comparison;
+        assert!(
+            (c.estimate - 1.30).abs() < 0.01 && c.n == 7 && !c.indicative,
+            "{c:?}"
+        );
+        assert!(a.reason.contains("95 % CI"), "{}", a.reason);
+        // Several rulers: the lowest is shown with a widened interval, never alone.
+        assert!(a.reason.contains("for being the lowest of"), "{}", a.reason);
+        assert!(
+            v.headline.contains("Keep HT on for compute"),
+            "{}",
+            v.headline
+        );
     }
 
     #[test]

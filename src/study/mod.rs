@@ -129,6 +129,7 @@ pub fn run(
         neighbors: None,
         oltp: None,
         rwcache: None,
+        smt_yield: None,
         verdict: report::Verdict {
             headline: String::new(),
             answers: Vec::new(),

@@ -12,6 +12,7 @@ pub mod lockscan;
 pub mod neighbors;
 pub mod oltp;
 pub mod rwcache;
+pub mod smt_yield;
 pub mod topology;
 
 /// One phase of the study: its name, its share of the budget, its sizer.
@@ -22,7 +23,7 @@ pub struct Entry {
 }
 
 /// Every phase, in order. The shares add up to 1.
-pub const ALL: [Entry; 6] = [
+pub const ALL: [Entry; 7] = [
     Entry {
         name: PhaseName::Topology,
         share: 0.0,
@@ -35,12 +36,12 @@ pub const ALL: [Entry; 6] = [
     },
     Entry {
         name: PhaseName::Lockscan,
-        share: 0.30,
+        share: 0.25,
         size: lockscan::size,
     },
     Entry {
         name: PhaseName::Neighbors,
-        share: 0.30,
+        share: 0.25,
         size: neighbors::size,
     },
     Entry {
@@ -52,6 +53,11 @@ pub const ALL: [Entry; 6] = [
         name: PhaseName::Rwcache,
         share: 0.15,
         size: rwcache::size,
+    },
+    Entry {
+        name: PhaseName::Yield,
+        share: 0.10,
+        size: smt_yield::size,
     },
 ];
 

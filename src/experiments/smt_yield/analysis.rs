@@ -1,0 +1,230 @@
+//! From runs to answers, pure: per layout the median and spread of throughput, per-thread
+//! rate and latency; per workload the SMT yield and a thread's speed on a shared core,
+//! each a ratio paired round by round (the two runs of a round ran back to back, so drift
+//! between rounds cancels) with a bootstrap interval and its three-way class.
+
+use super::model::{Layout, LayoutRatio, LayoutSummary, RunRecord};
+use crate::stats::{self, Comparison, Summary, Thresholds};
+
+/// Confidence asked of every interval.
+pub const CONFIDENCE: f64 = 0.95;
+/// Bootstrap resamples per interval.
+pub const RESAMPLES: usize = 2000;
+
+/// Runs that count: completed (not cut short by Ctrl-C).
+fn complete(r: &RunRecord) -> bool {
+    !r.interrupted
+}
+
+/// One summary per layout that has runs, in `layouts` order.
+pub fn summarise(records: &[RunRecord], layouts: &[(Layout, usize)]) -> Vec<LayoutSummary> {
+    layouts
+        .iter()
+        .map(|&(layout, threads)| {
+            let runs: Vec<&RunRecord> = records
+                .iter()
+                .filter(|r| r.layout == layout && complete(r))
+                .collect();
+            let col = |f: &dyn Fn(&RunRecord) -> Option<f64>| -> Vec<f64> {
+                runs.iter().filter_map(|r| f(r)).collect()
+            };
+            let med = |v: Vec<f64>| (!v.is_empty()).then(|| stats::median(&v));
+            LayoutSummary {
+                layout,
+                threads,
+                runs: runs.len(),
+                ops_per_sec: Summary::of(&col(&|r| Some(r.ops_per_sec))),
+                per_thread_ops_per_sec: Summary::of(&col(&|r| Some(r.per_thread_ops_per_sec))),
+                time_per_op_ns: med(col(&|r| r.time_per_op_ns)),
+                latency_p50_ns: med(col(&|r| r.latency_p50_ns.map(|v| v as f64))),
+                latency_p99_ns: med(col(&|r| r.latency_p99_ns.map(|v| v as f64))),
+            }
+        })
+        .collect()
+}
+
+/// `numerator ÷ denominator` paired by round (whole throughput, or per thread), with its
+/// interval and class; None when no round has both runs complete.
+pub fn ratio(
+    records: &[RunRecord],
+    numerator: Layout,
+    denominator: Layout,
+    per_thread: bool,
+    t: Thresholds,
+    seed: u64,
+) -> Option<LayoutRatio> {
+    let rate = |r: &RunRecord| {
+        if per_thread {
+            r.per_thread_ops_per_sec
+        } else {
+            r.ops_per_sec
+        }
+    };
+    let find = |round: usize, layout: Layout| {
+        records
+            .iter()
+            .find(|r| r.round == round && r.layout == layout && complete(r))
+    };
+    let mut rounds: Vec<usize> = records.iter().map(|r| r.round).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    let mut used = Vec::new();
+    let mut ratios = Vec::new();
+    for round in rounds {
+        // A run that completed no operation measured nothing (one operation outlasted
+        // it), not a rate of zero: its round gives no ratio.
+        if let (Some(a), Some(b)) = (find(round, numerator), find(round, denominator))
+            && rate(b) > 0.0
+            && rate(a) > 0.0
+            && rate(a).is_finite()
+        {
+            used.push(round);
+            ratios.push(rate(a) / rate(b));
+        }
+    }
+    let comparison = Comparison::of_paired_ratios(&ratios, t, CONFIDENCE, RESAMPLES, seed)?;
+    Some(LayoutRatio {
+        what: if per_thread {
+            format!("per-thread throughput, {numerator} ÷ {denominator}")
+        } else {
+            format!("throughput, {numerator} ÷ {denominator}")
+        },
+        numerator,
+        denominator,
+        per_thread,
+        rounds: used,
+        comparison,
+    })
+}
+
+/// The SMT yield: throughput(all) ÷ throughput(one-per-core).
+pub fn smt_yield(records: &[RunRecord], seed: u64) -> Option<LayoutRatio> {
+    ratio(
+        records,
+        Layout::All,
+        Layout::OnePerCore,
+        false,
+        Thresholds::YIELD,
+        seed,
+    )
+}
+
+/// A thread's speed on a shared core: per-thread throughput(pairs) ÷ per-thread
+/// throughput(one-per-core).
+pub fn shared_core_speed(records: &[RunRecord], seed: u64) -> Option<LayoutRatio> {
+    ratio(
+        records,
+        Layout::Pairs,
+        Layout::OnePerCore,
+        true,
+        Thresholds::SLOWDOWN,
+        seed,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpuset::CpuSet;
+    use crate::stats::Effect;
+
+    fn rec(round: usize, layout: Layout, threads: usize, ops: f64) -> RunRecord {
+        RunRecord {
+            round,
+            layout,
+            threads,
+            ops_per_sec: ops,
+            per_thread_ops_per_sec: ops / threads as f64,
+            time_per_op_ns: Some(1e9 * threads as f64 / ops),
+            latency_p50_ns: None,
+            latency_p99_ns: None,
+            latency_samples: 0,
+            cpus: CpuSet::new(),
+            observed_cpus: CpuSet::new(),
+            pinning_ok: true,
+            steal_share: None,
+            interrupted: false,
+            rows_verified: None,
+            synthetic: true,
+        }
+    }
+
+    /// `rounds` rounds on 4 cores: one-per-core at 100 per thread, `all` 8 threads at
+    /// `yield_` × the one-per-core total, pairs 4 threads at `shared` × 100 per thread, each
+    /// round drifting by a common factor (which pairing cancels).
+    fn runs(rounds: usize, yield_: f64, shared: f64) -> Vec<RunRecord> {
+        let mut v = Vec::new();
+        for k in 0..rounds {
+            let drift = 1.0 + 0.1 * (k % 3) as f64;
+            v.push(rec(k, Layout::OnePerCore, 4, 400.0 * drift));
+            v.push(rec(k, Layout::All, 8, 400.0 * yield_ * drift));
+            v.push(rec(k, Layout::Pairs, 4, 400.0 * shared * drift));
+        }
+        v
+    }
+
+    #[test]
+    fn yield_and_shared_speed_hand_computed() {
+        let r = runs(6, 1.3, 0.65);
+        let y = smt_yield(&r, 1).unwrap();
+        // Drift cancels round by round: every ratio is exactly 1.3.
+        assert!((y.comparison.estimate - 1.3).abs() < 1e-12, "{y:?}");
+        assert!((y.comparison.low - 1.3).abs() < 1e-12 && (y.comparison.high - 1.3).abs() < 1e-12);
+        assert_eq!(y.comparison.effect, Effect::Gain);
+        assert_eq!(y.rounds, [0, 1, 2, 3, 4, 5]);
+        assert!(!y.comparison.indicative);
+        let s = shared_core_speed(&r, 1).unwrap();
+        assert!((s.comparison.estimate - 0.65).abs() < 1e-12);
+        assert_eq!(s.comparison.effect, Effect::Loss, "0.65 < 0.8");
+        assert!(s.per_thread);
+        let sums = summarise(
+            &r,
+            &[
+                (Layout::OnePerCore, 4),
+                (Layout::All, 8),
+                (Layout::Pairs, 4),
+            ],
+        );
+        assert_eq!(sums.len(), 3);
+        assert_eq!(sums[1].runs, 6);
+        // Medians of 400·{1, 1.1, 1.2, 1, 1.1, 1.2} = 440; per thread 110.
+        let opc = sums[0].ops_per_sec.unwrap();
+        assert!((opc.median - 440.0).abs() < 1e-9, "{opc:?}");
+        assert!((sums[0].per_thread_ops_per_sec.unwrap().median - 110.0).abs() < 1e-9);
+        assert!(sums[0].latency_p99_ns.is_none(), "rulers time no operation");
+    }
+
+    #[test]
+    fn a_yield_near_one_is_no_effect_and_a_low_one_a_loss() {
+        assert_eq!(
+            smt_yield(&runs(5, 1.0, 0.5), 1).unwrap().comparison.effect,
+            Effect::NoEffect
+        );
+        assert_eq!(
+            smt_yield(&runs(5, 0.7, 0.5), 1).unwrap().comparison.effect,
+            Effect::Loss
+        );
+    }
+
+    #[test]
+    fn interrupted_and_missing_runs_leave_their_round_out() {
+        let mut r = runs(4, 1.2, 0.6);
+        r.retain(|x| !(x.round == 1 && x.layout == Layout::All));
+        r.iter_mut()
+            .filter(|x| x.round == 3)
+            .for_each(|x| x.interrupted = true);
+        let y = smt_yield(&r, 1).unwrap();
+        assert_eq!(y.rounds, [0, 2]);
+        assert!(y.comparison.indicative);
+        assert_eq!(y.comparison.interval_label(), "indicative (n = 2)");
+        // A run with no completed operation gives its round no ratio.
+        let mut z = runs(3, 1.2, 0.6);
+        z.iter_mut()
+            .filter(|x| x.round == 0 && x.layout == Layout::All)
+            .for_each(|x| x.ops_per_sec = 0.0);
+        assert_eq!(smt_yield(&z, 1).unwrap().rounds, [1, 2]);
+        // Nothing paired: no ratio at all.
+        let only: Vec<RunRecord> = r.into_iter().filter(|x| x.layout == Layout::All).collect();
+        assert!(smt_yield(&only, 1).is_none());
+    }
+}

@@ -1,0 +1,294 @@
+//! What a yield run measures: the workloads, the cores, the run lengths; checked before
+//! anything runs.
+
+use super::model::WorkloadClass;
+use crate::burn::BurnerKind;
+use crate::engine::RunSpec;
+use crate::error::BadInput;
+use crate::locks::LockKind;
+use crate::oltp::{DbTarget, Durability, TableSpec};
+use crate::placement::Scope;
+
+/// Most rounds one run may ask for.
+pub const MAX_REPEAT: usize = 1000;
+
+/// The workloads run when none are named: a ruler per resource (divider, integer ALU,
+/// FMA, DRAM bandwidth, DRAM latency, L2) and the hot-page lock with a sleeping and a
+/// spinning lock.
+pub const DEFAULT_WORKLOADS: &str = "prime,int,fma,stream,chase,l2,hot-page/mutex,hot-page/ttas";
+
+/// The names `--workloads` accepts.
+pub const WORKLOAD_NAMES: &str = "a ruler (prime, int, mul, fma, fma-scalar, fma-avx2, \
+     fma-avx512, pause, stream, chase, l1, l2, scan), hot-page/LOCK (LOCK: tas, ttas, \
+     backoff, ticket, mcs, mutex, parking_lot, adaptive), insert (needs --db postgres…)";
+
+/// One workload of the yield run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// A burner ("ruler") of one kind, one per thread.
+    Ruler(BurnerKind),
+    /// Appends to one shared page under this lock (`neighbors`' worker).
+    HotPage(LockKind),
+    /// Singleton inserts, one connection per thread, on the configured database.
+    Insert,
+}
+
+impl Subject {
+    /// Parses `prime`, `hot-page/ttas` (or `lock:ttas`), `insert`.
+    pub fn parse(s: &str) -> Result<Self, BadInput> {
+        let t = s.trim();
+        let lower = t.to_ascii_lowercase();
+        if lower == "insert" || lower == "oltp" {
+            return Ok(Subject::Insert);
+        }
+        for prefix in ["hot-page/", "hot-page:", "lock:", "lock/"] {
+            if let Some(k) = lower.strip_prefix(prefix) {
+                return k
+                    .parse()
+                    .map(Subject::HotPage)
+                    .map_err(|e| BadInput(format!("--workloads: `{t}`: {e}")));
+            }
+        }
+        lower.parse().map(Subject::Ruler).map_err(|_| {
+            BadInput(format!(
+                "--workloads: unknown workload `{t}`; valid: {WORKLOAD_NAMES}"
+            ))
+        })
+    }
+
+    /// Parses a comma-separated list; duplicates are refused.
+    pub fn parse_list(s: &str) -> Result<Vec<Self>, BadInput> {
+        let mut v: Vec<Subject> = Vec::new();
+        for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+            let x = Subject::parse(part)?;
+            if v.contains(&x) {
+                return Err(BadInput(format!(
+                    "--workloads: `{}` is listed twice",
+                    part.trim()
+                )));
+            }
+            v.push(x);
+        }
+        if v.is_empty() {
+            return Err(BadInput(format!(
+                "--workloads needs at least one workload; valid: {WORKLOAD_NAMES}"
+            )));
+        }
+        Ok(v)
+    }
+
+    /// The name in reports (`prime`, `hot-page/ttas`, `insert`).
+    pub fn name(&self) -> String {
+        match self {
+            Subject::Ruler(k) => k.to_string(),
+            Subject::HotPage(k) => format!("hot-page/{k}"),
+            Subject::Insert => "insert".into(),
+        }
+    }
+
+    pub fn class(&self) -> WorkloadClass {
+        match self {
+            Subject::Ruler(k) if k.uses_caches() || *k == BurnerKind::Scan => {
+                WorkloadClass::MemoryRuler
+            }
+            Subject::Ruler(_) => WorkloadClass::ComputeRuler,
+            Subject::HotPage(_) => WorkloadClass::Lock,
+            Subject::Insert => WorkloadClass::Insert,
+        }
+    }
+
+    /// What one operation is.
+    pub fn unit(&self) -> String {
+        match self {
+            Subject::Ruler(k) => k.unit().label().to_string(),
+            Subject::HotPage(_) => "appends".into(),
+            Subject::Insert => "rows".into(),
+        }
+    }
+
+    /// What it stresses, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Subject::Ruler(k) => k.describe().to_string(),
+            Subject::HotPage(k) => format!(
+                "64-byte appends to one shared page under a {} lock ({})",
+                if lock_sleeps(*k) {
+                    "sleeping"
+                } else {
+                    "spinning"
+                },
+                k.describe()
+            ),
+            Subject::Insert => "singleton inserts, one connection per thread".into(),
+        }
+    }
+}
+
+/// Whether a waiter on `k` ends up asleep in the kernel (futex) rather than spinning: a
+/// sleeping waiter leaves its core's pipeline to the sibling, a spinning one shares it.
+pub fn lock_sleeps(k: LockKind) -> bool {
+    matches!(
+        k,
+        LockKind::Mutex | LockKind::ParkingLot | LockKind::Adaptive | LockKind::Backoff
+    )
+}
+
+/// The database of the `insert` workload.
+#[derive(Debug, Clone)]
+pub struct InsertTarget {
+    pub db: DbTarget,
+    pub durability: Durability,
+    pub table: TableSpec,
+}
+
+impl InsertTarget {
+    /// True for SQLite: it admits one writer at a time, so a second core adds nothing and
+    /// its yield says nothing about SMT.
+    pub fn single_writer(&self) -> bool {
+        matches!(self.db, DbTarget::Sqlite(_))
+    }
+}
+
+/// A checked yield configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub subjects: Vec<Subject>,
+    /// N; None = every core of the scope unit.
+    pub cores: Option<usize>,
+    pub within: Scope,
+    pub spec: RunSpec,
+    /// Rounds.
+    pub repeat: usize,
+    /// The database for `insert` (and the reason it is left out when SQLite).
+    pub db: Option<InsertTarget>,
+    /// Seed of the bootstrap resampling.
+    pub seed: u64,
+}
+
+impl Config {
+    /// The defaults: [`DEFAULT_WORKLOADS`], every core, 1 s runs after 250 ms warm-up, 5
+    /// rounds (the fewest that earn a "95 % CI").
+    pub fn new() -> Self {
+        Self {
+            subjects: Subject::parse_list(DEFAULT_WORKLOADS).expect("valid defaults"),
+            cores: None,
+            within: Scope::default(),
+            spec: RunSpec::new(
+                std::time::Duration::from_millis(250),
+                std::time::Duration::from_secs(1),
+            ),
+            repeat: crate::stats::MIN_RUNS_FOR_CI,
+            db: None,
+            seed: 0x5EED_0015,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), BadInput> {
+        if self.subjects.is_empty() {
+            return Err(BadInput(format!(
+                "--workloads needs at least one workload; valid: {WORKLOAD_NAMES}"
+            )));
+        }
+        if self.cores == Some(0) {
+            return Err(BadInput(
+                "--cores must be at least 1 (got 0); leave it out for every core of the unit"
+                    .into(),
+            ));
+        }
+        if let Some(n) = self.cores {
+            crate::limits::at_most(
+                "--cores",
+                n as u64,
+                crate::limits::MAX_THREADS / 4,
+                "cores; `all` runs every sibling of each",
+            )?;
+        }
+        if self.repeat == 0 {
+            return Err(BadInput("--repeat must be at least 1 (got 0)".into()));
+        }
+        crate::limits::at_most(
+            "--repeat",
+            self.repeat as u64,
+            MAX_REPEAT as u64,
+            "rounds over every workload and layout",
+        )?;
+        self.spec.validate()?;
+        if self.subjects.contains(&Subject::Insert) && self.db.is_none() {
+            return Err(BadInput(
+                "--workloads insert needs a database: --db postgres-managed or --db \
+                 postgres://USER@HOST/DB"
+                    .into(),
+            ));
+        }
+        if let Some(t) = &self.db {
+            t.table.validate()?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_workloads() {
+        let v = Subject::parse_list(DEFAULT_WORKLOADS).unwrap();
+        assert_eq!(v.len(), 8);
+        assert_eq!(v[0], Subject::Ruler(BurnerKind::Prime));
+        assert_eq!(v[6], Subject::HotPage(LockKind::Mutex));
+        assert_eq!(Subject::parse("lock:ttas").unwrap().name(), "hot-page/ttas");
+        assert_eq!(Subject::parse(" Insert ").unwrap(), Subject::Insert);
+        let e = Subject::parse("divide").unwrap_err().0;
+        assert!(e.contains("`divide`") && e.contains("hot-page/LOCK"), "{e}");
+        let e = Subject::parse("hot-page/spin").unwrap_err().0;
+        assert!(e.contains("spin") && e.contains("ttas"), "{e}");
+        let e = Subject::parse_list("prime,prime").unwrap_err().0;
+        assert!(e.contains("twice"), "{e}");
+        assert!(Subject::parse_list(" , ").is_err());
+    }
+
+    #[test]
+    fn classes_and_units() {
+        assert_eq!(
+            Subject::Ruler(BurnerKind::Stream).class(),
+            WorkloadClass::MemoryRuler
+        );
+        assert_eq!(
+            Subject::Ruler(BurnerKind::Prime).class(),
+            WorkloadClass::ComputeRuler
+        );
+        assert_eq!(Subject::Ruler(BurnerKind::Prime).unit(), "events");
+        assert_eq!(Subject::HotPage(LockKind::Ttas).unit(), "appends");
+        assert!(
+            Subject::HotPage(LockKind::Mutex)
+                .describe()
+                .contains("sleeping")
+        );
+        assert!(
+            Subject::HotPage(LockKind::Ttas)
+                .describe()
+                .contains("spinning")
+        );
+    }
+
+    #[test]
+    fn validation_names_the_bad_value() {
+        let mut c = Config::new();
+        assert!(c.validate().is_ok());
+        c.cores = Some(0);
+        assert!(c.validate().unwrap_err().0.contains("--cores"));
+        c.cores = None;
+        c.repeat = 0;
+        assert!(c.validate().unwrap_err().0.contains("--repeat"));
+        c.repeat = 3;
+        c.subjects.push(Subject::Insert);
+        assert!(c.validate().unwrap_err().0.contains("--db"));
+    }
+}

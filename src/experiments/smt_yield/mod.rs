@@ -1,0 +1,26 @@
+//! `yield`: what SMT adds on the same N cores. Each workload runs as `one-per-core` (N
+//! threads, one per core: the SMT-off equivalent), `all` (every sibling of those N cores:
+//! SMT on, full) and `pairs` (N threads on N/2 cores), interleaved round by round. The
+//! **SMT yield** is throughput(all) ÷ throughput(one-per-core): above 1 the siblings add
+//! capacity, near 1 they add nothing, below 1 they cost. The **shared-core speed** is a
+//! thread's rate in `pairs` ÷ its rate in `one-per-core`. Both are paired per round, with
+//! a bootstrap interval and a three-way class ([`crate::stats::Effect`]).
+//!
+//! Codemap (split by job, as hyperfine splits executor, result and export):
+//! - [`config`]: the workloads (rulers, the hot-page lock, inserts) and the checked
+//!   configuration.
+//! - [`layouts`]: the three layouts on the same cores, and which workloads run (pure).
+//! - [`run`]: the interleaved rounds on an [`crate::engine::Engine`].
+//! - [`analysis`]: summaries, yields and shared-core speeds (pure).
+//! - [`model`]: the serde result.
+
+pub mod analysis;
+pub mod config;
+pub mod layouts;
+pub mod model;
+pub mod run;
+
+pub use config::{Config, DEFAULT_WORKLOADS, InsertTarget, Subject, WORKLOAD_NAMES};
+pub use layouts::{Planned, SINGLE_WRITER, plan};
+pub use model::{Layout, LayoutRatio, WorkloadClass, WorkloadResult, YieldPlan, YieldReport};
+pub use run::{run, run_planned};

@@ -1,0 +1,223 @@
+//! The serde model of a yield run: the plan (layouts on the cores, workloads), every run
+//! as measured, and per workload the layout summaries and the two comparisons a verdict
+//! cites. Units live in the field names.
+
+use crate::cpuset::CpuSet;
+use crate::placement::ScopeUnit;
+use crate::stats::{Comparison, Summary, Thresholds};
+use serde::{Deserialize, Serialize};
+
+/// Bumped when the JSON layout changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The three layouts on the same N cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// N threads, one per core: the SMT-off equivalent.
+    OnePerCore,
+    /// Every sibling of the same N cores (2N threads with 2 threads per core): SMT on, full.
+    All,
+    /// N threads on N/2 cores, two per core: how fast one thread is on a shared core.
+    Pairs,
+}
+
+impl Layout {
+    /// Run order within a round.
+    pub const ALL: [Layout; 3] = [Layout::OnePerCore, Layout::All, Layout::Pairs];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::OnePerCore => "one-per-core",
+            Layout::All => "all",
+            Layout::Pairs => "pairs",
+        }
+    }
+
+    /// What the layout stands for, one phrase.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Layout::OnePerCore => "one thread per core: the SMT-off equivalent",
+            Layout::All => "every sibling of the same cores: SMT on, full",
+            Layout::Pairs => {
+                "two threads per core on half the cores: a thread's speed on a shared core"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One layout as planned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutPlan {
+    pub layout: Layout,
+    /// The planner's request, as text.
+    pub request: String,
+    /// Thread count.
+    pub threads: usize,
+    /// The CPU each thread is pinned to, in thread order.
+    pub thread_cpus: Vec<CpuSet>,
+    /// The cores used (each as its usable siblings), in first-use order.
+    pub cores: Vec<CpuSet>,
+    /// Union of the threads' CPUs.
+    pub cpus: CpuSet,
+    /// The planner's notes.
+    pub notes: Vec<String>,
+}
+
+/// What kind of workload, for grouping in answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadClass {
+    /// A burner stressing one execution resource (divider, ALU, FMA).
+    ComputeRuler,
+    /// A burner stressing the memory hierarchy (cache, DRAM bandwidth or latency).
+    MemoryRuler,
+    /// Serialized appends to one hot page under a lock.
+    Lock,
+    /// Singleton inserts on a database.
+    Insert,
+}
+
+/// A workload the run leaves out, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeftOut {
+    pub workload: String,
+    pub reason: String,
+}
+
+/// Everything decided before a run: what `--dry-run` prints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct YieldPlan {
+    /// N: the cores every layout uses.
+    pub cores: usize,
+    /// Most usable threads on one of those cores.
+    pub threads_per_core: usize,
+    /// The unit the layouts stayed inside.
+    pub scope: Option<ScopeUnit>,
+    pub layouts: Vec<LayoutPlan>,
+    /// Workloads to run, in order.
+    pub workloads: Vec<String>,
+    pub left_out: Vec<LeftOut>,
+    pub warmup_ns: u64,
+    pub duration_ns: u64,
+    /// Rounds: every workload in every layout once per round.
+    pub repeat: usize,
+    /// Runs × (warm-up + duration), ns: a floor on the wall time.
+    pub estimate_ns: u64,
+    pub notes: Vec<String>,
+}
+
+/// One run as measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Round, from 0.
+    pub round: usize,
+    pub layout: Layout,
+    pub threads: usize,
+    /// All threads' operations per second.
+    pub ops_per_sec: f64,
+    /// `ops_per_sec` ÷ threads.
+    pub per_thread_ops_per_sec: f64,
+    /// Mean wall time per operation of one thread (threads × wall ÷ operations), ns; None
+    /// when nothing completed.
+    pub time_per_op_ns: Option<f64>,
+    /// Median and 99th percentile of the timed operations, ns; None when the workload does
+    /// not time each operation (the rulers) or none was timed.
+    pub latency_p50_ns: Option<u64>,
+    pub latency_p99_ns: Option<u64>,
+    /// Operations timed for the percentiles.
+    pub latency_samples: u64,
+    /// CPUs the threads were pinned to (union).
+    pub cpus: CpuSet,
+    /// CPUs the threads were seen on (union).
+    pub observed_cpus: CpuSet,
+    /// Every thread stayed on its own CPU.
+    pub pinning_ok: bool,
+    /// Hypervisor steal on those CPUs, 0–1; None where not measured.
+    pub steal_share: Option<f64>,
+    /// Ctrl-C cut the run short (it is left out of the comparisons).
+    pub interrupted: bool,
+    /// Inserts only: the table gained exactly the committed rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_verified: Option<bool>,
+    /// Made up by the fake engine.
+    pub synthetic: bool,
+}
+
+/// One layout of one workload over the rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutSummary {
+    pub layout: Layout,
+    pub threads: usize,
+    /// Complete runs behind the numbers.
+    pub runs: usize,
+    pub ops_per_sec: Option<Summary>,
+    pub per_thread_ops_per_sec: Option<Summary>,
+    /// Medians over runs.
+    pub time_per_op_ns: Option<f64>,
+    pub latency_p50_ns: Option<f64>,
+    pub latency_p99_ns: Option<f64>,
+}
+
+/// A ratio of two layouts, paired round by round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutRatio {
+    /// What is divided by what, in words.
+    pub what: String,
+    pub numerator: Layout,
+    pub denominator: Layout,
+    /// Per-thread rates (true) or whole-layout throughput (false).
+    pub per_thread: bool,
+    /// The rounds whose two runs both completed: the pairs behind the interval.
+    pub rounds: Vec<usize>,
+    /// Value, interval, n and class.
+    pub comparison: Comparison,
+}
+
+/// One workload's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadResult {
+    pub workload: String,
+    pub class: WorkloadClass,
+    /// What one operation is (`events`, `bytes`, `appends`, `rows`).
+    pub unit: String,
+    /// The resource it stresses, in words.
+    pub describe: String,
+    pub layouts: Vec<LayoutSummary>,
+    /// throughput(all) ÷ throughput(one-per-core): above 1, SMT adds capacity.
+    pub smt_yield: Option<LayoutRatio>,
+    /// per-thread throughput(pairs) ÷ per-thread throughput(one-per-core).
+    pub shared_core_speed: Option<LayoutRatio>,
+    pub runs: Vec<RunRecord>,
+    pub notes: Vec<String>,
+}
+
+impl WorkloadResult {
+    /// The summary of `layout`, when it ran.
+    pub fn layout(&self, layout: Layout) -> Option<&LayoutSummary> {
+        self.layouts.iter().find(|l| l.layout == layout)
+    }
+}
+
+/// The whole yield result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct YieldReport {
+    pub schema_version: u32,
+    pub plan: YieldPlan,
+    /// What a yield is judged against.
+    pub yield_thresholds: Thresholds,
+    /// What a shared-core speed is judged against.
+    pub shared_core_thresholds: Thresholds,
+    pub workloads: Vec<WorkloadResult>,
+    pub notes: Vec<String>,
+    pub hypervisor: bool,
+    pub interrupted: bool,
+    /// Made up by the fake engine, not measured.
+    pub synthetic: bool,
+}

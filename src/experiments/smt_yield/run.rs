@@ -1,0 +1,370 @@
+//! Orchestration: every workload in every layout once per round, rounds repeated
+//! (A B C A B C …, the engine's [`schedule`]), each run on a fresh workload (a new lock
+//! and page, fresh ruler buffers, a fresh set of database sessions) through the
+//! [`Engine`] trait, so the fake engine tests everything above the threads.
+
+use super::analysis;
+use super::config::{Config, InsertTarget, Subject};
+use super::layouts::{self, Planned};
+use super::model::{Layout, RunRecord, SCHEMA_VERSION, WorkloadResult, YieldReport};
+use crate::burn::{BurnSpec, Burners};
+use crate::cpuset::CpuSet;
+use crate::engine::{Engine, Order, ThreadCtx, Workload, schedule};
+use crate::error::Interrupted;
+use crate::experiments::neighbors::{HotPage, Worker};
+use crate::oltp::{Db, InsertWorkload, StopRule};
+use crate::placement::Plan;
+use crate::stats::Thresholds;
+use crate::topology::Topology;
+use anyhow::{Context, Result};
+use hdrhistogram::Histogram;
+
+/// Narration, one line per run: stderr for the command, the progress line for the study.
+pub type Say<'a> = dyn FnMut(&str) + 'a;
+
+/// Plans and runs; see [`run_planned`].
+pub fn run(
+    engine: &dyn Engine,
+    topo: &Topology,
+    cfg: &Config,
+    say: &mut Say<'_>,
+) -> Result<YieldReport> {
+    let planned = layouts::plan(topo, cfg, crate::limits::mem_available_bytes())?;
+    run_planned(engine, topo, cfg, &planned, say)
+}
+
+/// Runs a plan made by [`layouts::plan`]. Ctrl-C ends it after the current run and returns
+/// the runs so far with `interrupted: true`; a database is closed (a managed cluster
+/// stopped and removed) on every path.
+pub fn run_planned(
+    engine: &dyn Engine,
+    topo: &Topology,
+    cfg: &Config,
+    planned: &Planned,
+    say: &mut Say<'_>,
+) -> Result<YieldReport> {
+    let mut notes = Vec::new();
+    let cpus = planned
+        .layouts
+        .iter()
+        .fold(CpuSet::new(), |a, (_, p)| a.union(&p.cpus()));
+    for w in engine.hygiene(&cpus) {
+        say(&format!("warning: {w}"));
+        notes.push(w);
+    }
+    let db = match (planned.subjects.contains(&Subject::Insert), &cfg.db) {
+        (true, Some(t)) => {
+            let most = planned
+                .layouts
+                .iter()
+                .map(|(_, p)| p.threads.len())
+                .max()
+                .unwrap_or(1);
+            let db =
+                Db::open(&t.db, t.durability, most).with_context(|| format!("opening {}", t.db))?;
+            say(&db.describe());
+            Some((db, t))
+        }
+        _ => None,
+    };
+    let db_ref = db.as_ref().map(|(d, t)| (d, *t));
+    let outcome = run_rounds(engine, topo, cfg, planned, db_ref, say);
+    if let Some((db, t)) = db {
+        if let Err(e) = db.drop_table(&t.table) {
+            say(&format!(
+                "warning: dropping table {}: {e:#}",
+                t.table.schema.table()
+            ));
+        }
+        let closed = db.close();
+        if outcome.is_ok() {
+            closed?;
+        }
+    }
+    let (records, interrupted) = outcome?;
+    let synthetic = engine.synthetic();
+    let workloads = planned
+        .subjects
+        .iter()
+        .zip(records)
+        .enumerate()
+        .map(|(i, (s, runs))| workload_result(planned, *s, runs, cfg.seed ^ i as u64))
+        .collect();
+    Ok(YieldReport {
+        schema_version: SCHEMA_VERSION,
+        plan: planned.plan.clone(),
+        yield_thresholds: Thresholds::YIELD,
+        shared_core_thresholds: Thresholds::SLOWDOWN,
+        workloads,
+        notes,
+        hypervisor: topo.machine.hypervisor,
+        interrupted,
+        synthetic,
+    })
+}
+
+/// The rounds; per workload its runs, and whether Ctrl-C cut them short.
+fn run_rounds(
+    engine: &dyn Engine,
+    topo: &Topology,
+    cfg: &Config,
+    planned: &Planned,
+    db: Option<(&Db, &InsertTarget)>,
+    say: &mut Say<'_>,
+) -> Result<(Vec<Vec<RunRecord>>, bool)> {
+    let per_round = planned.subjects.len() * planned.layouts.len();
+    let order = schedule(per_round, cfg.repeat, Order::RoundRobin);
+    let total = order.len();
+    let mut records: Vec<Vec<RunRecord>> = planned.subjects.iter().map(|_| Vec::new()).collect();
+    for (k, idx) in order.into_iter().enumerate() {
+        if crate::interrupt::requested() {
+            return Ok((records, true));
+        }
+        let round = k / per_round;
+        let (si, li) = (idx / planned.layouts.len(), idx % planned.layouts.len());
+        let subject = planned.subjects[si];
+        let (layout, plan) = &planned.layouts[li];
+        let rec = match run_one(engine, topo, cfg, subject, *layout, plan, round, db) {
+            Ok(r) => r,
+            Err(e) if e.chain().any(|c| c.is::<Interrupted>()) => return Ok((records, true)),
+            Err(e) => {
+                return Err(e.context(format!(
+                    "{} in layout {layout} (round {round})",
+                    subject.name()
+                )));
+            }
+        };
+        say(&format!(
+            "[{}/{total}] round {} {} {}: {} {}/s",
+            k + 1,
+            round + 1,
+            subject.name(),
+            layout,
+            crate::render::si(rec.ops_per_sec),
+            subject.unit()
+        ));
+        let stop = rec.interrupted;
+        records[si].push(rec);
+        if stop {
+            return Ok((records, true));
+        }
+    }
+    Ok((records, false))
+}
+
+/// A run's workload, built for that run and finished after it.
+trait RunWorkload: Workload {
+    /// Ends the run: frees buffers, closes sessions, restores pinned backends; hands back
+    /// the timed operations (None when the workload does not time each) and, for inserts,
+    /// whether the table gained exactly the committed rows.
+    fn finish(self: Box<Self>) -> Result<Finished>;
+}
+
+struct Finished {
+    latency_ns: Option<Histogram<u64>>,
+    rows_verified: Option<bool>,
+}
+
+struct Ruler(Burners);
+
+impl Workload for Ruler {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn run_thread(&self, ctx: &ThreadCtx<'_>) {
+        self.0.run_thread(ctx)
+    }
+}
+
+impl RunWorkload for Ruler {
+    fn finish(self: Box<Self>) -> Result<Finished> {
+        self.0.release();
+        self.0.check()?;
+        Ok(Finished {
+            latency_ns: None,
+            rows_verified: None,
+        })
+    }
+}
+
+struct Page(HotPage);
+
+impl Workload for Page {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn run_thread(&self, ctx: &ThreadCtx<'_>) {
+        self.0.run_thread(ctx)
+    }
+}
+
+impl RunWorkload for Page {
+    fn finish(self: Box<Self>) -> Result<Finished> {
+        let out = Worker::finish(Box::new(self.0))?;
+        Ok(Finished {
+            latency_ns: Some(out.latency_ns),
+            rows_verified: None,
+        })
+    }
+}
+
+struct Inserts<'a> {
+    w: InsertWorkload,
+    db: &'a Db,
+    target: &'a InsertTarget,
+    before: u64,
+}
+
+impl Workload for Inserts<'_> {
+    fn name(&self) -> String {
+        self.w.name()
+    }
+    fn run_thread(&self, ctx: &ThreadCtx<'_>) {
+        self.w.run_thread(ctx)
+    }
+}
+
+impl RunWorkload for Inserts<'_> {
+    fn finish(self: Box<Self>) -> Result<Finished> {
+        let me = *self;
+        // Restores backend affinity and closes the sessions before the count.
+        let outcome = me.w.finish()?;
+        let rows = me.db.count_rows(&me.target.table)?;
+        Ok(Finished {
+            rows_verified: Some(rows == me.before + outcome.rows_committed()),
+            latency_ns: Some(outcome.latency_ns),
+        })
+    }
+}
+
+fn make<'a>(
+    topo: &Topology,
+    subject: Subject,
+    plan: &Plan,
+    db: Option<(&'a Db, &'a InsertTarget)>,
+) -> Result<Box<dyn RunWorkload + 'a>> {
+    Ok(match subject {
+        Subject::Ruler(k) => {
+            let cpus: Vec<CpuSet> = plan.threads.iter().map(|t| t.cpus.clone()).collect();
+            Box::new(Ruler(Burners::new(&BurnSpec::new(k), topo, &cpus)?))
+        }
+        Subject::HotPage(k) => Box::new(Page(HotPage::new(k, plan.threads.len()))),
+        Subject::Insert => {
+            let (db, target) = db.context("the insert workload has no database")?;
+            let before = db.create_table(&target.table, 0)?;
+            crate::interrupt::check()?;
+            let w = InsertWorkload::new(db, &target.table, plan, StopRule::Duration)?;
+            Box::new(Inserts {
+                w,
+                db,
+                target,
+                before,
+            })
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    engine: &dyn Engine,
+    topo: &Topology,
+    cfg: &Config,
+    subject: Subject,
+    layout: Layout,
+    plan: &Plan,
+    round: usize,
+    db: Option<(&Db, &InsertTarget)>,
+) -> Result<RunRecord> {
+    let w = make(topo, subject, plan, db)?;
+    let r = engine.run(plan, &cfg.spec, &*w);
+    // Finish (free, close, restore) before looking at the result.
+    let fin = w.finish();
+    let r = r?;
+    let fin = fin?;
+    let threads = plan.threads.len();
+    let ops = r.total_ops();
+    let ops_per_sec = r.ops_per_sec();
+    let hist = fin.latency_ns.filter(|h| !h.is_empty());
+    Ok(RunRecord {
+        round,
+        layout,
+        threads,
+        ops_per_sec,
+        per_thread_ops_per_sec: ops_per_sec / threads.max(1) as f64,
+        time_per_op_ns: (ops > 0).then(|| r.measured_ns as f64 * threads as f64 / ops as f64),
+        latency_p50_ns: hist.as_ref().map(|h| h.value_at_quantile(0.5)),
+        latency_p99_ns: hist.as_ref().map(|h| h.value_at_quantile(0.99)),
+        latency_samples: hist.as_ref().map_or(0, |h| h.len()),
+        cpus: plan.cpus(),
+        observed_cpus: r
+            .threads
+            .iter()
+            .fold(CpuSet::new(), |a, t| a.union(&t.observed_cpus)),
+        pinning_ok: r.pinning_ok(),
+        steal_share: r.steal_share,
+        interrupted: r.interrupted,
+        rows_verified: fin.rows_verified,
+        synthetic: r.synthetic,
+    })
+}
+
+/// One workload's runs, summarised and compared.
+fn workload_result(
+    planned: &Planned,
+    subject: Subject,
+    runs: Vec<RunRecord>,
+    seed: u64,
+) -> WorkloadResult {
+    let threads: Vec<(Layout, usize)> = planned
+        .layouts
+        .iter()
+        .map(|(l, p)| (*l, p.threads.len()))
+        .collect();
+    let has_pairs = threads.iter().any(|(l, _)| *l == Layout::Pairs);
+    let mut notes = Vec::new();
+    let strays = runs.iter().filter(|r| !r.pinning_ok).count();
+    if strays > 0 {
+        notes.push(format!(
+            "{} saw a thread on a CPU outside its own",
+            crate::render::count(strays, "run")
+        ));
+    }
+    let idle = runs
+        .iter()
+        .filter(|r| !r.interrupted && r.ops_per_sec == 0.0)
+        .count();
+    if idle > 0 {
+        notes.push(format!(
+            "{} completed no operation: one operation (a ruler's pass over its buffer, a \
+             lock append) took longer than the run, so those rounds give no ratio; lengthen \
+             --duration",
+            crate::render::count(idle, "run")
+        ));
+    }
+    let cut = runs.iter().filter(|r| r.interrupted).count();
+    if cut > 0 {
+        notes.push(format!(
+            "{} cut short by Ctrl-C left out of the comparisons",
+            crate::render::count(cut, "run")
+        ));
+    }
+    notes.extend(crate::hygiene::steal_note(
+        "the runs",
+        runs.iter().map(|r| r.steal_share),
+    ));
+    WorkloadResult {
+        workload: subject.name(),
+        class: subject.class(),
+        unit: subject.unit(),
+        describe: subject.describe(),
+        layouts: analysis::summarise(&runs, &threads),
+        smt_yield: analysis::smt_yield(&runs, seed),
+        shared_core_speed: if has_pairs {
+            analysis::shared_core_speed(&runs, seed.rotate_left(17))
+        } else {
+            None
+        },
+        runs,
+        notes,
+    }
+}

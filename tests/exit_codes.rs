@@ -59,6 +59,16 @@ fn every_row_of_the_exit_code_table() {
     let empty = p("empty.json");
     let garbage = p("garbage.json");
     let schema = p("schema.json");
+    // A server that accepts the connection and never answers (the kernel completes the
+    // handshake; nothing reads): only a time limit ends the wait.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = |q: &str| {
+        format!(
+            "postgres://u@127.0.0.1:{}/db{q}",
+            silent.local_addr().unwrap().port()
+        )
+    };
+    let silent_1s = silent_url("?connect_timeout=1");
     let mut rows = vec![
         row("ok", &["topo"], 0, ""),
         // 1: something outside smtlab failed (nothing listens on port 1).
@@ -73,6 +83,22 @@ fn every_row_of_the_exit_code_table() {
             ],
             1,
             "cannot connect",
+        ),
+        // `?connect_timeout=` is honoured as libpq does (it was a fixed 4.5 s).
+        Row {
+            within: Duration::from_millis(3500),
+            ..row(
+                "a silent server and connect_timeout=1",
+                &["oltp", "--rows-per-thread", "1", "--db", &silent_1s],
+                1,
+                "no answer within 1.0 s",
+            )
+        },
+        row(
+            "a connect_timeout that is not whole seconds",
+            &["oltp", "--db", "postgres://u@h/db?connect_timeout=10s"],
+            2,
+            "connect_timeout",
         ),
         // 2: input files, --out, URLs, options.
         row("empty results.json", &["report", &empty], 2, "is empty"),
@@ -192,6 +218,16 @@ fn every_row_of_the_exit_code_table() {
         "",
     );
     int.interrupt_after = Some(Duration::from_millis(800));
+    rows.push(int);
+    // connect_timeout=0 waits as long as it takes, and Ctrl-C still ends the wait.
+    let silent_never = silent_url("?connect_timeout=0");
+    let mut int = row(
+        "SIGINT while a silent server is awaited without limit",
+        &["oltp", "--rows-per-thread", "1", "--db", &silent_never],
+        130,
+        "",
+    );
+    int.interrupt_after = Some(Duration::from_millis(1500));
     rows.push(int);
     // 2: negative, fractional-negative and oversized numbers name the option, the value
     // and the range (clap once said "unexpected argument '-1' found").

@@ -112,7 +112,7 @@ fn every_row_of_the_exit_code_table() {
             "results.json of another shape",
             &["report", &schema],
             2,
-            "does not match",
+            "does not match the report model: at `status`: invalid type",
         ),
         row(
             "--out is a file",
@@ -409,6 +409,34 @@ fn a_byte_order_mark_in_results_json_is_accepted() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(dir.path().join("report.html").exists());
+}
+
+/// A schema error says where: the JSON path of the field that does not fit.
+#[test]
+fn a_schema_error_names_the_json_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let snap = std::fs::read_to_string(src.join("study__fake_results_json.snap")).unwrap();
+    let json = snap.splitn(3, "---\n").nth(2).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v["topology"]["cpus"][1]["online"] = serde_json::json!("yes");
+    let path = dir.path().join("results.json");
+    std::fs::write(&path, v.to_string()).unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+        .arg("report")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("at `topology.cpus[1].online`: invalid type: string \"yes\""),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("report.html").exists(),
+        "nothing half-written"
+    );
 }
 
 #[test]

@@ -72,13 +72,13 @@ enum Command {
         /// Where burners run: one-per-core, pairs, all, spread, same-core, same-l3,
         /// other-l3, other-package, siblings-of:LIST, cpus:LIST, os (not pinned; the
         /// default). See `smtlab plan`.
-        #[arg(long, value_name = "REQUEST", conflicts_with = "cpus")]
-        placement: Option<String>,
+        #[arg(long, value_name = "REQUEST", conflicts_with = "cpus", value_parser = Request::parse)]
+        placement: Option<Request>,
         #[command(flatten)]
         within: WithinArg,
         /// Pin burners to these CPUs in turn (same as `--placement cpus:LIST`).
-        #[arg(long, value_name = "LIST")]
-        cpus: Option<String>,
+        #[arg(long, value_name = "LIST", value_parser = values::cpus)]
+        cpus: Option<crate::cpuset::CpuSet>,
         /// Measurement length: 5, 5s, 500ms, 2m.
         #[arg(long, short = 'd', default_value = "5s", allow_hyphen_values = true,
               value_parser = values::measured)]
@@ -103,8 +103,8 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Internal: run as a process-mode burner child pinned to LIST.
-        #[arg(long, hide = true, value_name = "LIST")]
-        child_cpus: Option<String>,
+        #[arg(long, hide = true, value_name = "LIST", value_parser = values::cpus)]
+        child_cpus: Option<crate::cpuset::CpuSet>,
         /// Internal: a child runs until SIGTERM.
         #[arg(long, hide = true, requires = "child_cpus")]
         until_stopped: bool,
@@ -116,8 +116,8 @@ enum Command {
     /// with the ceiling it puts on contended lock handoffs per second.
     C2c {
         /// CPUs to measure (default: every CPU this process may use).
-        #[arg(long, value_name = "LIST")]
-        cpus: Option<String>,
+        #[arg(long, value_name = "LIST", value_parser = values::cpus)]
+        cpus: Option<crate::cpuset::CpuSet>,
         /// Samples per pair (one more is taken and discarded).
         #[arg(long, default_value_t = 300, value_name = "N", allow_hyphen_values = true,
               value_parser = whole::<usize>(1, limits::MAX_SAMPLES.into(), limits::WHY_SAMPLES))]
@@ -221,17 +221,14 @@ pub fn main() -> Result<()> {
             until_stopped,
         } => {
             let placement = match (placement, cpus) {
-                (Some(p), _) => Request::parse(&p)?,
-                (None, Some(c)) => Request::parse(&format!("cpus:{c}"))?,
+                (Some(p), _) => p,
+                (None, Some(c)) => Request::Cpus(c),
                 (None, None) => Request::Os,
             };
-            let child = match child_cpus {
-                Some(c) => Some(commands::burn::Child {
-                    cpus: crate::cpuset::CpuSet::parse_user(&c)?,
-                    until_stopped,
-                }),
-                None => None,
-            };
+            let child = child_cpus.map(|cpus| commands::burn::Child {
+                cpus,
+                until_stopped,
+            });
             commands::burn::run(
                 &commands::burn::Config {
                     spec: crate::burn::BurnSpec {
@@ -268,9 +265,7 @@ pub fn main() -> Result<()> {
             json,
         } => commands::c2c::run(
             &commands::c2c::Config {
-                cpus: cpus
-                    .map(|c| crate::cpuset::CpuSet::parse_user(&c))
-                    .transpose()?,
+                cpus,
                 samples,
                 round_trips,
                 budget,
@@ -397,7 +392,11 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::Config> {
         None if rows_mode => Duration::ZERO,
         None => Duration::from_secs(1),
     };
-    let layouts = parse_layouts(a.configs.as_deref().unwrap_or(&a.placement))?;
+    let layouts = match &a.configs {
+        Some(c) => parse_layouts(c).map_err(|e| crate::error::BadInput(format!("--configs: {e}"))),
+        None => parse_layouts(&a.placement)
+            .map_err(|e| crate::error::BadInput(format!("--placement: {e}"))),
+    }?;
     let cfg = Config {
         db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file)?,
         table: TableSpec {
@@ -438,8 +437,8 @@ struct NeighborsArgs {
     lock: crate::locks::LockKind,
     /// Worker placement (default `os`: unpinned, as in the seed); one-per-core, pairs,
     /// spread, cpus:LIST, … (see `smtlab plan`).
-    #[arg(long, default_value = "os")]
-    placement: String,
+    #[arg(long, default_value = "os", value_parser = Request::parse)]
+    placement: Request,
     #[command(flatten)]
     within: WithinArg,
     /// Burner counts to step through, e.g. 0,1,2,4 (default: 0 up to usable CPUs + 2).
@@ -550,7 +549,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
     };
     let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
     spec.validate()?;
-    let worker_placement = Request::parse(&a.placement)?;
+    let worker_placement = a.placement;
     if worker_placement == Request::All {
         return Err(bad(
             "--placement all runs every sibling of --workers cores, which changes the worker \
@@ -685,7 +684,7 @@ fn from_clap(e: clap::Error) -> anyhow::Error {
     // `--threads <N>` → `--threads`.
     let option = arg.split([' ', '=']).next().unwrap_or(&arg);
     let short = crate::quote::shorten(&value);
-    let msg = if why.contains(&format!("`{value}`")) {
+    let msg = if why.contains(&format!("`{value}`")) || why.contains(&format!("`{short}`")) {
         // The parser's own message quotes the value already: once is enough.
         format!("{option}: {}", why.replace(&value, &short))
     } else {
@@ -867,8 +866,8 @@ struct RwcacheArgs {
     threads: Option<Counts>,
     /// Where threads run: spread (one per logical CPU, first siblings first), one-per-core,
     /// pairs, cpus:LIST, os, … (see `smtlab plan`).
-    #[arg(long, default_value = "spread")]
-    placement: String,
+    #[arg(long, default_value = "spread", value_parser = Request::parse)]
+    placement: Request,
     #[command(flatten)]
     within: WithinArg,
     /// Metadata objects in the table.
@@ -911,7 +910,7 @@ struct RwcacheArgs {
 fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
     use crate::experiments::rwcache::{Config, TableSpec};
     let schemes = a.scheme.0;
-    let placement = Request::parse(&a.placement)?;
+    let placement = a.placement;
     let threads = match a.threads {
         Some(Counts(v)) => v,
         None => {

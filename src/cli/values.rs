@@ -210,6 +210,15 @@ pub fn locks(s: &str) -> Result<List<crate::locks::LockKind>, String> {
         .map(List)
 }
 
+/// A CPU list (`0-3,8-11`) or hex mask (`0xff`) naming at least one CPU.
+pub fn cpus(s: &str) -> Result<crate::cpuset::CpuSet, String> {
+    match crate::cpuset::CpuSet::parse_user(s) {
+        Ok(set) if set.is_empty() => Err("names no CPU; expected a list like 0-3,8-11".into()),
+        Ok(set) => Ok(set),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// A list of counts from [`counts`] (its own type, so that clap takes it as one value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counts(pub Vec<usize>);

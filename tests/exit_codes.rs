@@ -69,6 +69,11 @@ fn every_row_of_the_exit_code_table() {
         )
     };
     let silent_1s = silent_url("?connect_timeout=1");
+    // A sysfs root whose `online` list is empty: no kernel writes that.
+    let cut = dir.path().join("cut-dump");
+    std::fs::create_dir_all(cut.join("sys/devices/system/cpu/cpu0")).unwrap();
+    std::fs::write(cut.join("sys/devices/system/cpu/online"), "\n").unwrap();
+    let cut = cut.display().to_string();
     let mut rows = vec![
         row("ok", &["topo"], 0, ""),
         // 1: something outside smtlab failed (nothing listens on port 1).
@@ -101,6 +106,12 @@ fn every_row_of_the_exit_code_table() {
             "connect_timeout",
         ),
         // 2: input files, --out, URLs, options.
+        row(
+            "a --sysfs-root whose files contradict each other",
+            &["topo", "--sysfs-root", &cut],
+            2,
+            "online`: the file is empty",
+        ),
         row("empty results.json", &["report", &empty], 2, "is empty"),
         row(
             "truncated results.json",

@@ -2,17 +2,22 @@
 //! validated config from `crate::commands` and handed over.
 
 use crate::commands;
+use crate::limits;
 use crate::placement::Request;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
+
+mod values;
+use values::{Counts, whole};
 
 #[derive(Parser, Debug)]
 #[command(
     name = "smtlab",
     version,
     about = "Measure how CPU sharing (SMT siblings, locks, noisy neighbours, oversubscription) speeds up or wrecks workloads",
-    after_help = "Exit codes: 0 ok, 1 run-time failure of something outside smtlab (or a failed study phase), 2 bad input, 3 not possible on this machine, 130 interrupted."
+    after_help = crate::error::exit_codes_help()
 )]
 struct Cli {
     #[command(subcommand)]
@@ -58,45 +63,48 @@ enum Command {
     Burn {
         /// Burner kind: prime, int, mul, fma, fma-scalar, fma-avx2, fma-avx512, pause,
         /// stream, chase, l1, l2, scan.
-        #[arg(long, short = 'k')]
-        kind: String,
+        #[arg(long, short = 'k', value_parser = values::member::<crate::burn::BurnerKind>)]
+        kind: crate::burn::BurnerKind,
         /// Number of burners.
-        #[arg(long, short = 't', default_value_t = 1)]
+        #[arg(long, short = 't', default_value_t = 1, value_name = "N", allow_hyphen_values = true,
+              value_parser = whole::<usize>(1, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
         threads: usize,
         /// Where burners run: one-per-core, pairs, all, spread, same-core, same-l3,
         /// other-l3, other-package, siblings-of:LIST, cpus:LIST, os (not pinned; the
         /// default). See `smtlab plan`.
-        #[arg(long, value_name = "REQUEST", conflicts_with = "cpus")]
-        placement: Option<String>,
+        #[arg(long, value_name = "REQUEST", conflicts_with = "cpus", value_parser = Request::parse)]
+        placement: Option<Request>,
         #[command(flatten)]
         within: WithinArg,
         /// Pin burners to these CPUs in turn (same as `--placement cpus:LIST`).
-        #[arg(long, value_name = "LIST")]
-        cpus: Option<String>,
+        #[arg(long, value_name = "LIST", value_parser = values::cpus)]
+        cpus: Option<crate::cpuset::CpuSet>,
         /// Measurement length: 5, 5s, 500ms, 2m.
-        #[arg(long, short = 'd', default_value = "5s")]
-        duration: String,
+        #[arg(long, short = 'd', default_value = "5s", allow_hyphen_values = true,
+              value_parser = values::measured)]
+        duration: Duration,
         /// Warm-up before measuring (buffers are built during it); 0 to skip.
-        #[arg(long, default_value = "1s")]
-        warmup: String,
+        #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = values::warmup)]
+        warmup: Duration,
         /// thread (engine threads of this process) or process (one child process each).
-        #[arg(long, default_value = "thread")]
-        mode: String,
+        #[arg(long, default_value = "thread", value_parser = values::member::<crate::burn::Mode>)]
+        mode: crate::burn::Mode,
         /// Scheduling policy of each burner: normal, batch, idle.
-        #[arg(long, default_value = "normal")]
-        policy: String,
+        #[arg(long, default_value = "normal", value_parser = values::member::<crate::burn::Policy>)]
+        policy: crate::burn::Policy,
         /// Nice value of each burner (-20..19; negative needs CAP_SYS_NICE).
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, allow_hyphen_values = true, value_parser = whole::<i32>(-20, 19, values::WHY_NICE))]
         nice: Option<i32>,
         /// Prime bound for `prime`, as sysbench's --cpu-max-prime.
-        #[arg(long, default_value_t = crate::burn::DEFAULT_MAX_PRIME)]
+        #[arg(long, default_value_t = crate::burn::DEFAULT_MAX_PRIME, allow_hyphen_values = true,
+              value_parser = whole::<u64>(3, limits::MAX_MAX_PRIME.into(), limits::WHY_MAX_PRIME))]
         max_prime: u64,
         /// Machine-readable JSON.
         #[arg(long)]
         json: bool,
         /// Internal: run as a process-mode burner child pinned to LIST.
-        #[arg(long, hide = true, value_name = "LIST")]
-        child_cpus: Option<String>,
+        #[arg(long, hide = true, value_name = "LIST", value_parser = values::cpus)]
+        child_cpus: Option<crate::cpuset::CpuSet>,
         /// Internal: a child runs until SIGTERM.
         #[arg(long, hide = true, requires = "child_cpus")]
         until_stopped: bool,
@@ -108,19 +116,21 @@ enum Command {
     /// with the ceiling it puts on contended lock handoffs per second.
     C2c {
         /// CPUs to measure (default: every CPU this process may use).
-        #[arg(long, value_name = "LIST")]
-        cpus: Option<String>,
+        #[arg(long, value_name = "LIST", value_parser = values::cpus)]
+        cpus: Option<crate::cpuset::CpuSet>,
         /// Samples per pair (one more is taken and discarded).
-        #[arg(long, default_value_t = 300)]
+        #[arg(long, default_value_t = 300, value_name = "N", allow_hyphen_values = true,
+              value_parser = whole::<usize>(1, limits::MAX_SAMPLES.into(), limits::WHY_SAMPLES))]
         samples: usize,
         /// Round trips timed per sample.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = 1000, value_name = "N", allow_hyphen_values = true,
+              value_parser = whole::<usize>(1, limits::MAX_ROUND_TRIPS.into(), limits::WHY_ROUND_TRIPS))]
         round_trips: usize,
         /// Longest to spend (30s, 2m): fewer samples per pair first (down to 31), then
         /// fewer CPUs (two siblings of one core, then one CPU per core in spread order).
         /// Big machines have thousands of pairs.
-        #[arg(long, value_name = "DURATION")]
-        budget: Option<String>,
+        #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::measured)]
+        budget: Option<Duration>,
         /// Machine-readable JSON: `{cpus, pairs: [{a, b, proximity, latency_ns}], matrix_ns,
         /// classes, left_out}`.
         #[arg(long)]
@@ -159,7 +169,8 @@ enum Command {
         /// CPU list for `siblings-of` and `cpus` (or write `siblings-of:LIST`).
         list: Option<String>,
         /// Number of threads to place.
-        #[arg(long, short = 't')]
+        #[arg(long, short = 't', value_name = "N", allow_hyphen_values = true,
+              value_parser = whole::<usize>(1, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
         threads: usize,
         #[command(flatten)]
         root: RootArg,
@@ -178,7 +189,7 @@ enum Command {
 
 /// Parses the process arguments and runs the command.
 pub fn main() -> Result<()> {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().map_err(from_clap)?;
     crate::interrupt::install();
     let mut out = std::io::stdout().lock();
     match cli.command {
@@ -214,35 +225,27 @@ pub fn main() -> Result<()> {
             child_cpus,
             until_stopped,
         } => {
-            let bad = |e: String| crate::error::BadInput(e);
-            let kind: crate::burn::BurnerKind = kind.parse().map_err(|e| bad(format!("{e}")))?;
             let placement = match (placement, cpus) {
-                (Some(p), _) => Request::parse(&p)?,
-                (None, Some(c)) => Request::parse(&format!("cpus:{c}"))?,
+                (Some(p), _) => p,
+                (None, Some(c)) => Request::Cpus(c),
                 (None, None) => Request::Os,
             };
-            let duration = crate::duration::parse_measured(&duration, "--duration")?;
-            let warmup = crate::burn::parse_duration_or_zero(&warmup)
-                .map_err(|e| bad(format!("--warmup: {e}")))?;
-            let child = match child_cpus {
-                Some(c) => Some(commands::burn::Child {
-                    cpus: crate::cpuset::CpuSet::parse_user(&c)?,
-                    until_stopped,
-                }),
-                None => None,
-            };
+            let child = child_cpus.map(|cpus| commands::burn::Child {
+                cpus,
+                until_stopped,
+            });
             commands::burn::run(
                 &commands::burn::Config {
                     spec: crate::burn::BurnSpec {
                         kind,
-                        policy: policy.parse().map_err(|e| bad(format!("--policy: {e}")))?,
+                        policy,
                         nice,
                         max_prime,
                     },
                     threads,
                     placement,
                     within: within.within,
-                    mode: mode.parse().map_err(|e| bad(format!("--mode: {e}")))?,
+                    mode,
                     warmup,
                     duration,
                     json,
@@ -259,6 +262,7 @@ pub fn main() -> Result<()> {
             commands::report::run(&commands::report::Config { results, out: dir }, &mut out)
         }
         Command::Oltp(args) => commands::oltp::run(&oltp_config(args)?, &mut out),
+        Command::Yield(args) => commands::smt_yield::run(&yield_config(args)?, &mut out),
         Command::C2c {
             cpus,
             samples,
@@ -267,17 +271,10 @@ pub fn main() -> Result<()> {
             json,
         } => commands::c2c::run(
             &commands::c2c::Config {
-                cpus: cpus
-                    .map(|c| crate::cpuset::CpuSet::parse_user(&c))
-                    .transpose()?,
+                cpus,
                 samples,
                 round_trips,
-                budget: budget
-                    .map(|b| {
-                        crate::burn::parse_duration(&b)
-                            .map_err(|e| crate::error::BadInput(format!("--budget: {e}")))
-                    })
-                    .transpose()?,
+                budget,
                 json,
             },
             &mut out,
@@ -306,7 +303,6 @@ pub fn main() -> Result<()> {
                 &mut out,
             )
         }
-        Command::Yield(args) => commands::smt_yield::run(&yield_config(args)?, &mut out),
     }
 }
 
@@ -327,34 +323,38 @@ struct OltpArgs {
     #[arg(long, value_name = "FILE")]
     db_password_file: Option<PathBuf>,
     /// Table: seed-001 (bigint key, 150-byte rows) or seed-002 (identity key, uuid).
-    #[arg(long, default_value = "seed-001")]
-    schema: String,
+    #[arg(long, default_value = "seed-001", value_parser = crate::oltp::Schema::parse)]
+    schema: crate::oltp::Schema,
     /// sequential (hot last page) or random keys.
-    #[arg(long, default_value = "sequential")]
-    key: String,
+    #[arg(long, default_value = "sequential", value_parser = crate::oltp::KeyMode::parse)]
+    key: crate::oltp::KeyMode,
     /// Rows per transaction (one multi-row INSERT per commit).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<u32>(1, crate::oltp::schema::MAX_ROWS_PER_TXN.into(), ""))]
     rows_per_txn: u32,
     /// full (commit waits for the log flush) or delayed (the seeds' Delayed Durability =
     /// FORCED: SQLite synchronous=OFF, PostgreSQL synchronous_commit=off).
-    #[arg(long, default_value = "delayed")]
-    durability: String,
+    #[arg(long, default_value = "delayed", value_parser = crate::oltp::Durability::parse)]
+    durability: crate::oltp::Durability,
     /// Random-key rows inserted before each run (seed 001's big table, scaled).
-    #[arg(long, default_value_t = 0, value_name = "ROWS")]
+    #[arg(long, default_value_t = 0, value_name = "ROWS", allow_hyphen_values = true,
+          value_parser = whole::<u64>(0, limits::MAX_PREFILL_ROWS.into(), limits::WHY_ROWS))]
     prefill: u64,
     /// Client threads (one connection each).
-    #[arg(long, short = 't', default_value_t = 2)]
+    #[arg(long, short = 't', default_value_t = 2, value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, limits::MAX_CONNECTIONS.into(), limits::WHY_CONNECTIONS))]
     threads: usize,
     /// Each thread inserts this many rows (seed 001 style; per-thread elapsed reported).
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", allow_hyphen_values = true,
+          value_parser = whole::<u64>(1, limits::MAX_ROWS_PER_THREAD.into(), limits::WHY_ROWS))]
     rows_per_thread: Option<u64>,
     /// Measurement length (10, 10s, 500ms, 2m); with --rows-per-thread, the time limit.
     /// Default 10 s, or 1 h with --rows-per-thread.
-    #[arg(long, short = 'd')]
-    duration: Option<String>,
+    #[arg(long, short = 'd', allow_hyphen_values = true, value_parser = values::measured)]
+    duration: Option<Duration>,
     /// Warm-up before measuring. Default 1 s, or 0 with --rows-per-thread.
-    #[arg(long)]
-    warmup: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = values::warmup)]
+    warmup: Option<Duration>,
     /// Where client threads (and local backends) run: one-per-core, pairs, all, os,
     /// cpus:LIST, … (see `smtlab plan`).
     #[arg(long, default_value = "os", conflicts_with = "configs")]
@@ -365,7 +365,8 @@ struct OltpArgs {
     #[arg(long, value_name = "LIST")]
     configs: Option<String>,
     /// Rounds over the layouts (A B C A B C …).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
     repeat: usize,
     #[command(flatten)]
     within: WithinArg,
@@ -381,34 +382,35 @@ struct OltpArgs {
 
 /// Turns the `oltp` options into a validated config.
 fn oltp_config(a: OltpArgs) -> Result<crate::oltp::OltpConfig> {
-    use crate::oltp::{
-        DbTarget, Durability, KeyMode, OltpConfig, Schema, StopRule, TableSpec, parse_layouts,
-    };
+    use crate::oltp::{DbTarget, OltpConfig, StopRule, TableSpec, parse_layouts};
     let stop = match a.rows_per_thread {
         Some(r) => StopRule::RowsPerThread(r),
         None => StopRule::Duration,
     };
     let rows_mode = a.rows_per_thread.is_some();
-    let duration = match &a.duration {
-        Some(d) => crate::duration::parse_measured(d, "--duration")?,
-        None if rows_mode => std::time::Duration::from_secs(3600),
-        None => std::time::Duration::from_secs(10),
+    let duration = match a.duration {
+        Some(d) => d,
+        None if rows_mode => Duration::from_secs(3600),
+        None => Duration::from_secs(10),
     };
-    let warmup = match &a.warmup {
-        Some(w) => crate::duration::parse_duration_or_zero(w)
-            .map_err(|e| crate::error::BadInput(format!("--warmup: {e}")))?,
-        None if rows_mode => std::time::Duration::ZERO,
-        None => std::time::Duration::from_secs(1),
+    let warmup = match a.warmup {
+        Some(w) => w,
+        None if rows_mode => Duration::ZERO,
+        None => Duration::from_secs(1),
     };
-    let layouts = parse_layouts(a.configs.as_deref().unwrap_or(&a.placement))?;
+    let layouts = match &a.configs {
+        Some(c) => parse_layouts(c).map_err(|e| crate::error::BadInput(format!("--configs: {e}"))),
+        None => parse_layouts(&a.placement)
+            .map_err(|e| crate::error::BadInput(format!("--placement: {e}"))),
+    }?;
     let cfg = OltpConfig {
         db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file)?,
         table: TableSpec {
-            schema: Schema::parse(&a.schema)?,
-            key: KeyMode::parse(&a.key)?,
+            schema: a.schema,
+            key: a.key,
             rows_per_txn: a.rows_per_txn,
         },
-        durability: Durability::parse(&a.durability)?,
+        durability: a.durability,
         prefill: a.prefill,
         threads: a.threads,
         stop,
@@ -430,44 +432,48 @@ struct NeighborsArgs {
     #[command(flatten)]
     root: RootArg,
     /// Worker threads (the seed ran 4 insert sessions).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
     workers: usize,
     /// Worker side: `hot-page` (appends under a library lock) or `oltp` (real inserts).
-    #[arg(long, default_value = "hot-page")]
-    workload: String,
+    #[arg(long, default_value = "hot-page", value_enum)]
+    workload: NeighborsWorkload,
     /// Lock of the hot page: tas, ttas, backoff, ticket, mcs, mutex, parking_lot, adaptive.
-    #[arg(long, default_value = "ticket")]
-    lock: String,
+    #[arg(long, default_value = "ticket", value_parser = values::member::<crate::locks::LockKind>)]
+    lock: crate::locks::LockKind,
     /// Worker placement (default `os`: unpinned, as in the seed); one-per-core, pairs,
     /// spread, cpus:LIST, … (see `smtlab plan`).
-    #[arg(long, default_value = "os")]
-    placement: String,
+    #[arg(long, default_value = "os", value_parser = Request::parse)]
+    placement: Request,
     #[command(flatten)]
     within: WithinArg,
     /// Burner counts to step through, e.g. 0,1,2,4 (default: 0 up to usable CPUs + 2).
-    #[arg(long, value_name = "LIST")]
-    burners: Option<String>,
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true,
+          value_parser = values::counts(0, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
+    burners: Option<Counts>,
     /// Burner kind (default `prime`, the seed's isPrimeN).
-    #[arg(long, default_value = "prime")]
-    burner_kind: String,
+    #[arg(long, default_value = "prime", value_parser = values::member::<crate::burn::BurnerKind>)]
+    burner_kind: crate::burn::BurnerKind,
     /// os, same-cpus, siblings, other-cores.
-    #[arg(long, default_value = "os")]
-    burner_placement: String,
+    #[arg(long, default_value = "os",
+          value_parser = values::member::<crate::experiments::neighbors::BurnerPlacement>)]
+    burner_placement: crate::experiments::neighbors::BurnerPlacement,
     /// thread (in-process) or process (re-executed `smtlab burn`).
-    #[arg(long, default_value = "thread")]
-    burner_mode: String,
+    #[arg(long, default_value = "thread", value_enum)]
+    burner_mode: NeighborsBurnerMode,
     /// Burner scheduling policy: normal, batch, idle.
-    #[arg(long, default_value = "normal")]
-    burner_policy: String,
-    /// Burner nice value.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, default_value = "normal", value_parser = values::member::<crate::burn::Policy>)]
+    burner_policy: crate::burn::Policy,
+    /// Burner nice value (-20..19; negative needs CAP_SYS_NICE).
+    #[arg(long, allow_hyphen_values = true, value_parser = whole::<i32>(-20, 19, values::WHY_NICE))]
     burner_nice: Option<i32>,
     /// Measured time per step.
-    #[arg(long, short = 'd', default_value = "2s")]
-    duration: String,
+    #[arg(long, short = 'd', default_value = "2s", allow_hyphen_values = true,
+          value_parser = values::measured)]
+    duration: Duration,
     /// Discarded warm-up per step.
-    #[arg(long, default_value = "500ms")]
-    warmup: String,
+    #[arg(long, default_value = "500ms", allow_hyphen_values = true, value_parser = values::warmup)]
+    warmup: Duration,
     /// `--workload oltp`: the database (sqlite, sqlite:PATH, postgres://…, postgres-managed).
     #[arg(long, default_value = "sqlite")]
     db: String,
@@ -475,11 +481,11 @@ struct NeighborsArgs {
     #[arg(long, value_name = "FILE")]
     db_password_file: Option<PathBuf>,
     /// `--workload oltp`: seed-001 or seed-002.
-    #[arg(long, default_value = "seed-002")]
-    schema: String,
+    #[arg(long, default_value = "seed-002", value_parser = crate::oltp::Schema::parse)]
+    schema: crate::oltp::Schema,
     /// `--workload oltp`: full or delayed.
-    #[arg(long, default_value = "delayed")]
-    durability: String,
+    #[arg(long, default_value = "delayed", value_parser = crate::oltp::Durability::parse)]
+    durability: crate::oltp::Durability,
     /// Print the placements only.
     #[arg(long)]
     dry_run: bool,
@@ -492,16 +498,21 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
     use crate::error::BadInput;
     use crate::experiments::neighbors::{BurnerMode, NeighborsConfig};
     let bad = |m: String| anyhow::Error::new(BadInput(m));
-    let burner_steps = match &a.burners {
-        Some(l) => {
-            let mut v = Vec::new();
-            for t in l.split(',') {
-                let t = t.trim();
-                v.push(t.parse::<usize>().map_err(|_| {
-                    bad(format!(
-                        "--burners: `{t}` is not a count; expected a list like 0,1,2,4"
-                    ))
-                })?);
+    let burner_mode = match a.burner_mode {
+        NeighborsBurnerMode::Thread => BurnerMode::Thread,
+        NeighborsBurnerMode::Process => BurnerMode::Process,
+    };
+    let burner_steps = match a.burners {
+        Some(Counts(v)) => {
+            if burner_mode == BurnerMode::Process {
+                for &b in &v {
+                    limits::at_most(
+                        "--burners",
+                        b as u64,
+                        limits::MAX_PROCESSES,
+                        limits::WHY_PROCESSES,
+                    )?;
+                }
             }
             v
         }
@@ -510,56 +521,27 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
             (0..=topo.allowed().len() + 2).collect()
         }
     };
-    let mut burner = crate::burn::BurnSpec::new(
-        a.burner_kind
-            .parse()
-            .map_err(|e| bad(format!("--burner-kind: {e}")))?,
-    );
-    burner.policy = a
-        .burner_policy
-        .parse()
-        .map_err(|e| bad(format!("--burner-policy: {e}")))?;
+    let mut burner = crate::burn::BurnSpec::new(a.burner_kind);
+    burner.policy = a.burner_policy;
     burner.nice = a.burner_nice;
-    let spec = crate::engine::RunSpec::new(
-        crate::burn::parse_duration_or_zero(&a.warmup)
-            .map_err(|e| bad(format!("--warmup: {e}")))?,
-        crate::duration::parse_measured(&a.duration, "--duration")?,
-    );
-    let worker_placement = Request::parse(&a.placement)?;
-    let burner_placement = a
-        .burner_placement
-        .parse()
-        .map_err(|e: String| bad(format!("--burner-placement: {e}")))?;
-    let burner_mode = match a.burner_mode.as_str() {
-        "thread" => BurnerMode::Thread,
-        "process" => BurnerMode::Process,
-        m => {
-            return Err(bad(format!(
-                "--burner-mode: unknown `{m}`; valid: thread, process"
-            )));
-        }
-    };
-    let exp = NeighborsConfig::new(a.workers, worker_placement, a.within.within, spec)?
-        .with_burners(burner_steps, burner, burner_placement, burner_mode)?;
-    let workload = match a.workload.as_str() {
-        "hot-page" | "hotpage" => commands::neighbors::WorkloadChoice::HotPage(
-            a.lock.parse().map_err(|e| bad(format!("--lock: {e}")))?,
-        ),
-        "oltp" => {
-            use crate::oltp::{DbTarget, Durability, KeyMode, Schema, StopRule, TableSpec};
+    burner.validate()?;
+    let workload = match a.workload {
+        NeighborsWorkload::HotPage => commands::neighbors::WorkloadChoice::HotPage(a.lock),
+        NeighborsWorkload::Oltp => {
+            use crate::oltp::{DbTarget, KeyMode, StopRule, TableSpec};
             let oc = crate::oltp::OltpConfig {
                 db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file.clone())?,
                 table: TableSpec {
-                    schema: Schema::parse(&a.schema)?,
+                    schema: a.schema,
                     key: KeyMode::parse("sequential")?,
                     rows_per_txn: 1,
                 },
-                durability: Durability::parse(&a.durability)?,
+                durability: a.durability,
                 prefill: 0,
                 threads: a.workers,
                 stop: StopRule::Duration,
-                duration: std::time::Duration::from_secs(1),
-                warmup: std::time::Duration::ZERO,
+                duration: Duration::from_secs(1),
+                warmup: Duration::ZERO,
                 layouts: vec![Request::Os],
                 within: a.within.within,
                 repeat: 1,
@@ -570,19 +552,44 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
             oc.validate()?;
             commands::neighbors::WorkloadChoice::Oltp(Box::new(oc))
         }
-        w => {
-            return Err(bad(format!(
-                "--workload: unknown `{w}`; valid: hot-page, oltp"
-            )));
-        }
     };
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
+    spec.validate()?;
+    let worker_placement = a.placement;
+    if worker_placement == Request::All {
+        return Err(bad(
+            "--placement all runs every sibling of --workers cores, which changes the worker \
+             count; give the count with --workers and use one-per-core, pairs or spread"
+                .into(),
+        ));
+    }
     Ok(commands::neighbors::Config {
         root: a.root.sysfs_root,
-        exp,
+        exp: NeighborsConfig::new(a.workers, worker_placement, a.within.within, spec)?
+            .with_burners(burner_steps, burner, a.burner_placement, burner_mode)?,
         workload,
         json: a.json,
         dry_run: a.dry_run,
     })
+}
+
+/// `neighbors --workload`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum NeighborsWorkload {
+    /// Appends under a library lock.
+    #[value(alias = "hotpage")]
+    HotPage,
+    /// Real inserts (`--db`).
+    Oltp,
+}
+
+/// `neighbors --burner-mode`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum NeighborsBurnerMode {
+    /// In-process threads.
+    Thread,
+    /// Re-executed `smtlab burn` processes.
+    Process,
 }
 
 /// `smtlab study` options.
@@ -592,8 +599,8 @@ struct StudyArgs {
     #[arg(long, conflicts_with = "budget")]
     quick: bool,
     /// Time the measurements are sized to fill: 90s, 5m, 20m (default 5m).
-    #[arg(long, value_name = "DURATION")]
-    budget: Option<String>,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::budget)]
+    budget: Option<Duration>,
     /// Directory for results.json, report.html and summary.md.
     #[arg(long, value_name = "DIR", default_value = "smtlab-study")]
     out: PathBuf,
@@ -611,20 +618,9 @@ struct StudyArgs {
 
 /// Turns the `study` options into a validated config.
 fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
-    use crate::error::BadInput;
-    let budget = match (&a.budget, a.quick) {
+    let budget = match (a.budget, a.quick) {
         (_, true) => crate::study::QUICK_BUDGET,
-        (Some(b), false) => {
-            let d =
-                crate::burn::parse_duration(b).map_err(|e| BadInput(format!("--budget: {e}")))?;
-            if d < std::time::Duration::from_secs(10) {
-                return Err(BadInput(format!(
-                    "--budget must be at least 10s (got {b}); use --quick for the shortest study"
-                ))
-                .into());
-            }
-            d
-        }
+        (Some(b), false) => b,
         (None, false) => crate::study::DEFAULT_BUDGET,
     };
     let db = crate::oltp::DbTarget::parse(&a.db)?.with_password_file(a.db_password_file.clone())?;
@@ -633,8 +629,11 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
     if a.quick {
         command.push_str(" --quick");
     }
-    if let Some(b) = &a.budget {
-        command.push_str(&format!(" --budget {b}"));
+    if let Some(b) = a.budget {
+        command.push_str(&format!(
+            " --budget {}",
+            crate::duration::format_duration(b)
+        ));
     }
     command.push_str(&format!(" --out {}", a.out.display()));
     if a.db != "sqlite" {
@@ -653,6 +652,43 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
         },
         out: a.out,
     })
+}
+
+/// A value one of the parsers in [`values`] refused becomes bad input in the one wording
+/// of every refusal, `--option value: what is valid`, with a long value quoted shortened.
+/// Everything else (help, version, unknown options, usage) is clap's to print and exit
+/// on: help and version with 0, usage errors with 2.
+fn from_clap(e: clap::Error) -> anyhow::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let text = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let (Some(arg), Some(value)) = (
+        text(ContextKind::InvalidArg),
+        text(ContextKind::InvalidValue),
+    ) else {
+        e.exit();
+    };
+    let why = match (e.kind(), e.get(ContextKind::ValidValue)) {
+        (ErrorKind::ValueValidation, _) => {
+            std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string())
+        }
+        (ErrorKind::InvalidValue, Some(ContextValue::Strings(valid))) if !value.is_empty() => {
+            format!("valid: {}", valid.join(", "))
+        }
+        _ => e.exit(),
+    };
+    // `--threads <N>` → `--threads`.
+    let option = arg.split([' ', '=']).next().unwrap_or(&arg);
+    let short = crate::quote::shorten(&value);
+    let msg = if why.contains(&format!("`{value}`")) || why.contains(&format!("`{short}`")) {
+        // The parser's own message quotes the value already: once is enough.
+        format!("{option}: {}", why.replace(&value, &short))
+    } else {
+        format!("{option} {short}: {why}")
+    };
+    crate::error::BadInput(msg).into()
 }
 
 /// True when the error is a closed stdout (`smtlab topo | head`): exit quietly.
@@ -680,15 +716,17 @@ struct LockscanArgs {
     root: RootArg,
     /// Lock kind: tas, ttas (the seed's), backoff, ticket, mcs, mutex, parking_lot,
     /// adaptive; or `all` to compare every lock in one table.
-    #[arg(long, default_value = "ttas")]
-    lock: String,
+    #[arg(long, default_value = "ttas", value_parser = values::locks)]
+    lock: values::List<crate::locks::LockKind>,
     /// Busy work inside the critical section, ns (0 = the seed's empty section).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_name = "NS", allow_hyphen_values = true,
+          value_parser = whole::<u64>(0, limits::MAX_OP_NS.into(), limits::WHY_OP_NS))]
     cs_ns: u64,
     /// Bytes each scan thread memsets per pass: a size (1MiB, 2097152, 512K) or `auto`
     /// (2 × the core's L2).
-    #[arg(long, default_value = "1MiB")]
-    scan_bytes: String,
+    #[arg(long, default_value = "1MiB", value_name = "SIZE", allow_hyphen_values = true,
+          value_parser = values::bytes_or_auto)]
+    scan_bytes: values::Bytes,
     /// CPUs of the lock threads (one thread per CPU).
     #[arg(long, value_name = "LIST")]
     lock_cpus: Option<String>,
@@ -707,24 +745,26 @@ struct LockscanArgs {
     #[command(flatten)]
     within: WithinArg,
     /// Measured time per run: 10s, 500ms, 2m.
-    #[arg(long, short = 'd', default_value = "10s")]
-    duration: String,
+    #[arg(long, short = 'd', default_value = "10s", allow_hyphen_values = true,
+          value_parser = values::measured)]
+    duration: Duration,
     /// Interval between live rows (the seed printed every 10 s).
-    #[arg(long, default_value = "1s")]
-    interval: String,
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = values::measured)]
+    interval: Duration,
     /// Discarded warm-up before each run.
-    #[arg(long, default_value = "500ms")]
-    warmup: String,
+    #[arg(long, default_value = "500ms", allow_hyphen_values = true, value_parser = values::warmup)]
+    warmup: Duration,
     /// Repetitions of every scenario (interleaved), for medians and confidence intervals.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
     repeat: usize,
     /// Skip the reference run without scan threads.
     #[arg(long)]
     no_baseline: bool,
     /// What the lock records: `counters` (spins, handoffs; the default) or `off` (the bare
     /// algorithm, to see the instrumentation's cost on this machine; no spins or handoffs).
-    #[arg(long, default_value = "counters", value_name = "MODE")]
-    lock_stats: String,
+    #[arg(long, default_value = "counters", value_name = "MODE", value_parser = values::lock_stats)]
+    lock_stats: crate::locks::StatsMode,
     /// Print the placements only (works with --sysfs-root).
     #[arg(long)]
     dry_run: bool,
@@ -733,55 +773,26 @@ struct LockscanArgs {
     json: bool,
 }
 
-fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
-    let t = s.trim();
-    let lower = t.to_ascii_lowercase();
-    let (num, mult) = [
-        ("gib", 1usize << 30),
-        ("mib", 1 << 20),
-        ("kib", 1 << 10),
-        ("g", 1 << 30),
-        ("m", 1 << 20),
-        ("k", 1 << 10),
-        ("b", 1),
-    ]
-    .iter()
-    .find_map(|(suf, m)| lower.strip_suffix(suf).map(|n| (n.trim().to_string(), *m)))
-    .unwrap_or((lower.clone(), 1));
-    num.parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| {
-            format!("`{t}` is not a size; expected bytes like 1048576, 512K, 1MiB or `auto`")
-        })
-}
-
 fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
     use crate::cpuset::CpuSet;
     use crate::error::BadInput;
     use crate::experiments::lockscan::{Layout, LockscanConfig};
     let bad = |m: String| anyhow::Error::new(BadInput(m));
-    let locks: Vec<crate::locks::LockKind> = if a.lock == "all" {
-        crate::locks::LockKind::ALL.to_vec()
-    } else {
-        a.lock
-            .split(',')
-            .map(|k| k.trim().parse().map_err(|e| bad(format!("--lock: {e}"))))
-            .collect::<Result<_>>()?
-    };
-    let scan_bytes = if a.scan_bytes.trim() == "auto" {
-        let topo = commands::load_topology(&a.root.sysfs_root)?;
-        let l2 = topo
-            .allowed()
-            .first()
-            .and_then(|c| topo.cache_of(c, 2))
-            .and_then(|c| c.size_bytes)
-            .ok_or_else(|| {
-                bad("--scan-bytes auto: this machine reports no L2 size; give a size".into())
-            })?;
-        (2 * l2) as usize
-    } else {
-        parse_bytes(&a.scan_bytes).map_err(|e| bad(format!("--scan-bytes: {e}")))?
+    let locks = a.lock.0;
+    let scan_bytes = match a.scan_bytes {
+        values::Bytes::Auto => {
+            let topo = commands::load_topology(&a.root.sysfs_root)?;
+            let l2 = topo
+                .allowed()
+                .first()
+                .and_then(|c| topo.cache_of(c, 2))
+                .and_then(|c| c.size_bytes)
+                .ok_or_else(|| {
+                    bad("--scan-bytes auto: this machine reports no L2 size; give a size".into())
+                })?;
+            (2 * l2) as usize
+        }
+        values::Bytes::Exactly(n) => n,
     };
     let list = |s: &Option<String>, m: &Option<String>, what: &str| -> Result<Option<CpuSet>> {
         Ok(match (s, m) {
@@ -794,12 +805,7 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
             (None, None) => None,
         })
     };
-    let stats: crate::locks::StatsMode = a.lock_stats.parse().map_err(|_| {
-        bad(format!(
-            "--lock-stats: unknown mode `{}`; expected off or counters",
-            a.lock_stats.trim()
-        ))
-    })?;
+    let stats = a.lock_stats;
     let lock = list(&a.lock_cpus, &a.lock_mask, "lock")?;
     let scan = list(&a.scan_cpus, &a.scan_mask, "scan")?;
     let layout = if a.sweep {
@@ -826,15 +832,8 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
         };
         Layout::Explicit { lock, scan }
     };
-    let spec = crate::engine::RunSpec::new(
-        crate::burn::parse_duration_or_zero(&a.warmup)
-            .map_err(|e| bad(format!("--warmup: {e}")))?,
-        crate::duration::parse_measured(&a.duration, "--duration")?,
-    )
-    .with_interval(
-        crate::duration::parse_duration(&a.interval)
-            .map_err(|e| bad(format!("--interval: {e}")))?,
-    );
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration).with_interval(a.interval);
+    spec.validate()?;
     Ok(commands::lockscan::Config {
         root: a.root.sysfs_root,
         exp: LockscanConfig::new(layout, locks, spec)?
@@ -853,40 +852,48 @@ struct RwcacheArgs {
     #[command(flatten)]
     root: RootArg,
     /// Schemes: spin, rwspin, rwlock, parking_lot-rw, brlock, seqlock, rcu (a list), or all.
-    #[arg(long, default_value = "all")]
-    scheme: String,
+    #[arg(long, default_value = "all", value_parser = values::schemes)]
+    scheme: values::List<crate::rwcache::SchemeKind>,
     /// Thread counts to run, e.g. 1,2,4 (default: 1 and every usable CPU).
-    #[arg(long, short = 't', value_name = "LIST")]
-    threads: Option<String>,
+    #[arg(long, short = 't', value_name = "LIST", allow_hyphen_values = true,
+          value_parser = values::counts(1, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
+    threads: Option<Counts>,
     /// Where threads run: spread (one per logical CPU, first siblings first), one-per-core,
     /// pairs, cpus:LIST, os, … (see `smtlab plan`).
-    #[arg(long, default_value = "spread")]
-    placement: String,
+    #[arg(long, default_value = "spread", value_parser = Request::parse)]
+    placement: Request,
     #[command(flatten)]
     within: WithinArg,
     /// Metadata objects in the table.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, crate::rwcache::MAX_ENTRIES as i128, values::WHY_ENTRIES))]
     entries: usize,
     /// Lookups per request (each under its own read-side acquisition).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, crate::experiments::rwcache::MAX_LOOKUPS as i128, ""))]
     lookups: usize,
     /// Fraction of requests that replace an entry (0..1).
-    #[arg(long, default_value_t = 0.0001)]
+    #[arg(long, default_value_t = 0.0001, value_name = "FRACTION", allow_hyphen_values = true,
+          value_parser = values::fraction)]
     write_ratio: f64,
     /// Busy work per request outside the lock, ns (the rest of a statement).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_name = "NS", allow_hyphen_values = true,
+          value_parser = whole::<u64>(0, limits::MAX_OP_NS.into(), limits::WHY_OP_NS))]
     work_ns: u64,
     /// Measured time per run: 2s, 500ms, 1m.
-    #[arg(long, short = 'd', default_value = "2s")]
-    duration: String,
+    #[arg(long, short = 'd', default_value = "2s", allow_hyphen_values = true,
+          value_parser = values::measured)]
+    duration: Duration,
     /// Discarded warm-up before each run.
-    #[arg(long, default_value = "300ms")]
-    warmup: String,
+    #[arg(long, default_value = "300ms", allow_hyphen_values = true, value_parser = values::warmup)]
+    warmup: Duration,
     /// Rounds over every (threads, scheme) pair, interleaved, for medians and CIs.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
     repeat: usize,
     /// Seed of the key sequences.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_hyphen_values = true,
+          value_parser = whole::<u64>(0, u64::MAX.into(), ""))]
     seed: u64,
     /// Machine-readable JSON: `{results: [{scheme, threads, requests_per_sec, lock_cpu_share,
     /// reads, writes, …}], before_after, read_cost, best}`.
@@ -895,24 +902,11 @@ struct RwcacheArgs {
 }
 
 fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
-    use crate::error::BadInput;
     use crate::experiments::rwcache::{RwcacheConfig, TableSpec};
-    let bad = |m: String| anyhow::Error::new(BadInput(m));
-    let schemes =
-        crate::rwcache::parse_schemes(&a.scheme).map_err(|e| bad(format!("--scheme: {e}")))?;
-    let placement = Request::parse(&a.placement)?;
-    let threads = match &a.threads {
-        Some(l) => l
-            .split(',')
-            .map(|t| {
-                let t = t.trim();
-                t.parse::<usize>().map_err(|_| {
-                    bad(format!(
-                        "--threads: `{t}` is not a thread count; expected a list like 1,2,4"
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?,
+    let schemes = a.scheme.0;
+    let placement = a.placement;
+    let threads = match a.threads {
+        Some(Counts(v)) => v,
         None => {
             // 1 thread and one per CPU the placement can use (its scope's unit when scoped).
             let topo = commands::load_topology(&a.root.sysfs_root)?;
@@ -928,11 +922,7 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
             if n == 1 { vec![1] } else { vec![1, n] }
         }
     };
-    let spec = crate::engine::RunSpec::new(
-        crate::burn::parse_duration_or_zero(&a.warmup)
-            .map_err(|e| bad(format!("--warmup: {e}")))?,
-        crate::duration::parse_measured(&a.duration, "--duration")?,
-    );
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
     let exp = RwcacheConfig::new(
         schemes,
         threads,
@@ -966,18 +956,22 @@ struct YieldArgs {
     #[arg(long, value_name = "LIST", default_value = crate::experiments::smt_yield::DEFAULT_WORKLOADS)]
     workloads: String,
     /// N: the cores every layout uses (default: every core of the unit --within picks).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
     cores: Option<usize>,
     #[command(flatten)]
     within: WithinArg,
     /// Measured time per run: 1s, 500ms, 2m.
-    #[arg(long, short = 'd', default_value = "1s")]
-    duration: String,
+    #[arg(long, short = 'd', default_value = "1s", allow_hyphen_values = true,
+          value_parser = values::measured)]
+    duration: Duration,
     /// Discarded warm-up before each run (ruler buffers are built during it).
-    #[arg(long, default_value = "250ms")]
-    warmup: String,
+    #[arg(long, default_value = "250ms", allow_hyphen_values = true, value_parser = values::warmup)]
+    warmup: Duration,
     /// Rounds over every workload and layout (A B C A B C …); 5 or more for 95 % CIs.
-    #[arg(long, default_value_t = crate::stats::MIN_RUNS_FOR_CI)]
+    #[arg(long, default_value_t = crate::stats::MIN_RUNS_FOR_CI, value_name = "N",
+          allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
     repeat: usize,
     /// Adds inserts: postgres-managed (a throwaway cluster) or postgres://USER@HOST[:PORT]/DB.
     /// SQLite admits one writer at a time, so it is left out with that reason.
@@ -987,8 +981,8 @@ struct YieldArgs {
     #[arg(long, value_name = "FILE")]
     db_password_file: Option<PathBuf>,
     /// Insert durability: full (commit waits for the log flush) or delayed.
-    #[arg(long, default_value = "delayed")]
-    durability: String,
+    #[arg(long, default_value = "delayed", value_parser = crate::oltp::Durability::parse)]
+    durability: crate::oltp::Durability,
     /// Print the three layouts and the workloads only (works with --sysfs-root).
     #[arg(long)]
     dry_run: bool,
@@ -999,19 +993,17 @@ struct YieldArgs {
 }
 
 fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
-    use crate::error::BadInput;
     use crate::experiments::smt_yield::{Config, InsertTarget, Subject};
-    let bad = |m: String| anyhow::Error::new(BadInput(m));
     let mut subjects = Subject::parse_list(&a.workloads)?;
     let db = match &a.db {
         Some(d) => {
-            use crate::oltp::{DbTarget, Durability, KeyMode, Schema, TableSpec};
+            use crate::oltp::{DbTarget, KeyMode, Schema, TableSpec};
             if !subjects.contains(&Subject::Insert) {
                 subjects.push(Subject::Insert);
             }
             Some(InsertTarget {
                 db: DbTarget::parse(d)?.with_password_file(a.db_password_file.clone())?,
-                durability: Durability::parse(&a.durability)?,
+                durability: a.durability,
                 table: TableSpec {
                     schema: Schema::parse("seed-001")?,
                     key: KeyMode::parse("sequential")?,
@@ -1021,11 +1013,8 @@ fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
         }
         None => None,
     };
-    let spec = crate::engine::RunSpec::new(
-        crate::burn::parse_duration_or_zero(&a.warmup)
-            .map_err(|e| bad(format!("--warmup: {e}")))?,
-        crate::duration::parse_measured(&a.duration, "--duration")?,
-    );
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
+    spec.validate()?;
     let exp = Config {
         subjects,
         cores: a.cores,

@@ -31,7 +31,7 @@ pub struct CpuSet {
 /// Why a CPU-set text did not parse. Names the whole input, the offending token and what
 /// would have been valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid CPU {form} `{input}`: {problem}; expected {expected}")]
+#[error("invalid CPU {form} `{}`: {}; expected {expected}", crate::quote::shorten(.input), crate::quote::spans(.problem, .input))]
 pub struct CpuSetError {
     /// Which form was being parsed ("list", "mask", …).
     pub form: &'static str,

@@ -22,6 +22,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     if t.is_empty() {
         return Err(err("empty"));
     }
+    if t.starts_with('-') {
+        return Err(err("must be greater than zero"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -136,7 +139,7 @@ mod tests {
             ("", "empty"),
             ("0", "greater than zero"),
             ("0ms", "greater than zero"),
-            ("-1s", "number first"),
+            ("-1s", "greater than zero"),
             ("5x", "unknown unit `x`"),
             ("s", "number first"),
             ("1.2.3s", "malformed"),

@@ -7,6 +7,7 @@
 //! | 1 | a run-time failure of something outside smtlab (a server, a disk), or a failed study phase |
 //! | 2 | bad input: command line, CPU list, sysfs root, input files, `--out`, database URLs |
 //! | 3 | not possible on this machine (e.g. SMT sibling placement without SMT siblings) |
+//! | 4 | needs privileges this process lacks (e.g. a negative nice value without `CAP_SYS_NICE`) |
 //! | 130 | interrupted (Ctrl-C); partial results were written where the command says so |
 
 use crate::cpuset::CpuSetError;
@@ -23,6 +24,12 @@ pub struct BadInput(pub String);
 #[error("{0}")]
 pub struct NotPossible(pub String);
 
+/// Something this user may not do, and root (or a capability, or a resource limit) may:
+/// running it again with the privilege named in the message would work.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NeedsPrivilege(pub String);
+
 /// The user pressed Ctrl-C.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]
@@ -31,7 +38,40 @@ pub struct Interrupted;
 pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
 pub const EXIT_NOT_POSSIBLE: u8 = 3;
+pub const EXIT_NEEDS_PRIVILEGE: u8 = 4;
 pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Every exit code and what it means, in the words `--help` and README use (a test checks
+/// README's table against this one, and `tests/exit_codes.rs` runs a case for each).
+pub const EXIT_CODES: &[(u8, &str)] = &[
+    (0, "success"),
+    (
+        EXIT_FAILURE,
+        "a run-time failure outside smtlab (a server, a disk) or a failed study phase",
+    ),
+    (
+        EXIT_BAD_INPUT,
+        "bad input: options, CPU lists, --sysfs-root, input files, --out, database URLs",
+    ),
+    (EXIT_NOT_POSSIBLE, "not possible on this machine"),
+    (
+        EXIT_NEEDS_PRIVILEGE,
+        "needs privileges this process lacks (root, a capability, a resource limit)",
+    ),
+    (
+        EXIT_INTERRUPTED,
+        "interrupted (Ctrl-C, SIGTERM, SIGHUP), after cleaning up",
+    ),
+];
+
+/// The `--help` footer: every exit code, one per line.
+pub fn exit_codes_help() -> String {
+    let mut s = String::from("Exit codes:");
+    for (code, meaning) in EXIT_CODES {
+        s.push_str(&format!("\n  {code:>3}  {meaning}"));
+    }
+    s
+}
 
 /// The exit code for an error: the first typed error found in its chain decides.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
@@ -41,6 +81,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         }
         if cause.is::<NotPossible>() {
             return EXIT_NOT_POSSIBLE;
+        }
+        if cause.is::<NeedsPrivilege>() {
+            return EXIT_NEEDS_PRIVILEGE;
         }
         if cause.is::<Interrupted>() {
             return EXIT_INTERRUPTED;
@@ -53,4 +96,27 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         }
     }
     EXIT_FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_class_has_its_code_and_the_table_lists_every_code() {
+        let code = |e: anyhow::Error| exit_code(&e.context("while doing something"));
+        assert_eq!(code(BadInput("x".into()).into()), EXIT_BAD_INPUT);
+        assert_eq!(code(NotPossible("x".into()).into()), EXIT_NOT_POSSIBLE);
+        assert_eq!(
+            code(NeedsPrivilege("x".into()).into()),
+            EXIT_NEEDS_PRIVILEGE
+        );
+        assert_eq!(code(anyhow::anyhow!("a server said no")), EXIT_FAILURE);
+        let codes: Vec<u8> = EXIT_CODES.iter().map(|r| r.0).collect();
+        assert_eq!(codes, [0, 1, 2, 3, 4, 130]);
+        let help = exit_codes_help();
+        for c in codes {
+            assert!(help.contains(&format!(" {c}  ")), "{help}");
+        }
+    }
 }

@@ -23,6 +23,7 @@
 //! - [`locks`]: The lock library: every measured lock behind one trait, with switchable instrumentation.
 //! - [`oltp`]: Singleton inserts on real databases (SQLite, PostgreSQL by URL or managed).
 //! - [`placement`]: The placement planner: topology + request → CPUs per thread.
+//! - [`quote`]: User input quoted in messages once, shortened when long.
 //! - [`render`]: Shared text renderers (tables, number formats).
 //! - [`report`]: The study's one data model (`results.json`) and its HTML, Markdown and SVG renderers.
 //! - [`rwcache`]: A read-mostly metadata cache under seven protection schemes, from a spinlock to RCU.
@@ -60,6 +61,7 @@ pub mod limits;
 pub mod locks;
 pub mod oltp;
 pub mod placement;
+pub mod quote;
 pub mod render;
 pub mod report;
 pub mod rwcache;

@@ -21,37 +21,70 @@ pub const MAX_OP_NS: u64 = 1_000_000_000;
 pub const MAX_PREFILL_ROWS: u64 = 100_000_000;
 /// `burn --max-prime` (sysbench's default is 10,000; 10⁹ makes one event take minutes).
 pub const MAX_MAX_PRIME: u64 = 1_000_000_000;
+/// Rows each oltp client thread inserts with `--rows-per-thread`.
+pub const MAX_ROWS_PER_THREAD: u64 = 100_000_000;
+/// Repetitions (`--repeat`) of a run or a round of layouts.
+pub const MAX_REPEAT: u64 = 1000;
+/// `c2c --samples` per pair.
+pub const MAX_SAMPLES: u64 = 100_000;
+/// `c2c --round-trips` per sample.
+pub const MAX_ROUND_TRIPS: u64 = 1_000_000;
 /// Share of `MemAvailable` that buffers a run allocates may take.
 pub const MEMORY_SHARE: f64 = 0.5;
+
+/// Why each limit is where it is, in the words of every refusal and of README's table.
+pub const WHY_THREADS: &str =
+    "more threads than that measure the scheduler, and each costs a stack";
+pub const WHY_PROCESSES: &str = "each burner is a process";
+pub const WHY_CONNECTIONS: &str = "one database connection each";
+pub const WHY_OP_NS: &str = "1 s per operation; longer ones never finish a run";
+pub const WHY_ROWS: &str = "minutes of inserts";
+pub const WHY_MAX_PRIME: &str = "one event would take minutes; sysbench's default is 10000";
+pub const WHY_REPEAT: &str = "each repetition runs every configuration again";
+pub const WHY_SAMPLES: &str = "per pair; every pair of CPUs takes them all";
+pub const WHY_ROUND_TRIPS: &str = "per sample; 1,000,000 already take about a second";
 
 /// Every limit, for the README table: option(s), limit, why.
 pub const TABLE: &[(&str, &str, &str)] = &[
     (
         "`plan`/`burn --threads`, `neighbors --workers`/`--burners`, `rwcache --threads`",
         "4096",
-        "more threads than that measure the scheduler, and each costs a stack",
+        WHY_THREADS,
     ),
     (
-        "`burn --mode process --threads`, `neighbors --burner-mode process`",
+        "`burn --mode process --threads`, `neighbors --burners` with `--burner-mode process`",
         "1024",
-        "each burner is a process",
+        WHY_PROCESSES,
     ),
-    ("`oltp --threads`", "1024", "one database connection each"),
+    ("`oltp --threads`", "1024", WHY_CONNECTIONS),
     (
         "`lockscan --cs-ns`, `rwcache --work-ns`",
-        "1 s",
-        "per operation; longer ones never finish a run",
+        "1000000000 (1 s)",
+        WHY_OP_NS,
     ),
-    ("`oltp --prefill`", "100,000,000 rows", "minutes of inserts"),
     (
-        "`burn --max-prime`",
-        "1,000,000,000",
-        "one event would take minutes",
+        "`oltp --prefill`, `oltp --rows-per-thread`",
+        "100000000 rows",
+        WHY_ROWS,
     ),
+    ("`burn --max-prime`", "1000000000", WHY_MAX_PRIME),
+    ("`--repeat` (lockscan, oltp, rwcache)", "1000", WHY_REPEAT),
+    ("`c2c --samples`", "100000", WHY_SAMPLES),
+    ("`c2c --round-trips`", "1000000", WHY_ROUND_TRIPS),
     (
         "`lockscan --scan-bytes` × scan threads",
-        "half of MemAvailable",
+        "half of `MemAvailable`",
         "the buffers are memset from the start",
+    ),
+    (
+        "every `--duration`, `--interval`, `c2c --budget`",
+        "at least 10ms",
+        "shorter windows measure timer rounding, not the workload",
+    ),
+    (
+        "`study --budget`",
+        "at least 10s",
+        "`--quick` is the shortest study",
     ),
 ];
 

@@ -148,8 +148,9 @@ impl Request {
                 request: s.to_string(),
                 reason: format!("`{name}` needs a CPU list, as in `{name}:0,2`"),
             })?;
+            // The CPU error quotes the list; the request is named, not quoted again.
             let set = CpuSet::parse_user(a).map_err(|e| PlanError::BadRequest {
-                request: s.to_string(),
+                request: name.to_string(),
                 reason: e.to_string(),
             })?;
             if set.is_empty() {
@@ -266,7 +267,7 @@ pub enum PlanError {
     NoFreeSibling { request: String, reason: String },
     #[error("--threads must be at least 1 (got 0)")]
     ZeroThreads,
-    #[error("invalid placement `{request}`: {reason}")]
+    #[error("invalid placement `{}`: {reason}", crate::quote::shorten(.request))]
     BadRequest { request: String, reason: String },
 }
 

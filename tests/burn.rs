@@ -342,17 +342,20 @@ fn bad_input_is_a_clear_error_with_exit_code_2() {
         (vec!["--kind", "divide"], "valid kinds: prime"),
         (
             vec!["--kind", "prime", "--threads", "0"],
-            "--threads must be at least 1",
+            "--threads 0: expected a whole number between 1 and",
         ),
         (
             vec!["--kind", "prime", "--duration", "5x"],
-            "invalid duration `5x`",
+            "--duration 5x: unknown unit `x`",
         ),
         (
             vec!["--kind", "prime", "--duration", "0"],
             "greater than zero",
         ),
-        (vec!["--kind", "prime", "--nice", "40"], "-20 to 19"),
+        (
+            vec!["--kind", "prime", "--nice", "40"],
+            "between -20 and 19",
+        ),
         (
             vec!["--kind", "prime", "--policy", "fifo"],
             "normal, batch, idle",
@@ -362,7 +365,7 @@ fn bad_input_is_a_clear_error_with_exit_code_2() {
             vec!["--kind", "prime", "--placement", "bogus"],
             "one-per-core",
         ),
-        (vec!["--kind", "prime", "--max-prime", "2"], "at least 3"),
+        (vec!["--kind", "prime", "--max-prime", "2"], "between 3 and"),
     ] {
         let out = smtlab().arg("burn").args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

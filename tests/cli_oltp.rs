@@ -267,11 +267,17 @@ fn dry_run_on_an_smt_dump_shows_seed_001_layouts() {
 #[test]
 fn bad_input_exits_2_with_a_clear_message() {
     for (args, msg) in [
-        (vec!["--threads", "0"], "--threads must be at least 1"),
+        (
+            vec!["--threads", "0"],
+            "--threads 0: expected a whole number between 1 and",
+        ),
         (vec!["--db", "mysql://u:secret@h/db"], "unknown database"),
         (vec!["--schema", "tpcc"], "unknown schema `tpcc`"),
         (vec!["--key", "zigzag"], "unknown key mode"),
-        (vec!["--rows-per-txn", "0"], "--rows-per-txn must be"),
+        (
+            vec!["--rows-per-txn", "0"],
+            "--rows-per-txn 0: expected a whole number between 1 and",
+        ),
         (vec!["--placement", "bogus"], "unknown placement"),
     ] {
         let out = smtlab()

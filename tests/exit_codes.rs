@@ -1,7 +1,8 @@
 //! The exit-code contract, one row per case, from one table: 0 ok, 1 a run-time failure of
 //! something outside smtlab (a server that does not answer), 2 bad input (options, input
-//! files, `--out`, malformed URLs), 3 not possible on this machine, 130 interrupted. README
-//! lists the same codes.
+//! files, `--out`, malformed URLs), 3 not possible on this machine, 4 needs privileges,
+//! 130 interrupted. Every code of `smtlab::error::EXIT_CODES` has a row, and README's table
+//! lists exactly those codes.
 
 use std::path::Path;
 use std::process::Command;
@@ -14,6 +15,10 @@ struct Row {
     args: Vec<String>,
     /// Run under `taskset -c <first usable CPU>`.
     one_cpu: bool,
+    /// Run as an unprivileged user (`nobody`, through `setpriv`, when this is root).
+    unprivileged: bool,
+    /// Send SIGINT this long after the start.
+    interrupt_after: Option<Duration>,
     code: i32,
     stderr_has: &'static str,
     within: Duration,
@@ -24,6 +29,8 @@ fn row(name: &'static str, args: &[&str], code: i32, stderr_has: &'static str) -
         name,
         args: args.iter().map(|s| s.to_string()).collect(),
         one_cpu: false,
+        unprivileged: false,
+        interrupt_after: None,
         code,
         stderr_has,
         within: Duration::from_secs(5),
@@ -52,6 +59,21 @@ fn every_row_of_the_exit_code_table() {
     let empty = p("empty.json");
     let garbage = p("garbage.json");
     let schema = p("schema.json");
+    // A server that accepts the connection and never answers (the kernel completes the
+    // handshake; nothing reads): only a time limit ends the wait.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = |q: &str| {
+        format!(
+            "postgres://u@127.0.0.1:{}/db{q}",
+            silent.local_addr().unwrap().port()
+        )
+    };
+    let silent_1s = silent_url("?connect_timeout=1");
+    // A sysfs root whose `online` list is empty: no kernel writes that.
+    let cut = dir.path().join("cut-dump");
+    std::fs::create_dir_all(cut.join("sys/devices/system/cpu/cpu0")).unwrap();
+    std::fs::write(cut.join("sys/devices/system/cpu/online"), "\n").unwrap();
+    let cut = cut.display().to_string();
     let mut rows = vec![
         row("ok", &["topo"], 0, ""),
         // 1: something outside smtlab failed (nothing listens on port 1).
@@ -67,7 +89,29 @@ fn every_row_of_the_exit_code_table() {
             1,
             "cannot connect",
         ),
+        // `?connect_timeout=` is honoured as libpq does (it was a fixed 4.5 s).
+        Row {
+            within: Duration::from_millis(3500),
+            ..row(
+                "a silent server and connect_timeout=1",
+                &["oltp", "--rows-per-thread", "1", "--db", &silent_1s],
+                1,
+                "no answer within 1.0 s",
+            )
+        },
+        row(
+            "a connect_timeout that is not whole seconds",
+            &["oltp", "--db", "postgres://u@h/db?connect_timeout=10s"],
+            2,
+            "connect_timeout",
+        ),
         // 2: input files, --out, URLs, options.
+        row(
+            "a --sysfs-root whose files contradict each other",
+            &["topo", "--sysfs-root", &cut],
+            2,
+            "online`: the file is empty",
+        ),
         row("empty results.json", &["report", &empty], 2, "is empty"),
         row(
             "truncated results.json",
@@ -79,7 +123,7 @@ fn every_row_of_the_exit_code_table() {
             "results.json of another shape",
             &["report", &schema],
             2,
-            "does not match",
+            "does not match the report model: at `status`: invalid type",
         ),
         row(
             "--out is a file",
@@ -155,21 +199,145 @@ fn every_row_of_the_exit_code_table() {
     let mut c2c = row("c2c with one usable CPU", &["c2c"], 3, "is usable here");
     c2c.one_cpu = true;
     rows.push(c2c);
+    // 4: a negative nice value needs CAP_SYS_NICE (or RLIMIT_NICE), which `nobody` lacks.
+    let mut nice = row(
+        "negative nice without CAP_SYS_NICE",
+        &[
+            "burn", "-k", "int", "--nice", "-5", "-d", "100ms", "--warmup", "0",
+        ],
+        4,
+        "CAP_SYS_NICE",
+    );
+    nice.unprivileged = true;
+    rows.push(nice);
+    // The same refused by the parent before it starts burner processes, not by a child.
+    let mut nice = row(
+        "negative nice for burner processes without CAP_SYS_NICE",
+        &[
+            "burn", "-k", "int", "--mode", "process", "--nice", "-5", "-d", "100ms",
+        ],
+        4,
+        "CAP_SYS_NICE",
+    );
+    nice.unprivileged = true;
+    rows.push(nice);
+    // 130: Ctrl-C ends a run early, after cleanup.
+    let mut int = row(
+        "SIGINT during a run",
+        &["burn", "-k", "int", "-d", "20s"],
+        130,
+        "",
+    );
+    int.interrupt_after = Some(Duration::from_millis(800));
+    rows.push(int);
+    // connect_timeout=0 waits as long as it takes, and Ctrl-C still ends the wait.
+    let silent_never = silent_url("?connect_timeout=0");
+    let mut int = row(
+        "SIGINT while a silent server is awaited without limit",
+        &["oltp", "--rows-per-thread", "1", "--db", &silent_never],
+        130,
+        "",
+    );
+    int.interrupt_after = Some(Duration::from_millis(1500));
+    rows.push(int);
+    // 2: negative, fractional-negative and oversized numbers name the option, the value
+    // and the range (clap once said "unexpected argument '-1' found").
+    for (args, has) in [
+        (
+            &["burn", "-k", "int", "-d", "-1s"][..],
+            "--duration -1s: must be greater than zero; expected a duration between 10ms and",
+        ),
+        (
+            &["burn", "-k", "int", "--warmup", "-5"],
+            "--warmup -5: must be greater than zero; expected 0 (none) or a duration",
+        ),
+        (
+            &["burn", "-k", "int", "-t", "-1"],
+            "--threads -1: expected a whole number between 1 and 4096",
+        ),
+        (
+            &["rwcache", "--write-ratio", "-0.1"],
+            "--write-ratio -0.1: expected a fraction between 0 and 1",
+        ),
+        (
+            &["burn", "-k", "int", "-t", "99999999999999999999"],
+            "--threads 99999999999999999999: expected a whole number between 1 and 4096",
+        ),
+        (
+            &["neighbors", "--burner-nice", "-21"],
+            "--burner-nice -21: expected a whole number between -20 and 19",
+        ),
+        (
+            &["oltp", "--prefill", "18446744073709551615"],
+            "--prefill 18446744073709551615: expected a whole number between 0 and",
+        ),
+        (
+            &["c2c", "--samples", "99999999999"],
+            "--samples 99999999999: expected a whole number between 1 and",
+        ),
+        (
+            &["lockscan", "--repeat", "-1"],
+            "--repeat -1: expected a whole number between 1 and",
+        ),
+        (
+            &["lockscan", "--scan-bytes", "-1MiB"],
+            "--scan-bytes -1MiB: not a size",
+        ),
+        (
+            &["neighbors", "--workload", "bogus"],
+            "--workload bogus: valid: hot-page, oltp",
+        ),
+        (
+            &["burn", "-k", "bogus"],
+            "--kind: unknown burner kind `bogus`; valid kinds: prime",
+        ),
+    ] {
+        rows.push(Row {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            ..row("a number out of range", &[], 2, has)
+        });
+    }
 
     let bin = assert_cmd::cargo::cargo_bin("smtlab");
     let cpu = first_usable_cpu().to_string();
+    let root = unsafe { libc::geteuid() } == 0;
     let mut failures = Vec::new();
+    let mut covered = std::collections::BTreeSet::new();
     for r in &rows {
         let mut cmd = if r.one_cpu {
             let mut c = Command::new("taskset");
             c.args(["-c", &cpu]).arg(&bin);
             c
+        } else if r.unprivileged && root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&bin);
+            c
         } else {
             Command::new(&bin)
         };
         let t0 = Instant::now();
-        let out = cmd.args(&r.args).output().unwrap();
+        let out = match r.interrupt_after {
+            None => cmd.args(&r.args).output().unwrap(),
+            Some(after) => {
+                let child = cmd
+                    .args(&r.args)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                std::thread::sleep(after);
+                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                child.wait_with_output().unwrap()
+            }
+        };
         let took = t0.elapsed();
+        if r.unprivileged && root && String::from_utf8_lossy(&out.stderr).contains("setpriv") {
+            eprintln!("{}: skipped, setpriv cannot drop to nobody here", r.name);
+            covered.insert(r.code);
+            continue;
+        }
+        covered.insert(r.code);
         let err = String::from_utf8_lossy(&out.stderr);
         let ok = out.status.code() == Some(r.code)
             && err.contains(r.stderr_has)
@@ -177,8 +345,9 @@ fn every_row_of_the_exit_code_table() {
             && took < r.within;
         if !ok {
             failures.push(format!(
-                "{}: exit {:?} (want {}) in {took:?}, stderr: {err}",
+                "{} {:?}: exit {:?} (want {}) in {took:?}, stderr: {err}",
                 r.name,
+                r.args,
                 out.status.code(),
                 r.code
             ));
@@ -189,6 +358,48 @@ fn every_row_of_the_exit_code_table() {
         !Path::new(&p("study-out")).join("results.json").exists(),
         "a study whose database is unreachable measures nothing"
     );
+    let codes: std::collections::BTreeSet<i32> = smtlab::error::EXIT_CODES
+        .iter()
+        .map(|(c, _)| i32::from(*c))
+        .collect();
+    assert_eq!(covered, codes, "one row per exit code at least");
+}
+
+/// README's exit-code table and `--help`'s footer list the codes of `error::EXIT_CODES`.
+#[test]
+fn readme_and_help_list_every_exit_code() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme
+        .split("## Exit codes")
+        .nth(1)
+        .expect("README has an Exit codes section");
+    let section = section.split("\n## ").next().unwrap();
+    let in_readme: Vec<u8> = section
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("| ")?
+                .split(" |")
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .collect();
+    let codes: Vec<u8> = smtlab::error::EXIT_CODES.iter().map(|(c, _)| *c).collect();
+    assert_eq!(in_readme, codes, "README's exit-code table");
+    let help = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for (code, meaning) in smtlab::error::EXIT_CODES {
+        let first_words: String = meaning.chars().take(20).collect();
+        assert!(
+            help.contains(&format!("{code:>3}  {first_words}")),
+            "--help lists exit code {code}: {help}"
+        );
+    }
 }
 
 #[test]
@@ -209,6 +420,34 @@ fn a_byte_order_mark_in_results_json_is_accepted() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(dir.path().join("report.html").exists());
+}
+
+/// A schema error says where: the JSON path of the field that does not fit.
+#[test]
+fn a_schema_error_names_the_json_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let snap = std::fs::read_to_string(src.join("study__fake_results_json.snap")).unwrap();
+    let json = snap.splitn(3, "---\n").nth(2).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v["topology"]["cpus"][1]["online"] = serde_json::json!("yes");
+    let path = dir.path().join("results.json");
+    std::fs::write(&path, v.to_string()).unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+        .arg("report")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("at `topology.cpus[1].online`: invalid type: string \"yes\""),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("report.html").exists(),
+        "nothing half-written"
+    );
 }
 
 #[test]

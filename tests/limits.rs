@@ -78,6 +78,26 @@ fn huge_counts_and_sizes_are_refused_at_once() {
                 vec!["lockscan".into(), "--scan-bytes".into(), format!("{v}MiB")],
                 "--scan-bytes",
             ),
+            (
+                vec!["c2c".into(), "--samples".into(), v.into()],
+                "--samples",
+            ),
+            (
+                vec!["c2c".into(), "--round-trips".into(), v.into()],
+                "--round-trips",
+            ),
+            (
+                vec!["lockscan".into(), "--repeat".into(), v.into()],
+                "--repeat",
+            ),
+            (
+                vec!["oltp".into(), "--rows-per-thread".into(), format!("{v}00")],
+                "--rows-per-thread",
+            ),
+            (
+                vec!["rwcache".into(), "--entries".into(), v.into()],
+                "--entries",
+            ),
         ];
         for (args, option) in cases {
             let t0 = Instant::now();
@@ -87,7 +107,7 @@ fn huge_counts_and_sizes_are_refused_at_once() {
             eprintln!("{args:?}: exit {:?} in {took:?}", out.status.code());
             if out.status.code() != Some(2)
                 || !err.contains(option)
-                || !(err.contains("at most") || err.contains("between 1 and"))
+                || !(err.contains("at most") || err.contains("expected a whole number between"))
                 || took > Duration::from_secs(5)
             {
                 failures.push(format!(
@@ -116,19 +136,135 @@ fn one_duration_grammar_and_a_shortest_window() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    for args in [
-        vec!["burn", "-k", "int", "-d", "1ns"],
-        vec!["lockscan", "-d", "5ms"],
-        vec!["neighbors", "-d", "1ms"],
-        vec!["rwcache", "-d", "1us"],
-        vec!["oltp", "--duration", "2ms"],
+    // Every measured window: `burn -d 1ns` once printed "CPU% 852.7".
+    for (args, option) in [
+        (vec!["burn", "-k", "int", "-d", "1ns"], "--duration 1ns"),
+        (vec!["lockscan", "-d", "5ms"], "--duration 5ms"),
+        (vec!["lockscan", "--interval", "1ns"], "--interval 1ns"),
+        (vec!["neighbors", "-d", "1ms"], "--duration 1ms"),
+        (vec!["rwcache", "-d", "1us"], "--duration 1us"),
+        (vec!["oltp", "--duration", "2ms"], "--duration 2ms"),
+        (vec!["c2c", "--budget", "1ns"], "--budget 1ns"),
     ] {
         let out = Command::new(&bin).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
-            err.contains("--duration") && err.contains("at least 10ms"),
+            err.contains(option) && err.contains("between 10ms and"),
             "{args:?}: {err}"
+        );
+    }
+    let out = Command::new(&bin)
+        .args(["study", "--budget", "5s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--budget 5s") && err.contains("--quick"),
+        "{err}"
+    );
+}
+
+/// `--max-prime 18446744073709551615` once ran and printed 0 events/s, exit 0.
+#[test]
+fn nonsense_is_refused_not_measured() {
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    for (args, has) in [
+        (
+            vec!["burn", "-k", "prime", "--max-prime", "18446744073709551615"],
+            "--max-prime 18446744073709551615: expected a whole number between 3 and",
+        ),
+        (
+            vec!["burn", "-k", "prime", "--max-prime", "2"],
+            "--max-prime 2: expected a whole number between 3 and",
+        ),
+        (
+            vec!["rwcache", "--write-ratio", "NaN"],
+            "--write-ratio NaN: expected a fraction between 0 and 1",
+        ),
+    ] {
+        let out = Command::new(&bin).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(has), "{args:?}: {err}");
+    }
+}
+
+/// README's Limits table is `smtlab::limits::TABLE`, row for row.
+#[test]
+fn readme_lists_every_limit() {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let section = readme.split("## Limits").nth(1).expect("a Limits section");
+    let section = section.split("\n## ").next().unwrap();
+    let rows: Vec<String> = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| option"))
+        .map(str::to_string)
+        .collect();
+    let want: Vec<String> = smtlab::limits::TABLE
+        .iter()
+        .map(|(o, l, w)| format!("| {o} | {l} | {w} |"))
+        .collect();
+    assert_eq!(rows, want);
+}
+
+/// A 20,000-character value is quoted once, shortened, in a one-line message.
+#[test]
+fn long_values_are_quoted_once_and_shortened() {
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    let list = "0,".repeat(10_000);
+    let garbage = "x".repeat(20_000);
+    for args in [
+        vec![
+            "plan".to_string(),
+            format!("cpus:{list}"),
+            "-t".into(),
+            "1".into(),
+        ],
+        vec![
+            "plan".to_string(),
+            "cpus".into(),
+            list.clone(),
+            "-t".into(),
+            "1".into(),
+        ],
+        vec![
+            "burn".into(),
+            "-k".into(),
+            "int".into(),
+            "--cpus".into(),
+            list.clone(),
+        ],
+        vec!["lockscan".into(), "--lock-cpus".into(), list.clone()],
+        vec!["c2c".into(), "--cpus".into(), list.clone()],
+        vec!["oltp".into(), "--configs".into(), format!("cpus:{garbage}")],
+        vec!["burn".into(), "-k".into(), garbage.clone()],
+        vec![
+            "burn".into(),
+            "-k".into(),
+            "int".into(),
+            "-t".into(),
+            garbage.clone(),
+        ],
+        vec!["rwcache".into(), "--scheme".into(), garbage.clone()],
+    ] {
+        let out = Command::new(&bin).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let shown: Vec<&str> = args.iter().map(|a| &a[..a.len().min(30)]).collect();
+        assert_eq!(out.status.code(), Some(2), "{shown:?}: {err}");
+        assert!(
+            err.len() < 600 && err.trim_end().lines().count() == 1,
+            "{shown:?}: {} bytes: {}",
+            err.len(),
+            &err[..err.len().min(2000)]
+        );
+        assert_eq!(
+            err.matches("characters)").count(),
+            1,
+            "{shown:?}: quoted once: {err}"
         );
     }
 }

@@ -327,17 +327,26 @@ fn smtlab() -> Command {
 #[test]
 fn bad_input_names_the_value_and_exits_2() {
     for (args, want) in [
-        (vec!["--entries", "0"], "--entries must be between 1 and"),
+        (
+            vec!["--entries", "0"],
+            "--entries 0: expected a whole number between 1 and",
+        ),
         (
             vec!["--write-ratio", "2"],
-            "--write-ratio must be a fraction",
+            "--write-ratio 2: expected a fraction between 0 and 1",
         ),
         (
             vec!["--scheme", "mcs"],
             "unknown scheme `mcs`; valid: spin, rwspin",
         ),
-        (vec!["--threads", "0"], "--threads must list counts"),
-        (vec!["--lookups", "0"], "--lookups must be between 1"),
+        (
+            vec!["--threads", "0"],
+            "`0`: expected a whole number between 1 and",
+        ),
+        (
+            vec!["--lookups", "0"],
+            "--lookups 0: expected a whole number between 1 and",
+        ),
     ] {
         let out = smtlab()
             .arg("rwcache")

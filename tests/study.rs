@@ -294,7 +294,9 @@ fn study_rejects_bad_options() {
         .args(["study", "--budget", "2s"])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("at least 10s"));
+        .stderr(predicates::str::contains(
+            "--budget 2s: expected a duration between 10s and",
+        ));
     smtlab()
         .args(["study", "--quick", "--budget", "1m"])
         .assert()

@@ -5,7 +5,7 @@
 
 use smtlab::cpuset::CpuSet;
 use smtlab::placement::{PlanError, Request, plan, spread_cores};
-use smtlab::topology::{Topology, discover, render};
+use smtlab::topology::{Restriction, Topology, discover, render};
 use std::path::Path;
 
 /// A sysfs/procfs root in a temporary directory.
@@ -478,9 +478,13 @@ fn cgroup_restricted() {
     assert_eq!(topo.process.cpu_quota, Some(1.5));
     let text = render::human(&topo);
     assert!(
-        text.contains("Usable by this process: 1-2 (restricted by"),
+        text.contains(
+            "Usable by this process: 1-2 (restricted by the cgroup cpuset, \
+             /sys/fs/cgroup/job/cpuset.cpus.effective)"
+        ),
         "{text}"
     );
+    assert_eq!(topo.restricted_by(), [Restriction::Cgroup]);
     assert!(text.contains("CPU  0!"), "disallowed CPUs marked:\n{text}");
     assert_eq!(placed(&topo, "one-per-core", 2).unwrap(), ["1", "2"]);
     assert_eq!(placed(&topo, "os", 2).unwrap(), ["1-2", "1-2"]);
@@ -553,4 +557,179 @@ fn smt4_sibling_burners_spread_over_the_workers_cores() {
     assert_eq!(placed(&topo, "all", 1).unwrap(), ["0", "1", "2", "3"]);
     assert_eq!(placed(&topo, "pairs", 4).unwrap(), ["0", "1", "4", "5"]);
     assert_eq!(placed(&topo, "same-core", 4).unwrap(), ["0", "1", "2", "3"]);
+}
+
+/// Four CPUs, one core each, one shared L3: the base the inconsistent trees below edit.
+fn four_cores() -> Tree {
+    let t = Tree::new();
+    t.write("sys/devices/system/cpu/online", "0-3");
+    for cpu in 0..4u32 {
+        t.cpu(cpu, 0, cpu, &cpu.to_string(), "0-3")
+            .cache(cpu, 0, 1, "Data", "32K", &cpu.to_string())
+            .cache(cpu, 3, 3, "Unified", "8M", "0-3");
+    }
+    t
+}
+
+/// What `topo` shows of a tree: its text and JSON warnings, each checked to hold `has`.
+fn warned(topo: &Topology, has: &[&str]) {
+    let text = render::human(topo);
+    let table = render::cpu_table(topo);
+    let json: serde_json::Value = serde_json::from_str(&render::to_json(topo)).unwrap();
+    let in_json: Vec<String> = json["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect();
+    for h in has {
+        assert!(
+            topo.warnings.iter().any(|w| w.contains(h)),
+            "{h}: {:?}",
+            topo.warnings
+        );
+        assert!(
+            in_json.iter().any(|w| w.contains(h)),
+            "JSON: {h}: {in_json:?}"
+        );
+        assert!(text.contains(h), "text: {h}:\n{text}");
+        assert!(table.contains(h), "--cpus: {h}:\n{table}");
+    }
+}
+
+#[test]
+fn a_consistent_tree_reads_without_warnings() {
+    let topo = four_cores().topo();
+    assert!(topo.warnings.is_empty(), "{:?}", topo.warnings);
+    assert_eq!(topo.cores(), sets(&["0", "1", "2", "3"]));
+}
+
+/// An empty `online` once read as "0 CPUs online", exit 0.
+#[test]
+fn an_empty_online_list_is_refused_naming_the_file() {
+    let t = four_cores();
+    t.write("sys/devices/system/cpu/online", "");
+    let msg = format!("{:#}", anyhow::Error::from(discover(t.root()).unwrap_err()));
+    assert!(
+        msg.contains("sys/devices/system/cpu/online") && msg.contains("empty"),
+        "{msg}"
+    );
+    // No online CPU at all, from the per-CPU files of an old kernel: refused too.
+    let t = four_cores();
+    std::fs::remove_file(t.root().join("sys/devices/system/cpu/online")).unwrap();
+    for cpu in 0..4 {
+        t.write(&format!("sys/devices/system/cpu/cpu{cpu}/online"), "0");
+    }
+    let msg = format!("{:#}", anyhow::Error::from(discover(t.root()).unwrap_err()));
+    assert!(msg.contains("no CPU is online"), "{msg}");
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+        .args(["topo", "--sysfs-root"])
+        .arg(t.root())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `online` = 0-7 with only cpu0-3 in the tree once gave 4 CPUs without a word.
+#[test]
+fn online_cpus_without_a_directory_are_named() {
+    let t = four_cores();
+    t.write("sys/devices/system/cpu/online", "0-7");
+    t.write("sys/devices/system/cpu/present", "0-5");
+    let topo = t.topo();
+    assert_eq!(topo.online(), set("0-3"));
+    warned(
+        &topo,
+        &[
+            "CPUs 4-7 are listed in",
+            "sys/devices/system/cpu/online` but have no `cpuN` directory: left out",
+            "CPUs 4-5 are listed in",
+        ],
+    );
+}
+
+/// An oversized sibling mask once merged every core into one.
+#[test]
+fn an_oversized_core_mask_does_not_merge_cores() {
+    let t = four_cores();
+    let d = "sys/devices/system/cpu/cpu0/topology";
+    // The mask wins over the list (hwloc reads masks); `ff` names CPUs 0-7.
+    t.write(&format!("{d}/core_cpus"), "000000ff");
+    t.write(&format!("{d}/thread_siblings"), "000000ff");
+    let topo = t.topo();
+    assert_eq!(topo.cores(), sets(&["0", "1", "2", "3"]));
+    assert_eq!(topo.threads_per_core(), 1);
+    warned(
+        &topo,
+        &[
+            "CPU 0 lists SMT siblings",
+            "that have no `cpuN` directory",
+            "that do not list it back",
+        ],
+    );
+    // Masks that agree with each other stay a core, whatever their width.
+    let t = four_cores();
+    for cpu in 0..2 {
+        let d = format!("sys/devices/system/cpu/cpu{cpu}/topology");
+        t.write(&format!("{d}/core_cpus"), "00000003");
+    }
+    let topo = t.topo();
+    assert_eq!(topo.cores(), sets(&["0-1", "2", "3"]));
+    assert!(topo.warnings.is_empty(), "{:?}", topo.warnings);
+}
+
+/// Cache files holding garbage were once dropped without a word.
+#[test]
+fn garbage_cache_files_are_named() {
+    let t = four_cores();
+    let d = |cpu: u32, f: &str| format!("sys/devices/system/cpu/cpu{cpu}/cache/index3/{f}");
+    for cpu in 0..4 {
+        t.write(&d(cpu, "level"), "three");
+    }
+    t.write("sys/devices/system/cpu/cpu1/cache/index0/type", "Sideways");
+    t.write("sys/devices/system/cpu/cpu2/cache/index0/size", "lots");
+    let topo = t.topo();
+    warned(
+        &topo,
+        &[
+            "CPUs 0-3: `cache/index3/level` holds `three`, not a cache level",
+            "CPU 1: `cache/index0/type` holds `Sideways`, not Data, Instruction or Unified",
+            "CPU 2: `cache/index0/size` holds `lots`, not a size like 32K",
+        ],
+    );
+    assert_eq!(topo.caches_at(3).count(), 0, "the garbage L3 is left out");
+    assert_eq!(topo.cache_of(2, 1).unwrap().size_bytes, None);
+}
+
+/// Under `taskset -c 0` the affinity mask limits the CPUs, not the cgroup file that allows
+/// them all (`topo` once named the cgroup file).
+#[test]
+fn the_affinity_mask_is_named_when_it_is_what_limits() {
+    let root = smtlab::topology::discover(Path::new("/")).unwrap();
+    let online = root.online();
+    let cgroup_allows_all = root
+        .process
+        .cgroup_cpus
+        .as_ref()
+        .is_none_or(|c| online.intersection(c) == online);
+    if online.len() < 2 || !cgroup_allows_all {
+        eprintln!("skipped: needs 2 online CPUs that the cgroup allows (have {online})");
+        return;
+    }
+    let first = online.first().unwrap().to_string();
+    let out = std::process::Command::new("taskset")
+        .args(["-c", &first])
+        .arg(assert_cmd::cargo::cargo_bin("smtlab"))
+        .arg("topo")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let usable = text
+        .lines()
+        .find(|l| l.starts_with("Usable by this process"))
+        .unwrap_or_default();
+    assert!(
+        usable.contains("restricted by the affinity mask") && !usable.contains("cgroup"),
+        "{text}"
+    );
 }

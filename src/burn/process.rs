@@ -95,6 +95,8 @@ impl ProcessBurners {
     /// they build their buffers and warm up on their own.
     pub fn spawn(spec: &BurnSpec, cpus: &[CpuSet], opts: &ProcessOptions) -> Result<Self> {
         spec.validate()?;
+        // Here, so that a refused nice value is this process's exit code, not a child's.
+        super::workload::preflight(spec.policy, spec.nice)?;
         let exe = match &opts.exe {
             Some(p) => p.clone(),
             // /proc/self/exe still opens the running binary after it was replaced on disk

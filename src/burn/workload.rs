@@ -261,19 +261,26 @@ impl Workload for Burners {
 }
 
 /// Tries the policy and nice on a throwaway thread, so a refusal (negative nice without
-/// `CAP_SYS_NICE`) fails before anything runs.
-fn preflight(policy: Policy, nice: Option<i32>) -> Result<(), NotPossible> {
+/// `CAP_SYS_NICE`) fails before anything runs: `EPERM`/`EACCES` need privileges (exit 4),
+/// anything else is this machine (exit 3).
+pub(crate) fn preflight(policy: Policy, nice: Option<i32>) -> anyhow::Result<()> {
     if policy == Policy::Normal && nice.is_none_or(|n| n >= 0) {
         return Ok(());
     }
-    std::thread::spawn(move || sched::apply_to_current_thread(policy, nice))
+    let Err(e) = std::thread::spawn(move || sched::apply_to_current_thread(policy, nice))
         .join()
         .unwrap_or_else(|_| Err(std::io::Error::other("preflight thread panicked")))
-        .map_err(|e| {
-            NotPossible(format!(
-                "cannot give burners policy {policy}{}: {e} (raising priority needs \
-                 CAP_SYS_NICE or RLIMIT_NICE)",
-                nice.map(|n| format!(" and nice {n}")).unwrap_or_default()
-            ))
-        })
+    else {
+        return Ok(());
+    };
+    let msg = format!(
+        "cannot give burners policy {policy}{}: {e} (raising priority needs CAP_SYS_NICE or \
+         RLIMIT_NICE)",
+        nice.map(|n| format!(" and nice {n}")).unwrap_or_default()
+    );
+    Err(if e.kind() == std::io::ErrorKind::PermissionDenied {
+        crate::error::NeedsPrivilege(msg).into()
+    } else {
+        NotPossible(msg).into()
+    })
 }

@@ -13,8 +13,18 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// A PostgreSQL connection attempt (socket connect, TLS-less startup, authentication)
-/// gives up after this long, so a bad address fails well inside 5 s.
+/// gives up after this long, so a bad address fails well inside 5 s, unless the URL's
+/// `connect_timeout` (or `PGCONNECT_TIMEOUT`) says otherwise, as libpq reads them.
 pub const PG_CONNECT_TIMEOUT: Duration = Duration::from_millis(4500);
+
+/// The limit of one connection attempt with `config`: its `connect_timeout`, or none
+/// (`connect_timeout=0`: as long as it takes), as a duration far beyond any run.
+fn connect_limit(config: &postgres::Config) -> Duration {
+    config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(Duration::from_secs(i32::MAX as u64))
+}
 
 /// How long an SQLite writer waits for the write lock before `SQLITE_BUSY`. SQLite has
 /// one writer at a time; the others sleep in its busy handler (1, 2, 5, 10 … ms), which
@@ -134,8 +144,15 @@ impl Db {
                     }
                 };
                 let mut config = Box::new(config);
-                if config.get_connect_timeout().is_none() {
-                    config.connect_timeout(PG_CONNECT_TIMEOUT);
+                match target.connect_timeout()? {
+                    Some(super::target::ConnectTimeout::After(d)) => {
+                        config.connect_timeout(d);
+                    }
+                    // The driver waits as long as it takes without a timeout.
+                    Some(super::target::ConnectTimeout::Never) => {}
+                    None => {
+                        config.connect_timeout(PG_CONNECT_TIMEOUT);
+                    }
                 }
                 let label = redact(url);
                 let mut client = pg_connect(&config, &label, password.as_deref())?;
@@ -324,7 +341,7 @@ impl Db {
             }
             Kind::Postgres { config, .. } | Kind::Managed { config, .. } => {
                 let pw = self.password();
-                let mut c = WireConn::connect(config, PG_CONNECT_TIMEOUT)
+                let mut c = WireConn::connect(config, connect_limit(config))
                     .map_err(|e| anyhow!(scrub(&format!("{e:#}"), pw)))
                     .with_context(|| format!("connecting to {}", self.target))?;
                 let sc = match self.durability {
@@ -466,9 +483,10 @@ fn sqlite_open(path: &Path, durability: Durability) -> Result<rusqlite::Connecti
     Ok(conn)
 }
 
-/// Connects with an overall deadline of [`PG_CONNECT_TIMEOUT`] (covering servers that
-/// accept the socket and then say nothing). `label` names the server in errors (already
-/// redacted); `password` is scrubbed from driver messages.
+/// Connects with an overall deadline of the config's connect timeout (covering servers
+/// that accept the socket and then say nothing; the driver's own timeout covers only the
+/// socket connect), or none; Ctrl-C ends the wait either way. `label` names the server in
+/// errors (already redacted); `password` is scrubbed from driver messages.
 fn pg_connect(
     config: &postgres::Config,
     label: &str,
@@ -482,16 +500,37 @@ fn pg_connect(
             let _ = tx.send(cfg.connect(postgres::NoTls));
         })
         .context("spawning the connect thread")?;
-    match rx.recv_timeout(PG_CONNECT_TIMEOUT + Duration::from_millis(300)) {
-        Ok(Ok(c)) => Ok(c),
-        Ok(Err(e)) => Err(anyhow!(
-            "cannot connect to PostgreSQL at {label}: {}",
-            scrub(&pg_error_text(&e), password)
-        )),
-        Err(_) => Err(anyhow!(
-            "cannot connect to PostgreSQL at {label}: no answer within {:.1} s",
-            PG_CONNECT_TIMEOUT.as_secs_f64()
-        )),
+    let limit = config.get_connect_timeout().copied();
+    let deadline = limit.map(|l| std::time::Instant::now() + l + Duration::from_millis(300));
+    loop {
+        let slice = Duration::from_millis(100);
+        match rx.recv_timeout(slice) {
+            Ok(Ok(c)) => return Ok(c),
+            Ok(Err(e)) => {
+                return Err(anyhow!(
+                    "cannot connect to PostgreSQL at {label}: {}",
+                    scrub(&pg_error_text(&e), password)
+                ));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(anyhow!("cannot connect to PostgreSQL at {label}"));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        crate::interrupt::check()?;
+        if let (Some(d), Some(l)) = (deadline, limit)
+            && std::time::Instant::now() >= d
+        {
+            return Err(anyhow!(
+                "cannot connect to PostgreSQL at {label}: no answer within {:.1} s{}",
+                l.as_secs_f64(),
+                if l == PG_CONNECT_TIMEOUT {
+                    " (a longer wait: `?connect_timeout=SECONDS` in the URL)"
+                } else {
+                    ""
+                }
+            ));
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use crate::error::BadInput;
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The `--db` values accepted on the command line.
 pub const TARGET_NAMES: &str =
@@ -78,6 +79,18 @@ impl DbTarget {
         }
     }
 
+    /// How long connecting may take, from the connection string's `connect_timeout` or
+    /// else `PGCONNECT_TIMEOUT`, as libpq reads them; None when neither is given (the
+    /// caller's default applies).
+    pub fn connect_timeout(&self) -> Result<Option<ConnectTimeout>, BadInput> {
+        match self {
+            DbTarget::Postgres { url, .. } => {
+                connect_timeout_of(url, std::env::var("PGCONNECT_TIMEOUT").ok().as_deref())
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The engine: `sqlite` or `postgres`.
     pub fn engine(&self) -> &'static str {
         match self {
@@ -104,6 +117,73 @@ impl fmt::Debug for DbTarget {
     }
 }
 
+/// A connection attempt's time limit, as libpq's `connect_timeout` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectTimeout {
+    /// Give up after this long.
+    After(Duration),
+    /// `0` or negative: wait as long as it takes (libpq's "wait indefinitely"); Ctrl-C
+    /// still ends the wait.
+    Never,
+}
+
+/// `connect_timeout` of the connection string `conn` (URL query parameter or `key=value`
+/// word), else `env` (`PGCONNECT_TIMEOUT`). libpq reads whole seconds, and zero or a
+/// negative number as no limit (PostgreSQL documentation, "Parameter Key Words").
+pub fn connect_timeout_of(
+    conn: &str,
+    env: Option<&str>,
+) -> Result<Option<ConnectTimeout>, BadInput> {
+    let (value, from) = match connect_timeout_param(conn) {
+        Some(v) => (v, "connect_timeout"),
+        None => match env {
+            Some(v) if !v.trim().is_empty() => (v.trim().to_string(), "PGCONNECT_TIMEOUT"),
+            _ => return Ok(None),
+        },
+    };
+    let secs: i64 = value.parse().map_err(|_| {
+        BadInput(format!(
+            "{from} `{}` is not a whole number of seconds (libpq reads `connect_timeout=10`; \
+             0 waits as long as it takes)",
+            crate::quote::shorten(&value)
+        ))
+    })?;
+    if secs > i64::from(i32::MAX) {
+        return Err(BadInput(format!(
+            "{from} {secs}: at most {} seconds, as libpq",
+            i32::MAX
+        )));
+    }
+    Ok(Some(if secs <= 0 {
+        ConnectTimeout::Never
+    } else {
+        ConnectTimeout::After(Duration::from_secs(secs as u64))
+    }))
+}
+
+/// The raw `connect_timeout` value of a URL (`?connect_timeout=10&…`) or a `key=value`
+/// string (`host=h connect_timeout = 10`).
+fn connect_timeout_param(conn: &str) -> Option<String> {
+    const KEY: &str = "connect_timeout";
+    if conn.contains("://") {
+        let query = conn.split_once('?')?.1;
+        return query.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            (k == KEY).then(|| v.trim().to_string())
+        });
+    }
+    let at = conn.find(KEY)?;
+    let before_ok = at == 0 || conn[..at].ends_with(char::is_whitespace);
+    let rest = conn[at + KEY.len()..].trim_start().strip_prefix('=')?;
+    let v: String = rest
+        .trim_start()
+        .trim_matches('\'')
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '\'')
+        .collect();
+    before_ok.then_some(v)
+}
+
 /// A PostgreSQL target, checked now so that a malformed string is bad input (exit 2) that
 /// says what is wrong, before any database work.
 fn postgres_target(t: &str) -> Result<DbTarget, BadInput> {
@@ -128,6 +208,7 @@ fn postgres_target(t: &str) -> Result<DbTarget, BadInput> {
              postgres://USER@HOST[:PORT]/DB or `host=… dbname=…`"
         ))
     })?;
+    connect_timeout_of(t, None)?;
     if config.get_hosts().is_empty() {
         return Err(BadInput(format!(
             "`--db {shown}` names no host; expected postgres://USER@HOST[:PORT]/DB (a Unix \
@@ -240,6 +321,42 @@ mod tests {
             .unwrap_err()
             .0;
         assert!(e.contains("is a directory"), "{e}");
+    }
+
+    #[test]
+    fn connect_timeout_as_libpq_reads_it() {
+        let secs = |n| Some(ConnectTimeout::After(Duration::from_secs(n)));
+        let of = |c: &str, env| connect_timeout_of(c, env).unwrap();
+        assert_eq!(of("postgres://u@h/db", None), None);
+        assert_eq!(of("postgres://u@h/db?connect_timeout=10", None), secs(10));
+        assert_eq!(
+            of("postgres://u@h/db?sslmode=disable&connect_timeout=1", None),
+            secs(1)
+        );
+        assert_eq!(
+            of("postgres://u@h/db?connect_timeout=0", None),
+            Some(ConnectTimeout::Never)
+        );
+        assert_eq!(
+            of("postgres://u@h/db?connect_timeout=-5", None),
+            Some(ConnectTimeout::Never)
+        );
+        assert_eq!(of("host=h connect_timeout = 7 dbname=d", None), secs(7));
+        assert_eq!(of("host=h connect_timeout='3'", None), secs(3));
+        // The environment only when the string says nothing.
+        assert_eq!(of("postgres://u@h/db", Some("12")), secs(12));
+        assert_eq!(
+            of("postgres://u@h/db?connect_timeout=2", Some("12")),
+            secs(2)
+        );
+        for bad in [
+            "postgres://u@h/db?connect_timeout=10s",
+            "postgres://u@h/db?connect_timeout=99999999999",
+        ] {
+            let e = DbTarget::parse(bad).unwrap_err().0;
+            assert!(e.contains("connect_timeout"), "{bad}: {e}");
+        }
+        assert!(connect_timeout_of("postgres://u@h/db", Some("soon")).is_err());
     }
 
     #[test]

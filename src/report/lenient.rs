@@ -13,6 +13,21 @@ use serde_json::{Map, Value};
 /// A [`Value`] that reads `null` as NaN where a float is expected.
 pub struct Lenient(pub Value);
 
+/// Reads a `T` from `v` through [`Lenient`]; an error names where in the document it is,
+/// as a JSON path (`phases[2].status: unknown variant ...`), so that a hand-edited or
+/// foreign `results.json` says which field to look at.
+pub fn from_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(Lenient(v)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            inner.to_string()
+        } else {
+            format!("at `{path}`: {inner}")
+        }
+    })
+}
+
 type Error = serde_json::Error;
 
 impl<'de> de::Deserializer<'de> for Lenient {
@@ -226,6 +241,35 @@ mod tests {
         assert!(matches!(back.k, Kind::Shaped { a } if a.is_nan()));
         assert_eq!(back.t, Kind::Shaped { a: 0.1 });
         assert_eq!(back.name, "n");
+    }
+
+    #[test]
+    fn errors_name_the_json_path() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Inner {
+            status: Kind,
+        }
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Outer {
+            phases: Vec<Inner>,
+            x: f64,
+        }
+        let v: Value = serde_json::from_str(
+            r#"{"x": 1, "phases": [{"status": "plain"}, {"status": "bogus"}]}"#,
+        )
+        .unwrap();
+        let e = from_value::<Outer>(v).unwrap_err();
+        assert!(
+            e.starts_with("at `phases[1].status`: unknown variant `bogus`"),
+            "{e}"
+        );
+        let v: Value = serde_json::from_str(r#"{"phases": []}"#).unwrap();
+        let e = from_value::<Outer>(v).unwrap_err();
+        assert!(e.contains("missing field `x`"), "{e}");
+        let v: Value = serde_json::from_str(r#"{"phases": [], "x": null}"#).unwrap();
+        assert!(from_value::<Outer>(v).unwrap().x.is_nan());
     }
 
     #[test]

@@ -543,7 +543,7 @@ impl Report {
             ))
             .into());
         }
-        Self::deserialize(lenient::Lenient(v)).map_err(|e| {
+        lenient::from_value(v).map_err(|e| {
             crate::error::BadInput(format!("results.json does not match the report model: {e}"))
                 .into()
         })

@@ -29,6 +29,10 @@ pub enum DiscoverError {
     },
     #[error("no CPU found under `{0}`")]
     NoCpus(PathBuf),
+    /// Files that contradict each other in a way no kernel writes, so that no reading of
+    /// them can be trusted.
+    #[error("`{path}`: {problem}")]
+    Inconsistent { path: PathBuf, problem: String },
 }
 
 /// Reads the topology under `root`. `live` says whether `root` is this running machine, in
@@ -65,6 +69,14 @@ pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
     let possible = r.list("sys/devices/system/cpu/possible")?;
     let present = r.list("sys/devices/system/cpu/present")?;
     let online_list = r.list("sys/devices/system/cpu/online")?;
+    if online_list.as_ref().is_some_and(CpuSet::is_empty) {
+        return Err(DiscoverError::Inconsistent {
+            path: r.path("sys/devices/system/cpu/online"),
+            problem: "the file is empty, but a running kernel always has a CPU online (the \
+                      one that wrote it); the dump is cut short or was edited"
+                .into(),
+        });
+    }
     let isolated = r
         .list("sys/devices/system/cpu/isolated")?
         .unwrap_or_default();
@@ -106,29 +118,73 @@ pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
             .map(|h| h.join().expect("CPU reader thread panicked"))
             .collect()
     });
+    // Files the kernel writes well but that a dump may hold garbage in: (what is wrong,
+    // the CPUs whose files say it), reported once per kind of problem.
+    let mut odd_files: BTreeMap<String, CpuSet> = BTreeMap::new();
     for part in parts {
-        for (cpu, caches) in part? {
+        for (cpu, caches, odd) in part? {
             if let Some(c) = caches {
                 cache_reports.push((cpu.cpu, c));
+            }
+            for o in odd {
+                odd_files.entry(o).or_default().insert(cpu.cpu);
             }
             cpus.push(cpu);
         }
     }
-    if let Some(p) = &present {
-        // CPUs the kernel lists as present but without a cpuN directory (rare, old dumps).
-        for id in p.iter().filter(|c| !ids.contains(c)) {
-            warnings.push(format!("cpu{id} is present but has no sysfs directory"));
+    for (what, on) in odd_files {
+        warnings.push(format!("{} {on}: {what}", plural("CPU", on.len())));
+    }
+    // CPUs the kernel lists without a cpuN directory: hand-trimmed or cut dumps (a running
+    // kernel registers a device for every present CPU).
+    let known: CpuSet = ids.iter().copied().collect();
+    for (file, list) in [("present", &present), ("online", &online_list)] {
+        if let Some(l) = list {
+            let missing = l.difference(&known);
+            if !missing.is_empty() {
+                warnings.push(format!(
+                    "{} {missing} {} listed in `{}` but {} no `cpuN` directory: left out",
+                    plural("CPU", missing.len()),
+                    if missing.len() > 1 { "are" } else { "is" },
+                    r.path(&format!("sys/devices/system/cpu/{file}")).display(),
+                    if missing.len() > 1 { "have" } else { "has" },
+                ));
+            }
         }
     }
     if !cpus.iter().any(|c| c.online) {
-        warnings.push("no CPU is online in this root".into());
+        return Err(DiscoverError::Inconsistent {
+            path: cpu_dir,
+            problem: format!(
+                "no CPU is online: {}",
+                match &online_list {
+                    Some(l) =>
+                        format!("`online` lists {l}, and none of them has a `cpuN` directory"),
+                    None => "every `cpuN/online` says 0".into(),
+                }
+            ),
+        });
     }
     // Online siblings only: offline siblings are still listed in some masks.
     let online: CpuSet = cpus.iter().filter(|c| c.online).map(|c| c.cpu).collect();
+    let mut unknown_siblings = CpuSet::new();
     for c in cpus.iter_mut().filter(|c| c.online) {
+        if !c.core_cpus.difference(&known).is_empty() {
+            unknown_siblings.insert(c.cpu);
+        }
         c.core_cpus = c.core_cpus.intersection(&online);
         c.package_cpus = c.package_cpus.intersection(&online);
     }
+    if !unknown_siblings.is_empty() {
+        let one = unknown_siblings.len() == 1;
+        warnings.push(format!(
+            "{} {unknown_siblings} {} SMT siblings (`topology/core_cpus` or \
+             `thread_siblings`) that have no `cpuN` directory: those siblings are ignored",
+            plural("CPU", unknown_siblings.len()),
+            if one { "lists" } else { "list" },
+        ));
+    }
+    consistent_cores(&mut cpus, &mut warnings);
     let mut caches = cache_instances(cache_reports, &online, &mut warnings);
     caches.sort_by(|a, b| {
         (a.level, a.cache_type, a.cpus.first()).cmp(&(b.level, b.cache_type, b.cpus.first()))
@@ -164,8 +220,9 @@ struct CpuScope<'a> {
     nohz_full: &'a CpuSet,
 }
 
-/// One CPU, and (when online) the caches it reports.
-type CpuRead = (Cpu, Option<Vec<Cache>>);
+/// One CPU, (when online) the caches it reports, and what in its files was garbage and
+/// left out (one line each, without the CPU number, so equal problems group).
+type CpuRead = (Cpu, Option<Vec<Cache>>, Vec<String>);
 
 /// One CPU's files, and (when online) the caches it reports.
 fn read_cpu(r: &Reader, id: u32, scope: &CpuScope) -> Result<CpuRead, DiscoverError> {
@@ -227,12 +284,72 @@ fn read_cpu(r: &Reader, id: u32, scope: &CpuScope) -> Result<CpuRead, DiscoverEr
         cpu.die_cpus = r.set_either(&topo, &["die_cpus"])?;
         cpu.cluster_cpus = r.set_either(&topo, &["cluster_cpus"])?;
     }
+    let mut odd = Vec::new();
     let caches = if online {
-        Some(read_caches(r, &base, id, &cpu.core_cpus)?)
+        Some(read_caches(r, &base, id, &cpu.core_cpus, &mut odd)?)
     } else {
         None
     };
-    Ok((cpu, caches))
+    Ok((cpu, caches, odd))
+}
+
+/// `CPU` or `CPUs`.
+fn plural(word: &str, n: usize) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+/// Makes cores a partition of the online CPUs. The kernel builds sibling masks
+/// symmetrically (every sibling lists every other), so a CPU listing a sibling that does
+/// not list it back is a dump edited or cut by hand, or a mask grown too wide: a core is
+/// then the CPUs that list each other, taken from its first CPU as hwloc takes cores, and
+/// the CPUs whose masks said otherwise are named in a warning.
+fn consistent_cores(cpus: &mut [Cpu], warnings: &mut Vec<String>) {
+    let reported: BTreeMap<u32, CpuSet> = cpus
+        .iter()
+        .filter(|c| c.online)
+        .map(|c| (c.cpu, c.core_cpus.clone()))
+        .collect();
+    let lists = |a: u32, b: u32| reported.get(&a).is_some_and(|s| s.contains(b));
+    let mut placed = CpuSet::new();
+    let mut core_of: BTreeMap<u32, CpuSet> = BTreeMap::new();
+    for (&cpu, siblings) in &reported {
+        if placed.contains(cpu) {
+            continue;
+        }
+        let mut core = CpuSet::from_cpus([cpu]);
+        for s in siblings.iter() {
+            if !placed.contains(s) && lists(s, cpu) {
+                core.insert(s);
+            }
+        }
+        placed = placed.union(&core);
+        for m in core.iter() {
+            core_of.insert(m, core.clone());
+        }
+    }
+    let mut disagree = CpuSet::new();
+    for c in cpus.iter_mut().filter(|c| c.online) {
+        let core = &core_of[&c.cpu];
+        if *core != c.core_cpus {
+            disagree.insert(c.cpu);
+            c.core_cpus = core.clone();
+        }
+    }
+    if !disagree.is_empty() {
+        let one = disagree.len() == 1;
+        warnings.push(format!(
+            "{} {disagree} {} SMT siblings (`topology/core_cpus` or `thread_siblings`) that \
+             do not list {} back, which no kernel writes: each core is taken as the CPUs \
+             that list each other",
+            plural("CPU", disagree.len()),
+            if one { "lists" } else { "list" },
+            if one { "it" } else { "them" },
+        ));
+    }
 }
 
 /// Paths under the root, and lenient readers: a missing file is `None`, never an error;
@@ -421,6 +538,7 @@ fn read_caches(
     base: &str,
     cpu: u32,
     core: &CpuSet,
+    odd: &mut Vec<String>,
 ) -> Result<Vec<Cache>, DiscoverError> {
     let mut out = Vec::new();
     if !r.may_exist(&format!("{base}/cache")) {
@@ -438,14 +556,34 @@ fn read_caches(
     idx.sort();
     for i in idx {
         let d = format!("{base}/cache/{i}");
-        let Some(level) = r.number(&format!("{d}/level")) else {
-            continue;
+        // A missing file is a sparse dump (nothing to say); a file holding garbage is named.
+        let garbage = |file: &str, t: &str, what: &str| {
+            format!(
+                "`cache/{i}/{file}` holds `{}`, not {what}: that cache is left out",
+                crate::quote::shorten(t.trim())
+            )
         };
-        let cache_type = match r.text(&format!("{d}/type")).as_deref().map(str::trim) {
-            Some("Data") => CacheType::Data,
-            Some("Instruction") => CacheType::Instruction,
-            Some("Unified") => CacheType::Unified,
-            _ => continue,
+        let level = match r.text(&format!("{d}/level")) {
+            None => continue,
+            Some(t) => match t.trim().parse::<u8>() {
+                Ok(l) if l >= 1 => l,
+                _ => {
+                    odd.push(garbage("level", &t, "a cache level (1, 2, 3, 4)"));
+                    continue;
+                }
+            },
+        };
+        let cache_type = match r.text(&format!("{d}/type")) {
+            None => continue,
+            Some(t) => match t.trim() {
+                "Data" => CacheType::Data,
+                "Instruction" => CacheType::Instruction,
+                "Unified" => CacheType::Unified,
+                _ => {
+                    odd.push(garbage("type", &t, "Data, Instruction or Unified"));
+                    continue;
+                }
+            },
         };
         let mut cpus = r
             .mask_or_list(
@@ -458,12 +596,24 @@ fn read_caches(
             cpus = core.clone();
         }
         cpus.insert(cpu);
-        let size_bytes = r.text(&format!("{d}/size")).and_then(|t| parse_size(&t));
+        let size_bytes = match r.text(&format!("{d}/size")) {
+            None => None,
+            Some(t) => {
+                let v = parse_size(&t);
+                if v.is_none() {
+                    odd.push(format!(
+                        "`cache/{i}/size` holds `{}`, not a size like 32K: that cache's size \
+                         is left unknown",
+                        crate::quote::shorten(t.trim())
+                    ));
+                }
+                v
+            }
+        };
         // A zero-sized cache is how some kernels say "no such cache" (hwloc skips them).
         if size_bytes == Some(0) {
             continue;
         }
-        let level = level.min(255) as u8;
         out.push(Cache {
             level,
             cache_type,

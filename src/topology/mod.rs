@@ -189,6 +189,16 @@ pub struct ProcessCpus {
     pub cpu_quota: Option<f64>,
 }
 
+/// What keeps this process off some online CPUs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Restriction {
+    /// The cgroup's cpuset (a container, a systemd slice, Slurm).
+    Cgroup,
+    /// The process's affinity mask (`taskset`, `numactl`, `sched_setaffinity`).
+    Affinity,
+}
+
 /// How two CPUs relate; the classes lock handoffs are counted by.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "kebab-case")]
@@ -267,6 +277,31 @@ impl Topology {
             s = s.intersection(a);
         }
         s
+    }
+
+    /// What keeps this process off online CPUs, in the order the kernel applies them: the
+    /// cgroup when it leaves out online CPUs, the affinity mask when it leaves out CPUs the
+    /// cgroup allows. Empty when every online CPU is usable. (A cgroup file that allows
+    /// everything is not a restriction: under `taskset -c 0` the mask is what limits.)
+    pub fn restricted_by(&self) -> Vec<Restriction> {
+        let online = self.online();
+        let mut out = Vec::new();
+        let in_cgroup = match &self.process.cgroup_cpus {
+            Some(c) => {
+                let s = online.intersection(c);
+                if s != online {
+                    out.push(Restriction::Cgroup);
+                }
+                s
+            }
+            None => online,
+        };
+        if let Some(a) = &self.process.affinity
+            && in_cgroup.intersection(a) != in_cgroup
+        {
+            out.push(Restriction::Affinity);
+        }
+        out
     }
 
     /// Distinct SMT sibling sets (cores) over online CPUs, ordered by first CPU.

@@ -10,6 +10,9 @@ pub struct TopoJson<'a> {
     pub schema_version: u32,
     /// SMT facts in one place.
     pub smt: SmtSummary,
+    /// What keeps this process off online CPUs (`cgroup`, `affinity`); empty when every
+    /// online CPU is usable.
+    pub usable_restricted_by: Vec<Restriction>,
     #[serde(flatten)]
     pub partitions: Partitions,
     #[serde(flatten)]
@@ -83,6 +86,7 @@ pub fn to_json(t: &Topology) -> String {
     let doc = TopoJson {
         schema_version: SCHEMA_VERSION,
         smt: smt_summary(t),
+        usable_restricted_by: t.restricted_by(),
         partitions: t.partitions(),
         topology: t,
     };
@@ -156,17 +160,23 @@ pub fn human(t: &Topology) -> String {
     if !offline.is_empty() {
         out.push_str(&format!("Offline CPUs: {offline}\n"));
     }
-    if allowed != online {
-        let src = if t.process.cgroup_cpus.is_some() {
-            t.process
-                .cgroup_source
-                .clone()
-                .unwrap_or_else(|| "cgroup".into())
-        } else {
-            "affinity".into()
-        };
+    let by = t.restricted_by();
+    if allowed != online || !by.is_empty() {
+        let src: Vec<String> = by
+            .iter()
+            .map(|r| match r {
+                Restriction::Cgroup => format!(
+                    "the cgroup cpuset, {}",
+                    t.process.cgroup_source.as_deref().unwrap_or("cgroup")
+                ),
+                Restriction::Affinity => {
+                    "the affinity mask (taskset, numactl, sched_setaffinity)".to_string()
+                }
+            })
+            .collect();
         out.push_str(&format!(
-            "Usable by this process: {allowed} (restricted by {src}); other CPUs marked !\n"
+            "Usable by this process: {allowed} (restricted by {}); other CPUs marked !\n",
+            src.join(" and ")
         ));
     } else {
         out.push_str(&format!(
@@ -352,5 +362,9 @@ pub fn cpu_table(t: &Topology) -> String {
             },
         ]);
     }
-    crate::render::table(&rows)
+    let mut out = crate::render::table(&rows);
+    for w in &t.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
 }

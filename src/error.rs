@@ -7,6 +7,7 @@
 //! | 1 | a run-time failure of something outside smtlab (a server, a disk), or a failed study phase |
 //! | 2 | bad input: command line, CPU list, sysfs root, input files, `--out`, database URLs |
 //! | 3 | not possible on this machine (e.g. SMT sibling placement without SMT siblings) |
+//! | 4 | needs privileges this process does not have (e.g. switching SMT as a normal user) |
 //! | 130 | interrupted (Ctrl-C); partial results were written where the command says so |
 
 use crate::cpuset::CpuSetError;
@@ -23,6 +24,12 @@ pub struct BadInput(pub String);
 #[error("{0}")]
 pub struct NotPossible(pub String);
 
+/// Something only a privileged user (root, or the owner of a sysfs file) may do, with
+/// what to run instead.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NeedsPrivilege(pub String);
+
 /// The user pressed Ctrl-C.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]
@@ -31,6 +38,7 @@ pub struct Interrupted;
 pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
 pub const EXIT_NOT_POSSIBLE: u8 = 3;
+pub const EXIT_NEEDS_PRIVILEGE: u8 = 4;
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// The exit code for an error: the first typed error found in its chain decides.
@@ -41,6 +49,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         }
         if cause.is::<NotPossible>() {
             return EXIT_NOT_POSSIBLE;
+        }
+        if cause.is::<NeedsPrivilege>() {
+            return EXIT_NEEDS_PRIVILEGE;
         }
         if cause.is::<Interrupted>() {
             return EXIT_INTERRUPTED;

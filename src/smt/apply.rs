@@ -107,7 +107,7 @@ fn change(root: &Path, action: Action, opts: &Options, out: &mut dyn Write) -> R
     if opts.dry_run {
         writeln!(out, "dry run: would write")?;
         for w in &p.writes {
-            writeln!(out, "  {w}")?;
+            writeln!(out, "  {}", w.shell(root))?;
         }
         writeln!(
             out,
@@ -124,7 +124,7 @@ fn change(root: &Path, action: Action, opts: &Options, out: &mut dyn Write) -> R
     let (path, journal) = journal_for_change(root, &st, action, &dir, out)?;
     writeln!(
         out,
-        "journal: {} (before: online {}, smt/control {}); undo with `smtlab smt restore`{}",
+        "journal: {} (before: online {}, smt/control {}); undo with `smtlab smt restore{}`",
         path.display(),
         journal.online,
         journal.control.as_deref().unwrap_or("missing"),
@@ -262,18 +262,17 @@ fn restore(root: &Path, opts: &Options, out: &mut dyn Write) -> Result<()> {
     if opts.dry_run {
         writeln!(out, "dry run: would write")?;
         for w in &p.writes {
-            writeln!(out, "  {w}")?;
+            writeln!(out, "  {}", w.shell(root))?;
         }
         return Ok(());
     }
     check_writable(root, &p.writes, Action::Restore)?;
-    let _lock = journal::ChangeLock::take(&found.path.parent().unwrap_or(Path::new("/")))?;
+    let _lock = journal::ChangeLock::take(found.path.parent().unwrap_or(Path::new("/")))?;
     restore_to(root, &found.path, j, out)?;
     let after = state::read(root)?;
     writeln!(
         out,
-        "done: online {}, smt/control {}, {}",
-        after.online,
+        "done: smt/control {}, {}",
         after.control.as_deref().unwrap_or("missing"),
         threads_phrase(&after)
     )?;
@@ -335,7 +334,7 @@ fn write_all(
                 _ => anyhow::anyhow!(msg),
             });
         }
-        writeln!(out, "{w}")?;
+        writeln!(out, "{}", w.shell(root))?;
         out.flush()?;
         if interruptible {
             pause(step_delay);

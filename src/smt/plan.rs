@@ -81,14 +81,22 @@ impl SysWrite {
     }
 }
 
+impl SysWrite {
+    /// The write as a shell command on the file under `root` (`/sys/…` for this machine).
+    pub fn shell(&self, root: &std::path::Path) -> String {
+        format!(
+            "echo {} > {}",
+            self.value,
+            super::state::cpu_dir(root)
+                .join(self.target.rel_path())
+                .display()
+        )
+    }
+}
+
 impl fmt::Display for SysWrite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "echo {} > /sys/devices/system/cpu/{}",
-            self.value,
-            self.target.rel_path()
-        )
+        f.write_str(&self.shell(std::path::Path::new("/")))
     }
 }
 

@@ -264,7 +264,15 @@ pub fn human(s: &SmtStatus) -> String {
         line(
             &mut out,
             "cannot go offline",
-            format!("CPUs {} (no online file)", s.cannot_go_offline),
+            format!(
+                "{} {} (no online file)",
+                if s.cannot_go_offline.len() == 1 {
+                    "CPU"
+                } else {
+                    "CPUs"
+                },
+                s.cannot_go_offline
+            ),
         );
     }
     line(

@@ -465,7 +465,7 @@ fn pid_report(
     p: PidInput,
     core_of: &BTreeMap<u32, usize>,
     interval_ns: u64,
-    runs: Option<&BTreeMap<u32, Vec<(u64, u64, u32)>>>,
+    runs: Option<&trace::Runs>,
 ) -> PidReport {
     let first = p.snapshots.first().cloned().unwrap_or_default();
     let last = p.snapshots.last().cloned().unwrap_or_default();

@@ -50,10 +50,10 @@ pub fn parse(text: &str) -> Trace {
             continue;
         }
         if let Some(rest) = line.trim_start().strip_prefix("CPU:") {
-            if rest.contains("LOST") {
-                if let Some(cpu) = rest.split_whitespace().next().and_then(|c| c.parse().ok()) {
-                    t.lost.insert(cpu);
-                }
+            if rest.contains("LOST")
+                && let Some(cpu) = rest.split_whitespace().next().and_then(|c| c.parse().ok())
+            {
+                t.lost.insert(cpu);
             }
             continue;
         }
@@ -137,9 +137,12 @@ fn parse_ts(s: &str) -> Option<u64> {
     sec.checked_mul(1_000_000_000)?.checked_add(frac_ns)
 }
 
-/// Who ran on each CPU over `[t0, t1]`: runs of (start, end, pid), from the switches.
-/// A CPU with no switch in the trace has no entry (its state is unknown from the trace).
-pub fn runs(trace: &Trace, t0: u64, t1: u64) -> BTreeMap<u32, Vec<(u64, u64, u32)>> {
+/// Per CPU, who ran when: (start ns, end ns, pid) in time order.
+pub type Runs = BTreeMap<u32, Vec<(u64, u64, u32)>>;
+
+/// Who ran on each CPU over `[t0, t1]`, from the switches. A CPU with no switch in the
+/// trace has no entry (its state is unknown from the trace).
+pub fn runs(trace: &Trace, t0: u64, t1: u64) -> Runs {
     let mut by_cpu: BTreeMap<u32, Vec<&Switch>> = BTreeMap::new();
     for s in &trace.switches {
         by_cpu.entry(s.cpu).or_default().push(s);

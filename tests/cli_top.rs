@@ -90,7 +90,7 @@ fn once_json_here_is_one_interval_that_holds_together() {
         assert!(
             notes
                 .iter()
-                .any(|n| n.as_str().unwrap().starts_with("no SMT"))
+                .any(|n| n.as_str().unwrap().starts_with("one thread per core"))
         );
     }
 }

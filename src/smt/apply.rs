@@ -427,9 +427,11 @@ fn processes(n: usize) -> String {
 }
 
 fn threads_phrase(st: &SmtState) -> String {
+    let least = st.cores.iter().map(CpuSet::len).min().unwrap_or(1);
     match st.threads_per_core() {
         1 => "one thread per core".into(),
-        n => format!("up to {n} threads per core"),
+        n if n == least => format!("{n} threads per core"),
+        n => format!("{least} to {n} threads per core"),
     }
 }
 

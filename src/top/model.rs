@@ -374,16 +374,14 @@ pub fn build(inp: Inputs) -> TopSample {
         m
     };
     if !smt {
-        notes.push(
-            "no SMT: every core runs one thread, so per-core figures are the per-CPU ones".into(),
-        );
+        notes.push("one thread per core online: per-core figures are the per-CPU ones".into());
     }
     let pid = inp.pid.map(|p| {
         pid_report(
             p,
             &core_of,
             inp.interval_ns,
-            timelines.as_ref().map(|(_, runs, _, _)| runs),
+            timelines.as_ref().map(|(_, runs, t0, t1)| (runs, *t0, *t1)),
         )
     });
     TopSample {
@@ -432,7 +430,7 @@ fn summary(m: &MachineRow, smt: bool, y: &Yield) -> String {
     let left = cores_range(m.headroom_cores_min, m.headroom_cores_max);
     if !smt {
         return format!(
-            "logical {} busy (no SMT: each core is one CPU); about {left} of {} cores left",
+            "logical {} busy (one thread per core: cores are CPUs); about {left} of {} cores left",
             pct_range(m.logical_busy_share, m.logical_busy_share),
             m.cores
         );
@@ -465,7 +463,7 @@ fn pid_report(
     p: PidInput,
     core_of: &BTreeMap<u32, usize>,
     interval_ns: u64,
-    runs: Option<&trace::Runs>,
+    traced: Option<(&trace::Runs, u64, u64)>,
 ) -> PidReport {
     let first = p.snapshots.first().cloned().unwrap_or_default();
     let last = p.snapshots.last().cloned().unwrap_or_default();
@@ -488,11 +486,31 @@ fn pid_report(
     };
     let tid_set: Vec<u32> = tids.iter().map(|t| t.0).collect();
     let mut threads = Vec::new();
-    match runs {
-        Some(runs) => {
+    match traced {
+        Some((runs, t0, t1)) => {
             // Each thread's runs per CPU, from the trace.
             let mut mine: BTreeMap<u32, Vec<(u32, u64, u64)>> = BTreeMap::new();
-            for (&cpu, v) in runs {
+            // A CPU without a single switch ran one task throughout, which the trace does
+            // not name: the thread every snapshot saw running there, if any.
+            let silent: Vec<u32> = core_of
+                .keys()
+                .copied()
+                .filter(|c| !runs.contains_key(c))
+                .collect();
+            let mut runs = runs.clone();
+            for cpu in silent {
+                let always = |tid: u32| {
+                    !p.snapshots.is_empty()
+                        && p.snapshots.iter().all(|snap| {
+                            snap.iter()
+                                .any(|t| t.tid == tid && t.running && t.cpu == cpu)
+                        })
+                };
+                if let Some(&tid) = tid_set.iter().find(|&&t| always(t)) {
+                    runs.insert(cpu, vec![(t0, t1, tid)]);
+                }
+            }
+            for (&cpu, v) in &runs {
                 for &(a, b, pid) in v {
                     if tid_set.contains(&pid) {
                         mine.entry(pid).or_default().push((cpu, a, b));
@@ -595,7 +613,12 @@ fn pid_report(
     PidReport {
         pid: p.pid,
         comm: p.comm,
-        method: if runs.is_some() { "tracefs" } else { "sampled" }.into(),
+        method: if traced.is_some() {
+            "tracefs"
+        } else {
+            "sampled"
+        }
+        .into(),
         samples: p.snapshots.len() as u32,
         gone: p.gone,
         threads,
@@ -720,9 +743,15 @@ mod tests {
         assert_eq!(s.cores[0].busy_min_share, 0.5);
         assert_eq!(s.cores[0].busy_max_share, 0.5);
         assert!((s.machine.headroom_cores_max - 1.5).abs() < 1e-9);
-        assert_eq!(s.notes.iter().filter(|n| n.contains("no SMT")).count(), 1);
+        assert_eq!(
+            s.notes
+                .iter()
+                .filter(|n| n.starts_with("one thread per core"))
+                .count(),
+            1
+        );
         assert!(
-            s.machine.summary.contains("no SMT"),
+            s.machine.summary.contains("one thread per core"),
             "{}",
             s.machine.summary
         );
@@ -778,5 +807,60 @@ mod tests {
         assert_eq!(t10.shared_core_with[0].tid, 11);
         assert_eq!(t10.shared_core_with[0].samples, Some(2));
         assert!(p.threads[2].shared_core_with.is_empty());
+    }
+
+    #[test]
+    fn traced_threads_that_never_switched_come_from_the_snapshots() {
+        let cores = [set("0-1"), set("2-3")];
+        let th = |tid, cpu| ThreadStat {
+            tid,
+            comm: "burn".into(),
+            running: true,
+            cpu,
+            cpu_ticks: 0,
+        };
+        // Two burner threads on siblings 0 and 1, never switched out; a switch on CPU 2.
+        let t = Trace {
+            switches: vec![trace::Switch {
+                cpu: 2,
+                ts_ns: 1_500_000_000,
+                prev_pid: 0,
+                next_pid: 99,
+                next_comm: "other".into(),
+            }],
+            begin_ns: Some(1_000_000_000),
+            end_ns: Some(2_000_000_000),
+            lost: CpuSet::new(),
+        };
+        let before: Vec<CpuTimes> = (0..4).map(|c| times(c, 0, 0)).collect();
+        let after = [
+            times(0, 100, 0),
+            times(1, 100, 0),
+            times(2, 50, 50),
+            times(3, 0, 100),
+        ];
+        let s = build(Inputs {
+            cores: &cores,
+            before: &before,
+            after: &after,
+            interval_ns: 1_000_000_000,
+            time_unix_ms: 0,
+            smt_yield: &Yield::assumed(),
+            trace: TraceInput::Traced(t),
+            pid: Some(PidInput {
+                pid: 10,
+                comm: None,
+                snapshots: vec![vec![th(10, 0), th(11, 1)]; 3],
+                gone: false,
+                ticks_per_sec: 100,
+            }),
+        });
+        assert_eq!(s.cores[0].traced.unwrap().both_busy_share, 1.0);
+        let p = s.pid.unwrap();
+        assert_eq!(p.method, "tracefs");
+        let shared = &p.threads[0].shared_core_with;
+        assert_eq!(shared.len(), 1, "{p:?}");
+        assert_eq!(shared[0].tid, 11);
+        assert_eq!(shared[0].overlap_ns, Some(1_000_000_000));
     }
 }

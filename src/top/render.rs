@@ -13,7 +13,7 @@ pub fn text(s: &TopSample, header: bool) -> String {
         if !s.smt {
             let _ = writeln!(
                 out,
-                "no SMT on this machine: every core runs one thread, so per-core = per-CPU"
+                "one thread per core online (no SMT, or switched off): per-core = per-CPU"
             );
         }
         if s.smt
@@ -98,7 +98,11 @@ pub fn text(s: &TopSample, header: bool) -> String {
         }
     }
     out.push_str(&crate::render::table(&rows));
-    for n in s.notes.iter().filter(|n| !n.starts_with("no SMT")) {
+    for n in s
+        .notes
+        .iter()
+        .filter(|n| !n.starts_with("one thread per core"))
+    {
         let _ = writeln!(out, "note: {n}");
     }
     if let Some(p) = &s.pid {

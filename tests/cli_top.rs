@@ -395,3 +395,22 @@ fn a_copied_tree_is_read_but_never_traced() {
             .contains("no time accounted")
     );
 }
+
+#[test]
+fn ctrl_c_ends_top_with_130() {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+        .args(["top", "-i", "30s"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let t0 = std::time::Instant::now();
+    // SAFETY: kill on a child we own.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(130));
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(10),
+        "ends promptly"
+    );
+}

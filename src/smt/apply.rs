@@ -310,7 +310,7 @@ fn restore_to(root: &Path, path: &Path, journal: &Journal, out: &mut dyn Write) 
 }
 
 /// Writes each value in order, printing it. `interruptible`: stop with `Interrupted` when
-/// Ctrl-C arrived (checked after each write, so a write is never cut in half).
+/// Ctrl-C arrived before a write (never within one, and not after the last).
 fn write_all(
     root: &Path,
     writes: &[SysWrite],
@@ -319,7 +319,10 @@ fn write_all(
     out: &mut dyn Write,
 ) -> Result<()> {
     let dir = state::cpu_dir(root);
-    for w in writes {
+    for (i, w) in writes.iter().enumerate() {
+        if interruptible {
+            crate::interrupt::check()?;
+        }
         let path = dir.join(w.target.rel_path());
         // No `create`: a CPU without an online file is never given one.
         let res = std::fs::OpenOptions::new()
@@ -336,9 +339,9 @@ fn write_all(
         }
         writeln!(out, "{}", w.shell(root))?;
         out.flush()?;
-        if interruptible {
+        // Ctrl-C after the last write leaves the finished change in place.
+        if interruptible && i + 1 < writes.len() {
             pause(step_delay);
-            crate::interrupt::check()?;
         }
     }
     Ok(())

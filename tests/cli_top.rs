@@ -255,6 +255,8 @@ fn a_traced_smt_interval_renders_in_every_format() {
     );
 
     let table = render::text(&s, true);
+    insta::assert_snapshot!("traced_smt_interval_text", table);
+    insta::assert_snapshot!("traced_smt_interval_prometheus", render::prometheus(&s));
     assert!(table.contains("idle/one/both % (traced)"), "{table}");
     assert!(table.contains("SMT yield: assumed 1.25"), "{table}");
     // Busiest core first.

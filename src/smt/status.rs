@@ -379,6 +379,7 @@ mod tests {
         assert!(s.offline_core_unknown.is_empty());
         assert_eq!(s.cannot_go_offline, set("0"));
         let text = human(&s);
+        insta::assert_snapshot!(text);
         assert!(text.contains("online 0, offline 1"), "{text}");
         assert!(text.contains("puts back online 0-3"), "{text}");
         assert!(text.contains("mds"), "{text}");

@@ -97,7 +97,7 @@ pub fn text(s: &TopSample, header: bool) -> String {
             ]);
         }
     }
-    out.push_str(&crate::render::table(&rows));
+    out.push_str(&align(&rows, 1));
     for n in s
         .notes
         .iter()
@@ -107,6 +107,35 @@ pub fn text(s: &TopSample, header: bool) -> String {
     }
     if let Some(p) = &s.pid {
         out.push_str(&pid_text(p));
+    }
+    out
+}
+
+/// Aligns a table whose cells are numbers and ranges (`62-81`, `3 100`): every column
+/// right-aligned but `left_col` (the CPU lists), two spaces apart; the header row as well.
+fn align(rows: &[Vec<String>], left_col: usize) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut w = vec![0usize; n];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == left_col {
+                    format!("{c:<width$}", width = w[i])
+                } else {
+                    format!("{c:>width$}", width = w[i])
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
     }
     out
 }

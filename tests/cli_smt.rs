@@ -376,3 +376,18 @@ fn this_machine_status_and_a_dry_run() {
         );
     }
 }
+
+#[test]
+fn a_closed_terminal_midway_still_undoes_the_change() {
+    let t = tree();
+    let mut child = slow_off(t.path(), "10s");
+    wait_for("the first write", || online(t.path(), 1) == "0");
+    // The terminal goes away: its output is gone, then SIGHUP.
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    // SAFETY: kill on a child we own.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!([1, 2, 3].map(|c| online(t.path(), c)), ["1", "1", "1"]);
+    assert!(!journal(t.path()).exists());
+}

@@ -50,11 +50,28 @@ pub struct Options {
     pub step_delay: Duration,
 }
 
-/// Runs `action` under `root`, printing what it does to `out`.
+/// Runs `action` under `root`, printing what it does to `out`. Output is best effort: a
+/// closed terminal or pipe (the shell went away midway) must not stop a change from being
+/// finished or undone.
 pub fn run(root: &Path, action: Action, opts: &Options, out: &mut dyn Write) -> Result<()> {
+    let out = &mut Lossy(out);
     match action {
         Action::Restore => restore(root, opts, out),
         Action::Off | Action::On => change(root, action, opts, out),
+    }
+}
+
+/// A writer that drops what it cannot write.
+struct Lossy<'a>(&'a mut dyn Write);
+
+impl Write for Lossy<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = self.0.write_all(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = self.0.flush();
+        Ok(())
     }
 }
 

@@ -158,6 +158,16 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// SMT's state, and switching it off and on through sysfs with a journal that `smt
+    /// restore` undoes (even after the switching process was killed).
+    #[command(
+        subcommand,
+        after_help = "Switching needs root: a normal user gets exit code 4 (and can add --dry-run to see the writes)."
+    )]
+    Smt(SmtAction),
+    /// Per-CPU and per-core utilisation, like `mpstat -P ALL 1` but per core: what "50 %
+    /// CPU" means when two threads share a core, and the capacity left in cores' worth.
+    Top(TopArgs),
     /// Plan thread placements (which CPUs each thread gets) without running anything.
     Plan {
         /// one-per-core (one thread per core: SMT off), pairs (N threads on both siblings
@@ -279,6 +289,8 @@ pub fn main() -> Result<()> {
             },
             &mut out,
         ),
+        Command::Smt(action) => commands::smt::run(&smt_config(action)?, &mut out),
+        Command::Top(args) => commands::top::run(&top_config(args)?, &mut out),
         Command::Plan {
             request,
             list,
@@ -1030,5 +1042,213 @@ fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
         exp,
         json: a.json,
         dry_run: a.dry_run,
+    })
+}
+
+/// `smtlab smt` subcommands.
+#[derive(Subcommand, Debug)]
+enum SmtAction {
+    /// smt/control and smt/active, siblings online and offline per core, `nosmt` on the
+    /// kernel command line, vulnerabilities whose mitigation mentions SMT, what this process
+    /// may change, and any journal waiting for `restore`.
+    Status {
+        #[command(flatten)]
+        root: RootArg,
+        /// Machine-readable JSON: `{control, active, cores: [{core, online, offline}],
+        /// cmdline_nosmt, vulnerabilities, privileges, journal}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One thread per core: `off` to smt/control when it switches here, else every sibling
+    /// but the first of each core offline through cpuN/online. Journals the state first.
+    Off(SmtChangeArgs),
+    /// Every sibling online again (smt/control `on`, or each offline CPU's cpuN/online).
+    /// Journals the state first.
+    On(SmtChangeArgs),
+    /// Put back exactly the state the journal recorded before smtlab's first change; a
+    /// no-op, said so, when there is no journal.
+    Restore {
+        /// Print the writes without changing anything.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        root: SmtRootArg,
+    },
+}
+
+#[derive(Args, Debug)]
+struct SmtRootArg {
+    /// Read and write sysfs and procfs under this root instead of `/` (a copy of them, to
+    /// try the commands); its journal goes to DIR/run/smtlab.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    sysfs_root: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct SmtChangeArgs {
+    /// Print the writes without changing anything.
+    #[arg(long)]
+    dry_run: bool,
+    /// Switch although processes pinned only to CPUs going offline lose their pinning
+    /// (the kernel moves them to every CPU and never pins them back).
+    #[arg(long)]
+    force: bool,
+    /// auto (smt/control when it switches here, else cpuN/online), control, or
+    /// cpu-online (one CPU at a time; smt/control stays as it is).
+    #[arg(long, default_value = "auto", value_name = "METHOD")]
+    method: String,
+    #[command(flatten)]
+    root: SmtRootArg,
+    /// Internal, for tests: pause after the journal and after each write.
+    #[arg(long, hide = true, default_value = "0s", value_name = "DURATION")]
+    step_delay: String,
+}
+
+fn smt_config(a: SmtAction) -> Result<commands::smt::Config> {
+    use crate::error::BadInput;
+    use crate::smt::apply::{Action, Options};
+    let change = |action: Action, c: SmtChangeArgs| -> Result<commands::smt::Config> {
+        let method = c
+            .method
+            .parse()
+            .map_err(|e: String| BadInput(format!("--method: {e}")))?;
+        let step_delay = crate::duration::parse_duration_or_zero(&c.step_delay)
+            .map_err(|e| BadInput(format!("--step-delay: {e}")))?;
+        Ok(commands::smt::Config::Change {
+            root: c.root.sysfs_root,
+            action,
+            options: Options {
+                dry_run: c.dry_run,
+                force: c.force,
+                method,
+                step_delay,
+            },
+        })
+    };
+    match a {
+        SmtAction::Status { root, json } => Ok(commands::smt::Config::Status {
+            root: root.sysfs_root,
+            json,
+        }),
+        SmtAction::Off(c) => change(Action::Off, c),
+        SmtAction::On(c) => change(Action::On, c),
+        SmtAction::Restore { dry_run, root } => Ok(commands::smt::Config::Change {
+            root: root.sysfs_root,
+            action: Action::Restore,
+            options: Options {
+                dry_run,
+                force: false,
+                method: crate::smt::plan::Method::Auto,
+                step_delay: std::time::Duration::ZERO,
+            },
+        }),
+    }
+}
+
+/// `smtlab top` options.
+#[derive(Args, Debug)]
+struct TopArgs {
+    #[command(flatten)]
+    root: RootArg,
+    /// One interval, then exit (same as --count 1).
+    #[arg(long, conflicts_with = "count")]
+    once: bool,
+    /// Interval length: 1s, 500ms, 5 (seconds); 100ms to 1h.
+    #[arg(
+        long,
+        short = 'i',
+        default_value = "1s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    interval: String,
+    /// Intervals to print, then exit (default: until Ctrl-C).
+    #[arg(long, short = 'n', value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<u64>(1, u64::MAX.into(), ""))]
+    count: Option<u64>,
+    /// One JSON object per interval, one per line (NDJSON): `{cpus: [{cpu, core,
+    /// busy_share}], cores: [{cpus, busy_min_share, busy_max_share, both_busy_min_share,
+    /// traced, used_min_share, …}], machine: {logical_busy_share, headroom_cores_min, …}}`.
+    #[arg(long, conflicts_with = "prometheus")]
+    json: bool,
+    /// The Prometheus text exposition format (gauges named smtlab_*).
+    #[arg(long)]
+    prometheus: bool,
+    /// With --prometheus: replace FILE atomically each interval instead of printing, for
+    /// node_exporter's textfile collector (name it *.prom).
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    textfile: Option<PathBuf>,
+    /// Also show this process's threads: which CPUs each ran on and which of them shared a
+    /// core at the same time (exact with tracefs, else sampled every 25 ms).
+    #[arg(long, value_name = "PID", allow_hyphen_values = true,
+          value_parser = whole::<u32>(1, u32::MAX.into(), ""))]
+    pid: Option<u32>,
+    /// The SMT yield for the capacity figures, from a JSON file whose top-level number
+    /// `smt_yield` is a core's throughput with both siblings busy over one alone
+    /// (default: an assumed 1.25).
+    #[arg(long = "yield", value_name = "FILE")]
+    yield_file: Option<PathBuf>,
+    /// Do not use tracefs, even as root (bounds from /proc/stat only).
+    #[arg(long)]
+    no_trace: bool,
+}
+
+fn top_config(a: TopArgs) -> Result<commands::top::Config> {
+    use crate::error::BadInput;
+    use std::io::IsTerminal;
+    let interval = crate::duration::parse_duration(&a.interval)
+        .map_err(|e| BadInput(format!("--interval: {e}")))?;
+    if interval < std::time::Duration::from_millis(100)
+        || interval > std::time::Duration::from_secs(3600)
+    {
+        return Err(BadInput(format!(
+            "--interval {}: must be between 100ms and 1h (/proc/stat counts in 10 ms ticks)",
+            a.interval
+        ))
+        .into());
+    }
+    let count = if a.once { Some(1) } else { a.count };
+    if count == Some(0) {
+        return Err(BadInput("--count must be at least 1".into()).into());
+    }
+    let smt_yield = match &a.yield_file {
+        None => crate::top::cores::Yield::assumed(),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| BadInput(format!("--yield {}: {e}", p.display())))?;
+            crate::top::cores::yield_from_json(p, &text).map_err(BadInput)?
+        }
+    };
+    if let Some(f) = &a.textfile {
+        let dir = match f.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        if !dir.is_dir() || f.is_dir() {
+            return Err(BadInput(format!(
+                "--textfile {}: expected a file in an existing directory",
+                f.display()
+            ))
+            .into());
+        }
+    }
+    let format = if a.json {
+        commands::top::Format::Json
+    } else if a.prometheus {
+        commands::top::Format::Prometheus
+    } else {
+        commands::top::Format::Text {
+            refresh: count != Some(1) && std::io::stdout().is_terminal(),
+        }
+    };
+    Ok(commands::top::Config {
+        root: a.root.sysfs_root,
+        interval,
+        count,
+        format,
+        textfile: a.textfile,
+        pid: a.pid,
+        smt_yield,
+        trace: !a.no_trace,
     })
 }

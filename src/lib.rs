@@ -27,9 +27,11 @@
 //! - [`render`]: Shared text renderers (tables, number formats).
 //! - [`report`]: The study's one data model (`results.json`) and its HTML, Markdown and SVG renderers.
 //! - [`rwcache`]: A read-mostly metadata cache under seven protection schemes, from a spinlock to RCU.
+//! - [`smt`]: Switching SMT off and on through sysfs, journaled so that every change can be undone.
 //! - [`stats`]: Statistics over samples: medians, MAD, outliers, bootstrap CIs, verdicts, fairness.
 //! - [`tempstate`]: Temporary directories with an owner lock, and the sweep that removes those whose smtlab is gone.
 //! - [`study`]: `study`: a loop over phases, each an experiment sized to its share of a time budget, into one report.
+//! - [`top`]: Per-core utilisation: what "50 % CPU" means when two threads share a core.
 //! - [`topology`]: CPU topology from a sysfs root, and its views.
 
 // Some modules link explicitly to paths that also resolve implicitly; both are right.
@@ -65,7 +67,9 @@ pub mod quote;
 pub mod render;
 pub mod report;
 pub mod rwcache;
+pub mod smt;
 pub mod stats;
 pub mod study;
 pub mod tempstate;
+pub mod top;
 pub mod topology;

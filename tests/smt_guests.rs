@@ -514,3 +514,207 @@ fn missing_qemu_says_what_to_install() {
     assert!(e.contains("apt-get install qemu-system-x86"), "{e}");
     assert!(e.contains("fetch-kernel.sh"), "{e}");
 }
+
+/// `smt` and `top` on a kernel with siblings: switching through `smt/control`, SIGKILL of a
+/// change right after its journal and midway (forced through cpuN/online, which takes one
+/// write per sibling), `restore` back to 0-3 every time; `top` with a busy loop on one
+/// sibling and on both, traced from `sched_switch` (the harness mounts tracefs), and no
+/// tracefs instance left behind by a finished, interrupted or killed `top`. Runs without
+/// the common commands: one boot, about 20 commands.
+#[test]
+fn smt_off_restore_and_top_per_core() {
+    let Some(p) = guest::prereqs_or_skip() else {
+        return;
+    };
+    let s = Shape::new(1, 2, 2, 0);
+    let online = "cat /sys/devices/system/cpu/online";
+    let inst = "ls /sys/kernel/tracing/instances";
+    // A burner pinned to CPUS in the background while COMMAND runs; COMMAND's exit code.
+    let with_burn = |cpus: &str, threads: u32, command: &str| {
+        format!(
+            "smtlab burn -k int -t {threads} --cpus {cpus} -d 120s --warmup 0 >/dev/null 2>&1 & \
+             b=$!; sleep 1; {command}; c=$?; kill $b; wait $b; exit $c"
+        )
+    };
+    let cmds = vec![
+        cmd("status before", "smtlab smt status --json"),
+        cmd(
+            "top one sibling",
+            with_burn("1", 1, "smtlab top --once --json -i 2s"),
+        ),
+        cmd(
+            "top both siblings",
+            with_burn("0,1", 2, "smtlab top --once --json -i 2s"),
+        ),
+        cmd("top text", with_burn("1", 1, "smtlab top --once -i 1s")),
+        cmd(
+            "top pid",
+            with_burn("0,1", 2, "smtlab top --once --json -i 2s --pid $b"),
+        ),
+        cmd("instances after top", inst),
+        cmd("off", "smtlab smt off"),
+        cmd("online after off", online),
+        cmd("status after off", "smtlab smt status"),
+        cmd("status after off json", "smtlab smt status --json"),
+        cmd(
+            "top after off",
+            with_burn("2", 1, "smtlab top --once -i 1s"),
+        ),
+        cmd(
+            "top after off json",
+            with_burn("2", 1, "smtlab top --once --json -i 1s"),
+        ),
+        cmd("restore", "smtlab smt restore"),
+        cmd("online after restore", online),
+        cmd("restore again", "smtlab smt restore"),
+        cmd(
+            "kill after journal",
+            format!(
+                "smtlab smt off --method cpu-online --step-delay 60s >/dev/null 2>&1 & p=$!; \
+                 while [ ! -f /run/smtlab/smt-journal.json ]; do sleep 0.05; done; \
+                 kill -9 $p; wait $p; echo \"killed: $({online})\"; smtlab smt restore; \
+                 echo \"restored: $({online})\""
+            ),
+        ),
+        cmd(
+            "kill midway",
+            format!(
+                "smtlab smt off --method cpu-online --step-delay 60s >/dev/null 2>&1 & p=$!; \
+                 while [ \"$({online})\" = 0-3 ]; do sleep 0.05; done; \
+                 kill -9 $p; wait $p; echo \"killed: $({online})\"; smtlab smt restore; \
+                 echo \"restored: $({online})\""
+            ),
+        ),
+        cmd(
+            "top interrupted",
+            format!(
+                "smtlab top -i 10s >/dev/null 2>&1 & p=$!; sleep 2; kill -INT $p; wait $p; \
+                 echo \"code $?\"; {inst}"
+            ),
+        ),
+        cmd(
+            "top killed then swept",
+            format!(
+                "smtlab top -i 10s >/dev/null 2>&1 & p=$!; sleep 2; kill -9 $p; wait $p; \
+                 echo \"left: $({inst})\"; smtlab top --once -i 200ms >/dev/null; \
+                 echo \"after: $({inst})\""
+            ),
+        ),
+        cmd("online at the end", online),
+    ];
+    let run = run_guest(&p, s, &cmds, &[], Duration::from_secs(480));
+    eprintln!("guest {s}: {} commands in {:.1?}", cmds.len(), run.wall);
+
+    let st = run.cmd("status before").ok().json();
+    assert_eq!(st["control"], "on");
+    assert_eq!(st["threads_per_core"], 2);
+    assert_eq!(st["cores"][0]["online"], serde_json::json!([0, 1]));
+
+    // One busy sibling: its core busy, never both; the other core idle.
+    let top = run.cmd("top one sibling").ok().json();
+    eprintln!("top --once --json, burner on CPU 1:\n{top}");
+    assert_eq!(top["smt"], true);
+    assert_eq!(top["tracefs"]["used"], true, "{}", top["tracefs"]);
+    let c0 = &top["cores"][0];
+    assert!(
+        top["cpus"][1]["busy_share"].as_f64().unwrap() > 0.8,
+        "{top}"
+    );
+    assert!(c0["busy_min_share"].as_f64().unwrap() > 0.8, "{c0}");
+    assert!(c0["both_busy_min_share"].as_f64().unwrap() < 0.2, "{c0}");
+    assert!(
+        c0["traced"]["both_busy_share"].as_f64().unwrap() < 0.1,
+        "{c0}"
+    );
+    assert!(
+        c0["traced"]["one_busy_share"].as_f64().unwrap() > 0.8,
+        "{c0}"
+    );
+    let c1 = &top["cores"][1];
+    assert!(
+        c1["busy_max_share"].as_f64().unwrap() < 0.3,
+        "idle core: {c1}"
+    );
+    // Both siblings busy: the traced both-busy share is well above 0.
+    let top = run.cmd("top both siblings").ok().json();
+    let c0 = &top["cores"][0];
+    assert!(
+        c0["traced"]["both_busy_share"].as_f64().unwrap() > 0.5,
+        "{c0}"
+    );
+    assert!(c0["both_busy_min_share"].as_f64().unwrap() > 0.5, "{c0}");
+    eprintln!(
+        "top --once (SMT on, burner on CPU 1):\n{}",
+        run.cmd("top text").ok().stdout
+    );
+    // The burner's two threads on CPUs 0 and 1 shared core 0 for most of the interval.
+    let top = run.cmd("top pid").ok().json();
+    let threads = top["pid"]["threads"].as_array().unwrap();
+    let shared: Vec<&Value> = threads
+        .iter()
+        .flat_map(|t| t["shared_core_with"].as_array().unwrap())
+        .collect();
+    assert!(
+        shared
+            .iter()
+            .any(|o| o["core"] == 0 && o["overlap_ns"].as_u64().unwrap() > 500_000_000),
+        "{}",
+        top["pid"]
+    );
+    assert_eq!(run.cmd("instances after top").ok().stdout.trim(), "");
+
+    // smt off through the control; status agrees; restore brings back 0-3.
+    let off = run.cmd("off").ok();
+    eprintln!("smt off:\n{}", off.stdout);
+    assert!(off.stdout.contains("through smt/control"), "{}", off.stdout);
+    assert_eq!(run.cmd("online after off").ok().stdout.trim(), "0,2");
+    let status = run.cmd("status after off").ok();
+    eprintln!("smt status:\n{}", status.stdout);
+    let st = run.cmd("status after off json").ok().json();
+    assert_eq!(st["control"], "off");
+    assert_eq!(st["active"], false);
+    assert_eq!(st["threads_per_core"], 1);
+    assert_eq!(st["cores"][0]["offline"], serde_json::json!([1]));
+    assert_eq!(st["cores"][1]["offline"], serde_json::json!([3]));
+    assert_eq!(st["journal"]["online"], serde_json::json!([0, 1, 2, 3]));
+    eprintln!(
+        "top --once (SMT off, burner on CPU 2):\n{}",
+        run.cmd("top after off").ok().stdout
+    );
+    let top = run.cmd("top after off json").ok().json();
+    assert_eq!(top["smt"], false, "one thread per core now");
+    assert_eq!(top["cpus"].as_array().unwrap().len(), 2);
+    let restore = run.cmd("restore").ok();
+    eprintln!("smt restore:\n{}", restore.stdout);
+    assert_eq!(run.cmd("online after restore").ok().stdout.trim(), "0-3");
+    assert!(
+        run.cmd("restore again")
+            .ok()
+            .stdout
+            .contains("nothing to restore")
+    );
+
+    // SIGKILL right after the journal: nothing changed yet; restore finds its journal.
+    let k = &run.cmd("kill after journal").ok().stdout;
+    assert!(
+        k.contains("killed: 0-3") && k.contains("restored: 0-3"),
+        "{k}"
+    );
+    assert!(k.contains("already in the recorded state"), "{k}");
+    // SIGKILL after the first of two writes: restore brings the sibling back.
+    let k = &run.cmd("kill midway").ok().stdout;
+    assert!(k.contains("killed: 0,2-3"), "{k}");
+    assert!(k.contains("restored: 0-3"), "{k}");
+
+    // Ctrl-C ends top with 130 and removes its tracefs instance; a SIGKILLed top's
+    // instance is removed by the next top.
+    let i = &run.cmd("top interrupted").ok().stdout;
+    assert_eq!(i.trim(), "code 130", "{i}");
+    let k = &run.cmd("top killed then swept").ok().stdout;
+    assert!(k.contains("left: smtlab-"), "{k}");
+    assert!(
+        k.contains("after: \n") || k.trim_end().ends_with("after:"),
+        "{k}"
+    );
+    assert_eq!(run.cmd("online at the end").ok().stdout.trim(), "0-3");
+}

@@ -10,10 +10,14 @@ pub mod plan;
 pub mod report;
 /// `smtlab rwcache`: the read-mostly cache's scheme comparison, table and JSON.
 pub mod rwcache;
+/// `smtlab smt`: SMT's state, and switching it off and on with a journal.
+pub mod smt;
 /// `smtlab yield`: SMT on vs off on the same cores, per workload.
 pub mod smt_yield;
 /// `smtlab study`: every experiment within a budget, into results.json, report.html, summary.md.
 pub mod study;
+/// `smtlab top`: per-CPU and per-core utilisation, and what it leaves.
+pub mod top;
 pub mod topo;
 
 use crate::topology::{Topology, discover};

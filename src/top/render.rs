@@ -1,0 +1,357 @@
+//! `top`'s renderers over [`TopSample`]: the terminal table (one line per core, busiest
+//! first), one NDJSON line, and the Prometheus text exposition format
+//! (prometheus.io/docs/instrumenting/exposition_formats: `# HELP`, `# TYPE`, then
+//! `name{label="value"} number` lines) for node_exporter's textfile collector.
+
+use super::model::{TopSample, pct, pct_range};
+use std::fmt::Write;
+
+/// The terminal view of one interval. `header` adds the lines said once per run.
+pub fn text(s: &TopSample, header: bool) -> String {
+    let mut out = String::new();
+    if header {
+        if !s.smt {
+            let _ = writeln!(
+                out,
+                "one thread per core online (no SMT, or switched off): per-core = per-CPU"
+            );
+        }
+        if s.smt
+            && !s.tracefs.used
+            && let Some(r) = &s.tracefs.reason
+        {
+            let _ = writeln!(out, "per-core bounds from /proc/stat only: {r}");
+        }
+        if s.smt {
+            let _ = writeln!(out, "SMT yield: {}", s.smt_yield.note);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{}  {:.2} s  {}",
+        clock(s.time_unix_ms),
+        s.interval_ns as f64 / 1e9,
+        s.source
+    );
+    let _ = writeln!(out, "{}", s.machine.summary);
+    let mut order: Vec<usize> = (0..s.cores.len()).collect();
+    let busy = |i: usize| {
+        let c = &s.cores[i];
+        c.traced
+            .map(|t| t.one_busy_share + t.both_busy_share)
+            .unwrap_or(c.busy_max_share)
+            + c.busy_min_share * 1e-3
+    };
+    order.sort_by(|&a, &b| busy(b).total_cmp(&busy(a)).then(a.cmp(&b)));
+    let cpu_busy = |cpu: u32| {
+        s.cpus
+            .iter()
+            .find(|c| c.cpu == cpu)
+            .and_then(|c| c.busy_share)
+            .map_or("-".to_string(), pct)
+    };
+    let mut rows = Vec::new();
+    if s.smt {
+        let traced = s.cores.iter().any(|c| c.traced.is_some());
+        let mut head: Vec<String> = ["core", "cpus", "cpu busy %", "core busy %", "both busy %"]
+            .iter()
+            .map(|h| h.to_string())
+            .collect();
+        if traced {
+            head.push("idle/one/both % (traced)".into());
+        }
+        head.push("core used %".into());
+        rows.push(head);
+        for i in order {
+            let c = &s.cores[i];
+            let per: Vec<String> = c.cpus.iter().map(cpu_busy).collect();
+            let mut r = vec![
+                c.core.to_string(),
+                c.cpus.to_string(),
+                per.join(" "),
+                range(c.busy_min_share, c.busy_max_share),
+                range(c.both_busy_min_share, c.both_busy_max_share),
+            ];
+            if traced {
+                r.push(match c.traced {
+                    Some(t) => format!(
+                        "{}/{}/{}",
+                        pct(t.idle_share),
+                        pct(t.one_busy_share),
+                        pct(t.both_busy_share)
+                    ),
+                    None => "-".into(),
+                });
+            }
+            r.push(range(c.used_min_share, c.used_max_share));
+            rows.push(r);
+        }
+    } else {
+        rows.push(vec!["core".into(), "cpu".into(), "busy %".into()]);
+        for i in order {
+            let c = &s.cores[i];
+            rows.push(vec![
+                c.core.to_string(),
+                c.cpus.to_string(),
+                range(c.busy_min_share, c.busy_max_share),
+            ]);
+        }
+    }
+    out.push_str(&align(&rows, 1));
+    for n in s
+        .notes
+        .iter()
+        .filter(|n| !n.starts_with("one thread per core"))
+    {
+        let _ = writeln!(out, "note: {n}");
+    }
+    if let Some(p) = &s.pid {
+        out.push_str(&pid_text(p));
+    }
+    out
+}
+
+/// Aligns a table whose cells are numbers and ranges (`62-81`, `3 100`): every column
+/// right-aligned but `left_col` (the CPU lists), two spaces apart; the header row as well.
+fn align(rows: &[Vec<String>], left_col: usize) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut w = vec![0usize; n];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == left_col {
+                    format!("{c:<width$}", width = w[i])
+                } else {
+                    format!("{c:>width$}", width = w[i])
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// `81` or `62-81`: the table's number cells.
+fn range(lo: f64, hi: f64) -> String {
+    pct_range(lo, hi).trim_end_matches(" %").replace('–', "-")
+}
+
+fn clock(ms: u64) -> String {
+    let s = (ms / 1000) % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
+}
+
+fn pid_text(p: &super::model::PidReport) -> String {
+    let mut out = String::new();
+    let how = if p.method == "tracefs" {
+        "run times from sched_switch".to_string()
+    } else {
+        format!(
+            "sampled {} times from /proc (a thread's CPU is seen only while it runs)",
+            p.samples
+        )
+    };
+    let _ = writeln!(
+        out,
+        "\npid {}{}: {}, {how}{}",
+        p.pid,
+        p.comm
+            .as_deref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default(),
+        crate::render::count(p.threads.len(), "thread"),
+        if p.gone {
+            "; it exited during the interval"
+        } else {
+            ""
+        }
+    );
+    let mut rows = vec![vec![
+        "tid".to_string(),
+        "name".into(),
+        "cpu %".into(),
+        "ran on".into(),
+        "shared a core with".into(),
+    ]];
+    for t in &p.threads {
+        let cpus: Vec<String> = t
+            .cpus
+            .iter()
+            .map(|c| match (c.ran_ns, c.samples) {
+                (Some(ns), _) => format!("{} ({})", c.cpu, crate::render::duration_ns(ns as f64)),
+                (_, Some(n)) => format!("{} ({n}×)", c.cpu),
+                _ => c.cpu.to_string(),
+            })
+            .collect();
+        let shared: Vec<String> = t
+            .shared_core_with
+            .iter()
+            .map(|o| match (o.overlap_ns, o.samples) {
+                (Some(ns), _) => format!(
+                    "{} on core {} ({})",
+                    o.tid,
+                    o.core,
+                    crate::render::duration_ns(ns as f64)
+                ),
+                (_, Some(n)) => format!("{} on core {} ({n}×)", o.tid, o.core),
+                _ => o.tid.to_string(),
+            })
+            .collect();
+        rows.push(vec![
+            t.tid.to_string(),
+            t.comm.clone(),
+            t.cpu_share.map_or("-".into(), pct),
+            if cpus.is_empty() {
+                "-".into()
+            } else {
+                cpus.join(", ")
+            },
+            if shared.is_empty() {
+                "-".into()
+            } else {
+                shared.join(", ")
+            },
+        ]);
+    }
+    out.push_str(&crate::render::table(&rows));
+    out
+}
+
+/// One NDJSON line.
+pub fn json_line(s: &TopSample) -> String {
+    serde_json::to_string(s).expect("the model serialises") + "\n"
+}
+
+/// The Prometheus text exposition of one interval.
+pub fn prometheus(s: &TopSample) -> String {
+    let mut out = String::new();
+    let mut family = |name: &str, help: &str, samples: Vec<(String, f64)>| {
+        if samples.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        for (labels, v) in samples {
+            let _ = writeln!(out, "{name}{labels} {v}");
+        }
+    };
+    let cpu_label = |cpu: u32, core: usize| format!("{{cpu=\"{cpu}\",core=\"{core}\"}}");
+    let core_label =
+        |c: &super::model::CoreRow| format!("{{core=\"{}\",cpus=\"{}\"}}", c.core, c.cpus);
+    family(
+        "smtlab_cpu_busy_ratio",
+        "Share of the interval the logical CPU was busy, from /proc/stat.",
+        s.cpus
+            .iter()
+            .filter_map(|c| Some((cpu_label(c.cpu, c.core), c.busy_share?)))
+            .collect(),
+    );
+    family(
+        "smtlab_cpu_steal_ratio",
+        "Share of the interval the hypervisor ran something else on this vCPU.",
+        s.cpus
+            .iter()
+            .filter_map(|c| Some((cpu_label(c.cpu, c.core), c.steal_share?)))
+            .collect(),
+    );
+    let per_core = |f: &dyn Fn(&super::model::CoreRow) -> f64| -> Vec<(String, f64)> {
+        s.cores.iter().map(|c| (core_label(c), f(c))).collect()
+    };
+    family(
+        "smtlab_core_busy_min_ratio",
+        "Lower bound on the share of the interval at least one sibling of the core was busy: the busiest sibling's share.",
+        per_core(&|c| c.busy_min_share),
+    );
+    family(
+        "smtlab_core_busy_max_ratio",
+        "Upper bound on the share of the interval at least one sibling was busy: min(1, sum of the siblings' shares).",
+        per_core(&|c| c.busy_max_share),
+    );
+    family(
+        "smtlab_core_both_busy_min_ratio",
+        "Lower bound on the share of the interval two or more siblings were busy at once.",
+        per_core(&|c| c.both_busy_min_share),
+    );
+    family(
+        "smtlab_core_both_busy_max_ratio",
+        "Upper bound on the share of the interval two or more siblings were busy at once.",
+        per_core(&|c| c.both_busy_max_share),
+    );
+    let mut traced = Vec::new();
+    for c in &s.cores {
+        if let Some(t) = c.traced {
+            for (state, v) in [
+                ("idle", t.idle_share),
+                ("one", t.one_busy_share),
+                ("both", t.both_busy_share),
+            ] {
+                traced.push((
+                    format!(
+                        "{{core=\"{}\",cpus=\"{}\",state=\"{state}\"}}",
+                        c.core, c.cpus
+                    ),
+                    v,
+                ));
+            }
+        }
+    }
+    family(
+        "smtlab_core_traced_ratio",
+        "Share of the interval the core had no, one, or two or more siblings busy, from sched_switch events.",
+        traced,
+    );
+    family(
+        "smtlab_core_used_min_ratio",
+        "Lower bound on the share of the core's capacity used at the SMT yield.",
+        per_core(&|c| c.used_min_share),
+    );
+    family(
+        "smtlab_core_used_max_ratio",
+        "Upper bound on the share of the core's capacity used at the SMT yield.",
+        per_core(&|c| c.used_max_share),
+    );
+    let m = &s.machine;
+    family(
+        "smtlab_logical_busy_ratio",
+        "Mean busy share of the online logical CPUs: what top and mpstat report.",
+        vec![(String::new(), m.logical_busy_share)],
+    );
+    family(
+        "smtlab_headroom_cores",
+        "Capacity left in cores' worth (a core with every sibling busy is 1), lower and upper bound.",
+        vec![
+            ("{bound=\"min\"}".into(), m.headroom_cores_min),
+            ("{bound=\"max\"}".into(), m.headroom_cores_max),
+        ],
+    );
+    family(
+        "smtlab_smt_yield",
+        "SMT yield used for capacity: a core's throughput with both siblings busy over one alone.",
+        vec![(
+            format!(
+                "{{source=\"{}\"}}",
+                if s.smt_yield.source == "assumed" {
+                    "assumed"
+                } else {
+                    "file"
+                }
+            ),
+            s.smt_yield.value,
+        )],
+    );
+    family(
+        "smtlab_interval_seconds",
+        "Length of the sampled interval.",
+        vec![(String::new(), s.interval_ns as f64 / 1e9)],
+    );
+    out
+}

@@ -107,11 +107,14 @@ fn thread_mode_json_applies_policy_and_nice() {
     let b = j["burners"].as_array().unwrap();
     assert_eq!(b.len(), 2);
     for x in b {
-        assert!(x["ops"].as_u64().unwrap() > 0);
+        // SCHED_IDLE threads run only when nothing else wants the CPU (sched(7)), so on a
+        // busy machine they may legitimately complete nothing: only the count's presence
+        // is asserted, not progress.
+        assert!(x["ops"].as_u64().is_some());
         assert_eq!(x["policy"], "idle");
         assert_eq!(x["nice"], 19);
     }
-    assert!(j["total_ops_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(j["total_ops_per_sec"].as_f64().unwrap() >= 0.0);
 }
 
 #[test]

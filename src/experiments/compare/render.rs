@@ -6,6 +6,26 @@ use super::model::{Call, CompareReport, Comparison, PairRatio, PlacementResult};
 use crate::render;
 use crate::stats::{Ci, Summary};
 
+/// The argv as a shell would need it typed: words with spaces or shell characters in
+/// single quotes.
+pub fn shell_words(argv: &[String]) -> String {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c))
+    };
+    argv.iter()
+        .map(|w| {
+            if plain(w) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The metric's column name: `EVENTS/S`, `TPS`, `VALUE`.
 fn metric_head(r: &CompareReport) -> Option<String> {
     r.metric.as_ref().map(|m| m.unit.to_uppercase())
@@ -189,7 +209,7 @@ fn switches(p: &PlacementResult) -> String {
 /// The terminal view.
 pub fn text(r: &CompareReport) -> String {
     let mut out = String::new();
-    out.push_str(&format!("Command: {}\n", r.command.join(" ")));
+    out.push_str(&format!("Command: {}\n", shell_words(&r.command)));
     if let Some(s) = &r.scope {
         out.push_str(&format!("Placements {s}\n"));
     }
@@ -420,7 +440,7 @@ fn md(s: &str) -> String {
 /// Markdown: the table hyperfine's `--export-markdown` writes, with CPUs, the metric and
 /// each placement's speed relative to the first, then the comparisons.
 pub fn markdown(r: &CompareReport) -> String {
-    let mut out = format!("Command: `{}`\n\n", md(&r.command.join(" ")));
+    let mut out = format!("Command: `{}`\n\n", md(&shell_words(&r.command)));
     let metric = r.metric.as_ref();
     let mut head = vec!["Placement", "CPUs", "Wall median ± MAD"];
     let mhead = metric.map(|m| format!("{} median ± MAD", m.unit));
@@ -642,5 +662,10 @@ pub(crate) mod tests {
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(md("a|b"), "a\\|b");
+        let argv: Vec<String> = ["sh", "-c", "echo it's | wc", "--x=1,2"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(shell_words(&argv), r"sh -c 'echo it'\''s | wc' --x=1,2");
     }
 }

@@ -69,7 +69,8 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareR
         .to_string();
 
     use crate::render::Caveat;
-    if crate::report::machine::build_profile() == "debug" {
+    // Only the burners are smtlab's own code; the command runs as built.
+    if cfg.burners.is_some() && crate::report::machine::build_profile() == "debug" {
         notes.push(Caveat::DebugBuild.to_string());
     }
     if topo.machine.hypervisor {
@@ -204,9 +205,6 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareR
             "{leftovers} process(es) the command started were still running when it exited \
              and were killed then (each run ends with its whole process tree)"
         ));
-    }
-    for (label, reason) in &resolved.skipped {
-        crate::say!("compare: skipped {label}: {reason}");
     }
     Ok(super::assemble(
         cfg,

@@ -83,9 +83,8 @@ fn write_atomically(p: &Path, text: &str) -> Result<()> {
     let tmp = dir.join(format!(".{name}.smtlab-{}.tmp", std::process::id()));
     std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, p))
-        .map_err(|e| {
+        .inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
-            e
         })
         .with_context(|| format!("writing {}", p.display()))
 }

@@ -299,13 +299,16 @@ mod tests {
         }
     }
 
+    /// The (placement, round) of every execution, in order.
+    type Log = std::rc::Rc<std::cell::RefCell<Vec<(usize, Option<usize>)>>>;
+
     /// A fake executor on a fake clock: each run advances the clock by 1 s.
     fn fake(
         fail_at: Option<usize>,
     ) -> (
         impl FnMut() -> Duration,
         impl FnMut(usize, Option<usize>) -> Result<Run>,
-        std::rc::Rc<std::cell::RefCell<Vec<(usize, Option<usize>)>>>,
+        Log,
     ) {
         let now = std::rc::Rc::new(std::cell::Cell::new(Duration::ZERO));
         let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));

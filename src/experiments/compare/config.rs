@@ -347,8 +347,18 @@ pub fn resolve(topo: &Topology, cfg: &Config) -> Result<Resolved> {
         };
         let cpus = plan.cpus();
         let cores = cores_of(topo, &cpus).len();
+        // The same placement twice (an A/A check) gets a second label: tables and exports
+        // find rows by label.
+        let repeats = bases
+            .iter()
+            .filter(|b: &&Variant| b.request == request)
+            .count();
+        let label = match repeats {
+            0 => request.clone(),
+            n => format!("{request} ({})", n + 1),
+        };
         bases.push(Variant {
-            label: request.clone(),
+            label,
             request,
             cpus,
             cores,

@@ -23,11 +23,9 @@ use super::guard::Guard;
 use crate::cpuset::CpuSet;
 use crate::error::Interrupted;
 use anyhow::{Context, Result, anyhow};
-use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Output kept per stream; more is read and dropped (the metric lines of pgbench and
@@ -232,45 +230,163 @@ fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-/// Waits for `pid` to exit, up to `deadline`, polling Ctrl-C when `interruptible`.
-fn wait_exit(pid: i32, deadline: Option<Instant>, interruptible: bool) -> std::io::Result<Ended> {
-    let pidfd = pidfd_open(pid);
-    loop {
-        match &pidfd {
-            Some(fd) => {
-                let mut p = libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                if unsafe { libc::poll(&mut p, 1, 50) } > 0 {
-                    let at = Instant::now();
-                    let (st, u) = wait4_blocking(pid)?;
-                    return Ok(Ended::Exited(at, st, u));
+/// The command's stdout and stderr, read by the waiting thread itself between polls: no
+/// reader threads to start and wake, which on a busy machine cost more than a short
+/// command's run.
+struct Pipes {
+    /// stdout, stderr; None once at end of file.
+    fds: [Option<OwnedFd>; 2],
+    bufs: [Vec<u8>; 2],
+    echo: bool,
+}
+
+impl Pipes {
+    fn new(out: Option<OwnedFd>, err: Option<OwnedFd>, echo: bool) -> Self {
+        for fd in [&out, &err].into_iter().flatten() {
+            // SAFETY: fcntl on a descriptor we own.
+            unsafe {
+                let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+                libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+            }
+        }
+        Pipes {
+            fds: [out, err],
+            bufs: [Vec::new(), Vec::new()],
+            echo,
+        }
+    }
+
+    fn open(&self) -> bool {
+        self.fds.iter().any(Option::is_some)
+    }
+
+    /// A pollfd for each open pipe, with the pipe's index.
+    fn pollfds(&self) -> Vec<(usize, libc::pollfd)> {
+        self.fds
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                f.as_ref().map(|f| {
+                    (
+                        i,
+                        libc::pollfd {
+                            fd: f.as_raw_fd(),
+                            events: libc::POLLIN,
+                            revents: 0,
+                        },
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Reads what pipe `i` holds now; closes it at end of file.
+    fn drain(&mut self, i: usize) {
+        let Some(fd) = self.fds[i].as_ref() else {
+            return;
+        };
+        let mut buf = [0u8; 16384];
+        loop {
+            // SAFETY: reading into a local buffer of the given length.
+            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                let n = n as usize;
+                if self.echo {
+                    use std::io::Write;
+                    let _ = std::io::stderr().write_all(&buf[..n]);
+                }
+                let room = CAPTURE_LIMIT.saturating_sub(self.bufs[i].len());
+                self.bufs[i].extend_from_slice(&buf[..n.min(room)]);
+                continue;
+            }
+            let e = std::io::Error::last_os_error();
+            if n < 0 && e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            if n == 0 || e.raw_os_error() != Some(libc::EAGAIN) {
+                // End of file, or an error: nothing more will come.
+                self.fds[i] = None;
+            }
+            return;
+        }
+    }
+
+    fn drain_all(&mut self) {
+        for i in 0..2 {
+            self.drain(i);
+        }
+    }
+
+    /// Reads until both pipes end, or `deadline`: a descendant that left the group
+    /// (setsid) can hold them open, so take what came.
+    fn finish(&mut self, deadline: Instant) {
+        while self.open() && Instant::now() < deadline {
+            let p = self.pollfds();
+            let mut raw: Vec<libc::pollfd> = p.iter().map(|x| x.1).collect();
+            // SAFETY: a valid array of pollfds.
+            unsafe { libc::poll(raw.as_mut_ptr(), raw.len() as libc::nfds_t, 20) };
+            for (k, (i, _)) in p.iter().enumerate() {
+                if raw[k].revents != 0 {
+                    self.drain(*i);
                 }
             }
-            None => {
-                // Kernels before 5.3: poll wait4 every millisecond.
-                let mut status = 0;
-                // SAFETY: zeroed rusage is a valid out-parameter.
-                let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-                // SAFETY: pointers to live locals.
-                let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
-                if r == pid {
-                    return Ok(Ended::Exited(
-                        Instant::now(),
-                        status,
-                        Usage::from_rusage(&ru),
-                    ));
+        }
+    }
+}
+
+/// Waits for `pid` to exit, up to `deadline`, reading its output meanwhile and polling
+/// Ctrl-C when `interruptible`.
+fn wait_exit(
+    pid: i32,
+    pipes: &mut Pipes,
+    deadline: Option<Instant>,
+    interruptible: bool,
+) -> std::io::Result<Ended> {
+    let pidfd = pidfd_open(pid);
+    loop {
+        let p = pipes.pollfds();
+        let mut raw: Vec<libc::pollfd> = Vec::with_capacity(3);
+        if let Some(fd) = &pidfd {
+            raw.push(libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        raw.extend(p.iter().map(|x| x.1));
+        // Without a pidfd (kernels before 5.3), wait4 is polled every millisecond.
+        let timeout = if pidfd.is_some() { 50 } else { 1 };
+        // SAFETY: a valid array of pollfds.
+        let r = unsafe { libc::poll(raw.as_mut_ptr(), raw.len() as libc::nfds_t, timeout) };
+        let now = Instant::now();
+        if pidfd.is_some() && r > 0 && raw[0].revents != 0 {
+            pipes.drain_all();
+            let (st, u) = wait4_blocking(pid)?;
+            return Ok(Ended::Exited(now, st, u));
+        }
+        if r > 0 {
+            let skip = usize::from(pidfd.is_some());
+            for (k, (i, _)) in p.iter().enumerate() {
+                if raw[skip + k].revents != 0 {
+                    pipes.drain(*i);
                 }
-                if r < 0 {
-                    let e = std::io::Error::last_os_error();
-                    if e.raw_os_error() != Some(libc::EINTR) {
-                        return Err(e);
-                    }
+            }
+        }
+        if pidfd.is_none() {
+            let mut status = 0;
+            // SAFETY: zeroed rusage is a valid out-parameter.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: pointers to live locals.
+            let w = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+            if w == pid {
+                pipes.drain_all();
+                return Ok(Ended::Exited(now, status, Usage::from_rusage(&ru)));
+            }
+            if w < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EINTR) {
+                    return Err(e);
                 }
-                std::thread::sleep(Duration::from_millis(1));
             }
         }
         if interruptible && crate::interrupt::requested() {
@@ -283,69 +399,15 @@ fn wait_exit(pid: i32, deadline: Option<Instant>, interruptible: bool) -> std::i
 }
 
 /// SIGTERM to the group, SIGKILL after [`TERM_GRACE`], then the exit reaped.
-fn terminate(pid: i32) -> std::io::Result<(libc::c_int, Usage)> {
+fn terminate(pid: i32, pipes: &mut Pipes) -> std::io::Result<(libc::c_int, Usage)> {
     kill_group(pid, libc::SIGTERM);
-    if let Ok(Ended::Exited(_, st, u)) = wait_exit(pid, Some(Instant::now() + TERM_GRACE), false) {
+    if let Ok(Ended::Exited(_, st, u)) =
+        wait_exit(pid, pipes, Some(Instant::now() + TERM_GRACE), false)
+    {
         return Ok((st, u));
     }
     kill_group(pid, libc::SIGKILL);
     wait4_blocking(pid)
-}
-
-/// Captured output of one stream, filled by a reader thread.
-#[derive(Default)]
-struct Capture {
-    bytes: Vec<u8>,
-}
-
-fn spawn_reader(
-    src: Option<impl Read + Send + 'static>,
-    echo: bool,
-) -> (Arc<Mutex<Capture>>, Option<std::sync::mpsc::Receiver<()>>) {
-    let cap = Arc::new(Mutex::new(Capture::default()));
-    let Some(mut src) = src else {
-        return (cap, None);
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    let c = Arc::clone(&cap);
-    let spawned = std::thread::Builder::new()
-        .name("smtlab-cmd-out".into())
-        .spawn(move || {
-            let mut buf = [0u8; 8192];
-            loop {
-                match src.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        if echo {
-                            use std::io::Write;
-                            let _ = std::io::stderr().write_all(&buf[..n]);
-                        }
-                        let mut g = c.lock().unwrap_or_else(|e| e.into_inner());
-                        let room = CAPTURE_LIMIT.saturating_sub(g.bytes.len());
-                        g.bytes.extend_from_slice(&buf[..n.min(room)]);
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
-            }
-            let _ = tx.send(());
-        });
-    match spawned {
-        Ok(_) => (cap, Some(rx)),
-        // Without a reader the pipe fills and the command blocks; dropping `src` here
-        // closes our end, so it gets EPIPE instead. The output is then not captured.
-        Err(_) => (cap, None),
-    }
-}
-
-fn collect(cap: Arc<Mutex<Capture>>, done: Option<std::sync::mpsc::Receiver<()>>) -> Vec<u8> {
-    if let Some(rx) = done {
-        // A descendant that left the group (setsid) can hold the pipe open: take what
-        // came so far rather than wait for it.
-        let _ = rx.recv_timeout(REAP_WAIT);
-    }
-    let g = cap.lock().unwrap_or_else(|e| e.into_inner());
-    g.bytes.clone()
 }
 
 /// Async-signal-safe set-up between fork and exec: join the cgroup, then set the CPUs (a
@@ -419,20 +481,24 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     if let Some(g) = guard {
         g.process_group(pid);
     }
-    let (out, out_done) = spawn_reader(child.stdout.take(), l.echo);
-    let (err, err_done) = spawn_reader(child.stderr.take(), l.echo);
+    let mut pipes = Pipes::new(
+        child.stdout.take().map(OwnedFd::from),
+        child.stderr.take().map(OwnedFd::from),
+        l.echo,
+    );
     // std's Child neither kills nor waits on drop: the pid is ours to reap with wait4.
     drop(child);
     let deadline = l.limit.map(|d| t0 + d);
-    let ended = wait_exit(pid, deadline, l.interruptible).context("waiting for the command")?;
+    let ended =
+        wait_exit(pid, &mut pipes, deadline, l.interruptible).context("waiting for the command")?;
     let (end, raw, mut usage, timed_out) = match ended {
         Ended::Exited(at, st, u) => (at, st, u, false),
         Ended::TimedOut => {
-            let (st, u) = terminate(pid).context("terminating the command")?;
+            let (st, u) = terminate(pid, &mut pipes).context("terminating the command")?;
             (Instant::now(), st, u, true)
         }
         Ended::Interrupted => {
-            let _ = terminate(pid);
+            let _ = terminate(pid, &mut pipes);
             group.reaped = true;
             drop(group);
             if let Some(g) = guard {
@@ -444,6 +510,7 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     group.reaped = true;
     let (leftovers, rest) = reap_group(pid);
     usage.add(&rest);
+    pipes.finish(Instant::now() + REAP_WAIT);
     std::mem::forget(group);
     if let Some(g) = guard {
         g.process_group_done(pid);
@@ -459,8 +526,8 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
         wall_ns: end.duration_since(t0).as_nanos() as u64,
         usage,
         status,
-        stdout: collect(out, out_done),
-        stderr: collect(err, err_done),
+        stdout: std::mem::take(&mut pipes.bufs[0]),
+        stderr: std::mem::take(&mut pipes.bufs[1]),
         leftovers,
     })
 }
@@ -515,6 +582,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.stdout, b"42\n");
+    }
+
+    #[test]
+    fn output_larger_than_a_pipe_is_read_while_the_command_runs() {
+        // 1 MB on stdout, 16 pipe buffers: the command would block if nobody read.
+        let a = argv(&[
+            "sh",
+            "-c",
+            "head -c 1000000 /dev/zero | tr '\\0' a; echo done >&2",
+        ]);
+        let f = run(&launch(&a), None).unwrap();
+        assert!(f.status.success());
+        assert_eq!(f.stdout.len(), 1_000_000);
+        assert!(f.stdout.iter().all(|&b| b == b'a'));
+        assert_eq!(f.stderr, b"done\n");
     }
 
     #[test]

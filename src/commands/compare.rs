@@ -89,35 +89,30 @@ fn write_atomically(p: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("writing {}", p.display()))
 }
 
-/// The progress bar with ETA on a terminal; plain `compare: …` lines (rounds at most once
-/// a second) otherwise.
+/// The progress bar with ETA on a terminal (drawn from the moment the runs are planned,
+/// after the checks that print warnings); plain `compare: …` lines (rounds at most once a
+/// second) otherwise.
 struct Bars {
-    bar: Option<ProgressBar>,
+    terminal: bool,
+    bar: Mutex<Option<ProgressBar>>,
     last_line: Mutex<Option<Instant>>,
 }
 
 impl Bars {
     fn new(terminal: bool) -> Self {
-        let bar = terminal.then(|| {
-            let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-            b.set_style(
-                ProgressStyle::with_template(
-                    "{bar:30} {pos}/{len} runs  {elapsed:>4} elapsed, ETA {eta}  {wide_msg}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            b.enable_steady_tick(Duration::from_millis(200));
-            b
-        });
         Bars {
-            bar,
+            terminal,
+            bar: Mutex::new(None),
             last_line: Mutex::new(None),
         }
     }
 
+    fn bar(&self) -> Option<ProgressBar> {
+        self.bar.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     fn close(&self) {
-        if let Some(b) = &self.bar {
+        if let Some(b) = self.bar() {
             b.finish_and_clear();
         }
     }
@@ -125,18 +120,17 @@ impl Bars {
 
 impl experiment::Ui for Bars {
     fn note(&self, msg: &str) {
-        match &self.bar {
-            Some(b) if msg.starts_with("round ") || msg.starts_with("warm-up round") => {
-                b.set_message(msg.to_string())
-            }
+        let round = msg.starts_with("round ") || msg.starts_with("warm-up round");
+        match self.bar() {
+            Some(b) if round => b.set_message(msg.to_string()),
             Some(b) => b.println(format!("compare: {msg}")),
             None => {
-                let round = msg.starts_with("round ");
+                let measured = msg.starts_with("round ");
                 let mut last = self.last_line.lock().unwrap_or_else(|e| e.into_inner());
-                if round && last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+                if measured && last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
                     return;
                 }
-                if round {
+                if measured {
                     *last = Some(Instant::now());
                 }
                 crate::say!("compare: {msg}");
@@ -145,13 +139,29 @@ impl experiment::Ui for Bars {
     }
 
     fn planned(&self, runs: u64) {
-        if let Some(b) = &self.bar {
-            b.set_length(runs);
+        if !self.terminal {
+            return;
+        }
+        let mut slot = self.bar.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some(b) => b.set_length(runs),
+            None => {
+                let b = ProgressBar::with_draw_target(Some(runs), ProgressDrawTarget::stderr());
+                b.set_style(
+                    ProgressStyle::with_template(
+                        "{bar:30} {pos}/{len} runs  {elapsed:>4} elapsed, ETA {eta}  {wide_msg}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                );
+                b.enable_steady_tick(Duration::from_millis(200));
+                *slot = Some(b);
+            }
         }
     }
 
     fn advance(&self, _label: &str) {
-        if let Some(b) = &self.bar {
+        if let Some(b) = self.bar() {
             b.inc(1);
         }
     }

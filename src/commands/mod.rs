@@ -2,7 +2,6 @@
 
 pub mod burn;
 pub mod c2c;
-/// `smtlab compare -- CMD`: the user's command under placements and neighbours.
 pub mod compare;
 pub mod lockscan;
 pub mod neighbors;

@@ -2,7 +2,6 @@
 //! model — pure where it can be, so reports are tested without the hardware.
 
 pub mod c2c;
-/// `smtlab compare -- CMD`: the user's own command under SMT placements and noisy neighbours.
 pub mod compare;
 pub mod diagnosis;
 pub mod lockscan;

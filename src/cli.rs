@@ -145,6 +145,10 @@ enum Command {
     /// Seed 003: a read-mostly metadata cache under spin, rwspin, rwlock, parking_lot-rw,
     /// brlock, seqlock and rcu; requests/s, % CPU in the lock, lock stats, spin → rwspin.
     Rwcache(RwcacheArgs),
+    /// Your own command under SMT placements and noisy neighbours: one thread per core vs
+    /// both siblings vs every sibling (or CPU lists), interleaved, with medians, bootstrap
+    /// CIs and the SMT yield. `smtlab compare --cpus 0 --cpus 0-1 -- sysbench cpu run`.
+    Compare(CompareArgs),
     /// The main job: run every experiment this machine supports (topology, c2c, lockscan,
     /// neighbors, oltp, rwcache) within a time budget and write results.json, report.html
     /// and summary.md with a plain-words verdict.
@@ -268,6 +272,7 @@ pub fn main() -> Result<()> {
         Command::Lockscan(args) => commands::lockscan::run(&lockscan_config(args)?, &mut out),
         Command::Rwcache(args) => commands::rwcache::run(&rwcache_config(args)?, &mut out),
         Command::Study(args) => commands::study::run(&study_config(args)?, &mut out),
+        Command::Compare(args) => compare_command(args, &mut out),
         Command::Report { results, out: dir } => {
             commands::report::run(&commands::report::Config { results, out: dir }, &mut out)
         }
@@ -602,6 +607,189 @@ enum NeighborsBurnerMode {
     Thread,
     /// Re-executed `smtlab burn` processes.
     Process,
+}
+
+/// `smtlab compare` options (hyperfine's names where they mean the same).
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// Named placements, run in this order: one-per-core (one thread on each of K cores),
+    /// pairs (both siblings of K/2 cores), all (every sibling of K cores). Default
+    /// one-per-core,all on a machine with SMT.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    placements: Vec<String>,
+    /// K, the cores of the named placements (default: every core of the --within unit).
+    #[arg(long, value_name = "K", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
+    cores: Option<usize>,
+    #[command(flatten)]
+    within: WithinArg,
+    /// A CPU list as one more placement (repeatable; runs after --placements).
+    #[arg(long, value_name = "LIST")]
+    cpus: Vec<String>,
+    /// Measured rounds (each runs every placement once). Default: as many as fit
+    /// --max-time after the warm-up, at least 3.
+    #[arg(long, short = 'r', value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, crate::experiments::compare::config::MAX_RUNS as i128, ""))]
+    runs: Option<usize>,
+    /// Discarded rounds before measuring.
+    #[arg(long, short = 'w', value_name = "N", default_value_t = 1, allow_hyphen_values = true,
+          value_parser = whole::<usize>(0, crate::experiments::compare::config::MAX_RUNS as i128, ""))]
+    warmup: usize,
+    /// Time the automatic round count is sized to fill (warm-up included).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "60s",
+        allow_hyphen_values = true
+    )]
+    max_time: String,
+    /// A number read from the command's output: `pgbench` (tps), `sysbench` (events or
+    /// transactions per second), or a regex whose first capture group is the number.
+    /// Without it, wall time is compared.
+    #[arg(long, value_name = "pgbench|sysbench|REGEX")]
+    metric: Option<String>,
+    /// The regex metric is a latency or a time: lower is better.
+    #[arg(long, requires = "metric")]
+    lower_is_better: bool,
+    /// Shell command run before each run (unpinned, not timed), e.g. 'pgbench -i -s 10'.
+    #[arg(long, short = 'p', value_name = "CMD")]
+    prepare: Option<String>,
+    /// Shell command run once before all runs.
+    #[arg(long, short = 's', value_name = "CMD")]
+    setup: Option<String>,
+    /// Shell command run once after all runs (also after a failure or Ctrl-C).
+    #[arg(long, short = 'c', value_name = "CMD")]
+    cleanup: Option<String>,
+    /// Run the command through `sh -c` (pipes, builtins); by default it is exec'd directly.
+    #[arg(long)]
+    shell: bool,
+    /// Keep runs that exit non-zero instead of stopping.
+    #[arg(long, short = 'i')]
+    ignore_failure: bool,
+    /// Show the command's output (on stderr) instead of only capturing it.
+    #[arg(long)]
+    show_output: bool,
+    /// Running processes (a server the command talks to) to place too: every thread of
+    /// them and of their children, during each run, restored afterwards.
+    #[arg(long, value_name = "PID", value_delimiter = ',', num_args = 1..)]
+    pin_pids: Vec<i32>,
+    /// Start a throwaway PostgreSQL cluster, export PGHOST/PGPORT/PGUSER/PGDATABASE to the
+    /// command, place its processes like the command (or --server-cpus), remove it at the end.
+    #[arg(long)]
+    with_postgres: bool,
+    /// CPUs for the server's processes in every placement.
+    #[arg(long, value_name = "LIST")]
+    server_cpus: Option<String>,
+    /// Hold each placement in a temporary cpuset cgroup (root), so processes that reset
+    /// their own affinity stay on its CPUs.
+    #[arg(long)]
+    cgroup: bool,
+    /// Noisy neighbours: each placement runs once alone and once beside COUNT burners of
+    /// KIND (prime, int, mul, fma, pause, stream, chase, l1, l2, scan), e.g. prime:2.
+    #[arg(long, value_name = "KIND:COUNT")]
+    burners: Option<String>,
+    /// Where the burners go: siblings (of the placement's CPUs), same-cpus, other-cores, os.
+    #[arg(long, value_name = "WHERE", default_value = "siblings")]
+    burner_placement: String,
+    /// Changes smaller than this many percent are "no difference".
+    #[arg(
+        long,
+        value_name = "PERCENT",
+        default_value_t = 2.0,
+        allow_hyphen_values = true
+    )]
+    noise: f64,
+    /// Machine-readable JSON: `{placements: [{label, cpus, runs, wall_time_ns, metric, …}],
+    /// comparisons, smt_yield, …}`.
+    #[arg(long)]
+    json: bool,
+    /// Write one CSV row per placement to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_csv: Option<PathBuf>,
+    /// Write a Markdown table to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_markdown: Option<PathBuf>,
+    /// Internal: run as the cleanup guard of a comparison.
+    #[arg(long, hide = true)]
+    internal_guard: bool,
+    /// The command and its arguments.
+    #[arg(
+        last = true,
+        value_name = "CMD",
+        required_unless_present = "internal_guard"
+    )]
+    command: Vec<String>,
+}
+
+/// Turns the `compare` options into a validated config and runs it.
+fn compare_command(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<()> {
+    use crate::experiments::compare::{self as cmp, PlacementChoice};
+    if a.internal_guard {
+        return commands::compare::guard_main();
+    }
+    let bad = |m: String| anyhow::Error::new(crate::error::BadInput(m));
+    let mut exp = cmp::Config::new(a.command);
+    exp.command.shell = a.shell;
+    for p in a.placements.iter().filter(|p| !p.trim().is_empty()) {
+        exp.placements.push(PlacementChoice::parse_named(p)?);
+    }
+    for c in &a.cpus {
+        let set = crate::cpuset::CpuSet::parse_user(c).map_err(|e| bad(format!("--cpus: {e}")))?;
+        if set.is_empty() {
+            return Err(bad("--cpus: the CPU list is empty".into()));
+        }
+        exp.placements.push(PlacementChoice::Cpus(set));
+    }
+    exp.cores = a.cores;
+    exp.within = a.within.within;
+    exp.runs = a.runs;
+    exp.warmup = a.warmup;
+    exp.max_time = crate::duration::parse_measured(&a.max_time, "--max-time")?;
+    exp.metric = a
+        .metric
+        .as_deref()
+        .map(|m| cmp::metric::MetricSpec::parse(m, a.lower_is_better))
+        .transpose()
+        .map_err(|e| bad(format!("--metric: {e}")))?;
+    exp.prepare = a.prepare;
+    exp.setup = a.setup;
+    exp.cleanup = a.cleanup;
+    exp.ignore_failure = a.ignore_failure;
+    exp.show_output = a.show_output;
+    exp.pin_pids = a.pin_pids;
+    exp.with_postgres = a.with_postgres;
+    exp.server_cpus = a
+        .server_cpus
+        .map(|c| {
+            crate::cpuset::CpuSet::parse_user(&c).map_err(|e| bad(format!("--server-cpus: {e}")))
+        })
+        .transpose()?;
+    exp.cgroup = a.cgroup;
+    let burner_placement = a
+        .burner_placement
+        .parse()
+        .map_err(|e: String| bad(format!("--burner-placement: {e}")))?;
+    exp.burners = a
+        .burners
+        .map(|b| cmp::BurnerChoice::parse(&b, burner_placement))
+        .transpose()?;
+    if !a.noise.is_finite() {
+        return Err(bad(format!(
+            "--noise {}: expected a percentage such as 2",
+            a.noise
+        )));
+    }
+    exp.noise = a.noise / 100.0;
+    exp.validate()?;
+    commands::compare::run(
+        &commands::compare::Config {
+            exp,
+            json: a.json,
+            export_csv: a.export_csv,
+            export_markdown: a.export_markdown,
+        },
+        out,
+    )
 }
 
 /// `smtlab study` options.

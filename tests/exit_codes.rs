@@ -186,6 +186,32 @@ fn every_row_of_the_exit_code_table() {
             1,
             "checking --db before the study",
         ),
+        row(
+            "compare: unknown placement",
+            &["compare", "--placements", "spread", "--", "true"],
+            2,
+            "valid: one-per-core, pairs, all",
+        ),
+        row(
+            "compare: command not found",
+            &["compare", "--cpus", "0", "--", "smtlab-no-such-command"],
+            2,
+            "not found on PATH",
+        ),
+        row(
+            "compare: --pin-pids of no process",
+            &[
+                "compare",
+                "--cpus",
+                "0",
+                "--pin-pids",
+                "999999999",
+                "--",
+                "true",
+            ],
+            2,
+            "no process 999999999",
+        ),
     ];
     // 3: this machine (here, an affinity of one CPU) cannot do it.
     let mut lockscan = row(
@@ -297,6 +323,22 @@ fn every_row_of_the_exit_code_table() {
             ..row("a number out of range", &[], 2, has)
         });
     }
+    let mut compare = row(
+        "compare: pairs with one usable CPU",
+        &[
+            "compare",
+            "--placements",
+            "one-per-core,pairs",
+            "--cores",
+            "1",
+            "--",
+            "true",
+        ],
+        3,
+        "`pairs` needs SMT siblings",
+    );
+    compare.one_cpu = true;
+    rows.push(compare);
 
     let bin = assert_cmd::cargo::cargo_bin("smtlab");
     let cpu = first_usable_cpu().to_string();

@@ -213,10 +213,15 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
             "yield text",
             "smtlab yield --workloads int --duration 200ms --warmup 0 --repeat 2",
         ),
+        cmd(
+            "compare layouts",
+            "smtlab compare --placements one-per-core,pairs,all --cores 2 --runs 2 --json \
+             -- /bin/true",
+        ),
         cmd("study", "smtlab study --quick --out /tmp/study"),
     ];
     let files = ["/tmp/study/results.json", "/tmp/study/summary.md"];
-    let Some(run) = guest(s, extra, &files, Duration::from_secs(420)) else {
+    let Some(run) = guest(s, extra, &files, Duration::from_secs(600)) else {
         return;
     };
 
@@ -289,6 +294,33 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
             .iter()
             .all(|r| r["rows_verified"] == true)
     );
+
+    // The user's command under the three layouts of two cores: one thread per core, both
+    // siblings of one core, every sibling of both; the JSON records the CPUs it was given.
+    let cmp = run.cmd("compare layouts").ok().json();
+    let placed: Vec<(String, BTreeSet<u64>, usize)> = cmp["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["label"].as_str().unwrap().to_string(),
+                cpus(&p["cpus"]),
+                p["runs"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ("one-per-core".to_string(), BTreeSet::from([0, 2]), 2),
+            ("pairs".to_string(), BTreeSet::from([0, 1]), 2),
+            ("all".to_string(), BTreeSet::from([0, 1, 2, 3]), 2),
+        ],
+        "{cmp}"
+    );
+    assert_eq!(cmp["smt_yield"]["placement"], "all", "{cmp}");
+    assert_eq!(cmp["pairs_slowdown"]["placement"], "pairs", "{cmp}");
 
     let c2c = run.cmd("c2c").ok().json();
     let rel: BTreeSet<&str> = c2c["pairs"]

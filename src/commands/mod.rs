@@ -2,6 +2,7 @@
 
 pub mod burn;
 pub mod c2c;
+pub mod compare;
 pub mod lockscan;
 pub mod neighbors;
 pub mod oltp;

@@ -2,6 +2,7 @@
 //! model — pure where it can be, so reports are tested without the hardware.
 
 pub mod c2c;
+pub mod compare;
 pub mod lockscan;
 pub mod neighbors;
 /// neighbors' rule set, at its old path.

@@ -1,0 +1,168 @@
+//! `smtlab compare -- CMD`: runs [`crate::experiments::compare`] on this machine with a
+//! progress bar (on a terminal only), prints the table or JSON, and writes the CSV and
+//! Markdown exports (each atomically: a temporary file renamed into place).
+
+use crate::experiments::compare::{self as experiment, render};
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A validated `compare` invocation.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub exp: experiment::Config,
+    pub json: bool,
+    pub export_csv: Option<PathBuf>,
+    pub export_markdown: Option<PathBuf>,
+}
+
+pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+    for p in [&cfg.export_csv, &cfg.export_markdown]
+        .into_iter()
+        .flatten()
+    {
+        check_writable(p)?;
+    }
+    let topo = super::topology_for_run(Path::new("/"), false, false)?;
+    let terminal = std::io::stderr().is_terminal() && !cfg.exp.show_output;
+    let ui = Bars::new(terminal);
+    let rep = experiment::run(&topo, &cfg.exp, &ui);
+    ui.close();
+    let rep = rep?;
+    if let Some(p) = &cfg.export_csv {
+        write_atomically(p, &render::csv(&rep))?;
+    }
+    if let Some(p) = &cfg.export_markdown {
+        write_atomically(p, &render::markdown(&rep))?;
+    }
+    super::emit(out, cfg.json, &rep, render::text, rep.interrupted)
+}
+
+/// The guard process's main (`smtlab compare --internal-guard`).
+pub fn guard_main() -> Result<()> {
+    experiment::guard::serve(std::io::stdin().lock());
+    Ok(())
+}
+
+/// Refuses an export path whose directory does not exist, before anything runs.
+fn check_writable(p: &Path) -> Result<()> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(crate::error::BadInput(format!(
+            "export file {}: directory {} does not exist",
+            p.display(),
+            dir.display()
+        ))
+        .into());
+    }
+    if p.is_dir() {
+        return Err(
+            crate::error::BadInput(format!("export file {} is a directory", p.display())).into(),
+        );
+    }
+    Ok(())
+}
+
+/// Writes `text` to a temporary file beside `p`, then renames it over `p`: a reader never
+/// sees half a file.
+fn write_atomically(p: &Path, text: &str) -> Result<()> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.smtlab-{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, p))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .with_context(|| format!("writing {}", p.display()))
+}
+
+/// The progress bar with ETA on a terminal (drawn from the moment the runs are planned,
+/// after the checks that print warnings); plain `compare: …` lines (rounds at most once a
+/// second) otherwise.
+struct Bars {
+    terminal: bool,
+    bar: Mutex<Option<ProgressBar>>,
+    last_line: Mutex<Option<Instant>>,
+}
+
+impl Bars {
+    fn new(terminal: bool) -> Self {
+        Bars {
+            terminal,
+            bar: Mutex::new(None),
+            last_line: Mutex::new(None),
+        }
+    }
+
+    fn bar(&self) -> Option<ProgressBar> {
+        self.bar.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn close(&self) {
+        if let Some(b) = self.bar() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl experiment::Ui for Bars {
+    fn note(&self, msg: &str) {
+        let round = msg.starts_with("round ") || msg.starts_with("warm-up round");
+        match self.bar() {
+            Some(b) if round => b.set_message(msg.to_string()),
+            Some(b) => b.println(format!("compare: {msg}")),
+            None => {
+                let measured = msg.starts_with("round ");
+                let mut last = self.last_line.lock().unwrap_or_else(|e| e.into_inner());
+                if measured && last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+                    return;
+                }
+                if measured {
+                    *last = Some(Instant::now());
+                }
+                crate::say!("compare: {msg}");
+            }
+        }
+    }
+
+    fn planned(&self, runs: u64) {
+        if !self.terminal {
+            return;
+        }
+        let mut slot = self.bar.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some(b) => b.set_length(runs),
+            None => {
+                let b = ProgressBar::with_draw_target(Some(runs), ProgressDrawTarget::stderr());
+                b.set_style(
+                    ProgressStyle::with_template(
+                        "{bar:30} {pos}/{len} runs  {elapsed:>4} elapsed, ETA {eta}  {wide_msg}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                );
+                b.enable_steady_tick(Duration::from_millis(200));
+                *slot = Some(b);
+            }
+        }
+    }
+
+    fn advance(&self, _label: &str) {
+        if let Some(b) = self.bar() {
+            b.inc(1);
+        }
+    }
+}

@@ -1,0 +1,443 @@
+//! `smtlab compare -- CMD`: the user's own command under several placements (one thread
+//! per core, both siblings, every sibling, CPU lists), with or without noisy neighbours,
+//! run interleaved (A B C A B C …) after discarded warm-up rounds, and compared with
+//! statistics: medians and MAD per placement, each placement against the first as a
+//! ratio of medians with a bootstrap CI and a call, and the SMT yield.
+//!
+//! Split by job, as hyperfine splits its benchmark: [`config`] (options, checks, the
+//! placements on this machine), [`runner`] (one execution: affinity or cgroup, timing,
+//! rusage, output), [`pins`] and [`cgroup`] (placing servers and the command's tree),
+//! [`guard`] (undoing all of it if smtlab is killed), [`metric`] (reading numbers from the
+//! output), [`model`] (the one serde model), [`analysis`] (statistics and calls),
+//! [`render`] (terminal table, CSV, Markdown). [`run`] ties them together; [`measure`]
+//! is the interleaving loop alone, over any executor.
+
+pub mod analysis;
+pub mod cgroup;
+pub mod config;
+pub mod guard;
+pub mod metric;
+pub mod model;
+pub mod pins;
+pub mod render;
+pub mod runner;
+mod session;
+
+pub use config::{BurnerChoice, CommandLine, Config, PlacementChoice, Resolved, Variant};
+pub use model::{Call, CompareReport};
+
+use crate::error::Interrupted;
+use crate::stats::Better;
+use crate::topology::Topology;
+use analysis::{Basis, SmtPairs};
+use anyhow::Result;
+use model::{BurnerInfo, PlacementResult, Run, ServerInfo, Skipped};
+use std::time::Duration;
+
+/// What the command layer shows while a comparison runs.
+pub trait Ui {
+    /// A step worth a line (cluster started, setup running, runs planned).
+    fn note(&self, msg: &str);
+    /// The total number of runs is now known (warm-up included).
+    fn planned(&self, runs: u64);
+    /// One run finished.
+    fn advance(&self, label: &str);
+}
+
+/// A [`Ui`] that shows nothing.
+pub struct Quiet;
+
+impl Ui for Quiet {
+    fn note(&self, _: &str) {}
+    fn planned(&self, _: u64) {}
+    fn advance(&self, _: &str) {}
+}
+
+/// Measured runs per placement, and how the loop ended.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Measured {
+    /// Runs of each placement, in order.
+    pub runs: Vec<Vec<Run>>,
+    /// Measured rounds planned.
+    pub rounds: usize,
+    /// Warm-up rounds done.
+    pub warmup_rounds: usize,
+    /// Ctrl-C ended the loop early.
+    pub interrupted: bool,
+}
+
+/// The number of measured rounds that fills `max_time`, after `timed` rounds (warm-up or
+/// measured) took `spent`, `measured` of them already measured; clamped to
+/// [`config::MIN_AUTO_RUNS`]..=[`config::MAX_AUTO_RUNS`].
+pub fn auto_rounds(max_time: Duration, spent: Duration, timed: usize, measured: usize) -> usize {
+    let per_round = spent.as_secs_f64() / timed.max(1) as f64;
+    let left = max_time.saturating_sub(spent).as_secs_f64();
+    let more = if per_round > 0.0 {
+        (left / per_round).floor().min(1e9) as usize
+    } else {
+        config::MAX_AUTO_RUNS
+    };
+    (measured + more).clamp(config::MIN_AUTO_RUNS, config::MAX_AUTO_RUNS)
+}
+
+/// The interleaving loop: `warmup` discarded rounds, then measured rounds, each running
+/// every placement once in order. `exec(placement, round)` runs one execution (round None
+/// = warm-up); `clock()` reads elapsed time. Without `runs`, the round count is chosen
+/// from the first rounds' time so that everything takes about `max_time`. Ctrl-C
+/// ([`Interrupted`] from `exec`) ends the loop with what was measured; other errors end it
+/// with the error.
+#[allow(clippy::too_many_arguments)]
+pub fn measure(
+    placements: usize,
+    warmup: usize,
+    runs: Option<usize>,
+    max_time: Duration,
+    clock: &mut dyn FnMut() -> Duration,
+    exec: &mut dyn FnMut(usize, Option<usize>) -> Result<Run>,
+    labels: &[String],
+    ui: &dyn Ui,
+) -> Result<Measured> {
+    let mut m = Measured {
+        runs: vec![Vec::new(); placements],
+        ..Measured::default()
+    };
+    let label = |i: usize| labels.get(i).map(String::as_str).unwrap_or("");
+    let interrupted = |e: &anyhow::Error| e.chain().any(|c| c.is::<Interrupted>());
+    let t0 = clock();
+    let first_guess = runs.unwrap_or(config::MIN_AUTO_RUNS);
+    ui.planned(((warmup + first_guess) * placements) as u64);
+    for w in 0..warmup {
+        ui.note(&format!("warm-up round {}/{warmup} (discarded)", w + 1));
+        for p in 0..placements {
+            match exec(p, None) {
+                Ok(_) => ui.advance(label(p)),
+                Err(e) if interrupted(&e) => {
+                    m.interrupted = true;
+                    return Ok(m);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        m.warmup_rounds += 1;
+    }
+    let mut total = runs;
+    if total.is_none() && warmup > 0 {
+        let n = auto_rounds(max_time, clock() - t0, warmup, 0);
+        ui.planned(((warmup + n) * placements) as u64);
+        total = Some(n);
+    }
+    let mut round = 0;
+    while total.is_none_or(|n| round < n) {
+        round += 1;
+        match total {
+            Some(n) => ui.note(&format!("round {round}/{n}")),
+            None => ui.note(&format!("round {round}")),
+        }
+        for p in 0..placements {
+            match exec(p, Some(round)) {
+                Ok(mut r) => {
+                    r.round = round;
+                    m.runs[p].push(r);
+                    ui.advance(label(p));
+                }
+                Err(e) if interrupted(&e) => {
+                    m.interrupted = true;
+                    m.rounds = total.unwrap_or(round);
+                    return Ok(m);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if total.is_none() {
+            let n = auto_rounds(max_time, clock() - t0, round, round);
+            ui.planned(((warmup + n) * placements) as u64);
+            total = Some(n);
+        }
+    }
+    m.rounds = total.unwrap_or(round);
+    Ok(m)
+}
+
+/// What [`assemble`] needs besides the runs.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    pub enforcement: String,
+    pub server: Option<ServerInfo>,
+    pub notes: Vec<String>,
+    /// The CPUs each placement's server processes were pinned to.
+    pub server_cpus: Vec<Option<crate::cpuset::CpuSet>>,
+    /// The metric's unit as the parser read it (sysbench: events/s or transactions/s).
+    pub metric_unit: Option<&'static str>,
+}
+
+/// Builds the report from the placements, their runs and the analysis. Pure.
+pub fn assemble(
+    cfg: &Config,
+    resolved: &Resolved,
+    measured: Measured,
+    pairs: SmtPairs,
+    ctx: Context,
+) -> CompareReport {
+    let metric = cfg.metric.as_ref().map(|m| m.info());
+    let basis = match &metric {
+        Some(m) if m.higher_is_better => Basis::Metric(Better::Higher),
+        Some(_) => Basis::Metric(Better::Lower),
+        None => Basis::WallTime,
+    };
+    let mut placements: Vec<PlacementResult> = resolved
+        .variants
+        .iter()
+        .zip(measured.runs)
+        .enumerate()
+        .map(|(i, (v, runs))| {
+            let mut p = PlacementResult {
+                label: v.label.clone(),
+                request: v.request.clone(),
+                cpus: v.cpus.clone(),
+                cores: v.cores,
+                server_cpus: ctx.server_cpus.get(i).cloned().flatten(),
+                burner_cpus: v.burner_cpus.clone(),
+                runs,
+                wall_time_ns: None,
+                metric: None,
+                user_time_ns: None,
+                system_time_ns: None,
+                max_rss_bytes: None,
+                voluntary_switches: None,
+                involuntary_switches: None,
+                burner_ops_per_sec: None,
+                failed_runs: 0,
+                notes: v.notes.clone(),
+            };
+            analysis::summarize(&mut p);
+            p
+        })
+        .collect();
+    // sysbench's OLTP tests report transactions, not events: the parser's unit wins.
+    let mut metric = metric;
+    if let (Some(m), Some(u)) = (metric.as_mut(), ctx.metric_unit) {
+        m.unit = u.to_string();
+    }
+    let comparisons = analysis::comparisons(&placements, basis, cfg.noise);
+    let smt_yield = pairs
+        .yield_pair
+        .and_then(|p| analysis::pair_speedup(&placements, p, basis));
+    let pairs_slowdown = pairs
+        .pairs_pair
+        .and_then(|p| analysis::pair_slowdown(&placements, p, basis));
+    for p in &mut placements {
+        p.notes.dedup();
+    }
+    CompareReport {
+        command: cfg.command.argv(),
+        metric,
+        warmup_rounds: measured.warmup_rounds,
+        rounds: measured.rounds,
+        enforcement: ctx.enforcement,
+        scope: resolved.scope.clone(),
+        noise_threshold: cfg.noise,
+        confidence: analysis::CONFIDENCE,
+        server: ctx.server,
+        burners: cfg.burners.as_ref().map(|b| BurnerInfo {
+            kind: b.kind.to_string(),
+            count: b.count,
+            placement: config::burner_place_name(b.placement).into(),
+        }),
+        placements,
+        skipped: resolved
+            .skipped
+            .iter()
+            .map(|(label, reason)| Skipped {
+                label: label.clone(),
+                reason: reason.clone(),
+            })
+            .collect(),
+        comparisons,
+        smt_yield,
+        pairs_slowdown,
+        interrupted: measured.interrupted,
+        notes: ctx.notes,
+    }
+}
+
+/// Finds the SMT pairs among the placements without burners.
+pub fn smt_pairs(topo: &Topology, variants: &[Variant]) -> SmtPairs {
+    let allowed = topo.allowed();
+    let sets: Vec<Option<&crate::cpuset::CpuSet>> = variants
+        .iter()
+        .map(|v| v.burner_cpus.is_empty().then_some(&v.cpus))
+        .collect();
+    analysis::smt_pairs(&sets, |c| topo.core_of(c).intersection(&allowed))
+}
+
+/// Runs the whole comparison on this machine: checks, server, setup, the interleaved runs,
+/// cleanup, analysis. Everything it changes is undone on every exit path; Ctrl-C returns
+/// the report of what was measured with `interrupted` set (or [`Interrupted`] when
+/// nothing was).
+pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> {
+    session::run(topo, cfg, ui)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(ms: u64) -> Run {
+        Run {
+            round: 0,
+            wall_time_ns: ms * 1_000_000,
+            user_time_ns: 0,
+            system_time_ns: 0,
+            max_rss_bytes: 0,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+            exit_code: Some(0),
+            signal: None,
+            metric: None,
+            burner_ops_per_sec: None,
+            leftover_processes: 0,
+        }
+    }
+
+    /// The (placement, round) of every execution, in order.
+    type Log = std::rc::Rc<std::cell::RefCell<Vec<(usize, Option<usize>)>>>;
+
+    /// A fake executor on a fake clock: each run advances the clock by 1 s.
+    fn fake(
+        fail_at: Option<usize>,
+    ) -> (
+        impl FnMut() -> Duration,
+        impl FnMut(usize, Option<usize>) -> Result<Run>,
+        Log,
+    ) {
+        let now = std::rc::Rc::new(std::cell::Cell::new(Duration::ZERO));
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let (n1, n2, l) = (now.clone(), now, log.clone());
+        let clock = move || n1.get();
+        let exec = move |p: usize, round: Option<usize>| -> Result<Run> {
+            n2.set(n2.get() + Duration::from_secs(1));
+            l.borrow_mut().push((p, round));
+            if Some(l.borrow().len()) == fail_at {
+                return Err(Interrupted.into());
+            }
+            Ok(sample(100 + p as u64))
+        };
+        (clock, exec, log)
+    }
+
+    #[test]
+    fn rounds_interleave_after_the_warm_up() {
+        let (mut clock, mut exec, log) = fake(None);
+        let labels = vec!["a".to_string(), "b".into(), "c".into()];
+        let m = measure(
+            3,
+            1,
+            Some(2),
+            Duration::from_secs(60),
+            &mut clock,
+            &mut exec,
+            &labels,
+            &Quiet,
+        )
+        .unwrap();
+        assert_eq!(
+            *log.borrow(),
+            [
+                (0, None),
+                (1, None),
+                (2, None),
+                (0, Some(1)),
+                (1, Some(1)),
+                (2, Some(1)),
+                (0, Some(2)),
+                (1, Some(2)),
+                (2, Some(2)),
+            ]
+        );
+        assert_eq!((m.rounds, m.warmup_rounds, m.interrupted), (2, 1, false));
+        assert_eq!(
+            m.runs[1].iter().map(|r| r.round).collect::<Vec<_>>(),
+            [1, 2]
+        );
+    }
+
+    #[test]
+    fn the_round_count_fills_the_time_budget() {
+        // 2 placements × 1 s per run: a warm-up round takes 2 s, so 60 s hold 29 more.
+        let (mut clock, mut exec, _) = fake(None);
+        let labels = vec![String::new(); 2];
+        let m = measure(
+            2,
+            1,
+            None,
+            Duration::from_secs(60),
+            &mut clock,
+            &mut exec,
+            &labels,
+            &Quiet,
+        )
+        .unwrap();
+        assert_eq!(m.rounds, 29);
+        assert_eq!(m.runs[0].len(), 29);
+        // Without a warm-up the first measured round is the yardstick.
+        let (mut clock, mut exec, _) = fake(None);
+        let m = measure(
+            2,
+            0,
+            None,
+            Duration::from_secs(10),
+            &mut clock,
+            &mut exec,
+            &labels,
+            &Quiet,
+        )
+        .unwrap();
+        assert_eq!(m.rounds, 5);
+        assert_eq!(
+            auto_rounds(Duration::from_secs(60), Duration::from_secs(50), 1, 1),
+            3,
+            "at least 3"
+        );
+        assert_eq!(
+            auto_rounds(Duration::from_secs(60), Duration::from_millis(1), 1, 0),
+            1000,
+            "at most 1000"
+        );
+        assert_eq!(
+            auto_rounds(Duration::from_secs(1), Duration::ZERO, 1, 0),
+            1000
+        );
+    }
+
+    #[test]
+    fn ctrl_c_keeps_what_was_measured() {
+        let (mut clock, mut exec, _) = fake(Some(6));
+        let labels = vec![String::new(); 2];
+        let m = measure(
+            2,
+            1,
+            Some(5),
+            Duration::from_secs(60),
+            &mut clock,
+            &mut exec,
+            &labels,
+            &Quiet,
+        )
+        .unwrap();
+        assert!(m.interrupted);
+        assert_eq!((m.runs[0].len(), m.runs[1].len()), (2, 1));
+        let (mut clock, mut exec, _) = fake(Some(1));
+        let m = measure(
+            2,
+            1,
+            Some(5),
+            Duration::from_secs(60),
+            &mut clock,
+            &mut exec,
+            &labels,
+            &Quiet,
+        )
+        .unwrap();
+        assert!(m.interrupted && m.runs.iter().all(Vec::is_empty));
+    }
+}

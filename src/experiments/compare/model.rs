@@ -1,0 +1,205 @@
+//! The one serde model of a comparison: what `--json` prints and every renderer reads.
+
+use super::metric::MetricInfo;
+use crate::cpuset::CpuSet;
+use crate::placement::ScopeUnit;
+use crate::stats::{Ci, Summary};
+use serde::{Deserialize, Serialize};
+
+/// A whole `smtlab compare` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareReport {
+    /// The command as run: its argv, or `["sh", "-c", TEXT]` with `--shell`.
+    pub command: Vec<String>,
+    /// The metric read from the output; None = wall time is the headline.
+    pub metric: Option<MetricInfo>,
+    /// Discarded rounds before measuring.
+    pub warmup_rounds: usize,
+    /// Measured rounds; each runs every placement once, in order (A B C A B C …).
+    pub rounds: usize,
+    /// How each run's CPUs were enforced: `affinity` (set in the child before exec,
+    /// inherited by everything it starts) or `cgroup-v2` / `cgroup-v1` (a temporary
+    /// cpuset cgroup that processes cannot leave).
+    pub enforcement: String,
+    /// The unit the named placements stayed inside; None with `--cpus` only.
+    pub scope: Option<ScopeUnit>,
+    /// Changes smaller than this share (0.02 = 2 %) are called "no difference".
+    pub noise_threshold: f64,
+    /// Confidence of every interval (0.95).
+    pub confidence: f64,
+    /// The server the command talks to, when smtlab placed one.
+    pub server: Option<ServerInfo>,
+    /// Burners added beside some placements.
+    pub burners: Option<BurnerInfo>,
+    /// One entry per placement (and per placement with burners), in run order; the first
+    /// is the baseline.
+    pub placements: Vec<PlacementResult>,
+    /// Placements that could not run here, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Each placement against the first.
+    pub comparisons: Vec<Comparison>,
+    /// Throughput of every sibling of some cores over one thread per core on the same
+    /// cores: what SMT adds for this command.
+    pub smt_yield: Option<PairRatio>,
+    /// How much longer each run takes on both siblings of half the cores than on one
+    /// thread per core with as many threads: what SMT costs each thread.
+    pub pairs_slowdown: Option<PairRatio>,
+    /// True when Ctrl-C ended the run early: the numbers cover the rounds that finished.
+    pub interrupted: bool,
+    /// Facts the user should know (machine, hygiene, placement notes).
+    pub notes: Vec<String>,
+}
+
+/// The server placed beside the command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// `postgres-managed` (a throwaway cluster) or `pids` (`--pin-pids`).
+    pub kind: String,
+    /// The server's version, for a managed cluster.
+    pub version: Option<String>,
+    /// Processes whose threads (and children's threads) were pinned during each run.
+    pub pids: Vec<i32>,
+    /// `--server-cpus`; None = each placement's own CPUs.
+    pub fixed_cpus: Option<CpuSet>,
+}
+
+/// The neighbours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BurnerInfo {
+    /// Burner kind (`prime`, `stream`, …).
+    pub kind: String,
+    /// Burners per run.
+    pub count: usize,
+    /// `siblings`, `same-cpus`, `other-cores` or `os`.
+    pub placement: String,
+}
+
+/// One placement's runs and their summaries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementResult {
+    /// Name in tables: `one-per-core`, `cpus:0-1`, `all + 2 prime on siblings`.
+    pub label: String,
+    /// The placement request (`one-per-core`, `cpus:0-1`).
+    pub request: String,
+    /// CPUs the command (and everything it started) was allowed.
+    pub cpus: CpuSet,
+    /// Cores those CPUs belong to.
+    pub cores: usize,
+    /// CPUs the server's processes were pinned to, when there is a server.
+    pub server_cpus: Option<CpuSet>,
+    /// CPUs of each burner (empty without burners).
+    pub burner_cpus: Vec<CpuSet>,
+    /// Measured runs, in order.
+    pub runs: Vec<Run>,
+    /// Wall time per run, ns.
+    pub wall_time_ns: Option<Summary>,
+    /// The metric per run, in its unit.
+    pub metric: Option<Summary>,
+    /// User CPU time of the whole process tree per run, ns.
+    pub user_time_ns: Option<Summary>,
+    /// System CPU time of the whole process tree per run, ns.
+    pub system_time_ns: Option<Summary>,
+    /// Largest resident set of any one process of the tree, over all runs, bytes.
+    pub max_rss_bytes: Option<u64>,
+    /// Median voluntary context switches per run (waiting: I/O, locks, sleep).
+    pub voluntary_switches: Option<f64>,
+    /// Median involuntary context switches per run (preempted: CPU contention).
+    pub involuntary_switches: Option<f64>,
+    /// Median ops/s of all burners together during the runs.
+    pub burner_ops_per_sec: Option<f64>,
+    /// Runs that exited non-zero (kept with `--ignore-failure`).
+    pub failed_runs: usize,
+    /// Notes from the planner (odd thread counts, …).
+    pub notes: Vec<String>,
+}
+
+/// One execution of the command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Round number, from 1.
+    pub round: usize,
+    /// From spawn to exit, ns.
+    pub wall_time_ns: u64,
+    /// User CPU time of the command and every descendant reaped, ns (`wait4`).
+    pub user_time_ns: u64,
+    /// System CPU time, ns.
+    pub system_time_ns: u64,
+    /// Largest resident set of one process of the tree, bytes.
+    pub max_rss_bytes: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    /// Exit code; None when killed by a signal.
+    pub exit_code: Option<i32>,
+    /// The signal that killed it.
+    pub signal: Option<i32>,
+    /// The metric read from its output.
+    pub metric: Option<f64>,
+    /// Ops/s of all burners together during this run.
+    pub burner_ops_per_sec: Option<f64>,
+    /// Processes of its group still running when it exited, killed then.
+    pub leftover_processes: usize,
+}
+
+/// A placement that did not run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub label: String,
+    pub reason: String,
+}
+
+/// What a comparison concludes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Call {
+    /// The whole interval lies beyond the noise band, on the better side.
+    Faster,
+    /// The whole interval lies beyond the noise band, on the worse side.
+    Slower,
+    /// The whole interval lies inside the noise band.
+    NoDifference,
+    /// The interval straddles an edge of the noise band: more runs would tell.
+    Inconclusive,
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Call::Faster => "faster",
+            Call::Slower => "slower",
+            Call::NoDifference => "no difference",
+            Call::Inconclusive => "inconclusive",
+        })
+    }
+}
+
+/// One placement against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The placement's label.
+    pub placement: String,
+    /// The baseline's label (the first placement).
+    pub baseline: String,
+    /// `wall_time_ns` or `metric`: which value was compared.
+    pub basis: String,
+    /// median(placement) / median(baseline) of that value, bootstrap CI.
+    pub ratio_of_medians: Ci,
+    /// The same, oriented so that > 1 is faster (the ratio, or its inverse for times).
+    pub speedup: Ci,
+    pub call: Call,
+    /// Fewer than 5 runs on a side: the call is indicative only.
+    pub indicative: bool,
+}
+
+/// A ratio between two placements that form a known pair (see
+/// [`CompareReport::smt_yield`], [`CompareReport::pairs_slowdown`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairRatio {
+    /// The numerator's label (`all`, or `pairs`).
+    pub placement: String,
+    /// The denominator's label (`one-per-core`).
+    pub reference: String,
+    /// `wall_time_ns` or `metric`.
+    pub basis: String,
+    /// The ratio with its bootstrap CI.
+    pub ratio: Ci,
+}

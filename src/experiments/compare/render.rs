@@ -1,0 +1,671 @@
+//! Renderers over [`CompareReport`]: the terminal table (hyperfine-like), CSV (one row per
+//! placement) and Markdown. JSON is the model itself, serialised by the command layer.
+//! Pure: report in, text out.
+
+use super::model::{Call, CompareReport, Comparison, PairRatio, PlacementResult};
+use crate::render;
+use crate::stats::{Ci, Summary};
+
+/// The argv as a shell would need it typed: words with spaces or shell characters in
+/// single quotes.
+pub fn shell_words(argv: &[String]) -> String {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c))
+    };
+    argv.iter()
+        .map(|w| {
+            if plain(w) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The metric's column name: `EVENTS/S`, `TPS`, `VALUE`.
+fn metric_head(r: &CompareReport) -> Option<String> {
+    r.metric.as_ref().map(|m| m.unit.to_uppercase())
+}
+
+fn with_mad(s: &Summary, f: impl Fn(f64) -> String) -> String {
+    format!("{} ± {}", f(s.median), f(s.mad))
+}
+
+fn range(s: &Summary, f: impl Fn(f64) -> String) -> String {
+    format!("{} … {}", f(s.min), f(s.max))
+}
+
+/// A value with three significant digits (`1237`, `14.8`, `0.0123`), or SI-suffixed from
+/// 10,000 (`36.4 k`): enough for a median beside its spread.
+fn short(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() {
+        return "-".into();
+    }
+    if a >= 1e4 {
+        return render::si(x);
+    }
+    if a == 0.0 {
+        return "0".into();
+    }
+    let digits = (2 - a.log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
+
+fn secs(ns: f64) -> String {
+    render::duration_ns(ns)
+}
+
+/// A ratio as people read it: `1.99× faster (95% CI 1.95–2.03)`.
+fn speed_words(s: &Ci) -> String {
+    let conf = (s.confidence * 100.0).round();
+    if s.estimate >= 1.0 {
+        format!(
+            "{:.2}× faster ({conf}% CI {:.2}–{:.2})",
+            s.estimate, s.low, s.high
+        )
+    } else {
+        format!(
+            "{:.2}× slower ({conf}% CI {:.2}–{:.2})",
+            1.0 / s.estimate,
+            1.0 / s.high,
+            1.0 / s.low
+        )
+    }
+}
+
+/// One comparison line.
+fn comparison_line(c: &Comparison, noise: f64) -> String {
+    let band = format!("±{}%", fmt_pct(noise));
+    let what = match c.call {
+        Call::Faster | Call::Slower => speed_words(&c.speedup),
+        Call::NoDifference => format!(
+            "no difference: {:.2}× (95% CI {:.2}–{:.2}, inside the {band} noise band)",
+            c.speedup.estimate, c.speedup.low, c.speedup.high
+        ),
+        Call::Inconclusive => format!(
+            "inconclusive: {:.2}× (95% CI {:.2}–{:.2} straddles the {band} noise band; more runs would tell)",
+            c.speedup.estimate, c.speedup.low, c.speedup.high
+        ),
+    };
+    let indicative = if c.indicative {
+        " [indicative: fewer than 5 runs]"
+    } else {
+        ""
+    };
+    format!("{} vs {}: {what}{indicative}", c.placement, c.baseline)
+}
+
+fn fmt_pct(x: f64) -> String {
+    let p = x * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.1}")
+    }
+}
+
+fn basis_words(basis: &str) -> &'static str {
+    if basis == "metric" {
+        "by the metric"
+    } else {
+        "by wall time"
+    }
+}
+
+fn yield_line(y: &PairRatio) -> String {
+    format!(
+        "SMT yield: {} gets {:.2}× the throughput of {} on the same cores (95% CI {:.2}–{:.2}, {})",
+        y.placement,
+        y.ratio.estimate,
+        y.reference,
+        y.ratio.low,
+        y.ratio.high,
+        basis_words(&y.basis)
+    )
+}
+
+fn slowdown_line(s: &PairRatio) -> String {
+    format!(
+        "SMT cost per run: {} (both siblings of half the cores) runs {:.2}× slower than {} with as many threads (95% CI {:.2}–{:.2}, {})",
+        s.placement,
+        s.ratio.estimate,
+        s.reference,
+        s.ratio.low,
+        s.ratio.high,
+        basis_words(&s.basis)
+    )
+}
+
+fn describe_runs(r: &CompareReport) -> String {
+    let metric = match &r.metric {
+        Some(m) => format!(
+            "{} ({}, {} is better)",
+            m.unit,
+            match &m.pattern {
+                Some(p) => format!("regex '{p}'"),
+                None => m.source.clone(),
+            },
+            if m.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            }
+        ),
+        None => "wall time (lower is better)".to_string(),
+    };
+    format!(
+        "compared by {metric}; {} after {}, interleaved; CPUs set by {}",
+        render::count(r.rounds, "round"),
+        render::count(r.warmup_rounds, "warm-up round"),
+        r.enforcement
+    )
+}
+
+/// Rows in columns, two spaces apart; `right[i]` right-aligns column `i` (after the
+/// header). The shared table guesses alignment from the text, which takes `0,2` for a
+/// number; here each column is known.
+fn aligned(rows: &[Vec<String>], right: &[bool]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut w = vec![0; n];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (ri, r) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let pad = " ".repeat(w[i] - c.chars().count());
+            if ri > 0 && right.get(i).copied().unwrap_or(false) {
+                line.push_str(&pad);
+                line.push_str(c);
+            } else {
+                line.push_str(c);
+                line.push_str(&pad);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn switches(p: &PlacementResult) -> String {
+    match (p.voluntary_switches, p.involuntary_switches) {
+        (Some(v), Some(i)) => format!("{}/{}", render::si(v), render::si(i)),
+        _ => "-".into(),
+    }
+}
+
+/// The terminal view.
+pub fn text(r: &CompareReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("Command: {}\n", shell_words(&r.command)));
+    if let Some(s) = &r.scope {
+        out.push_str(&format!("Placements {s}\n"));
+    }
+    if let Some(s) = &r.server {
+        out.push_str(&format!(
+            "Server: {}{} (pids {}) placed {} during each run\n",
+            s.kind,
+            s.version
+                .as_ref()
+                .map(|v| format!(", {v}"))
+                .unwrap_or_default(),
+            s.pids
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            match &s.fixed_cpus {
+                Some(c) => format!("on CPUs {c}"),
+                None => "on each placement's CPUs".into(),
+            }
+        ));
+    }
+    out.push_str(&describe_runs(r));
+    out.push_str("\n\n");
+    let metric = metric_head(r);
+    let mut head = vec!["PLACEMENT".to_string(), "CPUS".into(), "CORES".into()];
+    if let Some(m) = &metric {
+        head.push(format!("{m} median ± MAD"));
+        head.push("MIN … MAX".into());
+        head.push("WALL".into());
+    } else {
+        head.push("WALL median ± MAD".into());
+        head.push("MIN … MAX".into());
+    }
+    head.extend(["USER".into(), "SYS".into(), "CTX vol/invol".into()]);
+    let burners = r.placements.iter().any(|p| p.burner_ops_per_sec.is_some());
+    if burners {
+        head.push("BURNER ops/s".into());
+    }
+    let mut rows = vec![head];
+    for p in &r.placements {
+        let mut row = vec![p.label.clone(), p.cpus.to_string(), p.cores.to_string()];
+        let dash = || "-".to_string();
+        if metric.is_some() {
+            row.push(p.metric.map(|s| with_mad(&s, short)).unwrap_or_else(dash));
+            row.push(p.metric.map(|s| range(&s, short)).unwrap_or_else(dash));
+            row.push(p.wall_time_ns.map(|s| secs(s.median)).unwrap_or_else(dash));
+        } else {
+            row.push(
+                p.wall_time_ns
+                    .map(|s| with_mad(&s, secs))
+                    .unwrap_or_else(dash),
+            );
+            row.push(p.wall_time_ns.map(|s| range(&s, secs)).unwrap_or_else(dash));
+        }
+        row.push(p.user_time_ns.map(|s| secs(s.median)).unwrap_or_else(dash));
+        row.push(
+            p.system_time_ns
+                .map(|s| secs(s.median))
+                .unwrap_or_else(dash),
+        );
+        row.push(switches(p));
+        if burners {
+            row.push(render::or_dash(p.burner_ops_per_sec, render::si));
+        }
+        rows.push(row);
+    }
+    let right: Vec<bool> = (0..rows[0].len()).map(|i| i >= 2).collect();
+    out.push_str(&aligned(&rows, &right));
+    let failed: Vec<String> = r
+        .placements
+        .iter()
+        .filter(|p| p.failed_runs > 0)
+        .map(|p| format!("{} ({} of {})", p.label, p.failed_runs, p.runs.len()))
+        .collect();
+    if !failed.is_empty() {
+        out.push_str(&format!(
+            "failed runs kept (--ignore-failure): {}\n",
+            failed.join(", ")
+        ));
+    }
+    out.push('\n');
+    for c in &r.comparisons {
+        out.push_str(&comparison_line(c, r.noise_threshold));
+        out.push('\n');
+    }
+    if let Some(y) = &r.smt_yield {
+        out.push_str(&yield_line(y));
+        out.push('\n');
+    }
+    if let Some(s) = &r.pairs_slowdown {
+        out.push_str(&slowdown_line(s));
+        out.push('\n');
+    }
+    for s in &r.skipped {
+        out.push_str(&format!("skipped {}: {}\n", s.label, s.reason));
+    }
+    for p in &r.placements {
+        for n in &p.notes {
+            out.push_str(&format!("note: {}: {n}\n", p.label));
+        }
+    }
+    for n in &r.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    if r.interrupted {
+        out.push_str("interrupted: these numbers cover the runs that finished before Ctrl-C\n");
+    }
+    out
+}
+
+/// One CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map(|x| format!("{x}")).unwrap_or_default()
+}
+
+/// CSV: one row per placement, empty cells for values not measured.
+pub fn csv(r: &CompareReport) -> String {
+    let head = [
+        "placement",
+        "request",
+        "cpus",
+        "cores",
+        "runs",
+        "failed_runs",
+        "wall_median_ns",
+        "wall_mad_ns",
+        "wall_min_ns",
+        "wall_max_ns",
+        "metric_unit",
+        "metric_median",
+        "metric_mad",
+        "metric_min",
+        "metric_max",
+        "user_median_ns",
+        "system_median_ns",
+        "max_rss_bytes",
+        "voluntary_switches",
+        "involuntary_switches",
+        "burner_ops_per_sec",
+        "speedup",
+        "speedup_low",
+        "speedup_high",
+        "call",
+    ];
+    let mut out = head.join(",");
+    out.push('\n');
+    let unit = r
+        .metric
+        .as_ref()
+        .map(|m| m.unit.clone())
+        .unwrap_or_default();
+    for (i, p) in r.placements.iter().enumerate() {
+        let cmp = r.comparisons.iter().find(|c| c.placement == p.label);
+        let (speedup, lo, hi, call) = match (i, cmp) {
+            (0, _) => (
+                "1".into(),
+                String::new(),
+                String::new(),
+                "baseline".to_string(),
+            ),
+            (_, Some(c)) => (
+                num(Some(c.speedup.estimate)),
+                num(Some(c.speedup.low)),
+                num(Some(c.speedup.high)),
+                c.call.to_string(),
+            ),
+            _ => Default::default(),
+        };
+        let w = p.wall_time_ns;
+        let m = p.metric;
+        let fields = [
+            p.label.clone(),
+            p.request.clone(),
+            p.cpus.to_string(),
+            p.cores.to_string(),
+            p.runs.len().to_string(),
+            p.failed_runs.to_string(),
+            num(w.map(|s| s.median)),
+            num(w.map(|s| s.mad)),
+            num(w.map(|s| s.min)),
+            num(w.map(|s| s.max)),
+            if m.is_some() {
+                unit.clone()
+            } else {
+                String::new()
+            },
+            num(m.map(|s| s.median)),
+            num(m.map(|s| s.mad)),
+            num(m.map(|s| s.min)),
+            num(m.map(|s| s.max)),
+            num(p.user_time_ns.map(|s| s.median)),
+            num(p.system_time_ns.map(|s| s.median)),
+            p.max_rss_bytes.map(|b| b.to_string()).unwrap_or_default(),
+            num(p.voluntary_switches),
+            num(p.involuntary_switches),
+            num(p.burner_ops_per_sec),
+            speedup,
+            lo,
+            hi,
+            call,
+        ];
+        out.push_str(
+            &fields
+                .iter()
+                .map(|f| csv_field(f))
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        out.push('\n');
+    }
+    out
+}
+
+/// A Markdown cell: pipes escaped.
+fn md(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Markdown: the table hyperfine's `--export-markdown` writes, with CPUs, the metric and
+/// each placement's speed relative to the first, then the comparisons.
+pub fn markdown(r: &CompareReport) -> String {
+    let mut out = format!("Command: `{}`\n\n", md(&shell_words(&r.command)));
+    let metric = r.metric.as_ref();
+    let mut head = vec!["Placement", "CPUs", "Wall median ± MAD"];
+    let mhead = metric.map(|m| format!("{} median ± MAD", m.unit));
+    if let Some(h) = &mhead {
+        head.push(h);
+    }
+    head.extend(["Relative", "Call"]);
+    out.push_str(&format!("| {} |\n", head.join(" | ")));
+    let aligns: Vec<&str> = head
+        .iter()
+        .enumerate()
+        .map(|(i, _)| if i < 2 { ":---" } else { "---:" })
+        .collect();
+    out.push_str(&format!("|{}|\n", aligns.join("|")));
+    for (i, p) in r.placements.iter().enumerate() {
+        let cmp = r.comparisons.iter().find(|c| c.placement == p.label);
+        let (rel, call) = match (i, cmp) {
+            (0, _) => ("1.00".to_string(), "baseline".to_string()),
+            (_, Some(c)) => (
+                format!(
+                    "{:.2} ({:.2}–{:.2})",
+                    c.speedup.estimate, c.speedup.low, c.speedup.high
+                ),
+                c.call.to_string(),
+            ),
+            _ => ("-".into(), "-".into()),
+        };
+        let mut cells = vec![
+            format!("`{}`", md(&p.label)),
+            p.cpus.to_string(),
+            p.wall_time_ns
+                .map(|s| with_mad(&s, secs))
+                .unwrap_or_else(|| "-".into()),
+        ];
+        if metric.is_some() {
+            cells.push(
+                p.metric
+                    .map(|s| with_mad(&s, short))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        cells.extend([rel, call]);
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push_str(&format!(
+        "\nRelative = speed against the first placement (> 1 is faster), 95% bootstrap CI; {}.\n",
+        describe_runs(r)
+    ));
+    let mut lines: Vec<String> = r
+        .comparisons
+        .iter()
+        .map(|c| comparison_line(c, r.noise_threshold))
+        .collect();
+    lines.extend(r.smt_yield.as_ref().map(yield_line));
+    lines.extend(r.pairs_slowdown.as_ref().map(slowdown_line));
+    lines.extend(
+        r.skipped
+            .iter()
+            .map(|s| format!("skipped {}: {}", s.label, s.reason)),
+    );
+    if !lines.is_empty() {
+        out.push('\n');
+        for l in lines {
+            out.push_str(&format!("- {}\n", md(&l)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::super::metric::MetricInfo;
+    use super::super::model::{Run, Skipped};
+    use super::*;
+    use crate::cpuset::CpuSet;
+
+    fn run(round: usize, wall_ms: f64, metric: f64) -> Run {
+        Run {
+            round,
+            wall_time_ns: (wall_ms * 1e6) as u64,
+            user_time_ns: (wall_ms * 1.9e6) as u64,
+            system_time_ns: 4_000_000,
+            max_rss_bytes: 8 << 20,
+            voluntary_switches: 12,
+            involuntary_switches: 340,
+            exit_code: Some(0),
+            signal: None,
+            metric: Some(metric),
+            burner_ops_per_sec: None,
+            leftover_processes: 0,
+        }
+    }
+
+    fn placement(label: &str, cpus: &[u32], cores: usize, base: f64) -> PlacementResult {
+        let runs: Vec<Run> = (1..=7)
+            .map(|i| {
+                let jitter = [0.0, 0.01, -0.01, 0.02, -0.005, 0.004, -0.02][i - 1];
+                let metric = (base * (1.0 - jitter) * 100.0).round() / 100.0;
+                run(i, 2000.0 * (1.0 + jitter), metric)
+            })
+            .collect();
+        let mut p = PlacementResult {
+            label: label.into(),
+            request: label.into(),
+            cpus: CpuSet::from_cpus(cpus.iter().copied()),
+            cores,
+            server_cpus: None,
+            burner_cpus: Vec::new(),
+            runs,
+            wall_time_ns: None,
+            metric: None,
+            user_time_ns: None,
+            system_time_ns: None,
+            max_rss_bytes: None,
+            voluntary_switches: None,
+            involuntary_switches: None,
+            burner_ops_per_sec: None,
+            failed_runs: 0,
+            notes: Vec::new(),
+        };
+        super::super::analysis::summarize(&mut p);
+        p
+    }
+
+    /// A made-up comparison of one-per-core, pairs and all on two cores of two siblings.
+    pub(crate) fn fixture() -> CompareReport {
+        use super::super::analysis::{self, Basis};
+        use crate::stats::Better;
+        let placements = vec![
+            placement("one-per-core", &[0, 1], 2, 1000.0),
+            placement("pairs", &[0, 2], 1, 610.0),
+            placement("all", &[0, 1, 2, 3], 2, 1240.0),
+        ];
+        let basis = Basis::Metric(Better::Higher);
+        CompareReport {
+            command: vec![
+                "sysbench".into(),
+                "cpu".into(),
+                "--threads=2".into(),
+                "run".into(),
+            ],
+            metric: Some(MetricInfo {
+                source: "sysbench".into(),
+                pattern: None,
+                unit: "events/s".into(),
+                higher_is_better: true,
+            }),
+            warmup_rounds: 1,
+            rounds: 7,
+            enforcement: "affinity".into(),
+            scope: None,
+            noise_threshold: 0.02,
+            confidence: 0.95,
+            server: None,
+            burners: None,
+            comparisons: analysis::comparisons(&placements, basis, 0.02),
+            smt_yield: analysis::pair_speedup(&placements, (2, 0), basis),
+            pairs_slowdown: analysis::pair_slowdown(&placements, (1, 0), basis),
+            placements,
+            skipped: vec![Skipped {
+                label: "all + 1 prime".into(),
+                reason: "CPUs 0-3 already use every sibling of their cores".into(),
+            }],
+            interrupted: false,
+            notes: vec!["made up for the renderer tests".into()],
+        }
+    }
+
+    #[test]
+    fn text_table() {
+        insta::assert_snapshot!(text(&fixture()));
+    }
+
+    #[test]
+    fn csv_export() {
+        let c = csv(&fixture());
+        // CPU lists with commas are quoted; every row has the header's column count.
+        assert!(c.contains("\"0,2\""), "{c}");
+        insta::assert_snapshot!(c);
+    }
+
+    #[test]
+    fn markdown_export() {
+        insta::assert_snapshot!(markdown(&fixture()));
+    }
+
+    #[test]
+    fn json_export() {
+        let j = serde_json::to_string_pretty(&fixture()).unwrap();
+        // It reads back (floats to within parsing precision).
+        let back: CompareReport = serde_json::from_str(&j).unwrap();
+        assert_eq!(back.placements.len(), 3);
+        assert_eq!(back.comparisons[1].call, Call::Faster);
+        insta::assert_snapshot!(j);
+    }
+
+    #[test]
+    fn calls_read_naturally() {
+        let ci = |e: f64, l: f64, h: f64| Ci {
+            estimate: e,
+            low: l,
+            high: h,
+            confidence: 0.95,
+        };
+        assert_eq!(
+            speed_words(&ci(2.0, 1.9, 2.1)),
+            "2.00× faster (95% CI 1.90–2.10)"
+        );
+        assert_eq!(
+            speed_words(&ci(0.5, 0.4, 0.8)),
+            "2.00× slower (95% CI 1.25–2.50)"
+        );
+        assert_eq!(fmt_pct(0.02), "2");
+        assert_eq!(short(1236.73), "1237");
+        assert_eq!(short(14.826), "14.8");
+        assert_eq!(short(0.012345), "0.0123");
+        assert_eq!(short(36_448.0), "36.448 k");
+        assert_eq!(fmt_pct(0.025), "2.5");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(md("a|b"), "a\\|b");
+        let argv: Vec<String> = ["sh", "-c", "echo it's | wc", "--x=1,2"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(shell_words(&argv), r"sh -c 'echo it'\''s | wc' --x=1,2");
+    }
+}

@@ -1,0 +1,669 @@
+//! Running the user's command once: spawned in its own process group with its CPUs set in
+//! the child before `exec`, timed from spawn to exit, its whole tree's resource usage read
+//! from `wait4`, its output captured, and nothing of it left running afterwards.
+//!
+//! - **CPUs.** `sched_setaffinity(0, …)` between fork and exec: every thread and process
+//!   the command starts inherits the set (sched_setaffinity(2)). With a cpuset cgroup the
+//!   child first writes its pid to the cgroup's `cgroup.procs`, which also holds processes
+//!   that reset their own affinity (cgroups(7); Linux `Documentation/admin-guide/
+//!   cgroup-v2.rst`, "Cpuset").
+//! - **Usage.** `wait4` returns the rusage of the child and of every descendant it waited
+//!   for (getrusage(2), RUSAGE_CHILDREN). smtlab is a child subreaper
+//!   (`PR_SET_CHILD_SUBREAPER`, prctl(2)), so descendants orphaned during the run come to
+//!   it instead of init, and their usage is added when they are reaped.
+//! - **Nothing left behind.** The command leads a new process group. When it exits, the
+//!   rest of its group is killed and reaped, so a background process of one run does not
+//!   run on into the next placement. Its parent-death signal kills the command itself
+//!   when smtlab dies; the [`super::guard`] process kills the group.
+//! - **Waiting.** A `pidfd` (pidfd_open(2), Linux 5.3) polled in 50 ms slices: the exit is
+//!   seen at once, and Ctrl-C between slices (poll(2) is never restarted after a signal
+//!   handler, signal(7)) sends the group SIGTERM, then SIGKILL after a grace period.
+
+use super::guard::Guard;
+use crate::cpuset::CpuSet;
+use crate::error::Interrupted;
+use anyhow::{Context, Result, anyhow};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Output kept per stream; more is read and dropped (the metric lines of pgbench and
+/// sysbench come at the end of a few kilobytes).
+pub const CAPTURE_LIMIT: usize = 16 << 20;
+/// How long a terminated command gets between SIGTERM and SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_secs(2);
+/// How long leftovers of a group get to die and be reaped after SIGKILL.
+const REAP_WAIT: Duration = Duration::from_secs(2);
+
+/// One execution to start.
+#[derive(Debug, Clone, Copy)]
+pub struct Launch<'a> {
+    /// Program and arguments; the program is looked up on PATH when it has no `/`.
+    pub argv: &'a [String],
+    /// Extra environment.
+    pub env: &'a [(String, String)],
+    /// CPUs to set before exec; None = inherited from smtlab.
+    pub cpus: Option<&'a CpuSet>,
+    /// An open `cgroup.procs` the child moves itself into before exec.
+    pub cgroup_procs: Option<RawFd>,
+    /// Copy the output to smtlab's stderr as it comes (`--show-output`).
+    pub echo: bool,
+    /// Ctrl-C ends the run (false for `--cleanup` after an interrupted run).
+    pub interruptible: bool,
+    /// Longest the command may run before it is terminated.
+    pub limit: Option<Duration>,
+}
+
+/// Resource usage of a process tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub user_ns: u64,
+    pub system_ns: u64,
+    /// Largest resident set of one process, bytes.
+    pub max_rss_bytes: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+}
+
+impl Usage {
+    fn from_rusage(r: &libc::rusage) -> Self {
+        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+        Usage {
+            user_ns: ns(r.ru_utime),
+            system_ns: ns(r.ru_stime),
+            // Linux reports kilobytes (getrusage(2)).
+            max_rss_bytes: r.ru_maxrss.max(0) as u64 * 1024,
+            voluntary_switches: r.ru_nvcsw.max(0) as u64,
+            involuntary_switches: r.ru_nivcsw.max(0) as u64,
+        }
+    }
+
+    fn add(&mut self, o: &Usage) {
+        self.user_ns += o.user_ns;
+        self.system_ns += o.system_ns;
+        self.max_rss_bytes = self.max_rss_bytes.max(o.max_rss_bytes);
+        self.voluntary_switches += o.voluntary_switches;
+        self.involuntary_switches += o.involuntary_switches;
+    }
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Code(i32),
+    Signal(i32),
+    /// Terminated by us after [`Launch::limit`].
+    TimedOut,
+}
+
+impl Status {
+    pub fn success(self) -> bool {
+        self == Status::Code(0)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Status::Code(c) => write!(f, "exit code {c}"),
+            Status::Signal(s) => write!(f, "killed by signal {s} ({})", signal_name(*s)),
+            Status::TimedOut => f.write_str("terminated after its time limit"),
+        }
+    }
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// A finished execution.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// From just before spawn to the exit, ns.
+    pub wall_ns: u64,
+    /// The command's tree: itself, what it reaped, and leftovers reaped by us.
+    pub usage: Usage,
+    pub status: Status,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Processes of its group still running at its exit (killed).
+    pub leftovers: usize,
+}
+
+/// Makes this process the reaper of its descendants' orphans (see the module docs).
+pub fn become_subreaper() {
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+}
+
+/// Kills and reaps a process group on drop unless [`GroupGuard::disarm`]ed: errors and
+/// panics between spawn and reap leave nothing running.
+struct GroupGuard {
+    pid: i32,
+    reaped: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.pid, libc::SIGKILL);
+        if !self.reaped {
+            let _ = wait4_blocking(self.pid);
+        }
+        reap_group(self.pid);
+    }
+}
+
+fn kill_group(pgid: i32, sig: libc::c_int) -> bool {
+    // SAFETY: kill has no memory preconditions; a negative pid names our child's group.
+    unsafe { libc::kill(-pgid, sig) == 0 }
+}
+
+fn wait4_blocking(pid: i32) -> std::io::Result<(libc::c_int, Usage)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is a valid out-parameter.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: pointers to live locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            return Ok((status, Usage::from_rusage(&ru)));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// Kills what is left of group `pgid` and reaps it: (processes reaped, their usage).
+fn reap_group(pgid: i32) -> (usize, Usage) {
+    let mut n = 0;
+    let mut usage = Usage::default();
+    if !kill_group(pgid, 0) {
+        return (0, usage);
+    }
+    kill_group(pgid, libc::SIGKILL);
+    let deadline = Instant::now() + REAP_WAIT;
+    loop {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is a valid out-parameter.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: pointers to live locals.
+        let r = unsafe { libc::wait4(-pgid, &mut status, libc::WNOHANG, &mut ru) };
+        if r > 0 {
+            n += 1;
+            usage.add(&Usage::from_rusage(&ru));
+            continue;
+        }
+        // Nothing reapable now: done once the group is empty (zombies are members too).
+        if !kill_group(pgid, 0) || Instant::now() >= deadline {
+            return (n, usage);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// How waiting ended.
+enum Ended {
+    Exited(Instant, libc::c_int, Usage),
+    Interrupted,
+    TimedOut,
+}
+
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes integers; a non-negative result is a new descriptor we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// The command's stdout and stderr, read by the waiting thread itself between polls: no
+/// reader threads to start and wake, which on a busy machine cost more than a short
+/// command's run.
+struct Pipes {
+    /// stdout, stderr; None once at end of file.
+    fds: [Option<OwnedFd>; 2],
+    bufs: [Vec<u8>; 2],
+    echo: bool,
+}
+
+impl Pipes {
+    fn new(out: Option<OwnedFd>, err: Option<OwnedFd>, echo: bool) -> Self {
+        for fd in [&out, &err].into_iter().flatten() {
+            // SAFETY: fcntl on a descriptor we own.
+            unsafe {
+                let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+                libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+            }
+        }
+        Pipes {
+            fds: [out, err],
+            bufs: [Vec::new(), Vec::new()],
+            echo,
+        }
+    }
+
+    fn open(&self) -> bool {
+        self.fds.iter().any(Option::is_some)
+    }
+
+    /// A pollfd for each open pipe, with the pipe's index.
+    fn pollfds(&self) -> Vec<(usize, libc::pollfd)> {
+        self.fds
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                f.as_ref().map(|f| {
+                    (
+                        i,
+                        libc::pollfd {
+                            fd: f.as_raw_fd(),
+                            events: libc::POLLIN,
+                            revents: 0,
+                        },
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Reads what pipe `i` holds now; closes it at end of file.
+    fn drain(&mut self, i: usize) {
+        let Some(fd) = self.fds[i].as_ref() else {
+            return;
+        };
+        let mut buf = [0u8; 16384];
+        loop {
+            // SAFETY: reading into a local buffer of the given length.
+            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                let n = n as usize;
+                if self.echo {
+                    use std::io::Write;
+                    let _ = std::io::stderr().write_all(&buf[..n]);
+                }
+                let room = CAPTURE_LIMIT.saturating_sub(self.bufs[i].len());
+                self.bufs[i].extend_from_slice(&buf[..n.min(room)]);
+                continue;
+            }
+            let e = std::io::Error::last_os_error();
+            if n < 0 && e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            if n == 0 || e.raw_os_error() != Some(libc::EAGAIN) {
+                // End of file, or an error: nothing more will come.
+                self.fds[i] = None;
+            }
+            return;
+        }
+    }
+
+    fn drain_all(&mut self) {
+        for i in 0..2 {
+            self.drain(i);
+        }
+    }
+
+    /// Reads until both pipes end, or `deadline`: a descendant that left the group
+    /// (setsid) can hold them open, so take what came.
+    fn finish(&mut self, deadline: Instant) {
+        while self.open() && Instant::now() < deadline {
+            let p = self.pollfds();
+            let mut raw: Vec<libc::pollfd> = p.iter().map(|x| x.1).collect();
+            // SAFETY: a valid array of pollfds.
+            unsafe { libc::poll(raw.as_mut_ptr(), raw.len() as libc::nfds_t, 20) };
+            for (k, (i, _)) in p.iter().enumerate() {
+                if raw[k].revents != 0 {
+                    self.drain(*i);
+                }
+            }
+        }
+    }
+}
+
+/// Waits for `pid` to exit, up to `deadline`, reading its output meanwhile and polling
+/// Ctrl-C when `interruptible`.
+fn wait_exit(
+    pid: i32,
+    pipes: &mut Pipes,
+    deadline: Option<Instant>,
+    interruptible: bool,
+) -> std::io::Result<Ended> {
+    let pidfd = pidfd_open(pid);
+    loop {
+        let p = pipes.pollfds();
+        let mut raw: Vec<libc::pollfd> = Vec::with_capacity(3);
+        if let Some(fd) = &pidfd {
+            raw.push(libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        raw.extend(p.iter().map(|x| x.1));
+        // Without a pidfd (kernels before 5.3), wait4 is polled every millisecond.
+        let timeout = if pidfd.is_some() { 50 } else { 1 };
+        // SAFETY: a valid array of pollfds.
+        let r = unsafe { libc::poll(raw.as_mut_ptr(), raw.len() as libc::nfds_t, timeout) };
+        let now = Instant::now();
+        if pidfd.is_some() && r > 0 && raw[0].revents != 0 {
+            pipes.drain_all();
+            let (st, u) = wait4_blocking(pid)?;
+            return Ok(Ended::Exited(now, st, u));
+        }
+        if r > 0 {
+            let skip = usize::from(pidfd.is_some());
+            for (k, (i, _)) in p.iter().enumerate() {
+                if raw[skip + k].revents != 0 {
+                    pipes.drain(*i);
+                }
+            }
+        }
+        if pidfd.is_none() {
+            let mut status = 0;
+            // SAFETY: zeroed rusage is a valid out-parameter.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: pointers to live locals.
+            let w = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+            if w == pid {
+                pipes.drain_all();
+                return Ok(Ended::Exited(now, status, Usage::from_rusage(&ru)));
+            }
+            if w < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EINTR) {
+                    return Err(e);
+                }
+            }
+        }
+        if interruptible && crate::interrupt::requested() {
+            return Ok(Ended::Interrupted);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Ended::TimedOut);
+        }
+    }
+}
+
+/// SIGTERM to the group, SIGKILL after [`TERM_GRACE`], then the exit reaped.
+fn terminate(pid: i32, pipes: &mut Pipes) -> std::io::Result<(libc::c_int, Usage)> {
+    kill_group(pid, libc::SIGTERM);
+    if let Ok(Ended::Exited(_, st, u)) =
+        wait_exit(pid, pipes, Some(Instant::now() + TERM_GRACE), false)
+    {
+        return Ok((st, u));
+    }
+    kill_group(pid, libc::SIGKILL);
+    wait4_blocking(pid)
+}
+
+/// Async-signal-safe set-up between fork and exec: join the cgroup, then set the CPUs (a
+/// cpuset cgroup move resets the affinity to the cgroup's CPUs on cgroup v1).
+fn child_setup(procs: Option<RawFd>, words: Option<&[u64]>) -> std::io::Result<()> {
+    if let Some(fd) = procs {
+        let mut buf = [0u8; 24];
+        // SAFETY: getpid has no preconditions.
+        let n = format_decimal(unsafe { libc::getpid() } as u64, &mut buf);
+        // SAFETY: fd is open for writing in the parent and inherited; buf holds n bytes.
+        if unsafe { libc::write(fd, buf.as_ptr().cast(), n) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    if let Some(w) = words {
+        // SAFETY: the pointer and length describe the word slice.
+        let r = unsafe { libc::syscall(libc::SYS_sched_setaffinity, 0, w.len() * 8, w.as_ptr()) };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Writes `v` in decimal into `buf` without allocating; returns the length.
+fn format_decimal(mut v: u64, buf: &mut [u8; 24]) -> usize {
+    let mut tmp = [0u8; 24];
+    let mut n = 0;
+    loop {
+        tmp[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for i in 0..n {
+        buf[i] = tmp[n - 1 - i];
+    }
+    n
+}
+
+/// Runs the command once. Ctrl-C (when interruptible) terminates its group and returns
+/// [`Interrupted`]; every other end returns [`Finished`], the status saying how it ended.
+pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
+    let (prog, args) = l
+        .argv
+        .split_first()
+        .ok_or_else(|| anyhow!("empty command"))?;
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
+        .envs(l.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    crate::interrupt::die_with_us(&mut cmd, libc::SIGKILL);
+    let words = l.cpus.map(|c| c.as_words().to_vec());
+    let procs = l.cgroup_procs;
+    // SAFETY: child_setup only makes async-signal-safe system calls (getpid, write,
+    // sched_setaffinity) on memory captured before the fork, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || child_setup(procs, words.as_deref()));
+    }
+    let t0 = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting `{}`", l.argv.join(" ")))?;
+    let pid = child.id() as i32;
+    let mut group = GroupGuard { pid, reaped: false };
+    if let Some(g) = guard {
+        g.process_group(pid);
+    }
+    let mut pipes = Pipes::new(
+        child.stdout.take().map(OwnedFd::from),
+        child.stderr.take().map(OwnedFd::from),
+        l.echo,
+    );
+    // std's Child neither kills nor waits on drop: the pid is ours to reap with wait4.
+    drop(child);
+    let deadline = l.limit.map(|d| t0 + d);
+    let ended =
+        wait_exit(pid, &mut pipes, deadline, l.interruptible).context("waiting for the command")?;
+    let (end, raw, mut usage, timed_out) = match ended {
+        Ended::Exited(at, st, u) => (at, st, u, false),
+        Ended::TimedOut => {
+            let (st, u) = terminate(pid, &mut pipes).context("terminating the command")?;
+            (Instant::now(), st, u, true)
+        }
+        Ended::Interrupted => {
+            let _ = terminate(pid, &mut pipes);
+            group.reaped = true;
+            drop(group);
+            if let Some(g) = guard {
+                g.process_group_done(pid);
+            }
+            return Err(Interrupted.into());
+        }
+    };
+    group.reaped = true;
+    let (leftovers, rest) = reap_group(pid);
+    usage.add(&rest);
+    pipes.finish(Instant::now() + REAP_WAIT);
+    std::mem::forget(group);
+    if let Some(g) = guard {
+        g.process_group_done(pid);
+    }
+    let status = if timed_out {
+        Status::TimedOut
+    } else if libc::WIFSIGNALED(raw) {
+        Status::Signal(libc::WTERMSIG(raw))
+    } else {
+        Status::Code(libc::WEXITSTATUS(raw))
+    };
+    Ok(Finished {
+        wall_ns: end.duration_since(t0).as_nanos() as u64,
+        usage,
+        status,
+        stdout: std::mem::take(&mut pipes.bufs[0]),
+        stderr: std::mem::take(&mut pipes.bufs[1]),
+        leftovers,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn launch(a: &[String]) -> Launch<'_> {
+        Launch {
+            argv: a,
+            env: &[],
+            cpus: None,
+            cgroup_procs: None,
+            echo: false,
+            interruptible: false,
+            limit: Some(Duration::from_secs(20)),
+        }
+    }
+
+    #[test]
+    fn decimal_without_allocation() {
+        let mut b = [0u8; 24];
+        let n = format_decimal(4194304, &mut b);
+        assert_eq!(&b[..n], b"4194304");
+        let n = format_decimal(0, &mut b);
+        assert_eq!(&b[..n], b"0");
+        let n = format_decimal(u64::MAX, &mut b);
+        assert_eq!(&b[..n], u64::MAX.to_string().as_bytes());
+    }
+
+    #[test]
+    fn captures_output_status_and_usage() {
+        let a = argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]);
+        let f = run(&launch(&a), None).unwrap();
+        assert_eq!(f.status, Status::Code(3));
+        assert_eq!(f.stdout, b"out\n");
+        assert_eq!(f.stderr, b"err\n");
+        assert!(f.wall_ns > 0 && f.usage.max_rss_bytes > 0, "{f:?}");
+        let env = [("SMTLAB_X".to_string(), "42".to_string())];
+        let a = argv(&["sh", "-c", "echo $SMTLAB_X"]);
+        let f = run(
+            &Launch {
+                env: &env,
+                ..launch(&a)
+            },
+            None,
+        )
+        .unwrap();
+        assert_eq!(f.stdout, b"42\n");
+    }
+
+    #[test]
+    fn output_larger_than_a_pipe_is_read_while_the_command_runs() {
+        // 1 MB on stdout, 16 pipe buffers: the command would block if nobody read.
+        let a = argv(&[
+            "sh",
+            "-c",
+            "head -c 1000000 /dev/zero | tr '\\0' a; echo done >&2",
+        ]);
+        let f = run(&launch(&a), None).unwrap();
+        assert!(f.status.success());
+        assert_eq!(f.stdout.len(), 1_000_000);
+        assert!(f.stdout.iter().all(|&b| b == b'a'));
+        assert_eq!(f.stderr, b"done\n");
+    }
+
+    #[test]
+    fn the_cpus_are_set_before_exec() {
+        let me = crate::affinity::get_affinity(0).unwrap();
+        let one = CpuSet::from_cpus([me.first().unwrap()]);
+        let a = argv(&["grep", "Cpus_allowed_list", "/proc/self/status"]);
+        let f = run(
+            &Launch {
+                cpus: Some(&one),
+                ..launch(&a)
+            },
+            None,
+        )
+        .unwrap();
+        let text = String::from_utf8_lossy(&f.stdout);
+        assert!(text.trim().ends_with(&one.to_string()), "{text}");
+    }
+
+    #[test]
+    fn the_child_tree_is_counted_and_leftovers_killed() {
+        // A busy grandchild reaped by the shell: its CPU time is in the tree's usage.
+        let a = argv(&[
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done & wait",
+        ]);
+        let f = run(&launch(&a), None).unwrap();
+        assert!(f.status.success());
+        assert!(f.usage.user_ns + f.usage.system_ns > 0, "{f:?}");
+        // A background sleeper outliving the shell is killed, not left running.
+        become_subreaper();
+        let a = argv(&["sh", "-c", "sleep 30 & echo $!"]);
+        let t0 = Instant::now();
+        let f = run(&launch(&a), None).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        let pid: i32 = String::from_utf8_lossy(&f.stdout).trim().parse().unwrap();
+        assert_eq!(f.leftovers, 1, "{f:?}");
+        assert!(
+            !crate::tempstate::process_exists(pid),
+            "sleep {pid} still runs"
+        );
+    }
+
+    #[test]
+    fn signals_and_time_limits_are_reported() {
+        let a = argv(&["sh", "-c", "kill -9 $$"]);
+        let f = run(&launch(&a), None).unwrap();
+        assert_eq!(f.status, Status::Signal(libc::SIGKILL));
+        assert!(f.status.to_string().contains("SIGKILL"));
+        let a = argv(&["sleep", "30"]);
+        let f = run(
+            &Launch {
+                limit: Some(Duration::from_millis(200)),
+                ..launch(&a)
+            },
+            None,
+        )
+        .unwrap();
+        assert_eq!(f.status, Status::TimedOut);
+        assert!(f.wall_ns < 5_000_000_000);
+    }
+
+    #[test]
+    fn a_missing_program_is_an_error_not_a_panic() {
+        let a = argv(&["/nonexistent/smtlab-no-such-program"]);
+        let e = run(&launch(&a), None).unwrap_err();
+        assert!(format!("{e:#}").contains("smtlab-no-such-program"), "{e:#}");
+    }
+}

@@ -686,7 +686,7 @@ struct LockscanArgs {
     #[arg(long, default_value_t = 0)]
     cs_ns: u64,
     /// Bytes each scan thread memsets per pass: a size (1MiB, 2097152, 512K) or `auto`
-    /// (2 × the core's L2).
+    /// (4 × the largest L2, at most 64 MiB; 8 MiB when no L2 size is reported).
     #[arg(long, default_value = "1MiB")]
     scan_bytes: String,
     /// CPUs of the lock threads (one thread per CPU).
@@ -770,16 +770,8 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
             .collect::<Result<_>>()?
     };
     let scan_bytes = if a.scan_bytes.trim() == "auto" {
-        let topo = commands::load_topology(&a.root.sysfs_root)?;
-        let l2 = topo
-            .allowed()
-            .first()
-            .and_then(|c| topo.cache_of(c, 2))
-            .and_then(|c| c.size_bytes)
-            .ok_or_else(|| {
-                bad("--scan-bytes auto: this machine reports no L2 size; give a size".into())
-            })?;
-        (2 * l2) as usize
+        crate::experiments::lockscan::auto_scan_bytes(&commands::load_topology(&a.root.sysfs_root)?)
+            .bytes
     } else {
         parse_bytes(&a.scan_bytes).map_err(|e| bad(format!("--scan-bytes: {e}")))?
     };

@@ -260,19 +260,11 @@ fn yield_answer_for(
     };
     if k > 1 {
         let (low, _) = all[0];
-        let level = 1.0 - 0.05 / k as f64;
-        if let Some(adj) = Comparison::of_paired_ratios(
-            &yield_round_ratios(low),
-            y.result.yield_thresholds,
-            level,
-            RESAMPLES,
-            13,
-        ) {
+        if let Some(adj) = widened(&yield_round_ratios(low), k, y.result.yield_thresholds, 13) {
             reason.push_str(&format!(
-                "; lowest `{}` at {}, its interval widened to {} % for being the lowest of {k}",
+                "; lowest `{}` at {}",
                 low.workload,
-                ratio_of(&adj, ""),
-                sig(level * 100.0, 3)
+                widened_text(&adj, k, "lowest")
             ));
         }
     }
@@ -292,20 +284,132 @@ fn yield_answer_for(
     })
 }
 
-/// The sibling scenarios of lockscan: a lock thread whose core also runs a scanner.
-fn sibling_comparisons(l: &super::LockscanSection) -> Vec<(String, Comparison)> {
-    l.result
-        .results
-        .iter()
-        .filter(|s| !s.scenario.scan_cpus.is_empty())
+/// One scanner scenario's sharing comparison, as the verdict judges it.
+#[derive(Debug, Clone)]
+struct Sharing {
+    /// `` `ttas`, scanner on 1 (sibling of 0) ``.
+    label: String,
+    lock: crate::locks::LockKind,
+    scenario: String,
+    comparison: Comparison,
+    /// The per-round ratios behind it (own-baseline comparisons only).
+    ratios: Vec<f64>,
+    /// Against the thread's own rate without a scanner (false: against the other lock
+    /// threads of the same runs, from a file written before the own comparison existed).
+    own: bool,
+}
+
+/// The scanner scenarios of lockscan, each judged by its lock threads' own rate without a
+/// scanner; a file written before that comparison existed falls back to the other lock
+/// threads of the same runs (each such entry says so through `own`).
+fn sibling_comparisons(l: &super::LockscanSection) -> Vec<Sharing> {
+    let scanners = || {
+        l.result
+            .results
+            .iter()
+            .filter(|s| !s.scenario.scan_cpus.is_empty())
+    };
+    let entry =
+        |s: &crate::experiments::lockscan::ScenarioResult, c: Comparison, own: bool| Sharing {
+            label: format!("`{}`, {}", s.lock, s.scenario.label),
+            lock: s.lock,
+            scenario: s.scenario.label.clone(),
+            comparison: c,
+            ratios: if own {
+                s.sharing_ratios.clone()
+            } else {
+                Vec::new()
+            },
+            own,
+        };
+    let own: Vec<Sharing> = scanners()
+        .filter_map(|s| Some(entry(s, s.sharing_vs_own_baseline?, true)))
+        .collect();
+    if !own.is_empty() {
+        return own;
+    }
+    scanners()
         .filter_map(|s| {
-            let c = s.sharing_vs_others?;
-            Some((
-                format!("`{}`, {}", s.lock, s.scenario.label),
-                Comparison::from_ci(c, s.runs, Thresholds::SLOWDOWN),
-            ))
+            let c = Comparison::from_ci(s.sharing_vs_others?, s.runs, Thresholds::SLOWDOWN);
+            Some(entry(s, c, false))
         })
         .collect()
+}
+
+/// What a sharing comparison is a ratio of.
+fn sharing_of(own: bool) -> &'static str {
+    if own {
+        "its own rate without a scanner in the same round"
+    } else {
+        "the other lock threads' rate"
+    }
+}
+
+/// Said once where a file predates the own-baseline comparison.
+const OTHERS_FALLBACK: &str = "this file predates the comparison of each lock thread with     its own rate without a scanner, so it is compared with the other lock threads of the     same runs, which an unfair lock biases by position";
+
+/// The median of several scenarios' comparisons and the worst beside it: `(median, worst,
+/// k)`; the worst (lowest estimate) is None when there is one scenario. Sorted, so the
+/// median is the middle one.
+fn median_and_worst(mut all: Vec<Sharing>) -> Option<(Sharing, Option<Sharing>, usize)> {
+    if all.is_empty() {
+        return None;
+    }
+    all.sort_by(|a, b| a.comparison.estimate.total_cmp(&b.comparison.estimate));
+    let k = all.len();
+    let med = all[k / 2].clone();
+    let worst = (k > 1).then(|| all[0].clone());
+    Some((med, worst, k))
+}
+
+/// The lowest of `k` comparisons, its interval recomputed from its per-round ratios at
+/// confidence 1 − 0.05/k (Bonferroni: the lowest of k intervals is biased low, so one
+/// alone would claim more than the runs show). None without per-round ratios.
+fn widened(ratios: &[f64], k: usize, t: Thresholds, seed: u64) -> Option<Comparison> {
+    let level = 1.0 - 0.05 / k.max(1) as f64;
+    Comparison::of_paired_ratios(ratios, t, level, RESAMPLES, seed)
+}
+
+/// A widened comparison in a sentence: `0.600× (99.8 % CI 0.500–0.700, n = 5, widened
+/// for being the worst of 24: loss)`. The level is printed to 3 figures, since a
+/// Bonferroni level such as 99.79 % would otherwise round to "100 %".
+fn widened_text(c: &Comparison, k: usize, word: &str) -> String {
+    let level = sig(c.confidence * 100.0, 3);
+    let interval = if c.n < 2 {
+        format!("no interval (n = {})", c.n)
+    } else if c.indicative {
+        format!(
+            "indicative (n = {}) {}–{} at {level} %",
+            c.n,
+            crate::stats::ratio_text(c.low),
+            crate::stats::ratio_text(c.high)
+        )
+    } else {
+        format!(
+            "{level} % CI {}–{}, n = {}",
+            crate::stats::ratio_text(c.low),
+            crate::stats::ratio_text(c.high),
+            c.n
+        )
+    };
+    format!(
+        "{}× ({interval}, widened for being the {word} of {k}: {})",
+        crate::stats::ratio_text(c.estimate),
+        c.effect
+    )
+}
+
+/// The worst of several sharing comparisons in words, its interval widened when the
+/// per-round ratios are there.
+fn worst_text(w: &Sharing, k: usize) -> String {
+    match widened(&w.ratios, k, Thresholds::SLOWDOWN, 17) {
+        Some(adj) => widened_text(&adj, k, "worst"),
+        None => format!(
+            "{}, its interval not widened for being the worst of {k} (the file holds no \
+             per-round ratios)",
+            ratio_of(&w.comparison, "")
+        ),
+    }
 }
 
 fn locks_answer(r: &Report, smt: bool) -> Answer {
@@ -325,42 +429,50 @@ fn locks_answer(r: &Report, smt: bool) -> Answer {
     let Some(l) = &r.lockscan else {
         return not_answered(class, phase_reason(r, PhaseName::Lockscan), section);
     };
-    let mut all = sibling_comparisons(l);
-    if all.is_empty() {
+    // The median scenario answers; the worst is reported beside it with its interval
+    // widened for being the worst of k, never alone (the minimum of many intervals is
+    // biased low).
+    let Some((med, worst, k)) = median_and_worst(sibling_comparisons(l)) else {
         return not_answered(
             class,
-            "lockscan ran no scenario with a scanner on a lock thread's sibling".into(),
+            "lockscan ran no scenario with a scanner on a lock thread's sibling and a \
+             baseline to compare it with"
+                .into(),
             section,
         );
-    }
-    // The median scenario answers; the worst is reported beside it, never alone (the
-    // minimum of many intervals is biased low).
-    all.sort_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
-    let (label, med) = all[all.len() / 2].clone();
-    let (worst_label, worst) = &all[0];
-    let k = all.len();
-    let reason = if k == 1 {
-        format!(
-            "a lock thread whose SMT sibling ran a memory scanner acquired {}",
-            ratio_of(&med, "the rate of the other lock threads")
-        )
-    } else {
-        format!(
-            "median of {k} sibling scenarios ({label}): {}; worst ({worst_label}): {}, not \
-             adjusted for being the worst of {k}",
-            ratio_of(&med, "the other lock threads' rate"),
-            ratio_of(worst, "")
-        )
     };
+    let c = med.comparison;
+    let mut reason = match &worst {
+        None => format!(
+            "a lock thread whose SMT sibling ran a memory scanner acquired {}",
+            ratio_of(&c, sharing_of(med.own))
+        ),
+        Some(w) => format!(
+            "median of {k} sibling scenarios ({}): {}; worst ({}): {}",
+            med.label,
+            ratio_of(&c, sharing_of(med.own)),
+            w.label,
+            worst_text(w, k)
+        ),
+    };
+    if !med.own {
+        reason = format!("{OTHERS_FALLBACK}: {reason}");
+    }
     Answer {
         class,
-        answer: sharing_answer(med.effect),
+        answer: sharing_answer(c.effect),
         evidence: Some(Evidence {
-            what: "acquisitions/s of a lock thread beside a scanning sibling ÷ the other lock \
-                   threads of the same runs"
-                .into(),
-            runs: format!("lockscan, {label}"),
-            comparison: med,
+            what: if med.own {
+                "acquisitions/s of a lock thread beside a scanning sibling ÷ the same thread \
+                 without a scanner, paired by round"
+                    .into()
+            } else {
+                "acquisitions/s of a lock thread beside a scanning sibling ÷ the other lock \
+                 threads of the same runs (biased by an unfair lock's positions)"
+                    .into()
+            },
+            runs: format!("lockscan, {}", med.label),
+            comparison: c,
         }),
         reason,
         section,
@@ -704,6 +816,16 @@ fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
             locks.push(s.lock);
         }
     }
+    let sharing = sibling_comparisons(l);
+    let own = sharing.iter().all(|s| s.own);
+    if !own {
+        obs.push(capitalise(OTHERS_FALLBACK));
+    }
+    let beside = if smt {
+        "beside"
+    } else {
+        "time-sharing its CPU with"
+    };
     let mut sharing_effects = Vec::new();
     for lock in locks {
         let mine: Vec<_> = results.iter().filter(|s| s.lock == lock).collect();
@@ -717,38 +839,53 @@ fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
                 b.jain_index
             ));
         }
-        let shared = mine
-            .iter()
-            .filter_map(|s| Some((s, s.sharing_vs_others?)))
-            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
-        if let Some((s, ci)) = shared {
-            let c = Comparison::from_ci(ci, s.runs, Thresholds::SLOWDOWN);
+        let of_lock: Vec<Sharing> = sharing.iter().filter(|s| s.lock == lock).cloned().collect();
+        if let Some((med, worst, k)) = median_and_worst(of_lock) {
+            let c = med.comparison;
             sharing_effects.push(c.effect);
-            line.push_str(&format!(
-                "; the lock thread {} a scanner ({}) got {}",
-                if smt {
-                    "beside"
-                } else {
-                    "time-sharing its CPU with"
-                },
-                s.scenario.label,
-                ratio_of(&c, "the other lock threads' rate")
-            ));
+            match &worst {
+                None => line.push_str(&format!(
+                    "; the lock thread {beside} a scanner ({}) got {}",
+                    med.scenario,
+                    ratio_of(&c, sharing_of(med.own))
+                )),
+                Some(w) => line.push_str(&format!(
+                    "; over {k} scanner positions the lock thread {beside} the scanner got {} at the median ({}), the worst {} ({})",
+                    ratio_of(&c, sharing_of(med.own)),
+                    med.scenario,
+                    worst_text(w, k),
+                    w.scenario
+                )),
+            }
             evidence.push(Evidence {
-                what: format!("`{lock}` acquisitions/s, scanner-sharing thread ÷ the others"),
-                runs: format!("lockscan, {}", s.scenario.label),
+                what: format!(
+                    "`{lock}` acquisitions/s, scanner-sharing thread ÷ {}",
+                    if med.own {
+                        "itself without a scanner, paired by round"
+                    } else {
+                        "the other lock threads"
+                    }
+                ),
+                runs: format!("lockscan, {}", med.scenario),
                 comparison: c,
             });
         }
-        let cross = mine
+        // Cross-core: the median scenario, as for the sharing thread.
+        let mut cross: Vec<_> = mine
             .iter()
             .filter_map(|s| Some((s, s.cross_core_vs_baseline?)))
-            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
-        if let Some((s, ci)) = cross {
-            let c = Comparison::from_ci(ci, s.runs, Thresholds::SLOWDOWN);
+            .collect();
+        cross.sort_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
+        if let Some((s, ci)) = cross.get(cross.len() / 2) {
+            let c = Comparison::from_ci(*ci, s.runs, Thresholds::SLOWDOWN);
             line.push_str(&format!(
-                "; lock threads on other cores kept {}",
-                ratio_of(&c, "of their rate without a scanner")
+                "; lock threads on other cores kept {}{}",
+                ratio_of(&c, "of their rate without a scanner"),
+                if cross.len() > 1 {
+                    format!(" (median of {} scanner positions)", cross.len())
+                } else {
+                    String::new()
+                }
             ));
             evidence.push(Evidence {
                 what: format!("`{lock}` acquisitions/s on other cores, with ÷ without scanner"),
@@ -759,14 +896,19 @@ fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
         obs.push(line);
     }
     let any = |e: Effect| sharing_effects.contains(&e);
+    let against = if own {
+        "their own rates without a scanner"
+    } else {
+        "the other lock threads"
+    };
     let meaning = if !smt {
         "A scanner here can only time-share a lock thread's CPU, so that thread runs part of the time and acquires accordingly: the scheduler dividing a CPU, not HT. To see what a scanning sibling does, run on an SMT machine.".to_string()
     } else if any(Effect::Loss) {
         "The scanner was pinned to the lock thread's SMT sibling, so the loss comes from sharing the core; which resource inside the core was not measured (no hardware counters). Keep memory-streaming work off the siblings of lock-heavy threads, or turn HT off for such a mix.".into()
     } else if !sharing_effects.is_empty() && sharing_effects.iter().all(|e| *e == Effect::NoEffect)
     {
-        let mut m = String::from(
-            "Every sibling interval lay within ±5 % of the other lock threads: on this machine a scanning sibling did not slow lock threads",
+        let mut m = format!(
+            "At the median scanner position every lock's interval lay within ±5 % of {against}: on this machine a scanning sibling did not slow lock threads",
         );
         if evidence.iter().any(|e| e.comparison.indicative) {
             m.push_str(" — indicative, from fewer than 5 runs each; more runs (`--repeat`) give confidence intervals");
@@ -1347,8 +1489,9 @@ mod tests {
         );
     }
 
-    /// Makes every sibling scenario's comparison `ci` over `runs` runs.
-    fn sibling_intervals(r: &mut Report, cis: &[Ci], runs: usize) {
+    /// Replaces the sibling scenarios by one per entry: its own-baseline comparison and the
+    /// per-round ratios behind it.
+    fn sibling_scenarios(r: &mut Report, scenarios: &[(Comparison, Vec<f64>)]) {
         let l = r.lockscan.as_mut().unwrap();
         let template = l
             .result
@@ -1358,13 +1501,20 @@ mod tests {
             .unwrap()
             .clone();
         l.result.results.retain(|s| s.scenario.scan_cpus.is_empty());
-        for (i, ci) in cis.iter().enumerate() {
+        for (i, (c, ratios)) in scenarios.iter().enumerate() {
             let mut s = template.clone();
             s.scenario.label = format!("scenario {i}");
-            s.sharing_vs_others = Some(*ci);
-            s.runs = runs;
+            s.sharing_vs_own_baseline = Some(*c);
+            s.sharing_ratios = ratios.clone();
+            s.runs = ratios.len();
             l.result.results.push(s);
         }
+    }
+
+    /// A scenario whose own-baseline comparison comes from `ratios`.
+    fn paired(ratios: &[f64]) -> (Comparison, Vec<f64>) {
+        let c = Comparison::of_paired_ratios(ratios, Thresholds::SLOWDOWN, 0.95, 2000, 44).unwrap();
+        (c, ratios.to_vec())
     }
 
     fn ci(estimate: f64, low: f64, high: f64) -> Ci {
@@ -1379,11 +1529,17 @@ mod tests {
     #[test]
     fn a_wide_interval_around_half_is_inconclusive_not_no_effect() {
         let mut r = smt().clone();
-        sibling_intervals(&mut r, &[ci(0.50, 0.30, 0.85)], 5);
+        let c = Comparison::from_ci(ci(0.50, 0.30, 0.85), 5, Thresholds::SLOWDOWN);
+        sibling_scenarios(&mut r, &[(c, vec![0.30, 0.45, 0.50, 0.60, 0.85])]);
         let v = build(&r);
         assert_cites_only_what_was_measured(&v);
         let a = answer(&v, WorkloadClass::LocksBesideScans);
         assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
+        assert!(
+            a.reason.contains("its own rate without a scanner"),
+            "{}",
+            a.reason
+        );
         let f = v
             .findings
             .iter()
@@ -1428,9 +1584,9 @@ mod tests {
     #[test]
     fn one_bad_scenario_of_24_does_not_make_the_answer() {
         let mut r = smt().clone();
-        let mut cis = vec![ci(0.98, 0.95, 1.01); 23];
-        cis.insert(7, ci(0.60, 0.50, 0.70));
-        sibling_intervals(&mut r, &cis, 5);
+        let mut all = vec![paired(&[0.97, 0.98, 0.99, 0.98, 0.98]); 23];
+        all.insert(7, paired(&[0.55, 0.60, 0.65, 0.60, 0.58]));
+        sibling_scenarios(&mut r, &all);
         let v = build(&r);
         assert_cites_only_what_was_measured(&v);
         let a = answer(&v, WorkloadClass::LocksBesideScans);
@@ -1438,7 +1594,70 @@ mod tests {
         assert!((a.evidence.as_ref().unwrap().comparison.estimate - 0.98).abs() < 1e-9);
         assert!(a.reason.contains("median of 24"), "{}", a.reason);
         assert!(a.reason.contains("worst (`"), "{}", a.reason);
-        assert!(a.reason.contains("worst of 24"), "{}", a.reason);
+        // The worst's interval comes from its own rounds at 1 − 0.05/24, labelled as such.
+        assert!(
+            a.reason
+                .contains("99.8 % CI 0.55–0.65, n = 5, widened for being the worst of 24: loss"),
+            "{}",
+            a.reason
+        );
+        assert!(!a.reason.contains("100 % CI"), "{}", a.reason);
+        // The finding names the median too, and the worst only beside it.
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("locks"))
+            .unwrap();
+        assert!(f.observed.contains("at the median"), "{}", f.observed);
+        assert!(f.observed.contains("worst of 24"), "{}", f.observed);
+    }
+
+    #[test]
+    fn a_thread_slow_against_the_others_but_not_against_itself_is_no_loss() {
+        // An unfair lock: beside the scanner the thread gets 0.3× the others, as it did
+        // without a scanner; against its own baseline it kept its rate.
+        let mut r = smt().clone();
+        sibling_scenarios(&mut r, &[paired(&[0.99, 1.0, 1.01, 1.0, 0.98])]);
+        for s in &mut r.lockscan.as_mut().unwrap().result.results {
+            s.sharing_vs_others = Some(ci(0.30, 0.25, 0.35));
+        }
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::LocksBesideScans);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        assert!(!a.reason.contains("0.30"), "{}", a.reason);
+    }
+
+    #[test]
+    fn an_old_file_falls_back_to_the_other_threads_and_says_so() {
+        let mut r = smt().clone();
+        sibling_scenarios(&mut r, &[paired(&[1.0; 5]), paired(&[1.0; 5])]);
+        for s in &mut r.lockscan.as_mut().unwrap().result.results {
+            s.sharing_vs_own_baseline = None;
+            s.sharing_ratios.clear();
+            s.sharing_vs_others = Some(ci(0.98, 0.96, 1.0));
+        }
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::LocksBesideScans);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        assert!(a.reason.starts_with("this file predates"), "{}", a.reason);
+        assert!(
+            a.reason.contains("the other lock threads' rate"),
+            "{}",
+            a.reason
+        );
+        assert!(a.reason.contains("not widened"), "{}", a.reason);
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("locks"))
+            .unwrap();
+        assert!(
+            f.observed.starts_with("This file predates"),
+            "{}",
+            f.observed
+        );
     }
 
     #[test]

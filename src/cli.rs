@@ -468,6 +468,10 @@ struct NeighborsArgs {
     /// Discarded warm-up per step.
     #[arg(long, default_value = "500ms")]
     warmup: String,
+    /// Rounds over the steps, each from the first step again; with 2 or more every step
+    /// gets a ratio paired with its round's first step and an interval (5+ for 95 % CIs).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
     /// `--workload oltp`: the database (sqlite, sqlite:PATH, postgres://…, postgres-managed).
     #[arg(long, default_value = "sqlite")]
     db: String,
@@ -540,7 +544,8 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
         }
     };
     let exp = NeighborsConfig::new(a.workers, worker_placement, a.within.within, spec)?
-        .with_burners(burner_steps, burner, burner_placement, burner_mode)?;
+        .with_burners(burner_steps, burner, burner_placement, burner_mode)?
+        .with_repeat(a.repeat)?;
     let workload = match a.workload.as_str() {
         "hot-page" | "hotpage" => commands::neighbors::WorkloadChoice::HotPage(
             a.lock.parse().map_err(|e| bad(format!("--lock: {e}")))?,

@@ -250,10 +250,11 @@ pub fn lockscan_threads(s: &crate::experiments::lockscan::ScenarioResult) -> Tab
     t
 }
 
-/// neighbors: one row per lock × burner step.
+/// neighbors: one row per series (lock and placement) × burner step.
 pub fn neighbors(n: &super::NeighborsSection) -> Table {
     let mut t = Table::new(&[
         "LOCK",
+        "SERIES",
         "BURNERS",
         "RUNNABLE/CPUS",
         "OPS/S",
@@ -266,10 +267,14 @@ pub fn neighbors(n: &super::NeighborsSection) -> Table {
         for st in &s.steps {
             t.rows.push(vec![
                 s.lock.to_string(),
+                s.placement.label().to_string(),
                 st.burners.to_string(),
                 format!("{}/{}", st.runnable_threads, st.cpus),
                 summary(&st.ops_per_sec),
-                format!("{:.3}", st.ratio_to_first),
+                match &st.ratio {
+                    Some(c) => comparison(Some(c)),
+                    None => format!("{:.3}", st.ratio_to_first),
+                },
                 duration_ns(st.latency_p99_ns as f64),
                 st.diagnosis.label().into(),
                 st.reason.clone(),

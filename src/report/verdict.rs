@@ -16,8 +16,8 @@
 //! - what was not measured is listed with the reason.
 
 use super::{
-    Answer, Evidence, Finding, HtAnswer, PhaseName, PhaseStatus, Report, Status, Verdict,
-    WorkloadClass,
+    Answer, Evidence, Finding, HtAnswer, PhaseName, PhaseStatus, Report, SeriesPlacement, Status,
+    Verdict, WorkloadClass,
 };
 use crate::experiments::diagnosis::Diagnosis;
 use crate::experiments::smt_yield::{
@@ -668,35 +668,37 @@ fn capitalise(s: &str) -> String {
 }
 
 /// The neighbors step whose paired interval lies lowest, when it is a loss: what it cost,
-/// what the diagnosis measured, and what the other locks kept at the same burner count.
+/// what the diagnosis measured, and what the other locks of the same placement kept at the
+/// same burner count.
 fn largest_loss(r: &Report) -> Option<String> {
     let n = r.neighbors.as_ref()?;
-    let (lock, st, c) = n
+    let (series, st, c) = n
         .series
         .iter()
         .flat_map(|s| {
             s.steps
                 .iter()
                 .filter(|st| st.burners > 0)
-                .filter_map(move |st| Some((s.lock, st, st.ratio?)))
+                .filter_map(move |st| Some((s, st, st.ratio?)))
         })
         .filter(|(_, _, c)| c.effect == Effect::Loss)
         .min_by(|a, b| a.2.high.total_cmp(&b.2.high))?;
     let others: Vec<String> = n
         .series
         .iter()
-        .filter(|s| s.lock != lock)
+        .filter(|s| s.lock != series.lock && s.placement == series.placement)
         .filter_map(|s| {
             let o = s.steps.iter().find(|o| o.burners == st.burners)?;
             Some(format!("`{}` kept {}", s.lock, ratio_of(&o.ratio?, "")))
         })
         .collect();
     Some(format!(
-        "Largest measured loss: with {} and {} the `{lock}` lock ran at {}{}{}.",
-        count(st.burners, "burner"),
-        count(n.workers, "worker"),
+        "Largest measured loss: with {} and {} the `{}` lock ran at {}{}{}.",
+        placed_burners(series.placement, st.burners),
+        placed_workers(series.placement, series.workers_in(n)),
+        series.lock,
         ratio_of(&c, "its unloaded rate"),
-        mechanism(n, st),
+        mechanism(series, st),
         if others.is_empty() {
             String::new()
         } else {
@@ -705,18 +707,43 @@ fn largest_loss(r: &Report) -> Option<String> {
     ))
 }
 
-/// The diagnosis as a clause, only where the run measured its signs. Unpinned workers
-/// never establish SMT sharing: the scheduler, not the run, chose who shared a core.
-fn mechanism(n: &super::NeighborsSection, st: &super::NeighborsStep) -> String {
-    let unpinned = n
-        .runs
-        .first()
-        .is_some_and(|r| r.worker_placement == "os" || r.worker_placement.is_empty());
+/// `2 burners` (unpinned) or `2 burners pinned to the workers' SMT siblings`.
+fn placed_burners(p: SeriesPlacement, b: usize) -> String {
+    match p {
+        SeriesPlacement::Unpinned => count(b, "burner"),
+        SeriesPlacement::SiblingBurners => {
+            format!("{} pinned to the workers' SMT siblings", count(b, "burner"))
+        }
+    }
+}
+
+/// `4 workers` (unpinned) or `2 workers one per core`.
+fn placed_workers(p: SeriesPlacement, w: usize) -> String {
+    match p {
+        SeriesPlacement::Unpinned => count(w, "worker"),
+        SeriesPlacement::SiblingBurners => format!("{} one per core", count(w, "worker")),
+    }
+}
+
+/// The diagnosis as a clause, only where the run measured its signs. SMT sharing is named
+/// only for the controlled series (burners pinned to the workers' siblings); with unpinned
+/// threads the scheduler, not the run, chose who shared a core, so it is at most possible
+/// (files written before `possibly-smt-sharing` existed may say `smt-sharing` there).
+fn mechanism(s: &super::NeighborsSeries, st: &super::NeighborsStep) -> String {
     match st.diagnosis {
         Diagnosis::None => String::new(),
-        Diagnosis::SmtSharing if unpinned => format!(
-            " — possibly SMT sharing, but the workers were unpinned, so the run did not \
-             control it ({})",
+        Diagnosis::SmtSharing | Diagnosis::PossiblySmtSharing
+            if s.placement == SeriesPlacement::Unpinned =>
+        {
+            format!(
+                " — possibly SMT sharing, but the workers and burners were unpinned, so the \
+                 run did not control it ({})",
+                st.reason
+            )
+        }
+        Diagnosis::SmtSharing => format!(
+            " — SMT sharing: the burners were pinned to the workers' siblings and the threads \
+             had a CPU each ({})",
             st.reason
         ),
         d => format!(" — diagnosed `{}` from {}", d.label(), st.reason),
@@ -772,11 +799,15 @@ fn not_measured(r: &Report, smt: bool) -> Vec<String> {
         }
     }
     if let Some(n) = &r.neighbors {
-        if n.runs
-            .first()
-            .is_some_and(|x| x.worker_placement == "os" || x.worker_placement.is_empty())
-        {
-            v.push("Controlled placement in neighbors: its workers and burners were placed by the scheduler, so it can show oversubscription but cannot establish SMT sharing.".into());
+        let controlled = n
+            .series
+            .iter()
+            .any(|s| s.placement == SeriesPlacement::SiblingBurners);
+        if !controlled {
+            let why = n.sibling_skipped.as_deref().map_or(String::new(), |w| {
+                format!(" The controlled series (burners pinned to the workers' siblings) did not run: {w}.")
+            });
+            v.push(format!("Controlled placement in neighbors: its workers and burners were placed by the scheduler, so it can show oversubscription but cannot establish SMT sharing.{why}"));
         }
         for run in n.runs.iter().take(1) {
             for (b, why) in &run.skipped {
@@ -933,10 +964,14 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
         let Some(first) = s.steps.first() else {
             continue;
         };
+        let placement = match s.placement {
+            SeriesPlacement::Unpinned => "unpinned".to_string(),
+            SeriesPlacement::SiblingBurners => "burners on the workers' siblings".to_string(),
+        };
         let mut line = format!(
-            "`{}` with {}: {} ops/s with {}",
+            "`{}` ({placement}) with {}: {} ops/s with {}",
             s.lock,
-            count(n.workers, "worker"),
+            placed_workers(s.placement, s.workers_in(n)),
             pm(&first.ops_per_sec),
             count(first.burners, "burner"),
         );
@@ -948,10 +983,10 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
             .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate))
         {
             line.push_str(&format!(
-                "; lowest at {} ({} runnable on {} CPUs): {}, diagnosis `{}`",
+                "; lowest at {} ({} runnable on {}): {}, diagnosis `{}`",
                 count(worst.burners, "burner"),
                 worst.runnable_threads,
-                worst.cpus,
+                count(worst.cpus, "CPU"),
                 ratio_of(&c, "the 0-burner rate"),
                 worst.diagnosis.label()
             ));
@@ -959,10 +994,10 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
                 what: format!(
                     "`{}` ops/s with {} ÷ with {}",
                     s.lock,
-                    count(worst.burners, "burner"),
+                    placed_burners(s.placement, worst.burners),
                     count(first.burners, "burner")
                 ),
-                runs: format!("neighbors, {} rounds", c.n),
+                runs: format!("neighbors ({placement}), {} rounds", c.n),
                 comparison: c,
             });
         }
@@ -986,7 +1021,7 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
             }
         }
     }
-    let meaning = if !lost.is_empty() && !kept.is_empty() {
+    let mut meaning = if !lost.is_empty() && !kept.is_empty() {
         format!(
             "With more runnable threads than CPUs, {} lost while {} did not: the lock, not only the thread count, decides what oversubscription costs. Keep runnable lock-heavy threads at or below the CPUs they may use, or use the lock that kept its rate.",
             lost.join(", "),
@@ -1002,12 +1037,74 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
     } else {
         "No step oversubscribed the CPUs with an interval narrow enough to call.".into()
     };
+    if let Some(m) = sibling_meaning(n) {
+        meaning.push(' ');
+        meaning.push_str(&m);
+    }
     Finding {
         topic: "noisy neighbours (neighbors)".into(),
         observed: obs.join(". ") + ".",
         meaning,
         evidence,
     }
+}
+
+/// What the controlled sibling series says: per lock, its rate with every worker's sibling
+/// busy (the last step) against the same round's rate without burners. Only this series
+/// may name SMT sharing: the placement, not the scheduler, put the burners there.
+fn sibling_meaning(n: &super::NeighborsSection) -> Option<String> {
+    let mut lost = Vec::new();
+    let mut kept = Vec::new();
+    let mut unclear = Vec::new();
+    for s in n
+        .series
+        .iter()
+        .filter(|s| s.placement == SeriesPlacement::SiblingBurners)
+    {
+        let Some((st, c)) = s
+            .steps
+            .iter()
+            .filter(|st| st.burners > 0)
+            .max_by_key(|st| st.burners)
+            .and_then(|st| Some((st, st.ratio?)))
+        else {
+            continue;
+        };
+        let what = format!(
+            "`{}` ({} with {})",
+            s.lock,
+            ratio_of(&c, "its rate without burners"),
+            count(st.burners, "busy sibling")
+        );
+        match c.effect {
+            Effect::Loss => lost.push(what),
+            Effect::NoEffect | Effect::Gain => kept.push(what),
+            Effect::Inconclusive => unclear.push(what),
+        }
+    }
+    if lost.is_empty() && kept.is_empty() && unclear.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if !lost.is_empty() {
+        parts.push(format!(
+            "lost under {}: SMT sharing, since each thread had a CPU of its own and only the core was shared",
+            lost.join(", ")
+        ));
+    }
+    if !kept.is_empty() {
+        parts.push(format!(
+            "kept its rate under {}: a busy sibling cost it nothing measurable",
+            kept.join(", ")
+        ));
+    }
+    if !unclear.is_empty() {
+        parts.push(format!("too wide to call for {}", unclear.join(", ")));
+    }
+    Some(format!(
+        "With one worker per core and burners pinned to their SMT siblings, the hot page {}.",
+        parts.join("; ")
+    ))
 }
 
 fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
@@ -1579,6 +1676,119 @@ mod tests {
             assert!(!s.contains("oversubscription"), "{s}");
             assert!(!s.contains("more runnable threads than CPUs"), "{s}");
         }
+    }
+
+    /// Makes the `placement` series' step with `burners` of `lock` the deepest loss.
+    fn deep_loss(
+        r: &mut Report,
+        placement: SeriesPlacement,
+        burners: usize,
+        d: Diagnosis,
+        reason: &str,
+    ) {
+        let n = r.neighbors.as_mut().unwrap();
+        let s = n
+            .series
+            .iter_mut()
+            .find(|s| s.placement == placement)
+            .expect("the series ran");
+        let st = s.steps.iter_mut().find(|st| st.burners == burners).unwrap();
+        st.diagnosis = d;
+        st.reason = reason.into();
+        st.ratio = Some(Comparison::from_ci(
+            ci(0.2, 0.15, 0.25),
+            5,
+            Thresholds::SLOWDOWN,
+        ));
+    }
+
+    #[test]
+    fn a_controlled_sibling_loss_names_smt_sharing_and_an_unpinned_one_does_not() {
+        let base = smt();
+        let n = base.neighbors.as_ref().unwrap();
+        let sib = n
+            .series
+            .iter()
+            .find(|s| s.placement == SeriesPlacement::SiblingBurners)
+            .expect("the study ran the sibling series on SMT");
+        assert_eq!(sib.workers, Some(4));
+        assert_eq!(n.sibling_skipped, None);
+        // Controlled: burners pinned to the workers' siblings.
+        let mut r = base.clone();
+        deep_loss(
+            &mut r,
+            SeriesPlacement::SiblingBurners,
+            4,
+            Diagnosis::SmtSharing,
+            "burners pinned to the workers' SMT siblings; 4 runnable on 4 CPUs",
+        );
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        assert!(
+            v.headline.contains(
+                "with 4 burners pinned to the workers' SMT siblings and 4 workers one per core"
+            ),
+            "{}",
+            v.headline
+        );
+        assert!(
+            v.headline
+                .contains("— SMT sharing: the burners were pinned"),
+            "{}",
+            v.headline
+        );
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("noisy"))
+            .unwrap();
+        assert!(
+            f.meaning
+                .contains("SMT sharing, since each thread had a CPU of its own"),
+            "{}",
+            f.meaning
+        );
+        // Unpinned: at most possibly, whether the step says so or an old file says
+        // `smt-sharing`.
+        for d in [Diagnosis::PossiblySmtSharing, Diagnosis::SmtSharing] {
+            let mut r = base.clone();
+            deep_loss(
+                &mut r,
+                SeriesPlacement::Unpinned,
+                2,
+                d,
+                "6 runnable on 8 CPUs",
+            );
+            let v = build(&r);
+            assert_cites_only_what_was_measured(&v);
+            assert!(
+                v.headline.contains("possibly SMT sharing"),
+                "{}",
+                v.headline
+            );
+            assert!(!v.headline.contains("— SMT sharing"), "{}", v.headline);
+        }
+    }
+
+    #[test]
+    fn without_smt_the_missing_sibling_series_is_listed_with_its_reason() {
+        let v = build(no_smt());
+        assert!(
+            no_smt()
+                .neighbors
+                .as_ref()
+                .unwrap()
+                .series
+                .iter()
+                .all(|s| s.placement == SeriesPlacement::Unpinned)
+        );
+        assert!(
+            v.not_measured
+                .iter()
+                .any(|n| n.contains("did not run: no SMT siblings")),
+            "{:?}",
+            v.not_measured
+        );
     }
 
     #[test]

@@ -60,7 +60,14 @@ pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
                 "{} / {}: {what} acquired {}{}",
                 r.lock,
                 r.scenario.label,
-                compared(c, "their own rate in the same round without a scanner"),
+                compared(
+                    c,
+                    if smt {
+                        "their own rate in the same round without a scanner"
+                    } else {
+                        "its own rate in the same round without a scanner"
+                    }
+                ),
                 others
                     .map(|o| format!(
                         "; against the other lock threads of the same runs {o}, a comparison an unfair lock biases by position"

@@ -371,7 +371,7 @@ mod tests {
         let one = |c: u32| CpuSet::from_cpus([c]);
         // Unpinned workers on an SMT machine may meet any burner on a sibling: possible,
         // never certain.
-        let got = burner_proximity(&smt, &[all.clone()], std::slice::from_ref(&all));
+        let got = burner_proximity(&smt, std::slice::from_ref(&all), std::slice::from_ref(&all));
         assert_eq!(got, (false, true, false));
         // Pinned workers, unpinned burners: the same.
         assert_eq!(

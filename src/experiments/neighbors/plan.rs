@@ -211,7 +211,7 @@ mod tests {
         let (n, cpus) = contention(&[all.clone(), all.clone()], &vec![all.clone(); 3]);
         assert_eq!((n, cpus.len()), (5, 4));
         // Pinned workers, unpinned burners: the burners may use the workers' CPUs.
-        let (n, cpus) = contention(&[one(0)], &[all.clone()]);
+        let (n, cpus) = contention(&[one(0)], std::slice::from_ref(&all));
         assert_eq!((n, cpus.len()), (2, 4));
     }
 

@@ -467,6 +467,16 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         .collect();
     assert!(table.len() >= 7, "a row per class: {summary}");
     eprintln!("answer table in the 1x2x2 guest:\n{}", table.join("\n"));
+    eprintln!(
+        "lockscan scan buffer {} bytes, scanner L2 {} bytes",
+        lockscan["scan_bytes"], lockscan["scan_l2_bytes"]
+    );
+    for f in results["verdict"]["findings"].as_array().unwrap() {
+        let topic = f["topic"].as_str().unwrap();
+        if topic.starts_with("noisy") || topic.starts_with("locks") {
+            eprintln!("finding {topic}:\n  {}\n  {}", f["observed"], f["meaning"]);
+        }
+    }
 }
 
 #[test]

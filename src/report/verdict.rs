@@ -689,7 +689,7 @@ fn largest_loss(r: &Report) -> Option<String> {
         .filter(|s| s.lock != series.lock && s.placement == series.placement)
         .filter_map(|s| {
             let o = s.steps.iter().find(|o| o.burners == st.burners)?;
-            Some(format!("`{}` kept {}", s.lock, ratio_of(&o.ratio?, "")))
+            Some(format!("`{}` ran at {}", s.lock, ratio_of(&o.ratio?, "")))
         })
         .collect();
     Some(format!(

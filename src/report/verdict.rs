@@ -858,6 +858,7 @@ fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
         "time-sharing its CPU with"
     };
     let mut sharing_effects = Vec::new();
+    let mut lost_locks = Vec::new();
     for lock in locks {
         let mine: Vec<_> = results.iter().filter(|s| s.lock == lock).collect();
         let mut line = format!("`{lock}`:");
@@ -874,6 +875,9 @@ fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
         if let Some((med, worst, k)) = median_and_worst(of_lock) {
             let c = med.comparison;
             sharing_effects.push(c.effect);
+            if c.effect == Effect::Loss {
+                lost_locks.push(format!("`{lock}`"));
+            }
             match &worst {
                 None => line.push_str(&format!(
                     "; the lock thread {beside} a scanner ({}) got {}",
@@ -935,7 +939,10 @@ fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
     let meaning = if !smt {
         "A scanner here can only time-share a lock thread's CPU, so that thread runs part of the time and acquires accordingly: the scheduler dividing a CPU, not HT. To see what a scanning sibling does, run on an SMT machine.".to_string()
     } else if any(Effect::Loss) {
-        "The scanner was pinned to the lock thread's SMT sibling, so the loss comes from sharing the core; which resource inside the core was not measured (no hardware counters). Keep memory-streaming work off the siblings of lock-heavy threads, or turn HT off for such a mix.".into()
+        format!(
+            "At the median scanner position {} lost beside a scanning sibling; the scanner was pinned to that sibling, so the loss comes from sharing the core; which resource inside the core was not measured (no hardware counters). Keep memory-streaming work off the siblings of threads holding such a lock, or turn HT off for such a mix.",
+            lost_locks.join(", ")
+        )
     } else if !sharing_effects.is_empty() && sharing_effects.iter().all(|e| *e == Effect::NoEffect)
     {
         let mut m = format!(
@@ -1073,7 +1080,7 @@ fn sibling_meaning(n: &super::NeighborsSection) -> Option<String> {
         let what = format!(
             "`{}` ({} with {})",
             s.lock,
-            ratio_of(&c, "its rate without burners"),
+            ratio_of(&c, "of its rate without burners"),
             count(st.burners, "busy sibling")
         );
         match c.effect {
@@ -1088,21 +1095,25 @@ fn sibling_meaning(n: &super::NeighborsSection) -> Option<String> {
     let mut parts = Vec::new();
     if !lost.is_empty() {
         parts.push(format!(
-            "lost under {}: SMT sharing, since each thread had a CPU of its own and only the core was shared",
+            "{} lost: SMT sharing, since each thread had a CPU of its own and only the core was shared",
             lost.join(", ")
         ));
     }
     if !kept.is_empty() {
         parts.push(format!(
-            "kept its rate under {}: a busy sibling cost it nothing measurable",
-            kept.join(", ")
+            "{} kept {} rate: a busy sibling cost nothing measurable",
+            kept.join(", "),
+            if kept.len() == 1 { "its" } else { "their" }
         ));
     }
     if !unclear.is_empty() {
-        parts.push(format!("too wide to call for {}", unclear.join(", ")));
+        parts.push(format!(
+            "the interval was too wide to call for {}",
+            unclear.join(", ")
+        ));
     }
     Some(format!(
-        "With one worker per core and burners pinned to their SMT siblings, the hot page {}.",
+        "With one worker per core and burners pinned to their SMT siblings, {}.",
         parts.join("; ")
     ))
 }
@@ -1820,6 +1831,38 @@ mod tests {
             .unwrap();
         assert!(f.observed.contains("at the median"), "{}", f.observed);
         assert!(f.observed.contains("worst of 24"), "{}", f.observed);
+    }
+
+    #[test]
+    fn a_sibling_loss_names_the_lock_that_lost() {
+        let mut r = smt().clone();
+        sibling_scenarios(&mut r, &vec![paired(&[0.5, 0.52, 0.48, 0.5, 0.49]); 3]);
+        let lock = r
+            .lockscan
+            .as_ref()
+            .unwrap()
+            .result
+            .results
+            .last()
+            .unwrap()
+            .lock;
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        assert_eq!(
+            answer(&v, WorkloadClass::LocksBesideScans).answer,
+            HtAnswer::TurnHtOff
+        );
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("locks"))
+            .unwrap();
+        assert!(
+            f.meaning
+                .starts_with(&format!("At the median scanner position `{lock}` lost")),
+            "{}",
+            f.meaning
+        );
     }
 
     #[test]

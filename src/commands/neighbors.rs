@@ -241,8 +241,8 @@ pub fn human(r: &NeighborsReport) -> String {
         o.push_str("\nDiagnosis (most rounds; evidence of the round nearest the median):\n");
         for s in &r.summary {
             o.push_str(&format!(
-                "  {} burners: {} — {}\n",
-                s.burners,
+                "  {}: {} — {}\n",
+                render::count(s.burners, "burner"),
                 s.diagnosis.label(),
                 s.reason
             ));
@@ -251,15 +251,18 @@ pub fn human(r: &NeighborsReport) -> String {
         o.push_str("\nDiagnosis:\n");
         for s in &r.steps {
             o.push_str(&format!(
-                "  {} burners: {} — {}\n",
-                s.burners,
+                "  {}: {} — {}\n",
+                render::count(s.burners, "burner"),
                 s.diagnosis.label(),
                 s.reason
             ));
         }
     }
     for (b, why) in &r.skipped {
-        o.push_str(&format!("  {b} burners: skipped — {why}\n"));
+        o.push_str(&format!(
+            "  {}: skipped — {why}\n",
+            render::count(*b, "burner")
+        ));
     }
     for n in &r.notes {
         o.push_str(&format!("note: {n}\n"));

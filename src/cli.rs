@@ -491,6 +491,11 @@ struct NeighborsArgs {
     /// Discarded warm-up per step.
     #[arg(long, default_value = "500ms", allow_hyphen_values = true, value_parser = values::warmup)]
     warmup: Duration,
+    /// Rounds over the steps, each from the first step again; with 2 or more every step
+    /// gets a ratio paired with its round's first step and an interval (5+ for 95 % CIs).
+    #[arg(long, default_value_t = 1, value_name = "N", allow_hyphen_values = true,
+          value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
+    repeat: usize,
     /// `--workload oltp`: the database (sqlite, sqlite:PATH, postgres://…, postgres-managed).
     #[arg(long, default_value = "sqlite")]
     db: String,
@@ -583,7 +588,8 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
     Ok(commands::neighbors::Config {
         root: a.root.sysfs_root,
         exp: NeighborsConfig::new(a.workers, worker_placement, a.within.within, spec)?
-            .with_burners(burner_steps, burner, a.burner_placement, burner_mode)?,
+            .with_burners(burner_steps, burner, a.burner_placement, burner_mode)?
+            .with_repeat(a.repeat)?,
         workload,
         json: a.json,
         dry_run: a.dry_run,
@@ -923,7 +929,7 @@ struct LockscanArgs {
           value_parser = whole::<u64>(0, limits::MAX_OP_NS.into(), limits::WHY_OP_NS))]
     cs_ns: u64,
     /// Bytes each scan thread memsets per pass: a size (1MiB, 2097152, 512K) or `auto`
-    /// (2 × the core's L2).
+    /// (4 × the largest L2, at most 64 MiB; 8 MiB when no L2 size is reported).
     #[arg(long, default_value = "1MiB", value_name = "SIZE", allow_hyphen_values = true,
           value_parser = values::bytes_or_auto)]
     scan_bytes: values::Bytes,
@@ -981,16 +987,10 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
     let locks = a.lock.0;
     let scan_bytes = match a.scan_bytes {
         values::Bytes::Auto => {
-            let topo = commands::load_topology(&a.root.sysfs_root)?;
-            let l2 = topo
-                .allowed()
-                .first()
-                .and_then(|c| topo.cache_of(c, 2))
-                .and_then(|c| c.size_bytes)
-                .ok_or_else(|| {
-                    bad("--scan-bytes auto: this machine reports no L2 size; give a size".into())
-                })?;
-            (2 * l2) as usize
+            crate::experiments::lockscan::auto_scan_bytes(&commands::load_topology(
+                &a.root.sysfs_root,
+            )?)
+            .bytes
         }
         values::Bytes::Exactly(n) => n,
     };

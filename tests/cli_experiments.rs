@@ -162,6 +162,30 @@ fn lockscan_json_has_threads_and_verdict() {
         assert!(t.get(k).is_some(), "missing {k} in {t}");
     }
     assert!(v["verdict"].is_array());
+    // The lock thread on the scanner's CPU is compared with itself in the baseline run of
+    // the same round: one round, one ratio, no interval.
+    let ticket = results
+        .iter()
+        .find(|r| r["lock"] == "ticket" && r["scenario"]["label"] == "explicit")
+        .unwrap();
+    assert_eq!(
+        ticket["sharing_ratios"].as_array().unwrap().len(),
+        1,
+        "{ticket}"
+    );
+    let own = &ticket["sharing_vs_own_baseline"];
+    assert_eq!(
+        (own["n"].as_u64(), own["effect"].as_str()),
+        (Some(1), Some("inconclusive")),
+        "{own}"
+    );
+    assert!(
+        v["verdict"]
+            .to_string()
+            .contains("own rate in the same round without a scanner"),
+        "{}",
+        v["verdict"]
+    );
     assert_eq!(v["smt"], this_machine().threads_per_core() > 1);
     assert_eq!(v["lock_stats"], "counters");
     // Two lock CPUs: each result's handoffs are set against its own measured ceiling.
@@ -209,6 +233,36 @@ fn lockscan_stats_off_runs_the_bare_lock_and_says_what_is_missing() {
     assert!(locked > 0, "{r}");
     let notes = v["notes"].to_string();
     assert!(notes.contains("lock stats off"), "{notes}");
+}
+
+#[test]
+fn lockscan_scan_bytes_auto_streams_past_the_l2() {
+    let topo = this_machine();
+    let want = smtlab::experiments::lockscan::auto_scan_bytes(&topo);
+    // Lock thread and scanner share CPU 0, which every machine has.
+    let (v, _) = lockscan_json(&[
+        "--lock-cpus",
+        "0",
+        "--scan-cpus",
+        "0",
+        "--scan-bytes",
+        "auto",
+        "--no-baseline",
+    ]);
+    assert_eq!(v["scan_bytes"].as_u64(), Some(want.bytes as u64), "{v}");
+    match v["scan_l2_bytes"].as_u64() {
+        Some(l2) => assert!(v["scan_bytes"].as_u64().unwrap() > l2, "{v}"),
+        // No L2 size here: the stated default, and a note saying so.
+        None => {
+            assert_eq!(
+                want.bytes,
+                smtlab::experiments::lockscan::AUTO_FALLBACK_BYTES
+            );
+            assert!(v["notes"].to_string().contains("no L2 size"), "{v}");
+        }
+    }
+    // Without a baseline no thread is compared with itself, and the verdict says why.
+    assert!(v["results"][0]["sharing_vs_own_baseline"].is_null(), "{v}");
 }
 
 #[test]
@@ -360,10 +414,70 @@ fn neighbors_oversubscribed_ticket_lock_is_diagnosed() {
     assert!(step["reason"].as_str().unwrap().contains("runnable on"));
 }
 
+/// `neighbors --lock ticket --workers 1 --burners 0,1 --repeat 2` plus `extra`.
+fn neighbors_two_rounds(extra: &[&str]) -> Vec<u8> {
+    smtlab()
+        .args([
+            "neighbors",
+            "--lock",
+            "ticket",
+            "--workers",
+            "1",
+            "--burners",
+            "0,1",
+            "--repeat",
+            "2",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "0",
+        ])
+        .args(extra)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone()
+}
+
+#[test]
+fn neighbors_repeat_runs_rounds_and_pairs_each_step_with_its_rounds_first() {
+    let v: serde_json::Value = serde_json::from_slice(&neighbors_two_rounds(&["--json"])).unwrap();
+    assert_eq!(v["repeat"], 2);
+    // Rounds interleave the steps: 0 and 1 burners, then both again.
+    let order: Vec<(u64, u64)> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["round"].as_u64().unwrap(), s["burners"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(order, [(0, 0), (0, 1), (1, 0), (1, 1)], "{v}");
+    for s in v["steps"].as_array().unwrap() {
+        if s["burners"] == 0 {
+            assert_eq!(s["ratio_to_first"], 1.0, "each round's own first step: {s}");
+        }
+    }
+    let summary = v["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 2, "{v}");
+    for s in summary {
+        let c = &s["ratio"];
+        assert_eq!(
+            (c["n"].as_u64(), c["indicative"].as_bool()),
+            (Some(2), Some(true)),
+            "{s}"
+        );
+    }
+    let text = String::from_utf8(neighbors_two_rounds(&[])).unwrap();
+    assert!(text.contains("; 2 rounds"), "{text}");
+    assert!(text.contains("Over 2 rounds"), "{text}");
+    assert!(text.contains("indicative (n = 2)"), "{text}");
+}
+
 #[test]
 fn neighbors_bad_input() {
     for (args, needle) in [
         (vec!["--workers", "0"], "--workers"),
+        (vec!["--repeat", "0"], "--repeat 0: expected a whole number between 1 and"),
         (vec!["--burners", "1,x"], "`x`"),
         (vec!["--burner-kind", "nope"], "nope"),
         (vec!["--burner-placement", "moon"], "moon"),

@@ -186,7 +186,7 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         cmd(
             "neighbors siblings",
             "smtlab neighbors --placement one-per-core --workers 2 --burner-placement siblings \
-             --burners 0,1,2 -d 300ms --warmup 0 --json",
+             --burners 0,1,2 -d 300ms --warmup 0 --repeat 2 --json",
         ),
         cmd(
             "neighbors siblings dry",
@@ -267,9 +267,23 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
     }
     let nb = run.cmd("neighbors siblings").ok().json();
     let steps = nb["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 3, "0, 1 and 2 sibling burners: {nb}");
+    assert_eq!(steps.len(), 6, "0, 1 and 2 sibling burners, 2 rounds: {nb}");
     for step in steps {
         assert_eq!(step["pinning_ok"], true, "{step}");
+        // The workers have a CPU each; the burners on their siblings cannot take it.
+        assert_eq!(
+            (step["runnable_threads"].as_u64(), step["cpus"].as_u64()),
+            (Some(2), Some(2)),
+            "{step}"
+        );
+        // Pinned on both sides: never the unpinned "possibly".
+        assert_ne!(step["diagnosis"], "possibly-smt-sharing", "{step}");
+        assert_ne!(step["diagnosis"], "oversubscribed", "{step}");
+    }
+    let summary = nb["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 3, "{nb}");
+    for s in summary {
+        assert_eq!(s["ratio"]["n"], 2, "paired over both rounds: {s}");
     }
 
     let rw = run.cmd("rwcache pairs").ok().json();
@@ -430,6 +444,71 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
                 .contains("sibling of")),
         "the study's lockscan ran the sibling sweep"
     );
+    // Each sibling scenario compares the lock thread with itself in its round's baseline,
+    // and the scan streams past the scanner's L2.
+    let lockscan = &results["lockscan"]["result"];
+    for r in lockscan["results"].as_array().unwrap() {
+        if r["scenario"]["label"]
+            .as_str()
+            .unwrap()
+            .contains("sibling of")
+        {
+            assert!(r["sharing_vs_own_baseline"].is_object(), "{r}");
+        }
+    }
+    if let Some(l2) = lockscan["scan_l2_bytes"].as_u64() {
+        assert!(lockscan["scan_bytes"].as_u64().unwrap() > l2, "{lockscan}");
+    }
+    // neighbors ran the controlled sibling series beside the unpinned one: workers one per
+    // core, 0, 1 and 2 burners on their siblings, per lock.
+    let nb = &results["neighbors"];
+    assert!(nb["sibling_skipped"].is_null(), "{}", nb["sibling_skipped"]);
+    let series = nb["series"].as_array().unwrap();
+    let sib: Vec<&Value> = series
+        .iter()
+        .filter(|s| s["placement"] == "sibling-burners")
+        .collect();
+    assert_eq!(sib.len(), 2, "one per lock: {series:?}");
+    for s in &sib {
+        assert_eq!(s["workers"], 2, "{s}");
+        let burners: Vec<u64> = s["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|st| st["burners"].as_u64().unwrap())
+            .collect();
+        assert_eq!(burners, [0, 1, 2], "{s}");
+    }
+    for s in series.iter().filter(|s| s["placement"] == "unpinned") {
+        for st in s["steps"].as_array().unwrap() {
+            assert_ne!(st["diagnosis"], "smt-sharing", "unpinned: {st}");
+        }
+    }
+    for r in nb["runs"].as_array().unwrap() {
+        if r["burner_placement"] == "siblings" {
+            for st in r["steps"].as_array().unwrap() {
+                assert_eq!(st["pinning_ok"], true, "{st}");
+            }
+        }
+    }
+    // The answer table, as the study's summary has it, for the record.
+    let table: Vec<&str> = summary
+        .lines()
+        .skip_while(|l| !l.starts_with("| workload class"))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert!(table.len() >= 7, "a row per class: {summary}");
+    eprintln!("answer table in the 1x2x2 guest:\n{}", table.join("\n"));
+    eprintln!(
+        "lockscan scan buffer {} bytes, scanner L2 {} bytes",
+        lockscan["scan_bytes"], lockscan["scan_l2_bytes"]
+    );
+    for f in results["verdict"]["findings"].as_array().unwrap() {
+        let topic = f["topic"].as_str().unwrap();
+        if topic.starts_with("noisy") || topic.starts_with("locks") {
+            eprintln!("finding {topic}:\n  {}\n  {}", f["observed"], f["meaning"]);
+        }
+    }
 }
 
 #[test]

@@ -144,6 +144,20 @@ fn the_verdict_says_no_smt_here_and_what_results_mean() {
             .any(|n| n.starts_with("SMT sibling effects"))
     );
     assert!(v.not_measured.iter().any(|n| n.contains("`pairs`")));
+    // No siblings: the controlled sibling series of neighbors is skipped, with the reason.
+    let n = r.neighbors.as_ref().unwrap();
+    assert!(
+        n.sibling_skipped
+            .as_deref()
+            .is_some_and(|w| w.starts_with("no SMT siblings")),
+        "{:?}",
+        n.sibling_skipped
+    );
+    assert!(
+        n.series
+            .iter()
+            .all(|s| s.placement == report::SeriesPlacement::Unpinned)
+    );
 }
 
 #[test]
@@ -170,6 +184,29 @@ fn an_smt_machine_gets_sibling_findings() {
             .any(|s| s.placement == smtlab::placement::Request::Pairs),
         "pairs ran on SMT"
     );
+    // neighbors ran a controlled series beside the unpinned one: workers one per core,
+    // burners pinned to their siblings, 0 up to one per worker.
+    let n = r.neighbors.as_ref().unwrap();
+    let sib: Vec<_> = n
+        .series
+        .iter()
+        .filter(|s| s.placement == report::SeriesPlacement::SiblingBurners)
+        .collect();
+    assert_eq!(sib.len(), n.locks.len(), "{:?}", n.series);
+    for s in &sib {
+        let burners: Vec<usize> = s.steps.iter().map(|st| st.burners).collect();
+        assert_eq!(burners, [0, 1, 2, 3, 4]);
+    }
+    // The unpinned series never claims SMT sharing.
+    for s in n
+        .series
+        .iter()
+        .filter(|s| s.placement == report::SeriesPlacement::Unpinned)
+    {
+        for st in &s.steps {
+            assert_ne!(st.diagnosis.label(), "smt-sharing", "{st:?}");
+        }
+    }
     let md = report::markdown::render(&r);
     // SQLite serialises writers: no SMT yield is claimed from it.
     assert!(!md.contains("SMT yield:"), "{md}");

@@ -139,12 +139,16 @@ fn dry_run(topo: &crate::topology::Topology, scen: &[Scenario], out: &mut dyn Wr
 pub fn human(r: &LockscanReport) -> String {
     let mut o = String::new();
     o.push_str(&format!(
-        "lockscan: {} run{} of {:.1} s per scenario, critical section {} ns, scan buffer {}, lock stats {}\n",
+        "lockscan: {} run{} of {:.1} s per scenario, critical section {} ns, scan buffer {}{}, lock stats {}\n",
         r.repeat,
         if r.repeat == 1 { "" } else { "s" },
         r.duration_ns as f64 / 1e9,
         r.cs_ns,
         crate::topology::render::human_bytes(r.scan_bytes as u64),
+        r.scan_l2_bytes
+            .filter(|l2| *l2 > 0)
+            .map(|l2| format!(" ({}× the scanner's L2)", crate::render::sig(r.scan_bytes as f64 / l2 as f64, 2)))
+            .unwrap_or_default(),
         r.lock_stats
     ));
     if let Some(u) = &r.scope {
@@ -264,6 +268,7 @@ pub fn human(r: &LockscanReport) -> String {
             "OF CEILING".into(),
             "JAIN".into(),
             "MAX/MIN".into(),
+            "SHARING ÷ OWN BASELINE".into(),
         ]];
         for s in &r.results {
             rows.push(vec![
@@ -279,6 +284,9 @@ pub fn human(r: &LockscanReport) -> String {
                 }),
                 format!("{:.3}", s.jain_index),
                 format!("{:.2}", s.max_min_ratio),
+                render::or_dash(s.sharing_vs_own_baseline, |c| {
+                    format!("{}× {}", crate::stats::ratio_text(c.estimate), c.effect)
+                }),
             ]);
         }
         o.push_str(&render::table(&rows));

@@ -54,6 +54,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let engine = RealEngine;
     let json = cfg.json;
     let workers = cfg.exp.workers;
+    let rounds = cfg.exp.repeat;
     let busy = crate::hygiene::preflight(&topo.allowed());
     let mut report = match &cfg.workload {
         WorkloadChoice::HotPage(kind) => {
@@ -64,7 +65,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             neighbors::run(&engine, &topo, &cfg.exp, &make, &mut |s| {
                 if !json {
                     crate::say!(
-                        "  {} burners: {} ops/s ({})",
+                        "  {}{} burners: {} ops/s ({})",
+                        round_prefix(rounds, s),
                         s.burners,
                         si(s.ops_per_sec),
                         s.diagnosis.label()
@@ -91,7 +93,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             let report = neighbors::run(&engine, &topo, &cfg.exp, &make, &mut |s| {
                 if !json {
                     crate::say!(
-                        "  {} burners: {} inserts/s ({})",
+                        "  {}{} burners: {} inserts/s ({})",
+                        round_prefix(rounds, s),
                         s.burners,
                         si(s.ops_per_sec),
                         s.diagnosis.label()
@@ -116,11 +119,22 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     super::emit(out, cfg.json, &report, human, report.interrupted)
 }
 
-/// One row per step (burners → ops/s and the evidence), then one diagnosis line per step.
+/// `round 2, ` before a live step line when there are several rounds.
+fn round_prefix(rounds: usize, s: &neighbors::Step) -> String {
+    if rounds > 1 {
+        format!("round {}/{rounds}, ", s.round + 1)
+    } else {
+        String::new()
+    }
+}
+
+/// One row per step (burners → ops/s and the evidence), then one diagnosis line per step;
+/// with several rounds, also one row per burner count over them, its ratio paired with
+/// each round's first step.
 pub fn human(r: &NeighborsReport) -> String {
     let mut o = String::new();
     o.push_str(&format!(
-        "neighbors: {} workers ({}, {}) vs {} burners ({}, {} mode, policy {}); time slice {}\n",
+        "neighbors: {} workers ({}, {}) vs {} burners ({}, {} mode, policy {}); time slice {}{}\n",
         r.workers,
         r.workload,
         r.worker_placement,
@@ -128,8 +142,14 @@ pub fn human(r: &NeighborsReport) -> String {
         r.burner_placement,
         r.burner_mode,
         r.burner_policy,
-        duration_ns(r.time_slice_ns)
+        duration_ns(r.time_slice_ns),
+        if r.repeat > 1 {
+            format!("; {} rounds", r.repeat)
+        } else {
+            String::new()
+        }
     ));
+    let rounds = r.repeat > 1;
     let mut rows = vec![vec![
         "BURNERS".to_string(),
         "WORKERS".into(),
@@ -147,8 +167,11 @@ pub fn human(r: &NeighborsReport) -> String {
         "BURNER OPS/S".into(),
         "DIAGNOSIS".into(),
     ]];
+    if rounds {
+        rows[0].insert(0, "ROUND".into());
+    }
     let row = |label: String, s: &neighbors::Step| -> Vec<String> {
-        vec![
+        let mut v = vec![
             label,
             s.workers.to_string(),
             format!("{}/{}", s.runnable_threads, s.cpus),
@@ -170,7 +193,11 @@ pub fn human(r: &NeighborsReport) -> String {
                 .unwrap_or_else(|| "-".into()),
             si(s.burner_ops_per_sec),
             s.diagnosis.label().into(),
-        ]
+        ];
+        if rounds {
+            v.insert(0, (s.round + 1).to_string());
+        }
+        v
     };
     if let Some(rf) = &r.reference {
         rows.push(row("ref".into(), rf));
@@ -181,21 +208,61 @@ pub fn human(r: &NeighborsReport) -> String {
     o.push_str(&render::table(&rows));
     o.push_str("SHARE is relative to ");
     o.push_str(if r.reference.is_some() {
-        "the reference run (`ref`: as many workers as CPUs, no burners)\n"
+        "the reference run (`ref`: as many workers as CPUs, no burners)"
     } else {
-        "the first step\n"
+        "the first step"
     });
-    o.push_str("\nDiagnosis:\n");
-    for s in &r.steps {
+    o.push_str(if rounds { " of the same round\n" } else { "\n" });
+    o.push_str("RUNNABLE: threads that can take a worker's CPU / the CPUs they may use\n");
+    if rounds {
         o.push_str(&format!(
-            "  {} burners: {} — {}\n",
-            s.burners,
-            s.diagnosis.label(),
-            s.reason
+            "\nOver {} rounds (RATIO: each round's ops/s ÷ its own first step, paired):\n",
+            r.repeat
         ));
+        let mut rows = vec![vec![
+            "BURNERS".to_string(),
+            "RUNNABLE".into(),
+            "OPS/S".into(),
+            "±MAD".into(),
+            "RATIO".into(),
+            "DIAGNOSIS".into(),
+        ]];
+        for s in &r.summary {
+            rows.push(vec![
+                s.burners.to_string(),
+                format!("{}/{}", s.runnable_threads, s.cpus),
+                si(s.ops_per_sec.median),
+                si(s.ops_per_sec.mad),
+                render::or_dash(s.ratio, |c| c.to_string()),
+                s.diagnosis.label().into(),
+            ]);
+        }
+        o.push_str(&render::table(&rows));
+        o.push_str("\nDiagnosis (most rounds; evidence of the round nearest the median):\n");
+        for s in &r.summary {
+            o.push_str(&format!(
+                "  {}: {} — {}\n",
+                render::count(s.burners, "burner"),
+                s.diagnosis.label(),
+                s.reason
+            ));
+        }
+    } else {
+        o.push_str("\nDiagnosis:\n");
+        for s in &r.steps {
+            o.push_str(&format!(
+                "  {}: {} — {}\n",
+                render::count(s.burners, "burner"),
+                s.diagnosis.label(),
+                s.reason
+            ));
+        }
     }
     for (b, why) in &r.skipped {
-        o.push_str(&format!("  {b} burners: skipped — {why}\n"));
+        o.push_str(&format!(
+            "  {}: skipped — {why}\n",
+            render::count(*b, "burner")
+        ));
     }
     for n in &r.notes {
         o.push_str(&format!("note: {n}\n"));

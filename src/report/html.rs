@@ -409,6 +409,7 @@ pub fn diagnosis_colour(d: Diagnosis) -> &'static str {
     match d {
         Diagnosis::None => "#2ca02c",
         Diagnosis::SmtSharing => "#9467bd",
+        Diagnosis::PossiblySmtSharing => "#c5b0d5",
         Diagnosis::SharedResources => "#17becf",
         Diagnosis::ExternalLoad => "#8c8c8c",
         Diagnosis::Oversubscribed => "#f5d000",
@@ -427,12 +428,25 @@ fn neighbors(o: &mut String, r: &Report) {
         o,
         "note",
         &format!(
-            "{} workers append rows to one shared page under the lock while `{}` burners ({} mode) step up; {} sweep(s) per lock, {} per step after {} warm-up. Points: median ops/s (log axis), bars min–max; marker fill = diagnosis.",
+            "{} workers append rows to one shared page under the lock while `{}` burners ({} mode) step up, workers and burners placed by the scheduler (unpinned){}; {} sweep(s) per lock, {} per step after {} warm-up. Points: median ops/s (log axis), bars min–max; marker fill = diagnosis.",
             n.workers,
             n.burner_kind,
             match n.burner_mode {
                 crate::experiments::neighbors::BurnerMode::Thread => "thread",
                 crate::experiments::neighbors::BurnerMode::Process => "process",
+            },
+            match (
+                n.series
+                    .iter()
+                    .find(|s| s.placement == super::SeriesPlacement::SiblingBurners),
+                &n.sibling_skipped,
+            ) {
+                (Some(s), _) => format!(
+                    "; beside them a controlled series: {} one per core, burners pinned to their SMT siblings",
+                    crate::render::count(s.workers_in(n), "worker")
+                ),
+                (None, Some(why)) => format!("; no controlled sibling series: {why}"),
+                (None, None) => String::new(),
             },
             n.repeat,
             duration_ns(n.duration_ns as f64),
@@ -444,7 +458,10 @@ fn neighbors(o: &mut String, r: &Report) {
         .series
         .iter()
         .map(|s| Series {
-            name: s.lock.to_string(),
+            name: match s.placement {
+                super::SeriesPlacement::Unpinned => s.lock.to_string(),
+                p => format!("{} ({})", s.lock, p.label()),
+            },
             points: s
                 .steps
                 .iter()
@@ -454,8 +471,9 @@ fn neighbors(o: &mut String, r: &Report) {
                     range: Some((st.ops_per_sec.min, st.ops_per_sec.max)),
                     marker: Some(diagnosis_colour(st.diagnosis).to_string()),
                     tooltip: format!(
-                        "{}: {} burners, {} ops/s ({:.3}×), {}",
+                        "{} ({}): {} burners, {} ops/s ({:.3}×), {}",
                         s.lock,
+                        s.placement.label(),
                         st.burners,
                         si(st.ops_per_sec.median),
                         st.ratio_to_first,

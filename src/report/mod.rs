@@ -24,7 +24,6 @@ pub mod tables;
 pub mod verdict;
 
 use crate::experiments::c2c::C2c;
-use crate::experiments::diagnosis::Diagnosis;
 use crate::experiments::lockscan::LockscanReport;
 use crate::experiments::neighbors::NeighborsReport;
 use crate::experiments::rwcache::RwcacheReport;
@@ -276,11 +275,15 @@ pub struct LockscanSection {
     pub result: LockscanReport,
 }
 
-/// `neighbors` as the study ran it: one burner sweep per lock, repeated, interleaved.
+/// `neighbors` as the study ran it: per lock an unpinned burner sweep and, on SMT
+/// machines, a controlled sweep of burners on the workers' siblings; repeated,
+/// interleaved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NeighborsSection {
+    /// Workers of the unpinned series.
     pub workers: usize,
     pub locks: Vec<LockKind>,
+    /// Burner counts of the unpinned series.
     pub burner_steps: Vec<usize>,
     pub burner_kind: String,
     pub burner_mode: crate::experiments::neighbors::BurnerMode,
@@ -290,42 +293,62 @@ pub struct NeighborsSection {
     pub duration_ns: u64,
     /// Sweeps per lock.
     pub repeat: usize,
-    /// Per lock: every step summarised over the sweeps.
+    /// Per lock and placement: every step summarised over the sweeps.
     pub series: Vec<NeighborsSeries>,
+    /// Why the controlled sibling series did not run (no SMT siblings, …); None when it
+    /// ran, and in files written before it existed.
+    #[serde(default)]
+    pub sibling_skipped: Option<String>,
     /// Every sweep as `neighbors` reported it, in the order they ran.
     pub runs: Vec<NeighborsReport>,
 }
 
-/// One lock's burner sweep, summarised over repetitions.
+/// How a neighbors series placed its threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SeriesPlacement {
+    /// Workers and burners placed by the scheduler, as on a machine nobody tuned: shows
+    /// what oversubscription costs, but whether burners met workers on a core was the
+    /// scheduler's choice, so SMT sharing is at most possible.
+    #[default]
+    Unpinned,
+    /// Workers one per core, burners pinned to their SMT siblings: SMT sharing controlled
+    /// by the placement.
+    SiblingBurners,
+}
+
+impl SeriesPlacement {
+    pub fn label(self) -> &'static str {
+        match self {
+            SeriesPlacement::Unpinned => "unpinned",
+            SeriesPlacement::SiblingBurners => "sibling burners",
+        }
+    }
+}
+
+/// One lock's burner sweep under one placement, summarised over repetitions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NeighborsSeries {
     pub lock: LockKind,
+    /// `unpinned` in files written before the sibling series existed.
+    #[serde(default)]
+    pub placement: SeriesPlacement,
+    /// Workers of this series; None in files written before it existed (then the
+    /// section's `workers`).
+    #[serde(default)]
+    pub workers: Option<usize>,
     pub steps: Vec<NeighborsStep>,
 }
 
-/// One burner count of one lock, over repetitions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NeighborsStep {
-    pub burners: usize,
-    /// Workers + burners.
-    pub runnable_threads: usize,
-    /// Usable logical CPUs.
-    pub cpus: usize,
-    /// Worker operations per second over the sweeps.
-    pub ops_per_sec: Summary,
-    /// Median `ops_per_sec` ÷ the median of the 0-burner step.
-    pub ratio_to_first: f64,
-    /// Median op latency p99 over the sweeps, ns.
-    pub latency_p99_ns: u64,
-    /// The diagnosis most sweeps gave (ties: the more severe).
-    pub diagnosis: Diagnosis,
-    /// The evidence of the sweep closest to the median.
-    pub reason: String,
-    /// Each round's rate ÷ that round's first step, paired, with its interval and
-    /// three-way class; None in files written before it existed.
-    #[serde(default)]
-    pub ratio: Option<crate::stats::Comparison>,
+impl NeighborsSeries {
+    /// Workers of this series.
+    pub fn workers_in(&self, section: &NeighborsSection) -> usize {
+        self.workers.unwrap_or(section.workers)
+    }
 }
+
+/// One burner count of one lock, over repetitions (the experiment's own summary type).
+pub use crate::experiments::neighbors::SeriesStep as NeighborsStep;
 
 /// `oltp` as the study ran it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

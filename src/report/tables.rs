@@ -43,6 +43,19 @@ pub fn ci(c: Option<&Ci>) -> String {
     }
 }
 
+/// `0.98× (95 % CI 0.95–1.01): no effect`, or `–`.
+pub fn comparison(c: Option<&crate::stats::Comparison>) -> String {
+    match c {
+        Some(c) if c.estimate.is_finite() => format!(
+            "{}× ({}): {}",
+            crate::stats::ratio_text(c.estimate),
+            c.interval_text(),
+            c.effect
+        ),
+        _ => "–".into(),
+    }
+}
+
 /// A ratio or index with two decimals, `–` when not finite.
 pub fn num2(x: f64) -> String {
     if x.is_finite() {
@@ -167,7 +180,8 @@ pub fn lockscan(l: &super::LockscanSection) -> Table {
         "OF CEILING",
         "JAIN",
         "MAX/MIN",
-        "SHARING/OTHERS",
+        "SHARING/OWN BASELINE",
+        "SHARING/OTHERS (BIASED)",
         "CROSS-CORE/BASELINE",
     ]);
     for s in &l.result.results {
@@ -184,6 +198,7 @@ pub fn lockscan(l: &super::LockscanSection) -> Table {
                 .unwrap_or_else(|| "–".into()),
             num2(s.jain_index),
             num2(s.max_min_ratio),
+            comparison(s.sharing_vs_own_baseline.as_ref()),
             ci(s.sharing_vs_others.as_ref()),
             ci(s.cross_core_vs_baseline.as_ref()),
         ]);
@@ -235,10 +250,11 @@ pub fn lockscan_threads(s: &crate::experiments::lockscan::ScenarioResult) -> Tab
     t
 }
 
-/// neighbors: one row per lock × burner step.
+/// neighbors: one row per series (lock and placement) × burner step.
 pub fn neighbors(n: &super::NeighborsSection) -> Table {
     let mut t = Table::new(&[
         "LOCK",
+        "SERIES",
         "BURNERS",
         "RUNNABLE/CPUS",
         "OPS/S",
@@ -251,10 +267,14 @@ pub fn neighbors(n: &super::NeighborsSection) -> Table {
         for st in &s.steps {
             t.rows.push(vec![
                 s.lock.to_string(),
+                s.placement.label().to_string(),
                 st.burners.to_string(),
                 format!("{}/{}", st.runnable_threads, st.cpus),
                 summary(&st.ops_per_sec),
-                format!("{:.3}", st.ratio_to_first),
+                match &st.ratio {
+                    Some(c) => comparison(Some(c)),
+                    None => format!("{:.3}", st.ratio_to_first),
+                },
                 duration_ns(st.latency_p99_ns as f64),
                 st.diagnosis.label().into(),
                 st.reason.clone(),

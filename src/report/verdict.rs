@@ -16,8 +16,8 @@
 //! - what was not measured is listed with the reason.
 
 use super::{
-    Answer, Evidence, Finding, HtAnswer, PhaseName, PhaseStatus, Report, Status, Verdict,
-    WorkloadClass,
+    Answer, Evidence, Finding, HtAnswer, PhaseName, PhaseStatus, Report, SeriesPlacement, Status,
+    Verdict, WorkloadClass,
 };
 use crate::experiments::diagnosis::Diagnosis;
 use crate::experiments::smt_yield::{
@@ -147,6 +147,32 @@ fn phase_reason(r: &Report, phase: PhaseName) -> String {
         .unwrap_or_else(|| format!("the {phase} phase did not run"))
 }
 
+/// An answer needs a confidence interval: an interval from fewer than
+/// [`crate::stats::MIN_RUNS_FOR_CI`] runs is indicative only (a percentile bootstrap of 3
+/// values spans their range whatever the confidence asked), and three rounds on a noisy or
+/// emulated machine have called the same pair a loss once and no effect once. So such a
+/// row stays inconclusive, and its reason says why.
+fn decide(c: &Comparison, map: fn(Effect) -> HtAnswer) -> HtAnswer {
+    if c.indicative || c.n < crate::stats::MIN_RUNS_FOR_CI {
+        HtAnswer::Inconclusive
+    } else {
+        map(c.effect)
+    }
+}
+
+/// The reason's tail when [`decide`] held back an answer.
+fn indicative_note(c: &Comparison) -> String {
+    if c.indicative || c.n < crate::stats::MIN_RUNS_FOR_CI {
+        format!(
+            "; only {} — fewer than {} runs give no confidence interval, so no answer is drawn (a longer `--budget` runs more rounds)",
+            crate::render::count(c.n, "run"),
+            crate::stats::MIN_RUNS_FOR_CI
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// For a yield (SMT on ÷ SMT off on the same cores): more is better.
 fn yield_answer(e: Effect) -> HtAnswer {
     match e {
@@ -260,25 +286,18 @@ fn yield_answer_for(
     };
     if k > 1 {
         let (low, _) = all[0];
-        let level = 1.0 - 0.05 / k as f64;
-        if let Some(adj) = Comparison::of_paired_ratios(
-            &yield_round_ratios(low),
-            y.result.yield_thresholds,
-            level,
-            RESAMPLES,
-            13,
-        ) {
+        if let Some(adj) = widened(&yield_round_ratios(low), k, y.result.yield_thresholds, 13) {
             reason.push_str(&format!(
-                "; lowest `{}` at {}, its interval widened to {} % for being the lowest of {k}",
+                "; lowest `{}` at {}",
                 low.workload,
-                ratio_of(&adj, ""),
-                sig(level * 100.0, 3)
+                widened_text(&adj, k, "lowest")
             ));
         }
     }
+    reason.push_str(&indicative_note(&med));
     Some(Answer {
         class,
-        answer: yield_answer(med.effect),
+        answer: decide(&med, yield_answer),
         evidence: Some(Evidence {
             what: format!(
                 "SMT yield of `{}`: throughput with every sibling ÷ one thread per core, same cores",
@@ -292,20 +311,132 @@ fn yield_answer_for(
     })
 }
 
-/// The sibling scenarios of lockscan: a lock thread whose core also runs a scanner.
-fn sibling_comparisons(l: &super::LockscanSection) -> Vec<(String, Comparison)> {
-    l.result
-        .results
-        .iter()
-        .filter(|s| !s.scenario.scan_cpus.is_empty())
+/// One scanner scenario's sharing comparison, as the verdict judges it.
+#[derive(Debug, Clone)]
+struct Sharing {
+    /// `` `ttas`, scanner on 1 (sibling of 0) ``.
+    label: String,
+    lock: crate::locks::LockKind,
+    scenario: String,
+    comparison: Comparison,
+    /// The per-round ratios behind it (own-baseline comparisons only).
+    ratios: Vec<f64>,
+    /// Against the thread's own rate without a scanner (false: against the other lock
+    /// threads of the same runs, from a file written before the own comparison existed).
+    own: bool,
+}
+
+/// The scanner scenarios of lockscan, each judged by its lock threads' own rate without a
+/// scanner; a file written before that comparison existed falls back to the other lock
+/// threads of the same runs (each such entry says so through `own`).
+fn sibling_comparisons(l: &super::LockscanSection) -> Vec<Sharing> {
+    let scanners = || {
+        l.result
+            .results
+            .iter()
+            .filter(|s| !s.scenario.scan_cpus.is_empty())
+    };
+    let entry =
+        |s: &crate::experiments::lockscan::ScenarioResult, c: Comparison, own: bool| Sharing {
+            label: format!("`{}`, {}", s.lock, s.scenario.label),
+            lock: s.lock,
+            scenario: s.scenario.label.clone(),
+            comparison: c,
+            ratios: if own {
+                s.sharing_ratios.clone()
+            } else {
+                Vec::new()
+            },
+            own,
+        };
+    let own: Vec<Sharing> = scanners()
+        .filter_map(|s| Some(entry(s, s.sharing_vs_own_baseline?, true)))
+        .collect();
+    if !own.is_empty() {
+        return own;
+    }
+    scanners()
         .filter_map(|s| {
-            let c = s.sharing_vs_others?;
-            Some((
-                format!("`{}`, {}", s.lock, s.scenario.label),
-                Comparison::from_ci(c, s.runs, Thresholds::SLOWDOWN),
-            ))
+            let c = Comparison::from_ci(s.sharing_vs_others?, s.runs, Thresholds::SLOWDOWN);
+            Some(entry(s, c, false))
         })
         .collect()
+}
+
+/// What a sharing comparison is a ratio of.
+fn sharing_of(own: bool) -> &'static str {
+    if own {
+        "its own rate without a scanner in the same round"
+    } else {
+        "the other lock threads' rate"
+    }
+}
+
+/// Said once where a file predates the own-baseline comparison.
+const OTHERS_FALLBACK: &str = "this file predates the comparison of each lock thread with     its own rate without a scanner, so it is compared with the other lock threads of the     same runs, which an unfair lock biases by position";
+
+/// The median of several scenarios' comparisons and the worst beside it: `(median, worst,
+/// k)`; the worst (lowest estimate) is None when there is one scenario. Sorted, so the
+/// median is the middle one.
+fn median_and_worst(mut all: Vec<Sharing>) -> Option<(Sharing, Option<Sharing>, usize)> {
+    if all.is_empty() {
+        return None;
+    }
+    all.sort_by(|a, b| a.comparison.estimate.total_cmp(&b.comparison.estimate));
+    let k = all.len();
+    let med = all[k / 2].clone();
+    let worst = (k > 1).then(|| all[0].clone());
+    Some((med, worst, k))
+}
+
+/// The lowest of `k` comparisons, its interval recomputed from its per-round ratios at
+/// confidence 1 − 0.05/k (Bonferroni: the lowest of k intervals is biased low, so one
+/// alone would claim more than the runs show). None without per-round ratios.
+fn widened(ratios: &[f64], k: usize, t: Thresholds, seed: u64) -> Option<Comparison> {
+    let level = 1.0 - 0.05 / k.max(1) as f64;
+    Comparison::of_paired_ratios(ratios, t, level, RESAMPLES, seed)
+}
+
+/// A widened comparison in a sentence: `0.600× (99.8 % CI 0.500–0.700, n = 5, widened
+/// for being the worst of 24: loss)`. The level is printed to 3 figures, since a
+/// Bonferroni level such as 99.79 % would otherwise round to "100 %".
+fn widened_text(c: &Comparison, k: usize, word: &str) -> String {
+    let level = sig(c.confidence * 100.0, 3);
+    let interval = if c.n < 2 {
+        format!("no interval (n = {})", c.n)
+    } else if c.indicative {
+        format!(
+            "indicative (n = {}) {}–{} at {level} %",
+            c.n,
+            crate::stats::ratio_text(c.low),
+            crate::stats::ratio_text(c.high)
+        )
+    } else {
+        format!(
+            "{level} % CI {}–{}, n = {}",
+            crate::stats::ratio_text(c.low),
+            crate::stats::ratio_text(c.high),
+            c.n
+        )
+    };
+    format!(
+        "{}× ({interval}, widened for being the {word} of {k}: {})",
+        crate::stats::ratio_text(c.estimate),
+        c.effect
+    )
+}
+
+/// The worst of several sharing comparisons in words, its interval widened when the
+/// per-round ratios are there.
+fn worst_text(w: &Sharing, k: usize) -> String {
+    match widened(&w.ratios, k, Thresholds::SLOWDOWN, 17) {
+        Some(adj) => widened_text(&adj, k, "worst"),
+        None => format!(
+            "{}, its interval not widened for being the worst of {k} (the file holds no \
+             per-round ratios)",
+            ratio_of(&w.comparison, "")
+        ),
+    }
 }
 
 fn locks_answer(r: &Report, smt: bool) -> Answer {
@@ -325,42 +456,51 @@ fn locks_answer(r: &Report, smt: bool) -> Answer {
     let Some(l) = &r.lockscan else {
         return not_answered(class, phase_reason(r, PhaseName::Lockscan), section);
     };
-    let mut all = sibling_comparisons(l);
-    if all.is_empty() {
+    // The median scenario answers; the worst is reported beside it with its interval
+    // widened for being the worst of k, never alone (the minimum of many intervals is
+    // biased low).
+    let Some((med, worst, k)) = median_and_worst(sibling_comparisons(l)) else {
         return not_answered(
             class,
-            "lockscan ran no scenario with a scanner on a lock thread's sibling".into(),
+            "lockscan ran no scenario with a scanner on a lock thread's sibling and a \
+             baseline to compare it with"
+                .into(),
             section,
         );
-    }
-    // The median scenario answers; the worst is reported beside it, never alone (the
-    // minimum of many intervals is biased low).
-    all.sort_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
-    let (label, med) = all[all.len() / 2].clone();
-    let (worst_label, worst) = &all[0];
-    let k = all.len();
-    let reason = if k == 1 {
-        format!(
-            "a lock thread whose SMT sibling ran a memory scanner acquired {}",
-            ratio_of(&med, "the rate of the other lock threads")
-        )
-    } else {
-        format!(
-            "median of {k} sibling scenarios ({label}): {}; worst ({worst_label}): {}, not \
-             adjusted for being the worst of {k}",
-            ratio_of(&med, "the other lock threads' rate"),
-            ratio_of(worst, "")
-        )
     };
+    let c = med.comparison;
+    let mut reason = match &worst {
+        None => format!(
+            "a lock thread whose SMT sibling ran a memory scanner acquired {}",
+            ratio_of(&c, sharing_of(med.own))
+        ),
+        Some(w) => format!(
+            "median of {k} sibling scenarios ({}): {}; worst ({}): {}",
+            med.label,
+            ratio_of(&c, sharing_of(med.own)),
+            w.label,
+            worst_text(w, k)
+        ),
+    };
+    if !med.own {
+        reason = format!("{OTHERS_FALLBACK}: {reason}");
+    }
+    reason.push_str(&indicative_note(&c));
     Answer {
         class,
-        answer: sharing_answer(med.effect),
+        answer: decide(&c, sharing_answer),
         evidence: Some(Evidence {
-            what: "acquisitions/s of a lock thread beside a scanning sibling ÷ the other lock \
-                   threads of the same runs"
-                .into(),
-            runs: format!("lockscan, {label}"),
-            comparison: med,
+            what: if med.own {
+                "acquisitions/s of a lock thread beside a scanning sibling ÷ the same thread \
+                 without a scanner, paired by round"
+                    .into()
+            } else {
+                "acquisitions/s of a lock thread beside a scanning sibling ÷ the other lock \
+                 threads of the same runs (biased by an unfair lock's positions)"
+                    .into()
+            },
+            runs: format!("lockscan, {}", med.label),
+            comparison: c,
         }),
         reason,
         section,
@@ -442,11 +582,12 @@ fn inserts_answer(r: &Report, smt: bool) -> Answer {
     match oltp_paired(o, &Request::All, &Request::OnePerCore, Thresholds::YIELD) {
         Some(c) => Answer {
             class,
-            answer: yield_answer(c.effect),
+            answer: decide(&c, yield_answer),
             reason: format!(
                 "SMT yield for inserts: `all` (every sibling of the cores) ÷ `one-per-core` \
-                 (one thread per core), paired by round: {}",
-                cmp_text(&c)
+                 (one thread per core), paired by round: {}{}",
+                cmp_text(&c),
+                indicative_note(&c)
             ),
             evidence: Some(Evidence {
                 what: "inserts/s, all ÷ one-per-core on the same cores".into(),
@@ -556,35 +697,37 @@ fn capitalise(s: &str) -> String {
 }
 
 /// The neighbors step whose paired interval lies lowest, when it is a loss: what it cost,
-/// what the diagnosis measured, and what the other locks kept at the same burner count.
+/// what the diagnosis measured, and what the other locks of the same placement kept at the
+/// same burner count.
 fn largest_loss(r: &Report) -> Option<String> {
     let n = r.neighbors.as_ref()?;
-    let (lock, st, c) = n
+    let (series, st, c) = n
         .series
         .iter()
         .flat_map(|s| {
             s.steps
                 .iter()
                 .filter(|st| st.burners > 0)
-                .filter_map(move |st| Some((s.lock, st, st.ratio?)))
+                .filter_map(move |st| Some((s, st, st.ratio?)))
         })
         .filter(|(_, _, c)| c.effect == Effect::Loss)
         .min_by(|a, b| a.2.high.total_cmp(&b.2.high))?;
     let others: Vec<String> = n
         .series
         .iter()
-        .filter(|s| s.lock != lock)
+        .filter(|s| s.lock != series.lock && s.placement == series.placement)
         .filter_map(|s| {
             let o = s.steps.iter().find(|o| o.burners == st.burners)?;
             Some(format!("`{}` was at {}", s.lock, ratio_of(&o.ratio?, "")))
         })
         .collect();
     Some(format!(
-        "Largest measured loss: with {} and {} the `{lock}` lock ran at {}{}{}.",
-        count(st.burners, "burner"),
-        count(n.workers, "worker"),
+        "Largest measured loss: with {} and {} the `{}` lock ran at {}{}{}.",
+        placed_burners(series.placement, st.burners),
+        placed_workers(series.placement, series.workers_in(n)),
+        series.lock,
         ratio_of(&c, "its unloaded rate"),
-        mechanism(n, st),
+        mechanism(series, st),
         if others.is_empty() {
             String::new()
         } else {
@@ -593,18 +736,43 @@ fn largest_loss(r: &Report) -> Option<String> {
     ))
 }
 
-/// The diagnosis as a clause, only where the run measured its signs. Unpinned workers
-/// never establish SMT sharing: the scheduler, not the run, chose who shared a core.
-fn mechanism(n: &super::NeighborsSection, st: &super::NeighborsStep) -> String {
-    let unpinned = n
-        .runs
-        .first()
-        .is_some_and(|r| r.worker_placement == "os" || r.worker_placement.is_empty());
+/// `2 burners` (unpinned) or `2 burners pinned to the workers' SMT siblings`.
+fn placed_burners(p: SeriesPlacement, b: usize) -> String {
+    match p {
+        SeriesPlacement::Unpinned => count(b, "burner"),
+        SeriesPlacement::SiblingBurners => {
+            format!("{} pinned to the workers' SMT siblings", count(b, "burner"))
+        }
+    }
+}
+
+/// `4 workers` (unpinned) or `2 workers one per core`.
+fn placed_workers(p: SeriesPlacement, w: usize) -> String {
+    match p {
+        SeriesPlacement::Unpinned => count(w, "worker"),
+        SeriesPlacement::SiblingBurners => format!("{} one per core", count(w, "worker")),
+    }
+}
+
+/// The diagnosis as a clause, only where the run measured its signs. SMT sharing is named
+/// only for the controlled series (burners pinned to the workers' siblings); with unpinned
+/// threads the scheduler, not the run, chose who shared a core, so it is at most possible
+/// (files written before `possibly-smt-sharing` existed may say `smt-sharing` there).
+fn mechanism(s: &super::NeighborsSeries, st: &super::NeighborsStep) -> String {
     match st.diagnosis {
         Diagnosis::None => String::new(),
-        Diagnosis::SmtSharing if unpinned => format!(
-            " — possibly SMT sharing, but the workers were unpinned, so the run did not \
-             control it ({})",
+        Diagnosis::SmtSharing | Diagnosis::PossiblySmtSharing
+            if s.placement == SeriesPlacement::Unpinned =>
+        {
+            format!(
+                " — possibly SMT sharing, but the workers and burners were unpinned, so the \
+                 run did not control it ({})",
+                st.reason
+            )
+        }
+        Diagnosis::SmtSharing => format!(
+            " — SMT sharing: the burners were pinned to the workers' siblings and the threads \
+             had a CPU each ({})",
             st.reason
         ),
         d => format!(" — diagnosed `{}` from {}", d.label(), st.reason),
@@ -660,11 +828,15 @@ fn not_measured(r: &Report, smt: bool) -> Vec<String> {
         }
     }
     if let Some(n) = &r.neighbors {
-        if n.runs
-            .first()
-            .is_some_and(|x| x.worker_placement == "os" || x.worker_placement.is_empty())
-        {
-            v.push("Controlled placement in neighbors: its workers and burners were placed by the scheduler, so it can show oversubscription but cannot establish SMT sharing.".into());
+        let controlled = n
+            .series
+            .iter()
+            .any(|s| s.placement == SeriesPlacement::SiblingBurners);
+        if !controlled {
+            let why = n.sibling_skipped.as_deref().map_or(String::new(), |w| {
+                format!(" The controlled series (burners pinned to the workers' siblings) did not run: {w}.")
+            });
+            v.push(format!("Controlled placement in neighbors: its workers and burners were placed by the scheduler, so it can show oversubscription but cannot establish SMT sharing.{why}"));
         }
         for run in n.runs.iter().take(1) {
             for (b, why) in &run.skipped {
@@ -704,7 +876,18 @@ fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
             locks.push(s.lock);
         }
     }
+    let sharing = sibling_comparisons(l);
+    let own = sharing.iter().all(|s| s.own);
+    if !own {
+        obs.push(capitalise(OTHERS_FALLBACK));
+    }
+    let beside = if smt {
+        "beside"
+    } else {
+        "time-sharing its CPU with"
+    };
     let mut sharing_effects = Vec::new();
+    let mut lost_locks = Vec::new();
     for lock in locks {
         let mine: Vec<_> = results.iter().filter(|s| s.lock == lock).collect();
         let mut line = format!("`{lock}`:");
@@ -717,38 +900,56 @@ fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
                 b.jain_index
             ));
         }
-        let shared = mine
-            .iter()
-            .filter_map(|s| Some((s, s.sharing_vs_others?)))
-            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
-        if let Some((s, ci)) = shared {
-            let c = Comparison::from_ci(ci, s.runs, Thresholds::SLOWDOWN);
+        let of_lock: Vec<Sharing> = sharing.iter().filter(|s| s.lock == lock).cloned().collect();
+        if let Some((med, worst, k)) = median_and_worst(of_lock) {
+            let c = med.comparison;
             sharing_effects.push(c.effect);
-            line.push_str(&format!(
-                "; the lock thread {} a scanner ({}) got {}",
-                if smt {
-                    "beside"
-                } else {
-                    "time-sharing its CPU with"
-                },
-                s.scenario.label,
-                ratio_of(&c, "the other lock threads' rate")
-            ));
+            if c.effect == Effect::Loss {
+                lost_locks.push(format!("`{lock}`"));
+            }
+            match &worst {
+                None => line.push_str(&format!(
+                    "; the lock thread {beside} a scanner ({}) got {}",
+                    med.scenario,
+                    ratio_of(&c, sharing_of(med.own))
+                )),
+                Some(w) => line.push_str(&format!(
+                    "; over {k} scanner positions the lock thread {beside} the scanner got {} at the median ({}), the worst {} ({})",
+                    ratio_of(&c, sharing_of(med.own)),
+                    med.scenario,
+                    worst_text(w, k),
+                    w.scenario
+                )),
+            }
             evidence.push(Evidence {
-                what: format!("`{lock}` acquisitions/s, scanner-sharing thread ÷ the others"),
-                runs: format!("lockscan, {}", s.scenario.label),
+                what: format!(
+                    "`{lock}` acquisitions/s, scanner-sharing thread ÷ {}",
+                    if med.own {
+                        "itself without a scanner, paired by round"
+                    } else {
+                        "the other lock threads"
+                    }
+                ),
+                runs: format!("lockscan, {}", med.scenario),
                 comparison: c,
             });
         }
-        let cross = mine
+        // Cross-core: the median scenario, as for the sharing thread.
+        let mut cross: Vec<_> = mine
             .iter()
             .filter_map(|s| Some((s, s.cross_core_vs_baseline?)))
-            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
-        if let Some((s, ci)) = cross {
-            let c = Comparison::from_ci(ci, s.runs, Thresholds::SLOWDOWN);
+            .collect();
+        cross.sort_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
+        if let Some((s, ci)) = cross.get(cross.len() / 2) {
+            let c = Comparison::from_ci(*ci, s.runs, Thresholds::SLOWDOWN);
             line.push_str(&format!(
-                "; lock threads on other cores kept {}",
-                ratio_of(&c, "of their rate without a scanner")
+                "; lock threads on other cores kept {}{}",
+                ratio_of(&c, "of their rate without a scanner"),
+                if cross.len() > 1 {
+                    format!(" (median of {} scanner positions)", cross.len())
+                } else {
+                    String::new()
+                }
             ));
             evidence.push(Evidence {
                 what: format!("`{lock}` acquisitions/s on other cores, with ÷ without scanner"),
@@ -759,14 +960,22 @@ fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
         obs.push(line);
     }
     let any = |e: Effect| sharing_effects.contains(&e);
+    let against = if own {
+        "their own rates without a scanner"
+    } else {
+        "the other lock threads"
+    };
     let meaning = if !smt {
         "A scanner here can only time-share a lock thread's CPU, so that thread runs part of the time and acquires accordingly: the scheduler dividing a CPU, not HT. To see what a scanning sibling does, run on an SMT machine.".to_string()
     } else if any(Effect::Loss) {
-        "The scanner was pinned to the lock thread's SMT sibling, so the loss comes from sharing the core; which resource inside the core was not measured (no hardware counters). Keep memory-streaming work off the siblings of lock-heavy threads, or turn HT off for such a mix.".into()
+        format!(
+            "At the median scanner position {} lost beside a scanning sibling; the scanner was pinned to that sibling, so the loss comes from sharing the core; which resource inside the core was not measured (no hardware counters). Keep memory-streaming work off the siblings of threads holding such a lock, or turn HT off for such a mix.",
+            lost_locks.join(", ")
+        )
     } else if !sharing_effects.is_empty() && sharing_effects.iter().all(|e| *e == Effect::NoEffect)
     {
-        let mut m = String::from(
-            "Every sibling interval lay within ±5 % of the other lock threads: on this machine a scanning sibling did not slow lock threads",
+        let mut m = format!(
+            "At the median scanner position every lock's interval lay within ±5 % of {against}: on this machine a scanning sibling did not slow lock threads",
         );
         if evidence.iter().any(|e| e.comparison.indicative) {
             m.push_str(" — indicative, from fewer than 5 runs each; more runs (`--repeat`) give confidence intervals");
@@ -791,10 +1000,14 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
         let Some(first) = s.steps.first() else {
             continue;
         };
+        let placement = match s.placement {
+            SeriesPlacement::Unpinned => "unpinned".to_string(),
+            SeriesPlacement::SiblingBurners => "burners on the workers' siblings".to_string(),
+        };
         let mut line = format!(
-            "`{}` with {}: {} ops/s with {}",
+            "`{}` ({placement}) with {}: {} ops/s with {}",
             s.lock,
-            count(n.workers, "worker"),
+            placed_workers(s.placement, s.workers_in(n)),
             pm(&first.ops_per_sec),
             count(first.burners, "burner"),
         );
@@ -806,10 +1019,10 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
             .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate))
         {
             line.push_str(&format!(
-                "; lowest at {} ({} runnable on {} CPUs): {}, diagnosis `{}`",
+                "; lowest at {} ({} runnable on {}): {}, diagnosis `{}`",
                 count(worst.burners, "burner"),
                 worst.runnable_threads,
-                worst.cpus,
+                count(worst.cpus, "CPU"),
                 ratio_of(&c, "the 0-burner rate"),
                 worst.diagnosis.label()
             ));
@@ -817,10 +1030,10 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
                 what: format!(
                     "`{}` ops/s with {} ÷ with {}",
                     s.lock,
-                    count(worst.burners, "burner"),
+                    placed_burners(s.placement, worst.burners),
                     count(first.burners, "burner")
                 ),
-                runs: format!("neighbors, {} rounds", c.n),
+                runs: format!("neighbors ({placement}), {} rounds", c.n),
                 comparison: c,
             });
         }
@@ -844,7 +1057,7 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
             }
         }
     }
-    let meaning = if !lost.is_empty() && !kept.is_empty() {
+    let mut meaning = if !lost.is_empty() && !kept.is_empty() {
         format!(
             "With more runnable threads than CPUs, {} lost while {} did not: the lock, not only the thread count, decides what oversubscription costs. Keep runnable lock-heavy threads at or below the CPUs they may use, or use the lock that kept its rate.",
             lost.join(", "),
@@ -860,12 +1073,78 @@ fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
     } else {
         "No step oversubscribed the CPUs with an interval narrow enough to call.".into()
     };
+    if let Some(m) = sibling_meaning(n) {
+        meaning.push(' ');
+        meaning.push_str(&m);
+    }
     Finding {
         topic: "noisy neighbours (neighbors)".into(),
         observed: obs.join(". ") + ".",
         meaning,
         evidence,
     }
+}
+
+/// What the controlled sibling series says: per lock, its rate with every worker's sibling
+/// busy (the last step) against the same round's rate without burners. Only this series
+/// may name SMT sharing: the placement, not the scheduler, put the burners there.
+fn sibling_meaning(n: &super::NeighborsSection) -> Option<String> {
+    let mut lost = Vec::new();
+    let mut kept = Vec::new();
+    let mut unclear = Vec::new();
+    for s in n
+        .series
+        .iter()
+        .filter(|s| s.placement == SeriesPlacement::SiblingBurners)
+    {
+        let Some((st, c)) = s
+            .steps
+            .iter()
+            .filter(|st| st.burners > 0)
+            .max_by_key(|st| st.burners)
+            .and_then(|st| Some((st, st.ratio?)))
+        else {
+            continue;
+        };
+        let what = format!(
+            "`{}` ({} with {})",
+            s.lock,
+            ratio_of(&c, "of its rate without burners"),
+            count(st.burners, "busy sibling")
+        );
+        match c.effect {
+            Effect::Loss => lost.push(what),
+            Effect::NoEffect | Effect::Gain => kept.push(what),
+            Effect::Inconclusive => unclear.push(what),
+        }
+    }
+    if lost.is_empty() && kept.is_empty() && unclear.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if !lost.is_empty() {
+        parts.push(format!(
+            "{} lost: SMT sharing, since each thread had a CPU of its own and only the core was shared",
+            lost.join(", ")
+        ));
+    }
+    if !kept.is_empty() {
+        parts.push(format!(
+            "{} kept {} rate: a busy sibling cost nothing measurable",
+            kept.join(", "),
+            if kept.len() == 1 { "its" } else { "their" }
+        ));
+    }
+    if !unclear.is_empty() {
+        parts.push(format!(
+            "the interval was too wide to call for {}",
+            unclear.join(", ")
+        ));
+    }
+    Some(format!(
+        "With one worker per core and burners pinned to their SMT siblings, {}.",
+        parts.join("; ")
+    ))
 }
 
 fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
@@ -1347,8 +1626,9 @@ mod tests {
         );
     }
 
-    /// Makes every sibling scenario's comparison `ci` over `runs` runs.
-    fn sibling_intervals(r: &mut Report, cis: &[Ci], runs: usize) {
+    /// Replaces the sibling scenarios by one per entry: its own-baseline comparison and the
+    /// per-round ratios behind it.
+    fn sibling_scenarios(r: &mut Report, scenarios: &[(Comparison, Vec<f64>)]) {
         let l = r.lockscan.as_mut().unwrap();
         let template = l
             .result
@@ -1358,13 +1638,20 @@ mod tests {
             .unwrap()
             .clone();
         l.result.results.retain(|s| s.scenario.scan_cpus.is_empty());
-        for (i, ci) in cis.iter().enumerate() {
+        for (i, (c, ratios)) in scenarios.iter().enumerate() {
             let mut s = template.clone();
             s.scenario.label = format!("scenario {i}");
-            s.sharing_vs_others = Some(*ci);
-            s.runs = runs;
+            s.sharing_vs_own_baseline = Some(*c);
+            s.sharing_ratios = ratios.clone();
+            s.runs = ratios.len();
             l.result.results.push(s);
         }
+    }
+
+    /// A scenario whose own-baseline comparison comes from `ratios`.
+    fn paired(ratios: &[f64]) -> (Comparison, Vec<f64>) {
+        let c = Comparison::of_paired_ratios(ratios, Thresholds::SLOWDOWN, 0.95, 2000, 44).unwrap();
+        (c, ratios.to_vec())
     }
 
     fn ci(estimate: f64, low: f64, high: f64) -> Ci {
@@ -1379,11 +1666,17 @@ mod tests {
     #[test]
     fn a_wide_interval_around_half_is_inconclusive_not_no_effect() {
         let mut r = smt().clone();
-        sibling_intervals(&mut r, &[ci(0.50, 0.30, 0.85)], 5);
+        let c = Comparison::from_ci(ci(0.50, 0.30, 0.85), 5, Thresholds::SLOWDOWN);
+        sibling_scenarios(&mut r, &[(c, vec![0.30, 0.45, 0.50, 0.60, 0.85])]);
         let v = build(&r);
         assert_cites_only_what_was_measured(&v);
         let a = answer(&v, WorkloadClass::LocksBesideScans);
         assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
+        assert!(
+            a.reason.contains("its own rate without a scanner"),
+            "{}",
+            a.reason
+        );
         let f = v
             .findings
             .iter()
@@ -1425,12 +1718,125 @@ mod tests {
         }
     }
 
+    /// Makes the `placement` series' step with `burners` of `lock` the deepest loss.
+    fn deep_loss(
+        r: &mut Report,
+        placement: SeriesPlacement,
+        burners: usize,
+        d: Diagnosis,
+        reason: &str,
+    ) {
+        let n = r.neighbors.as_mut().unwrap();
+        let s = n
+            .series
+            .iter_mut()
+            .find(|s| s.placement == placement)
+            .expect("the series ran");
+        let st = s.steps.iter_mut().find(|st| st.burners == burners).unwrap();
+        st.diagnosis = d;
+        st.reason = reason.into();
+        st.ratio = Some(Comparison::from_ci(
+            ci(0.2, 0.15, 0.25),
+            5,
+            Thresholds::SLOWDOWN,
+        ));
+    }
+
+    #[test]
+    fn a_controlled_sibling_loss_names_smt_sharing_and_an_unpinned_one_does_not() {
+        let base = smt();
+        let n = base.neighbors.as_ref().unwrap();
+        let sib = n
+            .series
+            .iter()
+            .find(|s| s.placement == SeriesPlacement::SiblingBurners)
+            .expect("the study ran the sibling series on SMT");
+        assert_eq!(sib.workers, Some(4));
+        assert_eq!(n.sibling_skipped, None);
+        // Controlled: burners pinned to the workers' siblings.
+        let mut r = base.clone();
+        deep_loss(
+            &mut r,
+            SeriesPlacement::SiblingBurners,
+            4,
+            Diagnosis::SmtSharing,
+            "burners pinned to the workers' SMT siblings; 4 runnable on 4 CPUs",
+        );
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        assert!(
+            v.headline.contains(
+                "with 4 burners pinned to the workers' SMT siblings and 4 workers one per core"
+            ),
+            "{}",
+            v.headline
+        );
+        assert!(
+            v.headline
+                .contains("— SMT sharing: the burners were pinned"),
+            "{}",
+            v.headline
+        );
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("noisy"))
+            .unwrap();
+        assert!(
+            f.meaning
+                .contains("SMT sharing, since each thread had a CPU of its own"),
+            "{}",
+            f.meaning
+        );
+        // Unpinned: at most possibly, whether the step says so or an old file says
+        // `smt-sharing`.
+        for d in [Diagnosis::PossiblySmtSharing, Diagnosis::SmtSharing] {
+            let mut r = base.clone();
+            deep_loss(
+                &mut r,
+                SeriesPlacement::Unpinned,
+                2,
+                d,
+                "6 runnable on 8 CPUs",
+            );
+            let v = build(&r);
+            assert_cites_only_what_was_measured(&v);
+            assert!(
+                v.headline.contains("possibly SMT sharing"),
+                "{}",
+                v.headline
+            );
+            assert!(!v.headline.contains("— SMT sharing"), "{}", v.headline);
+        }
+    }
+
+    #[test]
+    fn without_smt_the_missing_sibling_series_is_listed_with_its_reason() {
+        let v = build(no_smt());
+        assert!(
+            no_smt()
+                .neighbors
+                .as_ref()
+                .unwrap()
+                .series
+                .iter()
+                .all(|s| s.placement == SeriesPlacement::Unpinned)
+        );
+        assert!(
+            v.not_measured
+                .iter()
+                .any(|n| n.contains("did not run: no SMT siblings")),
+            "{:?}",
+            v.not_measured
+        );
+    }
+
     #[test]
     fn one_bad_scenario_of_24_does_not_make_the_answer() {
         let mut r = smt().clone();
-        let mut cis = vec![ci(0.98, 0.95, 1.01); 23];
-        cis.insert(7, ci(0.60, 0.50, 0.70));
-        sibling_intervals(&mut r, &cis, 5);
+        let mut all = vec![paired(&[0.97, 0.98, 0.99, 0.98, 0.98]); 23];
+        all.insert(7, paired(&[0.55, 0.60, 0.65, 0.60, 0.58]));
+        sibling_scenarios(&mut r, &all);
         let v = build(&r);
         assert_cites_only_what_was_measured(&v);
         let a = answer(&v, WorkloadClass::LocksBesideScans);
@@ -1438,7 +1844,102 @@ mod tests {
         assert!((a.evidence.as_ref().unwrap().comparison.estimate - 0.98).abs() < 1e-9);
         assert!(a.reason.contains("median of 24"), "{}", a.reason);
         assert!(a.reason.contains("worst (`"), "{}", a.reason);
-        assert!(a.reason.contains("worst of 24"), "{}", a.reason);
+        // The worst's interval comes from its own rounds at 1 − 0.05/24, labelled as such.
+        assert!(
+            a.reason
+                .contains("99.8 % CI 0.55–0.65, n = 5, widened for being the worst of 24: loss"),
+            "{}",
+            a.reason
+        );
+        assert!(!a.reason.contains("100 % CI"), "{}", a.reason);
+        // The finding names the median too, and the worst only beside it.
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("locks"))
+            .unwrap();
+        assert!(f.observed.contains("at the median"), "{}", f.observed);
+        assert!(f.observed.contains("worst of 24"), "{}", f.observed);
+    }
+
+    #[test]
+    fn a_sibling_loss_names_the_lock_that_lost() {
+        let mut r = smt().clone();
+        sibling_scenarios(&mut r, &vec![paired(&[0.5, 0.52, 0.48, 0.5, 0.49]); 3]);
+        let lock = r
+            .lockscan
+            .as_ref()
+            .unwrap()
+            .result
+            .results
+            .last()
+            .unwrap()
+            .lock;
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        assert_eq!(
+            answer(&v, WorkloadClass::LocksBesideScans).answer,
+            HtAnswer::TurnHtOff
+        );
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("locks"))
+            .unwrap();
+        assert!(
+            f.meaning
+                .starts_with(&format!("At the median scanner position `{lock}` lost")),
+            "{}",
+            f.meaning
+        );
+    }
+
+    #[test]
+    fn a_thread_slow_against_the_others_but_not_against_itself_is_no_loss() {
+        // An unfair lock: beside the scanner the thread gets 0.3× the others, as it did
+        // without a scanner; against its own baseline it kept its rate.
+        let mut r = smt().clone();
+        sibling_scenarios(&mut r, &[paired(&[0.99, 1.0, 1.01, 1.0, 0.98])]);
+        for s in &mut r.lockscan.as_mut().unwrap().result.results {
+            s.sharing_vs_others = Some(ci(0.30, 0.25, 0.35));
+        }
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::LocksBesideScans);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        assert!(!a.reason.contains("0.30"), "{}", a.reason);
+    }
+
+    #[test]
+    fn an_old_file_falls_back_to_the_other_threads_and_says_so() {
+        let mut r = smt().clone();
+        sibling_scenarios(&mut r, &[paired(&[1.0; 5]), paired(&[1.0; 5])]);
+        for s in &mut r.lockscan.as_mut().unwrap().result.results {
+            s.sharing_vs_own_baseline = None;
+            s.sharing_ratios.clear();
+            s.sharing_vs_others = Some(ci(0.98, 0.96, 1.0));
+        }
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::LocksBesideScans);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        assert!(a.reason.starts_with("this file predates"), "{}", a.reason);
+        assert!(
+            a.reason.contains("the other lock threads' rate"),
+            "{}",
+            a.reason
+        );
+        assert!(a.reason.contains("not widened"), "{}", a.reason);
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("locks"))
+            .unwrap();
+        assert!(
+            f.observed.starts_with("This file predates"),
+            "{}",
+            f.observed
+        );
     }
 
     #[test]
@@ -1467,5 +1968,9 @@ mod tests {
         let a = answer(&v, WorkloadClass::Inserts);
         assert!(a.reason.contains("indicative (n = 3)"), "{}", a.reason);
         assert!(!a.reason.contains("95 % CI"), "{}", a.reason);
+        // A gain from 3 rounds is not an answer: three TCG rounds once called a pair a
+        // loss and, on the next boot, no effect.
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
+        assert!(a.reason.contains("no answer is drawn"), "{}", a.reason);
     }
 }

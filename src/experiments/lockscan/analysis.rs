@@ -1,12 +1,19 @@
 //! From runs to a scenario's summary: per-thread medians, fairness, the sharing and
 //! cross-core ratios with their bootstrap intervals, and the handoff ceiling. Pure.
+//!
+//! The sharing ratio that answers the question pairs each lock thread beside a scanner
+//! with *itself* without one: the same CPU, in the baseline run of the same round. An
+//! unfair lock splits acquisitions by position even with no scanner at all (TTAS lets the
+//! thread nearest the last holder win again: Radovic and Hagersten, "Hierarchical
+//! Backoff Locks for Nonuniform Communication Architectures", HPCA 2003), so comparing
+//! with the other lock threads of the same run measures that unfairness as well.
 
 use super::model::{ScenarioResult, ThreadRole, ThreadRow};
 use super::scenario::Scenario;
 use crate::cpuset::CpuSet;
 use crate::engine::RunResult;
 use crate::locks::{LockKind, StatsMode, ThreadStats};
-use crate::stats::{self, Summary};
+use crate::stats::{self, Comparison, Summary, Thresholds};
 use crate::topology::{Proximity, Topology};
 
 /// One run of one (scenario, lock) trial.
@@ -100,14 +107,56 @@ fn handoffs_by_proximity(
     by
 }
 
-/// Summarises every run of one (scenario, lock) trial; `baseline` holds the runs of the
-/// same lock without scanners, when there are some.
+/// Per round, the summed acquisition rate of the lock threads flagged in `sharing` ÷ the
+/// summed rate of the baseline's lock threads on the same CPUs in the same round (`runs[r]`
+/// and `base_runs[r]` ran in round r). Rounds whose baseline acquired nothing give no
+/// ratio; empty when no thread is flagged or a flagged thread's CPU has no lock thread in
+/// the baseline.
+pub fn own_baseline_ratios(
+    s: &Scenario,
+    sharing: &[bool],
+    runs: &[Run],
+    base: &Scenario,
+    base_runs: &[Run],
+) -> Vec<f64> {
+    let mut pairs = Vec::new();
+    for (i, &cpu) in s.lock_cpus.iter().enumerate() {
+        if !sharing.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        match base.lock_cpus.iter().position(|&c| c == cpu) {
+            Some(j) => pairs.push((i, j)),
+            None => return Vec::new(),
+        }
+    }
+    if pairs.is_empty() {
+        return Vec::new();
+    }
+    let rate = |r: &Run, i: usize| {
+        r.result
+            .threads
+            .get(i)
+            .map_or(0.0, |t| t.ops_per_sec(r.result.measured_ns))
+    };
+    runs.iter()
+        .zip(base_runs)
+        .filter_map(|(a, b)| {
+            let num: f64 = pairs.iter().map(|&(i, _)| rate(a, i)).sum();
+            let den: f64 = pairs.iter().map(|&(_, j)| rate(b, j)).sum();
+            let x = num / den;
+            (den > 0.0 && x.is_finite()).then_some(x)
+        })
+        .collect()
+}
+
+/// Summarises every run of one (scenario, lock) trial; `baseline` holds the scenario
+/// without scanners and its runs of the same lock, round by round, when there is one.
 pub fn summarise(
     topo: &Topology,
     s: &Scenario,
     kind: LockKind,
     runs: &[Run],
-    baseline: Option<&Vec<Run>>,
+    baseline: Option<(&Scenario, &[Run])>,
     lock_stats: StatsMode,
     interrupted: bool,
 ) -> ScenarioResult {
@@ -133,7 +182,15 @@ pub fn summarise(
     let a: Vec<f64> = runs.iter().filter_map(|r| group(r, true)).collect();
     let b: Vec<f64> = runs.iter().filter_map(|r| group(r, false)).collect();
     let sharing_vs_others = stats::bootstrap_ratio_of_medians(&a, &b, 0.95, 2000, 42);
-    let cross_core_vs_baseline = baseline.and_then(|base| {
+    let sharing_ratios = match baseline {
+        Some((bs, br)) if !s.scan_cpus.is_empty() => {
+            own_baseline_ratios(s, lock_sharing, runs, bs, br)
+        }
+        _ => Vec::new(),
+    };
+    let sharing_vs_own_baseline =
+        Comparison::of_paired_ratios(&sharing_ratios, Thresholds::SLOWDOWN, 0.95, 2000, 44);
+    let cross_core_vs_baseline = baseline.map(|(_, br)| br).and_then(|base| {
         let base_rates: Vec<f64> = base.iter().filter_map(|r| group(r, false)).collect();
         stats::bootstrap_ratio_of_medians(&b, &base_rates, 0.95, 2000, 43)
     });
@@ -165,6 +222,8 @@ pub fn summarise(
         handoffs_share_of_ceiling: handoffs_per_sec
             .zip(c2c_latency_ns)
             .map(|(h, l)| crate::experiments::c2c::share_of_ceiling(h, l)),
+        sharing_vs_own_baseline,
+        sharing_ratios,
         sharing_vs_others,
         cross_core_vs_baseline,
         pinning_ok: runs.iter().all(|r| r.result.pinning_ok()),
@@ -370,12 +429,17 @@ mod tests {
             run(&[1000, 1000, 1000], lock_stats([1000; 3], from)),
         ];
         let s = scenario();
+        let b = Scenario {
+            label: "baseline (no scanner)".into(),
+            lock_cpus: vec![0, 1, 2],
+            scan_cpus: Vec::new(),
+        };
         let r = summarise(
             &topo,
             &s,
             LockKind::Ttas,
             &runs,
-            Some(&base),
+            Some((&b, &base)),
             StatsMode::Counters,
             false,
         );
@@ -412,6 +476,13 @@ mod tests {
         let c = r.sharing_vs_others.unwrap();
         assert!((c.estimate - 0.15).abs() < 1e-9, "{c:?}");
         assert!(c.low <= c.estimate && c.estimate <= c.high);
+        // Against its own rate without a scanner, round by round: 100, 200 and 150 of
+        // 1000.
+        assert_eq!(r.sharing_ratios, [0.1, 0.2, 0.15]);
+        let own = r.sharing_vs_own_baseline.unwrap();
+        assert!((own.estimate - 0.15).abs() < 1e-9, "{own:?}");
+        assert_eq!((own.n, own.indicative), (3, true));
+        assert_eq!(own.effect, crate::stats::Effect::Loss, "{own}");
         // The other lock threads ran as fast as without a scanner.
         assert!((r.cross_core_vs_baseline.unwrap().estimate - 1.0).abs() < 1e-9);
         // 50 handoffs in 1 s, all between different cores of one L3 (50 ns).
@@ -423,6 +494,75 @@ mod tests {
         let jain = 2150.0f64.powi(2) / (3.0 * (150.0f64.powi(2) + 2e6));
         assert!((r.jain_index - jain).abs() < 1e-12);
         assert!((r.max_min_ratio - 1000.0 / 150.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn each_sharing_thread_is_paired_with_itself_in_the_same_rounds_baseline() {
+        // An unfair lock: in the baseline thread 0 (CPU 0) already gets only 300 of 1000
+        // per thread; beside the scanner it gets 240, 270 and 330 in rounds 1–3 while its
+        // baselines were 300, 300 and 330. Against the others it looks 4× slower; against
+        // itself it kept 0.8, 0.9 and 1.0 of its rate.
+        let base_s = Scenario {
+            label: "baseline (no scanner)".into(),
+            lock_cpus: vec![0, 1, 2],
+            scan_cpus: Vec::new(),
+        };
+        let s = scenario();
+        let sharing = [true, false, false, false];
+        let none = || lock_stats([0; 3], [[0; 3]; 3]);
+        let runs = [
+            run(&[240, 1000, 1000, 7], none()),
+            run(&[270, 1000, 1000, 7], none()),
+            run(&[330, 1000, 1000, 7], none()),
+        ];
+        let base = [
+            run(&[300, 1000, 1000], none()),
+            run(&[300, 1000, 1000], none()),
+            run(&[330, 1000, 1000], none()),
+            // A fourth baseline round whose scenario run never happened (Ctrl-C).
+            run(&[1, 1000, 1000], none()),
+        ];
+        let ratios = own_baseline_ratios(&s, &sharing, &runs, &base_s, &base);
+        assert_eq!(ratios, [0.8, 0.9, 1.0]);
+        let topo = topology(3, 2, false);
+        let r = summarise(
+            &topo,
+            &s,
+            LockKind::Ttas,
+            &runs,
+            Some((&base_s, &base)),
+            StatsMode::Off,
+            false,
+        );
+        let own = r.sharing_vs_own_baseline.unwrap();
+        assert!((own.estimate - 0.9).abs() < 1e-9, "{own}");
+        // The biased comparison sees 270 against 1000.
+        assert!((r.sharing_vs_others.unwrap().estimate - 0.27).abs() < 1e-9);
+        // Two sharing threads are summed, each against its own CPU in the baseline, found
+        // by CPU even when the baseline lists the CPUs in another order.
+        let two = Scenario {
+            label: "two".into(),
+            lock_cpus: vec![0, 1, 2],
+            scan_cpus: vec![3, 4],
+        };
+        let shuffled = Scenario {
+            lock_cpus: vec![2, 1, 0],
+            ..base_s.clone()
+        };
+        let runs = [run(&[100, 300, 1000, 7, 7], none())];
+        let base = [run(&[1000, 500, 500], none())];
+        let ratios = own_baseline_ratios(&two, &[true, true, false], &runs, &shuffled, &base);
+        assert_eq!(ratios, [400.0 / 1000.0]);
+        // A sharing CPU the baseline has no lock thread on: no pairing.
+        let other = Scenario {
+            lock_cpus: vec![5],
+            ..base_s.clone()
+        };
+        assert!(own_baseline_ratios(&s, &sharing, &runs, &other, &base).is_empty());
+        // A baseline round that acquired nothing gives no ratio, not infinity.
+        let zero = [run(&[0, 0, 0], none())];
+        let runs = [run(&[100, 300, 1000, 7], none())];
+        assert!(own_baseline_ratios(&s, &sharing, &runs, &base_s, &zero).is_empty());
     }
 
     #[test]
@@ -450,6 +590,11 @@ mod tests {
         assert_eq!(r.handoffs_per_sec, None);
         assert_eq!(r.handoffs_share_of_ceiling, None);
         assert_eq!(r.cross_core_vs_baseline, None);
+        assert_eq!(
+            r.sharing_vs_own_baseline, None,
+            "no baseline, no own comparison"
+        );
+        assert!(r.sharing_ratios.is_empty());
         assert!(r.interrupted);
     }
 }

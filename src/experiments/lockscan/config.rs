@@ -7,6 +7,7 @@ use crate::engine::RunSpec;
 use crate::error::BadInput;
 use crate::locks::{LockKind, StatsMode};
 use crate::placement::Scope;
+use crate::topology::Topology;
 
 /// Where threads go, as the user asked.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,6 +131,44 @@ impl LockscanConfig {
     }
 }
 
+/// What `--scan-bytes auto` chose, and from what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AutoScanBytes {
+    /// The buffer each scanner memsets per pass.
+    pub bytes: usize,
+    /// The largest L2 among the usable CPUs, when the machine reports one.
+    pub l2_bytes: Option<u64>,
+}
+
+/// `auto` makes the scan buffer this many times the largest L2, so that every pass streams
+/// past the scanner's L2 into the shared levels (L3 or memory) wherever the scanner runs.
+pub const AUTO_L2_MULTIPLE: u64 = 4;
+/// `auto` when no L2 size is reported: 4 × 2 MiB, the largest per-core L2 of current x86
+/// server cores (Intel's Golden Cove and Raptor Cove P-cores; AMD's Zen 4 and 5 have 1 MiB).
+pub const AUTO_FALLBACK_BYTES: usize = 8 << 20;
+/// `auto` never asks for more than this per scanner (an L2 reported as hundreds of MiB is
+/// a firmware error, not a cache).
+pub const AUTO_MAX_BYTES: usize = 64 << 20;
+
+/// The scan buffer `--scan-bytes auto` uses on `topo`: [`AUTO_L2_MULTIPLE`] × the largest
+/// L2 of the usable CPUs, at most [`AUTO_MAX_BYTES`]; [`AUTO_FALLBACK_BYTES`] when no
+/// usable CPU reports an L2 size.
+pub fn auto_scan_bytes(topo: &Topology) -> AutoScanBytes {
+    let l2_bytes = topo
+        .allowed()
+        .iter()
+        .filter_map(|c| topo.cache_of(c, 2)?.size_bytes)
+        .filter(|&b| b > 0)
+        .max();
+    let bytes = match l2_bytes {
+        Some(l2) => usize::try_from(l2.saturating_mul(AUTO_L2_MULTIPLE))
+            .unwrap_or(AUTO_MAX_BYTES)
+            .min(AUTO_MAX_BYTES),
+        None => AUTO_FALLBACK_BYTES,
+    };
+    AutoScanBytes { bytes, l2_bytes }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +214,35 @@ mod tests {
         );
         let e = base().with_repeat(0).unwrap_err();
         assert!(e.0.contains("--repeat"), "{e}");
+    }
+
+    #[test]
+    fn auto_scan_bytes_streams_past_the_largest_l2() {
+        use crate::report::fixture::topology;
+        // The fixture's cores report a 512 KiB L2 each: 2 MiB.
+        let topo = topology(2, 2, false);
+        assert_eq!(
+            auto_scan_bytes(&topo),
+            AutoScanBytes {
+                bytes: 2 << 20,
+                l2_bytes: Some(512 << 10)
+            }
+        );
+        // No L2 reported: the stated default.
+        let mut bare = topo.clone();
+        bare.caches.retain(|c| c.level != 2);
+        assert_eq!(
+            auto_scan_bytes(&bare),
+            AutoScanBytes {
+                bytes: AUTO_FALLBACK_BYTES,
+                l2_bytes: None
+            }
+        );
+        // An absurd L2 is capped.
+        let mut huge = topo;
+        for c in huge.caches.iter_mut().filter(|c| c.level == 2) {
+            c.size_bytes = Some(1 << 40);
+        }
+        assert_eq!(auto_scan_bytes(&huge).bytes, AUTO_MAX_BYTES);
     }
 }

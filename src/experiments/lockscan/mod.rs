@@ -7,7 +7,8 @@
 //! array, so it measured its own false sharing too, and reported one 10-second sample of
 //! one lock. Here every lock thread has its own stats block (cache-line padded, in the lock
 //! library), runs repeat with interleaved scenarios (baseline without scanners first in
-//! each round), and the verdict carries a bootstrap confidence interval.
+//! each round), each lock thread beside a scanner is compared with itself in the same round's
+//! baseline, and the verdict carries a bootstrap interval with its three-way class.
 //!
 //! Split by job, as hyperfine splits executor, result, relative speed and export:
 //! - `config`: what was asked for ([`LockscanConfig`], [`Layout`]), checked when built;
@@ -27,7 +28,10 @@ mod verdict;
 mod workload;
 
 pub use analysis::handoff_latency_ns;
-pub use config::{Layout, LockscanConfig};
+pub use config::{
+    AUTO_FALLBACK_BYTES, AUTO_L2_MULTIPLE, AUTO_MAX_BYTES, AutoScanBytes, Layout, LockscanConfig,
+    auto_scan_bytes,
+};
 pub use model::{LockscanReport, SCHEMA_VERSION, ScenarioResult, ThreadRole, ThreadRow};
 pub use run::{OnInterval, run};
 pub use scenario::{Scenario, scenarios, sweep_scope};

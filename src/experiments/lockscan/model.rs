@@ -4,7 +4,7 @@
 use super::scenario::Scenario;
 use crate::cpuset::CpuSet;
 use crate::locks::{LockKind, StatsMode};
-use crate::stats::{Ci, Summary};
+use crate::stats::{Ci, Comparison, Summary};
 use crate::topology::Proximity;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -100,8 +100,24 @@ pub struct ScenarioResult {
     pub max_min_ratio: f64,
     /// Handoffs per second (owner changed), median run; None with lock stats off.
     pub handoffs_per_sec: Option<f64>,
-    /// Median acquisition rate of scanner-sharing lock threads ÷ the other lock threads,
-    /// with a bootstrap CI over runs; None when one group is empty.
+    /// The answer to "does a scanner on its core slow a lock thread": per round, the
+    /// acquisition rate of the lock threads sharing a core with a scanner ÷ the rate of
+    /// the lock threads on the same CPUs in the same round's baseline run (no scanner),
+    /// paired, with its interval and three-way class against
+    /// [`Thresholds::SLOWDOWN`](crate::stats::Thresholds::SLOWDOWN). None without a
+    /// baseline (`--no-baseline`), in the baseline itself, when no lock thread shares a
+    /// core with a scanner, and in files written before it existed.
+    #[serde(default)]
+    pub sharing_vs_own_baseline: Option<Comparison>,
+    /// The per-round ratios behind `sharing_vs_own_baseline`, in round order: what a
+    /// summary over many scenarios needs to widen the interval of the worst one.
+    #[serde(default)]
+    pub sharing_ratios: Vec<f64>,
+    /// Median acquisition rate of scanner-sharing lock threads ÷ the other lock threads of
+    /// the same runs, with a bootstrap CI over runs; None when one group is empty. Kept for
+    /// comparison only: an unfair lock (TTAS) favours threads by position and package even
+    /// without a scanner, so this ratio can sit far from 1 with nothing on the core —
+    /// `sharing_vs_own_baseline` is the comparison to judge by.
     pub sharing_vs_others: Option<Ci>,
     /// Median acquisition rate of lock threads not sharing a core with a scanner ÷ the
     /// same threads in the baseline scenario (cross-core interference); None without one.
@@ -133,6 +149,10 @@ pub struct LockscanReport {
     pub hypervisor: bool,
     pub cs_ns: u64,
     pub scan_bytes: usize,
+    /// The largest L2 among the scan threads' CPUs, when the machine reports it: a buffer
+    /// no larger stays in the scanner's own core.
+    #[serde(default)]
+    pub scan_l2_bytes: Option<u64>,
     pub duration_ns: u64,
     pub repeat: usize,
     /// What the locks recorded (`counters` or `off`).

@@ -1,5 +1,9 @@
 //! Orchestration: every (scenario, lock) trial on the engine, interleaved round-robin over
 //! the repetitions, each with its handoff ceiling measured just before it.
+//!
+//! Each round runs every trial once, the baseline (no scanner) first, so that a scenario's
+//! run r and the baseline's run r are neighbours in time: the own-baseline ratio pairs
+//! them, and drift between rounds (frequency, temperature, other load) cancels.
 
 use super::analysis::{Run, summarise};
 use super::config::LockscanConfig;
@@ -25,7 +29,8 @@ pub fn run(
     scen: &[Scenario],
     on_interval: &mut OnInterval<'_>,
 ) -> Result<LockscanReport> {
-    // (scenario, lock) trials, interleaved round-robin over repetitions.
+    // (scenario, lock) trials, interleaved round-robin over repetitions: `runs[t][r]` ran
+    // in round r.
     let trials: Vec<(usize, LockKind)> = scen
         .iter()
         .enumerate()
@@ -54,11 +59,11 @@ pub fn run(
         if runs[ti].is_empty() {
             continue;
         }
-        let baseline = if cfg.baseline && si > 0 {
+        let baseline = if cfg.baseline && si > 0 && scen[0].scan_cpus.is_empty() {
             trials
                 .iter()
                 .position(|&(s, k)| s == 0 && k == kind)
-                .map(|b| &runs[b])
+                .map(|b| (&scen[0], runs[b].as_slice()))
         } else {
             None
         };
@@ -73,13 +78,27 @@ pub fn run(
         ));
     }
     let steal = runs.iter().flatten().map(|r| r.result.steal_share);
-    let notes = notes(cfg, &results, smt, topo.machine.hypervisor, steal);
+    // The largest L2 a scanner ran beside: a buffer no larger stays inside its core.
+    let scan_l2_bytes = scen
+        .iter()
+        .flat_map(|s| &s.scan_cpus)
+        .filter_map(|&c| topo.cache_of(c, 2)?.size_bytes)
+        .max();
+    let notes = notes(
+        cfg,
+        &results,
+        smt,
+        topo.machine.hypervisor,
+        steal,
+        scan_l2_bytes,
+    );
     Ok(LockscanReport {
         schema_version: SCHEMA_VERSION,
         smt,
         hypervisor: topo.machine.hypervisor,
         cs_ns: cfg.cs_ns,
         scan_bytes: cfg.scan_bytes,
+        scan_l2_bytes,
         duration_ns: cfg.spec.duration.as_nanos() as u64,
         repeat: cfg.repeat,
         lock_stats: cfg.stats,

@@ -4,7 +4,7 @@
 use super::config::LockscanConfig;
 use super::model::ScenarioResult;
 use crate::locks::StatsMode;
-use crate::stats::Ci;
+use crate::stats::{Ci, Comparison};
 
 /// Critical-section length (ns) from which `counters` measured within 2 % of `off` for 7 of
 /// 8 locks (`cargo bench --bench locks`, 100 ns inside, 200 ns outside); below it, lockscan
@@ -24,8 +24,25 @@ fn fmt_ci(c: &Ci, runs: usize) -> String {
     }
 }
 
+/// `0.99× OF (95 % CI 0.97–1.01, n = 5: no effect)`: the ratio, what it is a ratio of,
+/// then its interval and three-way class.
+fn compared(c: &Comparison, of: &str) -> String {
+    let n = if c.indicative || c.n < 2 {
+        String::new()
+    } else {
+        format!(", n = {}", c.n)
+    };
+    format!(
+        "{}× {of} ({}{n}: {})",
+        crate::stats::ratio_text(c.estimate),
+        c.interval_text(),
+        c.effect
+    )
+}
+
 /// One line per comparison a scenario with a scanner allows: the sharing lock threads
-/// against the others, and the others against the baseline.
+/// against their own rate without a scanner (the answer; the other lock threads beside it,
+/// for comparison), and the others against the baseline.
 pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
     let mut out = Vec::new();
     for r in results {
@@ -37,17 +54,40 @@ pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
         } else {
             "the lock thread time-sharing its CPU with a scanner"
         };
-        match &r.sharing_vs_others {
-            Some(c) => out.push(format!(
-                "{} / {}: {what} acquired at {} the rate of the others",
+        let others = r.sharing_vs_others.as_ref().map(|c| fmt_ci(c, r.runs));
+        match (&r.sharing_vs_own_baseline, others) {
+            (Some(c), others) => out.push(format!(
+                "{} / {}: {what} acquired {}{}",
                 r.lock,
                 r.scenario.label,
-                fmt_ci(c, r.runs)
+                compared(
+                    c,
+                    if smt {
+                        "their own rate in the same round without a scanner"
+                    } else {
+                        "its own rate in the same round without a scanner"
+                    }
+                ),
+                others
+                    .map(|o| format!(
+                        "; against the other lock threads of the same runs {o}, a comparison an unfair lock biases by position"
+                    ))
+                    .unwrap_or_default()
             )),
-            None => {
+            (None, Some(o)) => out.push(format!(
+                "{} / {}: {what} acquired at {o} the rate of the other lock threads of the same runs — {}",
+                r.lock,
+                r.scenario.label,
+                if r.threads.iter().any(|t| t.shares_core_with_scanner) {
+                    "no baseline run to compare them with themselves (without --no-baseline there is one), and an unfair lock favours some positions even without a scanner"
+                } else {
+                    "an unfair lock favours some positions even without a scanner"
+                }
+            )),
+            (None, None) => {
                 if r.threads.iter().any(|t| t.shares_core_with_scanner) {
                     out.push(format!(
-                        "{} / {}: every lock thread shares a core with a scanner; nothing to compare against",
+                        "{} / {}: every lock thread shares a core with a scanner and no baseline paired them with themselves; nothing to compare against",
                         r.lock, r.scenario.label
                     ));
                 }
@@ -92,9 +132,22 @@ pub fn notes(
     smt: bool,
     hypervisor: bool,
     steal: impl IntoIterator<Item = Option<f64>>,
+    scan_l2_bytes: Option<u64>,
 ) -> Vec<String> {
     let mut notes = Vec::new();
     notes.extend(crate::hygiene::steal_note("the runs", steal));
+    let scanners = results.iter().any(|r| !r.scenario.scan_cpus.is_empty());
+    let size = crate::topology::render::human_bytes(cfg.scan_bytes as u64);
+    match scan_l2_bytes {
+        Some(l2) if scanners && cfg.scan_bytes as u64 <= l2 => notes.push(format!(
+            "the {size} scan buffer fits in the scanner's {} L2: its passes stay inside its own core, so only what the siblings share inside the core is exercised, not the L3 or memory path; `--scan-bytes auto` streams past the L2",
+            crate::topology::render::human_bytes(l2)
+        )),
+        None if scanners => notes.push(format!(
+            "this machine reports no L2 size for the scanners' CPUs, so whether the {size} scan buffer streams past the scanner's L2 is not known"
+        )),
+        _ => {}
+    }
     let over: Vec<String> = results
         .iter()
         .filter(|r| r.handoffs_share_of_ceiling.is_some_and(|x| x > 1.0))
@@ -155,6 +208,8 @@ mod tests {
             jain_index: 1.0,
             max_min_ratio: 1.0,
             handoffs_per_sec: None,
+            sharing_vs_own_baseline: None,
+            sharing_ratios: Vec::new(),
             sharing_vs_others: vs_others,
             cross_core_vs_baseline: vs_base,
             c2c_latency_ns: None,
@@ -175,12 +230,38 @@ mod tests {
     }
 
     #[test]
+    fn the_own_baseline_answers_and_the_others_are_shown_as_biased() {
+        let mut r = result(&[2], 5, Some(ci(0.1, 0.08, 0.12)), None);
+        r.sharing_ratios = vec![0.97, 0.99, 1.0, 1.01, 0.98];
+        r.sharing_vs_own_baseline = crate::stats::Comparison::of_paired_ratios(
+            &r.sharing_ratios,
+            crate::stats::Thresholds::SLOWDOWN,
+            0.95,
+            2000,
+            44,
+        );
+        let v = verdict_lines(&[r], true);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].starts_with(
+                "ttas / s: lock threads sharing a core with a scanner acquired 0.99× their own rate in the same round without a scanner (95 % CI"
+            ),
+            "{v:?}"
+        );
+        assert!(v[0].contains(", n = 5: no effect)"), "{v:?}");
+        assert!(
+            v[0].ends_with("against the other lock threads of the same runs 0.10× (95% CI 0.08–0.12), a comparison an unfair lock biases by position"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
     fn a_sharing_ratio_carries_its_interval_or_says_why_not() {
         let r = result(&[2], 5, Some(ci(0.1, 0.08, 0.12)), None);
         assert_eq!(
             verdict_lines(&[r], true),
             [
-                "ttas / s: lock threads sharing a core with a scanner acquired at 0.10× (95% CI 0.08–0.12) the rate of the others"
+                "ttas / s: lock threads sharing a core with a scanner acquired at 0.10× (95% CI 0.08–0.12) the rate of the other lock threads of the same runs — an unfair lock favours some positions even without a scanner"
             ]
         );
         let r = result(&[1], 1, Some(ci(0.5, 0.5, 0.5)), None);
@@ -231,7 +312,7 @@ mod tests {
         let cfg = LockscanConfig::new(Layout::ScannerOnLowest, vec![LockKind::Ttas], spec).unwrap();
         let mut over = result(&[2], 3, None, None);
         over.handoffs_share_of_ceiling = Some(1.5);
-        let n = notes(&cfg, &[over], false, true, [None]);
+        let n = notes(&cfg, &[over], false, true, [None], Some(512 << 10));
         assert!(
             n[0].starts_with("handoffs above the c2c ceiling") && n[0].contains("moves vCPUs"),
             "{n:?}"
@@ -248,8 +329,40 @@ mod tests {
             .unwrap()
             .with_cs_ns(500)
             .unwrap();
-        let n = notes(&off, &[], true, false, [None]);
+        let n = notes(&off, &[], true, false, [None], None);
         assert_eq!(n.len(), 1);
         assert!(n[0].starts_with("lock stats off"), "{n:?}");
+    }
+
+    #[test]
+    fn a_scan_buffer_inside_the_l2_is_said_to_stay_in_the_core() {
+        let spec = RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1));
+        let cfg = LockscanConfig::new(Layout::ScannerOnLowest, vec![LockKind::Ttas], spec)
+            .unwrap()
+            .with_cs_ns(500)
+            .unwrap();
+        let scan = [result(&[2], 3, None, None)];
+        // 1 MiB in a 2 MiB L2.
+        let n = notes(&cfg, &scan, true, false, [None], Some(2 << 20));
+        assert!(
+            n[0].starts_with("the 1 MiB scan buffer fits in the scanner's 2 MiB L2"),
+            "{n:?}"
+        );
+        // Past a 512 KiB L2: nothing to say.
+        assert!(notes(&cfg, &scan, true, false, [None], Some(512 << 10)).is_empty());
+        let n = notes(&cfg, &scan, true, false, [None], None);
+        assert!(n[0].contains("reports no L2 size"), "{n:?}");
+        // No scanner ran: no note about its buffer.
+        assert!(
+            notes(
+                &cfg,
+                &[result(&[], 3, None, None)],
+                true,
+                false,
+                [None],
+                None
+            )
+            .is_empty()
+        );
     }
 }

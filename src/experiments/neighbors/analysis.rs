@@ -1,11 +1,12 @@
 //! From one step's engine run and worker outcome to a [`Step`]: rates, latencies,
 //! scheduling evidence and the diagnosis. Pure.
 
-use super::diagnosis::{self, Evidence};
-use super::model::Step;
+use super::diagnosis::{self, Diagnosis, Evidence};
+use super::model::{SeriesStep, Step};
 use crate::cpuset::CpuSet;
 use crate::engine::RunResult;
 use crate::placement::Plan;
+use crate::stats::{Comparison, Summary, Thresholds};
 use crate::topology::{Proximity, Topology};
 use hdrhistogram::Histogram;
 
@@ -37,28 +38,41 @@ pub fn thread_burner_ops_per_sec(r: &RunResult, workers: usize) -> f64 {
         + 0.0
 }
 
-/// Where the burners sit relative to the workers' CPUs: (some burner on a worker's SMT
-/// sibling, some burner on a worker's CPU). Unpinned workers on an SMT machine meet their
-/// burners as siblings whenever both run, so with burners that counts as siblings.
+/// Where the burners sit relative to the workers: (some burner pinned to the SMT sibling of
+/// a CPU a worker is pinned to; some burner may run on a sibling of a CPU a worker may run
+/// on, because the scheduler places one of them; some burner pinned to a worker's CPU).
+/// Only the first establishes SMT sharing: with unpinned threads the scheduler, not the
+/// run, decides who meets whom.
 fn burner_proximity(
     topo: &Topology,
-    worker_cpus: &CpuSet,
+    worker_sets: &[CpuSet],
     burner_cpus: &[CpuSet],
-    burners: usize,
-) -> (bool, bool) {
-    let pinned_workers = *worker_cpus != topo.allowed();
-    // A burner pinned to one CPU: that CPU.
-    let single = |b: &CpuSet| b.first().filter(|_| b.len() == 1);
-    let on_siblings = burner_cpus.iter().filter_map(single).any(|b| {
-        worker_cpus
-            .iter()
-            .any(|w| topo.proximity(w, b) == Proximity::SmtSibling)
-    }) || (!pinned_workers && topo.threads_per_core() > 1 && burners > 0);
+) -> (bool, bool, bool) {
+    // A thread pinned to one CPU: that CPU.
+    let single = |s: &CpuSet| s.first().filter(|_| s.len() == 1);
+    let sibling = |a: u32, b: u32| topo.proximity(a, b) == Proximity::SmtSibling;
+    let mut on_siblings = false;
+    let mut maybe = false;
+    for w in worker_sets {
+        for b in burner_cpus {
+            match (single(w), single(b)) {
+                (Some(w), Some(b)) => on_siblings |= sibling(w, b),
+                _ => {
+                    // Either side unpinned: a sibling of any CPU the worker may use, among
+                    // the CPUs the burner may use.
+                    maybe |= w
+                        .iter()
+                        .any(|x| topo.core_of(x).iter().any(|y| y != x && b.contains(y)))
+                }
+            }
+        }
+    }
+    let worker_cpus: CpuSet = worker_sets.iter().filter_map(single).collect();
     let on_cpus = burner_cpus
         .iter()
         .filter_map(single)
         .any(|b| worker_cpus.contains(b));
-    (on_siblings, on_cpus)
+    (on_siblings, maybe, on_cpus)
 }
 
 /// The step `m` measured with `workers` workers; `baseline` is the reference rate (None:
@@ -81,12 +95,16 @@ pub fn step(
     // like less waiting.
     let delay: Option<u64> = threads.iter().map(|t| t.runqueue_delay_ns).sum();
     let delay_share = delay.map(|d| d as f64 / (r.measured_ns.max(1) as f64 * workers as f64));
-    let worker_cpus: CpuSet = m.plan.threads[..workers]
+    let worker_sets: Vec<CpuSet> = m.plan.threads[..workers.min(m.plan.threads.len())]
         .iter()
-        .fold(CpuSet::new(), |a, t| a.union(&t.cpus));
-    let (on_siblings, on_cpus) = burner_proximity(topo, &worker_cpus, m.burner_cpus, m.burners);
-    let cpus = topo.allowed().len();
-    let runnable = workers + m.burners;
+        .map(|t| t.cpus.clone())
+        .collect();
+    let (on_siblings, maybe_siblings, on_cpus) =
+        burner_proximity(topo, &worker_sets, m.burner_cpus);
+    // Oversubscription counts the threads that can take the workers' CPUs against the CPUs
+    // they may use, not every CPU of the machine.
+    let (runnable, cpus) = super::plan::contention(&worker_sets, m.burner_cpus);
+    let cpus = cpus.len();
     let baseline = baseline.unwrap_or(ops_per_sec);
     let ev = Evidence {
         ops_per_sec,
@@ -94,6 +112,7 @@ pub fn step(
         runnable_threads: runnable,
         cpus,
         burners_on_worker_siblings: on_siblings,
+        burners_maybe_on_worker_siblings: maybe_siblings,
         burners_on_worker_cpus: on_cpus,
         worker_involuntary_switches_per_sec: invol as f64 / secs,
         worker_run_delay_share: delay_share,
@@ -103,6 +122,7 @@ pub fn step(
     let (diagnosis, reason) = diagnosis::diagnose(&ev);
     Step {
         burners: m.burners,
+        round: 0,
         ops_per_sec,
         ratio_to_first: if baseline > 0.0 {
             ops_per_sec / baseline
@@ -132,6 +152,72 @@ pub fn step(
         workers,
         steal_share: r.steal_share,
     }
+}
+
+/// Steps of several rounds summarised per burner count: median ops/s with spread, the
+/// diagnosis most rounds gave (the more severe one on a tie), the round closest to the
+/// median as the representative for runnable threads, CPUs and the reason, and each
+/// round's ratio to its own first step as a paired comparison (drift between rounds
+/// cancels).
+pub fn summarise<'a>(steps: impl IntoIterator<Item = &'a Step>) -> Vec<SeriesStep> {
+    let all: Vec<&Step> = steps.into_iter().collect();
+    let mut burners: Vec<usize> = all.iter().map(|s| s.burners).collect();
+    burners.sort_unstable();
+    burners.dedup();
+    let mut out: Vec<SeriesStep> = Vec::new();
+    for b in burners {
+        let mine: Vec<&Step> = all.iter().copied().filter(|s| s.burners == b).collect();
+        let rates: Vec<f64> = mine.iter().map(|s| s.ops_per_sec).collect();
+        let Some(sum) = Summary::of(&rates) else {
+            continue;
+        };
+        let Some(mid) = mine.iter().min_by(|x, y| {
+            (x.ops_per_sec - sum.median)
+                .abs()
+                .total_cmp(&(y.ops_per_sec - sum.median).abs())
+        }) else {
+            continue;
+        };
+        let mut counts: Vec<(Diagnosis, usize)> = Vec::new();
+        for s in &mine {
+            match counts.iter_mut().find(|(d, _)| *d == s.diagnosis) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((s.diagnosis, 1)),
+            }
+        }
+        let diagnosis = counts
+            .iter()
+            .max_by_key(|(d, n)| (*n, d.severity()))
+            .map_or(Diagnosis::None, |(d, _)| *d);
+        let mut p99: Vec<u64> = mine.iter().map(|s| s.latency_p99_ns).collect();
+        p99.sort_unstable();
+        let paired: Vec<f64> = mine
+            .iter()
+            .map(|s| s.ratio_to_first)
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .collect();
+        let ratio = Comparison::of_paired_ratios(&paired, Thresholds::SLOWDOWN, 0.95, 2000, 7);
+        out.push(SeriesStep {
+            burners: b,
+            runnable_threads: mid.runnable_threads,
+            cpus: mid.cpus,
+            ops_per_sec: sum,
+            ratio_to_first: 0.0,
+            latency_p99_ns: p99[p99.len() / 2],
+            diagnosis,
+            reason: mid.reason.clone(),
+            ratio,
+        });
+    }
+    let first = out.first().map_or(0.0, |s| s.ops_per_sec.median);
+    for s in &mut out {
+        s.ratio_to_first = if first > 0.0 {
+            s.ops_per_sec.median / first
+        } else {
+            0.0
+        };
+    }
+    out
 }
 
 #[cfg(test)]
@@ -227,7 +313,8 @@ mod tests {
         assert_eq!(s.ratio_to_first, 0.4);
         // 1 s × 2 workers / 40,000 ops.
         assert_eq!(s.time_per_op_ns, 50_000.0);
-        assert_eq!((s.runnable_threads, s.cpus), (4, 8));
+        // The sibling burners cannot take the workers' CPUs 0 and 1: 2 runnable on 2.
+        assert_eq!((s.runnable_threads, s.cpus), (2, 2));
         assert_eq!(s.worker_involuntary_switches_per_sec, 6.0);
         assert_eq!(s.worker_voluntary_switches_per_sec, 2.0);
         // 0.4 s of waiting over 2 worker-seconds; burners' schedstat does not count.
@@ -281,15 +368,133 @@ mod tests {
     fn burners_on_the_workers_cpus_and_unpinned_workers() {
         let smt = topology(2, 2, false);
         let all = smt.allowed();
-        // Unpinned workers on an SMT machine share cores with any burner.
-        let (sib, cpu) = burner_proximity(&smt, &all, std::slice::from_ref(&all), 1);
-        assert_eq!((sib, cpu), (true, false));
-        let (sib, _) = burner_proximity(&smt, &all, &[], 0);
-        assert!(!sib, "no burners, no sharing");
+        let one = |c: u32| CpuSet::from_cpus([c]);
+        // Unpinned workers on an SMT machine may meet any burner on a sibling: possible,
+        // never certain.
+        let got = burner_proximity(&smt, std::slice::from_ref(&all), std::slice::from_ref(&all));
+        assert_eq!(got, (false, true, false));
+        // Pinned workers, unpinned burners: the same.
+        assert_eq!(
+            burner_proximity(&smt, &[one(0)], std::slice::from_ref(&all)),
+            (false, true, false)
+        );
+        // A burner pinned to worker 0's sibling (CPU 2): certain.
+        assert_eq!(
+            burner_proximity(&smt, &[one(0), one(1)], &[one(2)]),
+            (true, false, false)
+        );
+        // No burners, no sharing.
+        assert_eq!(burner_proximity(&smt, &[all], &[]), (false, false, false));
         let flat = topology(4, 1, false);
-        let w = CpuSet::from_cpus([0, 1]);
-        let (sib, cpu) = burner_proximity(&flat, &w, &[CpuSet::from_cpus([1])], 1);
-        assert_eq!((sib, cpu), (false, true));
+        let got = burner_proximity(&flat, &[one(0), one(1)], &[one(1)]);
+        assert_eq!(got, (false, false, true));
+        // Without SMT nothing is a sibling, pinned or not.
+        let got = burner_proximity(&flat, &[flat.allowed()], &[flat.allowed()]);
+        assert_eq!(got, (false, false, false));
+    }
+
+    /// A step of 2 workers with `burners` placed as given, at `ops` of a 100,000 ops/s
+    /// reference, every worker waiting `delay` of its time.
+    fn placed_step(
+        topo: &Topology,
+        workers: &[CpuSet],
+        burners: &[CpuSet],
+        ops: u64,
+        delay: u64,
+    ) -> Step {
+        let plan = Plan {
+            request: String::new(),
+            threads: workers
+                .iter()
+                .chain(burners)
+                .enumerate()
+                .map(|(thread, c)| ThreadPlacement {
+                    thread,
+                    cpus: c.clone(),
+                })
+                .collect(),
+            oversubscribed: false,
+            notes: Vec::new(),
+            scope: None,
+        };
+        let n = workers.len() + burners.len();
+        let mut per = vec![ops / workers.len() as u64; workers.len()];
+        per.extend(std::iter::repeat_n(5, burners.len()));
+        let r = result(&per, &vec![Some(delay); n]);
+        let lat = latencies();
+        let m = StepRun {
+            burners: burners.len(),
+            burner_cpus: burners,
+            plan: &plan,
+            result: &r,
+            latency_ns: &lat,
+            preemptions: Some((0, 0)),
+            burner_ops_per_sec: 0.0,
+        };
+        step(topo, workers.len(), &m, Some(100_000.0), 1.5e6)
+    }
+
+    #[test]
+    fn oversubscription_is_judged_from_the_cpus_the_threads_are_pinned_to() {
+        let one = |c: u32| CpuSet::from_cpus([c]);
+        let flat = topology(4, 1, false);
+        // Workers alone on CPUs 0 and 1, 0 % waiting; five burners crowd CPUs 2 and 3.
+        // 7 threads on 4 CPUs, but no burner can take a worker's CPU.
+        let burners = [one(2), one(3), one(2), one(3), one(2)];
+        let s = placed_step(&flat, &[one(0), one(1)], &burners, 90_000, 0);
+        assert_eq!((s.runnable_threads, s.cpus), (2, 2));
+        assert_eq!(s.diagnosis, Diagnosis::None, "{}", s.reason);
+        // Even with a loss it is not called oversubscription.
+        let s = placed_step(&flat, &[one(0), one(1)], &burners, 50_000, 0);
+        assert_eq!(s.diagnosis, Diagnosis::SharedResources, "{}", s.reason);
+        assert!(
+            !s.reason.contains("more runnable threads than CPUs"),
+            "{}",
+            s.reason
+        );
+        // One worker alone on a 1-CPU set: 1 runnable on 1 CPU.
+        let s = placed_step(&flat, &[one(0)], &[one(1), one(1)], 100_000, 0);
+        assert_eq!((s.runnable_threads, s.cpus), (1, 1));
+        assert_eq!(s.diagnosis, Diagnosis::None, "{}", s.reason);
+        // A burner on a worker's CPU does oversubscribe it: 3 on 2.
+        let s = placed_step(&flat, &[one(0), one(1)], &[one(1)], 60_000, 400_000_000);
+        assert_eq!((s.runnable_threads, s.cpus), (3, 2));
+        assert_eq!(s.diagnosis, Diagnosis::Oversubscribed, "{}", s.reason);
+    }
+
+    #[test]
+    fn an_unpinned_run_is_never_diagnosed_smt_sharing() {
+        let smt = topology(2, 2, false);
+        let all = smt.allowed();
+        // Unpinned workers and burners, 3 of 4 CPUs busy, half the rate: possibly SMT
+        // sharing, not smt-sharing.
+        let s = placed_step(
+            &smt,
+            &[all.clone(), all.clone()],
+            std::slice::from_ref(&all),
+            50_000,
+            0,
+        );
+        assert_eq!((s.runnable_threads, s.cpus), (3, 4));
+        assert_eq!(s.diagnosis, Diagnosis::PossiblySmtSharing, "{}", s.reason);
+        assert!(
+            s.reason.starts_with("possibly SMT sharing: unpinned"),
+            "{}",
+            s.reason
+        );
+        // Pinned workers, unpinned burners: the same.
+        let one = |c: u32| CpuSet::from_cpus([c]);
+        let s = placed_step(
+            &smt,
+            &[one(0), one(1)],
+            std::slice::from_ref(&all),
+            50_000,
+            0,
+        );
+        assert_eq!(s.diagnosis, Diagnosis::PossiblySmtSharing, "{}", s.reason);
+        // Burners pinned to the workers' siblings: a controlled SMT-sharing loss.
+        let s = placed_step(&smt, &[one(0), one(1)], &[one(2), one(3)], 50_000, 0);
+        assert_eq!(s.diagnosis, Diagnosis::SmtSharing, "{}", s.reason);
     }
 
     #[test]

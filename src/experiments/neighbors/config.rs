@@ -95,6 +95,8 @@ pub struct NeighborsConfig {
     pub burner_placement: BurnerPlacement,
     pub burner_mode: BurnerMode,
     pub spec: RunSpec,
+    /// Rounds over the steps, each starting again from the first step; at least 1.
+    pub repeat: usize,
     /// Keeps construction to the checked paths below.
     _checked: Checked,
 }
@@ -138,6 +140,7 @@ impl NeighborsConfig {
             burner_placement: BurnerPlacement::Os,
             burner_mode: BurnerMode::Thread,
             spec,
+            repeat: 1,
             _checked: Checked,
         })
     }
@@ -184,6 +187,20 @@ impl NeighborsConfig {
     }
 }
 
+impl NeighborsConfig {
+    /// Rounds over the steps (`--repeat`), at least 1: each round runs every step in order, so every step has a first step of its own round to be
+    /// paired with.
+    pub fn with_repeat(mut self, repeat: usize) -> Result<Self, BadInput> {
+        if repeat == 0 {
+            return Err(BadInput(
+                "--repeat must be at least 1 (rounds over the burner steps)".into(),
+            ));
+        }
+        self.repeat = repeat;
+        Ok(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +225,10 @@ mod tests {
         let zero = RunSpec::new(Duration::ZERO, Duration::ZERO);
         assert!(NeighborsConfig::new(2, Request::Os, Scope::Package, zero).is_err());
         assert_eq!(two().burner_steps, [0]);
+        assert_eq!(two().repeat, 1);
+        let e = two().with_repeat(0).unwrap_err();
+        assert!(e.0.contains("--repeat must be at least 1"), "{e}");
+        assert_eq!(two().with_repeat(3).unwrap().repeat, 3);
     }
 
     #[test]

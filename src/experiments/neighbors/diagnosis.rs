@@ -10,7 +10,10 @@
 //! Ouyang and Lange, VEE 2013; natively, Johnson et al., ASPLOS 2010).
 //!
 //! Evidence that was not measured is not evidence: a rule that needs it does not fire, and
-//! the reason says it was not measured rather than showing a 0.
+//! the reason says it was not measured rather than showing a 0. The same holds for
+//! placement: SMT sharing is named only when the run pinned a burner to a worker's SMT
+//! sibling; when the scheduler placed them it is only "possibly" SMT sharing. Runnable
+//! threads are counted against the CPUs the threads may use, not every CPU of the machine.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +23,12 @@ use serde::{Deserialize, Serialize};
 pub enum Diagnosis {
     /// No loss worth naming (≥ 80 % of the baseline) and no oversubscription.
     None,
-    /// Burners share cores with workers as SMT siblings, no oversubscription.
+    /// Burners pinned to the workers' SMT siblings, no oversubscription.
     SmtSharing,
+    /// A loss with workers or burners placed by the scheduler on an SMT machine: they may
+    /// have shared cores, but the run did not control it ("possibly SMT sharing:
+    /// unpinned").
+    PossiblySmtSharing,
     /// Burners on other cores, no oversubscription, yet a loss: shared cache, memory
     /// bandwidth or frequency.
     SharedResources,
@@ -40,6 +47,7 @@ impl Diagnosis {
         match self {
             Diagnosis::None => "none",
             Diagnosis::SmtSharing => "smt-sharing",
+            Diagnosis::PossiblySmtSharing => "possibly-smt-sharing",
             Diagnosis::SharedResources => "shared-resources",
             Diagnosis::ExternalLoad => "external-load",
             Diagnosis::Oversubscribed => "oversubscribed",
@@ -47,16 +55,17 @@ impl Diagnosis {
         }
     }
 
-    /// How bad the mechanism is, 0 (none) to 5 (collapse): breaks ties between rounds that
+    /// How bad the mechanism is, 0 (none) to 6 (collapse): breaks ties between rounds that
     /// disagree.
     pub fn severity(self) -> u8 {
         match self {
             Diagnosis::None => 0,
-            Diagnosis::SmtSharing => 1,
-            Diagnosis::SharedResources => 2,
-            Diagnosis::ExternalLoad => 3,
-            Diagnosis::Oversubscribed => 4,
-            Diagnosis::PreemptionCollapse => 5,
+            Diagnosis::PossiblySmtSharing => 1,
+            Diagnosis::SmtSharing => 2,
+            Diagnosis::SharedResources => 3,
+            Diagnosis::ExternalLoad => 4,
+            Diagnosis::Oversubscribed => 5,
+            Diagnosis::PreemptionCollapse => 6,
         }
     }
 }
@@ -68,12 +77,17 @@ pub struct Evidence {
     pub ops_per_sec: f64,
     /// Worker operations per second with no burners (the reference).
     pub baseline_ops_per_sec: f64,
-    /// Worker threads plus busy burners: threads that want a CPU all the time.
+    /// Threads that want a CPU all the time and compete for the workers' CPUs: the
+    /// workers plus the burners allowed on those CPUs (or on CPUs of such burners).
     pub runnable_threads: usize,
-    /// Logical CPUs the workers and burners may use.
+    /// Logical CPUs those threads may use (the union of their allowed CPU sets).
     pub cpus: usize,
-    /// Whether some burner shares a core with a worker as an SMT sibling.
+    /// Whether some burner is pinned to the SMT sibling of a CPU a worker is pinned to.
     pub burners_on_worker_siblings: bool,
+    /// Whether some burner may run on an SMT sibling of a worker's CPU because the
+    /// scheduler places one or both (unpinned): sharing possible, not controlled.
+    #[serde(default)]
+    pub burners_maybe_on_worker_siblings: bool,
     /// Whether some burner shares a logical CPU with a worker (time slicing, not SMT).
     pub burners_on_worker_cpus: bool,
     /// Involuntary context switches of the workers per second.
@@ -120,9 +134,9 @@ fn facts(e: &Evidence, ratio: f64) -> String {
         None => "preempted/long holds not measured".into(),
     };
     format!(
-        "{} runnable on {} CPUs, {:.1}% of baseline, {:.0} involuntary switches/s, {delay}, {holds}",
+        "{} runnable on {}, {:.1}% of baseline, {:.0} involuntary switches/s, {delay}, {holds}",
         e.runnable_threads,
-        e.cpus,
+        crate::render::count(e.cpus, "CPU"),
         ratio * 100.0,
         e.worker_involuntary_switches_per_sec,
     )
@@ -175,7 +189,15 @@ pub fn diagnose(e: &Evidence) -> (Diagnosis, String) {
     if e.burners_on_worker_siblings {
         return (
             Diagnosis::SmtSharing,
-            format!("burners run on the workers' SMT siblings; {facts}"),
+            format!("burners pinned to the workers' SMT siblings; {facts}"),
+        );
+    }
+    if e.burners_maybe_on_worker_siblings {
+        return (
+            Diagnosis::PossiblySmtSharing,
+            format!(
+                "possibly SMT sharing: unpinned — the scheduler chose whether burners ran on the workers' SMT siblings, so the run did not control it (shared caches, memory bandwidth or frequency would look the same); {facts}"
+            ),
         );
     }
     if e.burners_on_worker_cpus {
@@ -211,6 +233,7 @@ mod tests {
             runnable_threads: runnable,
             cpus: 8,
             burners_on_worker_siblings: false,
+            burners_maybe_on_worker_siblings: false,
             burners_on_worker_cpus: false,
             worker_involuntary_switches_per_sec: 0.0,
             worker_run_delay_share: Some(0.0),
@@ -259,6 +282,14 @@ mod tests {
                 },
                 Diagnosis::SmtSharing,
                 "smt-sharing",
+            ),
+            (
+                Evidence {
+                    burners_maybe_on_worker_siblings: true,
+                    ..ev(40_000.0, 6)
+                },
+                Diagnosis::PossiblySmtSharing,
+                "possibly-smt-sharing",
             ),
             (
                 ev(40_000.0, 6),
@@ -344,6 +375,53 @@ mod tests {
     }
 
     #[test]
+    fn unpinned_placement_is_never_called_smt_sharing() {
+        // The scheduler may have put burners on the workers' siblings: a loss is only
+        // "possibly" SMT sharing, and says why.
+        let e = Evidence {
+            burners_maybe_on_worker_siblings: true,
+            ..ev(40_000.0, 6)
+        };
+        let (d, why) = diagnose(&e);
+        assert_eq!(d, Diagnosis::PossiblySmtSharing);
+        assert!(why.starts_with("possibly SMT sharing: unpinned"), "{why}");
+        // No loss: nothing to name either way.
+        let e = Evidence {
+            burners_maybe_on_worker_siblings: true,
+            ..ev(74_000.0, 6)
+        };
+        assert_eq!(diagnose(&e).0, Diagnosis::None);
+        // A burner pinned to a sibling is certain, whatever else is unpinned.
+        let e = Evidence {
+            burners_on_worker_siblings: true,
+            burners_maybe_on_worker_siblings: true,
+            ..ev(40_000.0, 6)
+        };
+        assert_eq!(diagnose(&e).0, Diagnosis::SmtSharing);
+        // Old files without the field read it as false.
+        let mut v = serde_json::to_value(ev(1.0, 1)).unwrap();
+        v.as_object_mut()
+            .unwrap()
+            .remove("burners_maybe_on_worker_siblings");
+        let back: Evidence = serde_json::from_value(v).unwrap();
+        assert!(!back.burners_maybe_on_worker_siblings);
+    }
+
+    #[test]
+    fn a_worker_alone_on_its_cpu_without_waiting_is_not_oversubscribed() {
+        // 1 worker on its own CPU, 0 % run-queue wait: counted against its one CPU it is
+        // 1 runnable on 1, whatever burners do elsewhere.
+        let e = Evidence {
+            runnable_threads: 1,
+            cpus: 1,
+            ..ev(74_635.0, 1)
+        };
+        let (d, why) = diagnose(&e);
+        assert_eq!(d, Diagnosis::None, "{why}");
+        assert!(why.starts_with("1 runnable on 1 CPU,"), "{why}");
+    }
+
+    #[test]
     fn external_load() {
         let mut e = ev(70_000.0, 4);
         e.worker_run_delay_share = Some(0.6);
@@ -412,6 +490,7 @@ mod tests {
         use Diagnosis::*;
         let order = [
             None,
+            PossiblySmtSharing,
             SmtSharing,
             SharedResources,
             ExternalLoad,

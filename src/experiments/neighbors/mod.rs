@@ -18,7 +18,8 @@
 //! - `plan`: where each step's workers and burners go ([`step_plan`]);
 //! - `workload`: the worker side ([`Worker`], [`HotPage`]);
 //! - `run`: the steps on an [`Engine`](crate::engine::Engine) ([`run`]);
-//! - `analysis`: one step's measurements into a [`Step`] (pure);
+//! - `analysis`: one step's measurements into a [`Step`], rounds into [`SeriesStep`]s
+//!   (pure);
 //! - [`diagnosis`]: the rules naming the mechanism (pure);
 //! - `model`: the serde result ([`NeighborsReport`]).
 
@@ -30,9 +31,10 @@ mod plan;
 mod run;
 mod workload;
 
+pub use analysis::summarise;
 pub use config::{BurnerMode, BurnerPlacement, NeighborsConfig};
 pub use diagnosis::Diagnosis;
-pub use model::{NeighborsReport, SCHEMA_VERSION, Step};
-pub use plan::{step_not_possible_here, step_plan};
+pub use model::{NeighborsReport, SCHEMA_VERSION, SeriesStep, Step};
+pub use plan::{contention, step_not_possible_here, step_plan};
 pub use run::run;
 pub use workload::{HotPage, MakeWorker, PREEMPTED_NS, Page, Worker, WorkerOutcome};

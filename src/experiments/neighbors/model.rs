@@ -4,6 +4,7 @@
 use super::config::{BurnerMode, BurnerPlacement};
 use super::diagnosis::Diagnosis;
 use crate::burn::{BurnerKind, Policy};
+use crate::stats::{Comparison, Summary};
 use serde::{Deserialize, Serialize};
 
 /// Bumped when the JSON layout changes incompatibly.
@@ -13,18 +14,25 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub burners: usize,
+    /// The round (sweep) this step ran in, from 0; rounds interleave the steps, each
+    /// starting again from its first step.
+    #[serde(default)]
+    pub round: usize,
     /// Worker operations per second.
     pub ops_per_sec: f64,
-    /// `ops_per_sec` ÷ the first step's.
+    /// `ops_per_sec` ÷ the first step's (or the reference run's) in the same round.
     pub ratio_to_first: f64,
     /// Mean time per operation across the workers (wall ÷ ops × workers), ns.
     pub time_per_op_ns: f64,
     pub latency_p50_ns: u64,
     pub latency_p99_ns: u64,
     pub latency_max_ns: u64,
-    /// Workers + burners (all want a CPU all the time).
+    /// Threads that want a CPU all the time and can take a worker's CPU: the workers plus
+    /// the burners allowed on the workers' CPUs (directly or through other such burners).
+    /// Burners confined to other CPUs are left out: they cannot preempt a worker.
     pub runnable_threads: usize,
-    /// Usable logical CPUs.
+    /// Logical CPUs those threads may use (the union of their allowed sets); every usable
+    /// CPU when any of them is unpinned.
     pub cpus: usize,
     pub worker_involuntary_switches_per_sec: f64,
     pub worker_voluntary_switches_per_sec: f64,
@@ -73,11 +81,48 @@ pub struct NeighborsReport {
     /// The reference run when the first step was already oversubscribed: as many
     /// workers as CPUs, no burners. Its rate is the baseline of every ratio.
     pub reference: Option<Step>,
+    /// Every step of every round, in the order they ran.
     pub steps: Vec<Step>,
+    /// Rounds over the steps (`--repeat`); 1 in files written before it existed.
+    #[serde(default = "one")]
+    pub repeat: usize,
+    /// Per burner count over the rounds: the median rate and the paired ratio to each
+    /// round's first step, with its interval and three-way class.
+    #[serde(default)]
+    pub summary: Vec<SeriesStep>,
     /// Steps that could not run here, with the reason.
     pub skipped: Vec<(usize, String)>,
     pub notes: Vec<String>,
     pub interrupted: bool,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// One burner count over the rounds of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesStep {
+    pub burners: usize,
+    /// Threads competing for the workers' CPUs (as [`Step::runnable_threads`]), in the
+    /// round nearest the median.
+    pub runnable_threads: usize,
+    /// The CPUs they may use (as [`Step::cpus`]).
+    pub cpus: usize,
+    /// Worker operations per second over the rounds.
+    pub ops_per_sec: Summary,
+    /// Median `ops_per_sec` ÷ the median of the first step.
+    pub ratio_to_first: f64,
+    /// Median op latency p99 over the rounds, ns.
+    pub latency_p99_ns: u64,
+    /// The diagnosis most rounds gave (ties: the more severe).
+    pub diagnosis: super::Diagnosis,
+    /// The evidence of the round closest to the median.
+    pub reason: String,
+    /// Each round's rate ÷ that round's first step, paired, with its interval and
+    /// three-way class; None in files written before it existed.
+    #[serde(default)]
+    pub ratio: Option<Comparison>,
 }
 
 /// A burner kind as its command-line name: `fma-avx2` rather than serde's `{"fma": "avx2"}`.
@@ -117,6 +162,8 @@ mod tests {
             hypervisor: false,
             reference: None,
             steps: Vec::new(),
+            repeat: 1,
+            summary: Vec::new(),
             skipped: Vec::new(),
             notes: Vec::new(),
             interrupted: false,

@@ -18,6 +18,32 @@ pub fn step_not_possible_here(e: &anyhow::Error) -> bool {
     ) || e.downcast_ref::<crate::error::NotPossible>().is_some()
 }
 
+/// The threads competing for the workers' CPUs and the CPUs they may use: the workers,
+/// plus every burner whose allowed CPUs overlap the workers' CPUs or those of a burner
+/// already counted (a burner pushed off a shared CPU lands on the next). Burners confined
+/// to other CPUs cannot take a worker's CPU, so they are left out: a worker alone on its
+/// CPU is never oversubscribed by burners elsewhere. Unpinned threads may use every CPU,
+/// so with any of them this is every thread on every allowed CPU.
+pub fn contention(workers: &[CpuSet], burners: &[CpuSet]) -> (usize, CpuSet) {
+    let mut cpus = workers.iter().fold(CpuSet::new(), |a, w| a.union(w));
+    let mut counted = vec![false; burners.len()];
+    let mut runnable = workers.len();
+    loop {
+        let mut grew = false;
+        for (b, seen) in burners.iter().zip(counted.iter_mut()) {
+            if !*seen && b.intersects(&cpus) {
+                *seen = true;
+                runnable += 1;
+                cpus = cpus.union(b);
+                grew = true;
+            }
+        }
+        if !grew {
+            return (runnable, cpus);
+        }
+    }
+}
+
 /// The placements of one step: workers then burners. Thread burners are in the plan;
 /// process burners only in the CPU sets returned beside it.
 pub fn step_plan(
@@ -26,13 +52,14 @@ pub fn step_plan(
     burners: usize,
 ) -> Result<(Plan, Vec<CpuSet>)> {
     let workers = placement::plan_within(topo, &cfg.worker_placement, cfg.workers, cfg.within)?;
-    let allowed = topo.allowed();
     let worker_cpus = workers.cpus();
     let burner_cpus = if burners == 0 {
         Vec::new()
     } else {
         burner_cpus(topo, cfg.burner_placement, &worker_cpus, burners)?
     };
+    let worker_sets: Vec<CpuSet> = workers.threads.iter().map(|t| t.cpus.clone()).collect();
+    let (runnable, cpus) = contention(&worker_sets, &burner_cpus);
     let mut threads = workers.threads.clone();
     if cfg.burner_mode == BurnerMode::Thread {
         for (i, c) in burner_cpus.iter().enumerate() {
@@ -46,7 +73,7 @@ pub fn step_plan(
         Plan {
             request: format!("workers {} + {burners} burners", workers.request),
             threads,
-            oversubscribed: cfg.workers + burners > allowed.len(),
+            oversubscribed: runnable > cpus.len(),
             notes: workers.notes,
             scope: workers.scope,
         },
@@ -149,10 +176,43 @@ mod tests {
         );
         let (plan, b) = step_plan(&topo, &c, 3).unwrap();
         assert_eq!(b, [2, 3, 2].map(|c| CpuSet::from_cpus([c])));
-        assert!(plan.oversubscribed, "2 workers + 3 burners on 4 CPUs");
+        // 3 burners on CPUs 2 and 3 time-share those, but cannot reach the workers' CPUs
+        // 0 and 1: the workers are not oversubscribed.
+        assert!(!plan.oversubscribed, "burners confined to other cores");
+        let c = cfg(
+            Request::OnePerCore,
+            BurnerPlacement::SameCpus,
+            BurnerMode::Thread,
+        );
+        let (plan, _) = step_plan(&topo, &c, 1).unwrap();
+        assert!(
+            plan.oversubscribed,
+            "a burner on a worker's CPU: 3 on 2 CPUs"
+        );
         let c = cfg(Request::Os, BurnerPlacement::Os, BurnerMode::Thread);
         let (_, b) = step_plan(&topo, &c, 1).unwrap();
         assert_eq!(b, [topo.allowed()]);
+    }
+
+    #[test]
+    fn contention_counts_only_threads_that_can_reach_the_workers_cpus() {
+        let one = |c: u32| CpuSet::from_cpus([c]);
+        // Workers alone on 0 and 1; burners pinned to 2, 2 and 3: 2 on 2 CPUs.
+        let (n, cpus) = contention(&[one(0), one(1)], &[one(2), one(2), one(3)]);
+        assert_eq!((n, cpus.to_vec()), (2, vec![0, 1]));
+        // A burner on worker 1's CPU: 3 on 2.
+        let (n, cpus) = contention(&[one(0), one(1)], &[one(1), one(3)]);
+        assert_eq!((n, cpus.to_vec()), (3, vec![0, 1]));
+        // Reached through another burner: {1,2} overlaps the workers, {2} overlaps it.
+        let (n, cpus) = contention(&[one(0), one(1)], &[one(2), CpuSet::from_cpus([1, 2])]);
+        assert_eq!((n, cpus.to_vec()), (4, vec![0, 1, 2]));
+        // Unpinned workers and burners: everything on every CPU.
+        let all = CpuSet::from_cpus([0, 1, 2, 3]);
+        let (n, cpus) = contention(&[all.clone(), all.clone()], &vec![all.clone(); 3]);
+        assert_eq!((n, cpus.len()), (5, 4));
+        // Pinned workers, unpinned burners: the burners may use the workers' CPUs.
+        let (n, cpus) = contention(&[one(0)], std::slice::from_ref(&all));
+        assert_eq!((n, cpus.len()), (2, 4));
     }
 
     #[test]

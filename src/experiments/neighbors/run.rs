@@ -1,5 +1,7 @@
-//! Orchestration: a reference run when the first step already oversubscribes, then every
-//! burner step in order, each with fresh workers and burners that are gone when it ends.
+//! Orchestration: `repeat` rounds, each a reference run when the first step already
+//! oversubscribes, then every burner step in order, each with fresh workers and burners
+//! that are gone when it ends. Every step's ratio is to its own round's first step (or
+//! reference), so the rounds give paired ratios and drift between rounds cancels.
 
 use super::analysis::{self, StepRun};
 use super::config::{BurnerMode, NeighborsConfig};
@@ -48,38 +50,52 @@ pub fn run(
         slice: diagnosis::base_slice_ns(cpus),
     };
     let mut steps: Vec<Step> = Vec::new();
-    let mut skipped = Vec::new();
+    let mut skipped: Vec<(usize, String)> = Vec::new();
     let mut notes = Vec::new();
     let mut interrupted = false;
     let mut worker_name = String::new();
-    let reference = reference_step(&ctx, cfg, &mut notes)?;
-    let mut baseline = reference.as_ref().map(|s| s.ops_per_sec);
-    for &b in &cfg.burner_steps {
+    let mut first_reference = None;
+    'rounds: for round in 0..cfg.repeat {
         if crate::interrupt::requested() {
             interrupted = true;
             break;
         }
-        let step = match run_step(&ctx, cfg, b, baseline, &mut notes) {
-            Ok(Some((s, name))) => {
-                worker_name = name;
-                s
-            }
-            Ok(None) => break,
-            Err(e) if step_not_possible_here(&e) => {
-                skipped.push((b, format!("{e:#}")));
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        if baseline.is_none() {
-            baseline = Some(step.ops_per_sec);
+        let reference = reference_step(&ctx, cfg, &mut notes)?;
+        let mut baseline = reference.as_ref().map(|s| s.ops_per_sec);
+        if round == 0 {
+            first_reference = reference;
         }
-        on_step(&step);
-        let stop = step.interrupted;
-        steps.push(step);
-        if stop {
-            interrupted = true;
-            break;
+        for &b in &cfg.burner_steps {
+            if crate::interrupt::requested() {
+                interrupted = true;
+                break 'rounds;
+            }
+            let mut step = match run_step(&ctx, cfg, b, baseline, &mut notes) {
+                Ok(Some((s, name))) => {
+                    worker_name = name;
+                    s
+                }
+                Ok(None) => break 'rounds,
+                Err(e) if step_not_possible_here(&e) => {
+                    // Said once, not once per round.
+                    if round == 0 {
+                        skipped.push((b, format!("{e:#}")));
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            step.round = round;
+            if baseline.is_none() {
+                baseline = Some(step.ops_per_sec);
+            }
+            on_step(&step);
+            let stop = step.interrupted;
+            steps.push(step);
+            if stop {
+                interrupted = true;
+                break 'rounds;
+            }
         }
     }
     add_notes(&mut notes, topo, cfg, &steps);
@@ -95,8 +111,10 @@ pub fn run(
         time_slice_ns: ctx.slice,
         smt: topo.threads_per_core() > 1,
         hypervisor: topo.machine.hypervisor,
-        reference,
+        reference: first_reference,
+        summary: super::analysis::summarise(&steps),
         steps,
+        repeat: cfg.repeat,
         skipped,
         notes,
         interrupted,

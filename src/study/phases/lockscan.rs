@@ -38,8 +38,11 @@ impl LockscanPhase {
             (ms(30), Duration::from_secs(1)),
         );
         Ok(LockscanPhase {
-            // The original test's empty critical section and 1 MiB scans, with counters.
+            // The original test's empty critical section, with counters; its 1 MiB scan
+            // fits in many cores' L2 (2 MiB on recent Intel cores), so the study's scan
+            // streams past the largest L2 (`--scan-bytes auto`).
             config: LockscanConfig::new(layout, locks, RunSpec::new(warm, measure))?
+                .with_scan_bytes(lockscan::auto_scan_bytes(ctx.topo).bytes)?
                 .with_repeat(ctx.repeat)?,
             scenarios,
         })
@@ -93,6 +96,8 @@ mod tests {
         assert_eq!(s.scenarios, 3, "baseline + scanner on each of 2 cores");
         assert!(s.config.spec.duration >= ms(100));
         assert_eq!(s.config.repeat, 3);
+        // 4 × the fixture's 512 KiB L2.
+        assert_eq!(s.config.scan_bytes, 2 << 20);
     }
 
     #[test]

@@ -1,16 +1,20 @@
 //! The neighbors phase: up to 4 workers on a hot page behind a fair spin lock and behind
 //! an adaptive one, with CPU burners stepping across the oversubscription point, in
 //! interleaved rounds; each lock's steps are summarised over the rounds.
+//!
+//! The unpinned series leaves placement to the scheduler, as on a machine nobody tuned: it
+//! shows what oversubscription costs, but whether a burner met a worker on one core was the
+//! scheduler's choice. So on SMT machines a second, controlled series runs beside it:
+//! workers one per core, then 1..N burners pinned to their siblings. Only that series can
+//! name SMT sharing.
 
 use crate::burn::{BurnSpec, BurnerKind};
 use crate::experiments::neighbors::{
-    self, BurnerMode, BurnerPlacement, Diagnosis, HotPage, NeighborsConfig, NeighborsReport, Worker,
+    self, BurnerMode, BurnerPlacement, HotPage, NeighborsConfig, NeighborsReport, Worker,
 };
 use crate::locks::LockKind;
 use crate::placement::{Plan, Request};
-use crate::report::{NeighborsSection, NeighborsSeries, NeighborsStep, PhaseName, Report};
-use crate::stats::Summary;
-use crate::stats::{Comparison, Thresholds};
+use crate::report::{NeighborsSection, NeighborsSeries, PhaseName, Report, SeriesPlacement};
 use crate::study::phase::{Outcome, Phase, RUN_OVERHEAD, RunCtx, SizeCtx, ms, split_run};
 use anyhow::Result;
 use std::time::Duration;
@@ -18,7 +22,13 @@ use std::time::Duration;
 /// The sized phase.
 #[derive(Debug, Clone)]
 pub struct NeighborsPhase {
+    /// The unpinned series.
     pub config: NeighborsConfig,
+    /// The controlled series: workers one per core, burners on their siblings; None
+    /// without SMT siblings.
+    pub siblings: Option<NeighborsConfig>,
+    /// Why `siblings` is None.
+    pub sibling_skipped: Option<String>,
     pub locks: Vec<LockKind>,
     pub repeat: usize,
 }
@@ -40,8 +50,10 @@ impl NeighborsPhase {
             v.dedup();
             v
         };
+        let (sibling_workers, sibling_skipped) = sibling_workers(ctx);
+        let sibling_steps = sibling_workers.map_or(0, |w| w + 1);
         let locks = vec![LockKind::Ticket, LockKind::Adaptive];
-        let runs = (steps.len() * locks.len() * ctx.repeat) as u32;
+        let runs = ((steps.len() + sibling_steps) * locks.len() * ctx.repeat) as u32;
         let per_step = (ctx.budget / runs.max(1)).saturating_sub(step_overhead(ctx.burner_mode));
         let (warm, measure) = split_run(
             per_step,
@@ -50,22 +62,63 @@ impl NeighborsPhase {
             (ms(30), Duration::from_secs(1)),
         );
         let spec = crate::engine::RunSpec::new(warm, measure);
+        let prime = BurnSpec::new(BurnerKind::Prime);
+        let siblings = match sibling_workers {
+            Some(w) => Some(
+                NeighborsConfig::new(w, Request::OnePerCore, ctx.cfg.within, spec.clone())?
+                    .with_burners(
+                        (0..=w).collect(),
+                        prime.clone(),
+                        BurnerPlacement::Siblings,
+                        ctx.burner_mode,
+                    )?,
+            ),
+            None => None,
+        };
         Ok(NeighborsPhase {
             config: NeighborsConfig::new(workers, Request::Os, ctx.cfg.within, spec)?
-                .with_burners(
-                    steps,
-                    BurnSpec::new(BurnerKind::Prime),
-                    BurnerPlacement::Os,
-                    ctx.burner_mode,
-                )?,
+                .with_burners(steps, prime, BurnerPlacement::Os, ctx.burner_mode)?,
+            siblings,
+            sibling_skipped,
             locks,
             repeat: ctx.repeat,
         })
     }
 
-    fn runs(&self) -> u32 {
-        (self.config.burner_steps.len() * self.locks.len() * self.repeat) as u32
+    fn steps_per_round(&self) -> usize {
+        self.config.burner_steps.len() + self.siblings.as_ref().map_or(0, |c| c.burner_steps.len())
     }
+
+    fn runs(&self) -> u32 {
+        (self.steps_per_round() * self.locks.len() * self.repeat) as u32
+    }
+}
+
+/// Workers for the controlled sibling series — one per core of the scope's unit that has a
+/// free sibling, at most 4 — or why there is none.
+fn sibling_workers(ctx: &SizeCtx<'_>) -> (Option<usize>, Option<String>) {
+    if ctx.topo.threads_per_core() <= 1 {
+        return (
+            None,
+            Some(
+                "no SMT siblings on this machine, so no burner can be pinned to a worker's \
+                 sibling"
+                    .into(),
+            ),
+        );
+    }
+    let (unit, cores) = crate::placement::scoped_cores(ctx.topo, ctx.cfg.within);
+    let with_siblings = cores.iter().filter(|c| c.len() >= 2).count();
+    if with_siblings == 0 {
+        return (
+            None,
+            Some(format!(
+                "no core {unit} has two usable SMT siblings, so no burner can be pinned \
+                 beside a worker"
+            )),
+        );
+    }
+    (Some(with_siblings.min(4)), None)
 }
 
 /// Burner processes add their fork, exec and exit to every step.
@@ -89,22 +142,47 @@ impl Phase for NeighborsPhase {
     }
     fn run(&self, ctx: &RunCtx<'_>, rep: &mut Report) -> Result<Outcome> {
         let c = &self.config;
-        let mut runs = Vec::new();
+        let mut runs: Vec<(LockKind, SeriesPlacement, NeighborsReport)> = Vec::new();
         let mut stopped = false;
+        let series: Vec<(SeriesPlacement, &NeighborsConfig)> =
+            std::iter::once((SeriesPlacement::Unpinned, c))
+                .chain(
+                    self.siblings
+                        .iter()
+                        .map(|s| (SeriesPlacement::SiblingBurners, s)),
+                )
+                .collect();
+        // Each round runs every lock under every placement, so drift hits them alike.
         'rounds: for _ in 0..self.repeat {
-            for &lock in &self.locks {
-                let workers = c.workers;
-                let make = move |_: &Plan| -> Result<Box<dyn Worker>> {
-                    Ok(Box::new(HotPage::new(lock, workers)))
-                };
-                let r = neighbors::run(ctx.engine, ctx.topo, c, &make, &mut |_| {
-                    ctx.progress.advance(1)
-                })?;
-                stopped = r.interrupted;
-                runs.push((lock, r));
-                if stopped {
-                    break 'rounds;
+            for &(placement, cfg) in &series {
+                for &lock in &self.locks {
+                    let workers = cfg.workers;
+                    let make = move |_: &Plan| -> Result<Box<dyn Worker>> {
+                        Ok(Box::new(HotPage::new(lock, workers)))
+                    };
+                    let r = neighbors::run(ctx.engine, ctx.topo, cfg, &make, &mut |_| {
+                        ctx.progress.advance(1)
+                    })?;
+                    stopped = r.interrupted;
+                    runs.push((lock, placement, r));
+                    if stopped {
+                        break 'rounds;
+                    }
                 }
+            }
+        }
+        let mut all_series = Vec::new();
+        for &(placement, cfg) in &series {
+            for &lock in &self.locks {
+                let mine: Vec<&NeighborsReport> = runs
+                    .iter()
+                    .filter(|(l, p, _)| *l == lock && *p == placement)
+                    .map(|(_, _, r)| r)
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                all_series.push(summarise(lock, placement, cfg.workers, &mine));
             }
         }
         rep.neighbors = Some(NeighborsSection {
@@ -116,92 +194,34 @@ impl Phase for NeighborsPhase {
             warmup_ns: c.spec.warmup.as_nanos() as u64,
             duration_ns: c.spec.duration.as_nanos() as u64,
             repeat: self.repeat,
-            series: self.locks.iter().map(|&l| summarise(l, &runs)).collect(),
-            runs: runs.into_iter().map(|(_, r)| r).collect(),
+            series: all_series,
+            sibling_skipped: self.sibling_skipped.clone(),
+            runs: runs.into_iter().map(|(_, _, r)| r).collect(),
         });
         Ok(Outcome::interrupted_if(stopped))
     }
 }
 
-/// One lock's steps over all its rounds: median ops/s with spread, the diagnosis most
-/// rounds gave (the more severe one on a tie), and the step closest to the median as the
-/// representative for runnable threads, CPUs and the reason.
-pub fn summarise(lock: LockKind, runs: &[(LockKind, NeighborsReport)]) -> NeighborsSeries {
-    let mine: Vec<&NeighborsReport> = runs
-        .iter()
-        .filter(|(l, _)| *l == lock)
-        .map(|(_, r)| r)
-        .collect();
-    let mut burners: Vec<usize> = mine
-        .iter()
-        .flat_map(|r| r.steps.iter().map(|s| s.burners))
-        .collect();
-    burners.sort_unstable();
-    burners.dedup();
-    let mut steps: Vec<NeighborsStep> = Vec::new();
-    for b in burners {
-        let all: Vec<&neighbors::Step> = mine
-            .iter()
-            .flat_map(|r| r.steps.iter().filter(move |s| s.burners == b))
-            .collect();
-        let rates: Vec<f64> = all.iter().map(|s| s.ops_per_sec).collect();
-        let Some(sum) = Summary::of(&rates) else {
-            continue;
-        };
-        let Some(mid) = all.iter().min_by(|x, y| {
-            (x.ops_per_sec - sum.median)
-                .abs()
-                .total_cmp(&(y.ops_per_sec - sum.median).abs())
-        }) else {
-            continue;
-        };
-        let mut counts: Vec<(Diagnosis, usize)> = Vec::new();
-        for s in &all {
-            match counts.iter_mut().find(|(d, _)| *d == s.diagnosis) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((s.diagnosis, 1)),
-            }
-        }
-        let diagnosis = counts
-            .iter()
-            .max_by_key(|(d, n)| (*n, d.severity()))
-            .map_or(Diagnosis::None, |(d, _)| *d);
-        let mut p99: Vec<u64> = all.iter().map(|s| s.latency_p99_ns).collect();
-        p99.sort_unstable();
-        // Each round's step against that round's own first step: a paired ratio, so
-        // drift between rounds cancels.
-        let paired: Vec<f64> = all
-            .iter()
-            .map(|s| s.ratio_to_first)
-            .filter(|x| x.is_finite() && *x > 0.0)
-            .collect();
-        let ratio = Comparison::of_paired_ratios(&paired, Thresholds::SLOWDOWN, 0.95, 2000, 7);
-        steps.push(NeighborsStep {
-            burners: b,
-            runnable_threads: mid.runnable_threads,
-            cpus: mid.cpus,
-            ops_per_sec: sum,
-            ratio_to_first: 0.0,
-            latency_p99_ns: p99[p99.len() / 2],
-            diagnosis,
-            reason: mid.reason.clone(),
-            ratio,
-        });
+/// One lock's sweeps under one placement, summarised per burner count over the rounds
+/// ([`neighbors::summarise`]: medians, majority diagnosis, paired ratios).
+pub fn summarise(
+    lock: LockKind,
+    placement: SeriesPlacement,
+    workers: usize,
+    runs: &[&NeighborsReport],
+) -> NeighborsSeries {
+    NeighborsSeries {
+        lock,
+        placement,
+        workers: Some(workers),
+        steps: neighbors::summarise(runs.iter().flat_map(|r| &r.steps)),
     }
-    let first = steps.first().map_or(0.0, |s| s.ops_per_sec.median);
-    for s in &mut steps {
-        s.ratio_to_first = if first > 0.0 {
-            s.ops_per_sec.median / first
-        } else {
-            0.0
-        };
-    }
-    NeighborsSeries { lock, steps }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::neighbors::Diagnosis;
     use crate::study::tests::{QUICK, sized};
 
     #[test]
@@ -218,9 +238,36 @@ mod tests {
         assert_eq!(s.config.burner_steps, [0, 1, 30, 60, 61, 62, 66]);
     }
 
+    #[test]
+    fn smt_machines_add_a_controlled_sibling_series() {
+        let s = sized(2, 2, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
+        let sib = s.siblings.as_ref().expect("SMT: a sibling series");
+        assert_eq!(sib.workers, 2, "one per core");
+        assert_eq!(sib.worker_placement, Request::OnePerCore);
+        assert_eq!(sib.burner_placement, BurnerPlacement::Siblings);
+        assert_eq!(sib.burner_steps, [0, 1, 2]);
+        assert_eq!(s.sibling_skipped, None);
+        // Both series share the budget: (7 unpinned + 3 sibling steps) × 2 locks × 3.
+        assert_eq!(s.runs(), 60);
+        let big = sized(32, 2, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
+        assert_eq!(big.siblings.unwrap().burner_steps, [0, 1, 2, 3, 4]);
+        // Without SMT: skipped, with the reason.
+        let flat = sized(2, 1, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
+        assert!(flat.siblings.is_none());
+        assert!(
+            flat.sibling_skipped
+                .as_deref()
+                .unwrap()
+                .starts_with("no SMT siblings"),
+            "the reason is kept"
+        );
+        assert_eq!(flat.runs(), 30, "5 steps × 2 locks × 3 rounds, as before");
+    }
+
     fn step(burners: usize, ops_per_sec: f64, diagnosis: Diagnosis) -> neighbors::Step {
         neighbors::Step {
             burners,
+            round: 0,
             ops_per_sec,
             ratio_to_first: 0.0,
             time_per_op_ns: 0.0,
@@ -259,6 +306,8 @@ mod tests {
             hypervisor: false,
             reference: None,
             steps,
+            repeat: 1,
+            summary: Vec::new(),
             skipped: Vec::new(),
             notes: Vec::new(),
             interrupted: false,
@@ -267,34 +316,26 @@ mod tests {
 
     #[test]
     fn a_series_takes_the_median_and_the_majority_diagnosis() {
-        let runs = vec![
-            (
-                LockKind::Ticket,
-                report(vec![
-                    step(0, 100.0, Diagnosis::None),
-                    step(4, 10.0, Diagnosis::Oversubscribed),
-                ]),
-            ),
-            (
-                LockKind::Ticket,
-                report(vec![
-                    step(0, 120.0, Diagnosis::None),
-                    step(4, 12.0, Diagnosis::PreemptionCollapse),
-                ]),
-            ),
-            (
-                LockKind::Ticket,
-                report(vec![
-                    step(0, 110.0, Diagnosis::None),
-                    step(4, 11.0, Diagnosis::Oversubscribed),
-                ]),
-            ),
-            (
-                LockKind::Adaptive,
-                report(vec![step(0, 1.0, Diagnosis::SmtSharing)]),
-            ),
+        let runs = [
+            report(vec![
+                step(0, 100.0, Diagnosis::None),
+                step(4, 10.0, Diagnosis::Oversubscribed),
+            ]),
+            report(vec![
+                step(0, 120.0, Diagnosis::None),
+                step(4, 12.0, Diagnosis::PreemptionCollapse),
+            ]),
+            report(vec![
+                step(0, 110.0, Diagnosis::None),
+                step(4, 11.0, Diagnosis::Oversubscribed),
+            ]),
         ];
-        let s = summarise(LockKind::Ticket, &runs);
+        let runs: Vec<&NeighborsReport> = runs.iter().collect();
+        let s = summarise(LockKind::Ticket, SeriesPlacement::Unpinned, 2, &runs);
+        assert_eq!(
+            (s.lock, s.placement, s.workers),
+            (LockKind::Ticket, SeriesPlacement::Unpinned, Some(2))
+        );
         assert_eq!(s.steps.len(), 2);
         assert_eq!(s.steps[0].ops_per_sec.median, 110.0);
         assert_eq!(s.steps[0].ops_per_sec.n, 3);
@@ -304,17 +345,12 @@ mod tests {
 
     #[test]
     fn a_tie_goes_to_the_more_severe_diagnosis() {
-        let runs = vec![
-            (
-                LockKind::Ticket,
-                report(vec![step(1, 50.0, Diagnosis::SmtSharing)]),
-            ),
-            (
-                LockKind::Ticket,
-                report(vec![step(1, 40.0, Diagnosis::PreemptionCollapse)]),
-            ),
+        let runs = [
+            report(vec![step(1, 50.0, Diagnosis::SmtSharing)]),
+            report(vec![step(1, 40.0, Diagnosis::PreemptionCollapse)]),
         ];
-        let s = summarise(LockKind::Ticket, &runs);
+        let runs: Vec<&NeighborsReport> = runs.iter().collect();
+        let s = summarise(LockKind::Ticket, SeriesPlacement::SiblingBurners, 2, &runs);
         assert_eq!(s.steps[0].diagnosis, Diagnosis::PreemptionCollapse);
     }
 }

@@ -758,7 +758,9 @@ struct LockscanArgs {
     json: bool,
 }
 
-fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
+/// A byte size as `--scan-bytes` takes it: `1048576`, `512K`, `1MiB`, `2g` (public for the
+/// fuzz tests).
+pub fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
     let (num, mult) = [

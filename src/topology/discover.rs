@@ -412,7 +412,7 @@ fn parse_size(t: &str) -> Option<u64> {
         'G' | 'g' => (&t[..t.len() - 1], 1024 * 1024 * 1024),
         _ => (t, 1),
     };
-    num.trim().parse::<u64>().ok().map(|n| n * mult)
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
 }
 
 /// The caches `cpu` reports under `cpuN/cache/index*`, each with the CPUs it says share it.
@@ -561,7 +561,7 @@ fn read_numa(
             t.lines()
                 .find(|l| l.contains("MemTotal:"))
                 .and_then(|l| l.split_whitespace().rev().nth(1)?.parse::<u64>().ok())
-                .map(|kb| kb * 1024)
+                .and_then(|kb| kb.checked_mul(1024))
         });
         nodes.push(NumaNode {
             node: n,
@@ -713,7 +713,7 @@ fn read_machine(r: &Reader, possible: Option<CpuSet>, present: Option<CpuSet>) -
             .filter_map(|e| {
                 let n = e.file_name();
                 let kb = n.to_str()?.strip_prefix("hugepages-")?.strip_suffix("kB")?;
-                kb.parse::<u64>().ok().map(|k| k * 1024)
+                kb.parse::<u64>().ok()?.checked_mul(1024)
             })
             .collect();
         sizes.sort_unstable();
@@ -723,7 +723,7 @@ fn read_machine(r: &Reader, possible: Option<CpuSet>, present: Option<CpuSet>) -
         t.lines()
             .find(|l| l.starts_with("MemTotal:"))
             .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .map(|kb| kb * 1024)
+            .and_then(|kb| kb.checked_mul(1024))
     });
     m
 }

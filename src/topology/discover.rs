@@ -9,6 +9,7 @@
 use super::*;
 use crate::cpuset::{CpuSet, CpuSetError};
 use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Why a root could not be read as a topology.
@@ -235,6 +236,9 @@ fn read_cpu(r: &Reader, id: u32, scope: &CpuScope) -> Result<CpuRead, DiscoverEr
     Ok((cpu, caches))
 }
 
+/// The most read from one file: `/proc/cpuinfo` of 8192 CPUs is about 12 MiB.
+const MAX_FILE_BYTES: usize = 64 << 20;
+
 /// Paths under the root, and lenient readers: a missing file is `None`, never an error;
 /// a file that exists but holds garbage is an error naming it.
 struct Reader {
@@ -291,7 +295,13 @@ impl Reader {
         if !self.may_exist(rel) {
             return None;
         }
-        let mut f = fs::File::open(self.path(rel)).ok()?;
+        // Non-blocking, so that a FIFO in a dump reads as empty instead of waiting forever
+        // for a writer; no effect on regular, sysfs and procfs files.
+        let mut f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(self.path(rel))
+            .ok()?;
         let mut buf = Vec::with_capacity(256);
         let mut chunk = [0u8; 4096];
         // A sysfs attribute is produced whole by its first read (at most a page), so a short
@@ -305,7 +315,13 @@ impl Reader {
                     buf.extend_from_slice(&chunk[..n]);
                     break;
                 }
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    // A file that never ends (a dump's link to /dev/zero) is unreadable.
+                    if buf.len() > MAX_FILE_BYTES {
+                        return None;
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => return None,
             }

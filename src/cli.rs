@@ -979,6 +979,16 @@ struct LockscanArgs {
     json: bool,
 }
 
+/// A byte size as `--scan-bytes` takes it (`1048576`, `512K`, `1MiB`, `2g`; not `auto`),
+/// through the same parser as the option (public for the fuzz tests).
+pub fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
+    match values::bytes_or_auto(s) {
+        Ok(values::Bytes::Exactly(n)) => Ok(n),
+        Ok(values::Bytes::Auto) => Err(format!("`{}`: not a size", s.trim())),
+        Err(e) => Err(format!("`{}`: {e}", s.trim())),
+    }
+}
+
 fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
     use crate::cpuset::CpuSet;
     use crate::error::BadInput;

@@ -75,6 +75,45 @@ impl CpuSet {
         !was
     }
 
+    /// Adds every `step`-th CPU from `lo` to `hi` (inclusive), a 64-bit word at a time: a
+    /// list of many full ranges (`0-65535,0-65535,…`, 128 KiB as a command-line argument)
+    /// then costs words, not CPUs.
+    fn insert_range(&mut self, lo: u32, hi: u32, step: u32) {
+        assert!(
+            lo <= hi && hi < MAX_CPUS && step > 0,
+            "bad range {lo}-{hi}:{step}"
+        );
+        if step >= 64 {
+            for c in (lo..=hi).step_by(step as usize) {
+                self.insert(c);
+            }
+            return;
+        }
+        let (lw, hw) = ((lo / 64) as usize, (hi / 64) as usize);
+        if self.words.len() <= hw {
+            self.words.resize(hw + 1, 0);
+        }
+        // Bits 0, step, 2·step, … of one word, shifted to the range's first CPU in each word.
+        let comb = (0..64).step_by(step as usize).fold(0u64, |m, b| m | 1 << b);
+        for w in lw..=hw {
+            let base = w as u32 * 64;
+            let first = if base <= lo {
+                lo
+            } else {
+                lo + (base - lo).div_ceil(step) * step
+            };
+            if first > hi || first >= base + 64 {
+                continue;
+            }
+            let mut m = comb << (first - base);
+            if w == hw {
+                m &= u64::MAX >> (63 - hi % 64);
+            }
+            self.words[w] |= m;
+        }
+        self.normalise();
+    }
+
     /// Removes a CPU. Returns whether it was present.
     pub fn remove(&mut self, cpu: u32) -> bool {
         let was = self.contains(cpu);
@@ -403,9 +442,7 @@ fn parse_list(t: &str, input: &str) -> Result<CpuSet, CpuSetError> {
                 if lo > hi {
                     return Err(err(format!("range `{tok}` runs backwards ({lo} > {hi})")));
                 }
-                for c in (lo..=hi).step_by(stride as usize) {
-                    set.insert(c);
-                }
+                set.insert_range(lo, hi, stride);
             }
         }
     }

@@ -67,7 +67,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
         };
         return Ok(d);
     }
-    Ok(Duration::from_secs_f64(secs))
+    // Below 1 ns rounds to zero, which callers were promised never to get.
+    let d = Duration::from_secs_f64(secs);
+    if d.is_zero() {
+        return Err(err("shorter than 1ns"));
+    }
+    Ok(d)
 }
 
 /// The shortest measured window smtlab accepts: below a few scheduler ticks (4 ms at
@@ -145,6 +150,7 @@ mod tests {
             ("1.2.3s", "malformed"),
             (".5s", "malformed"),
             ("9999999h", "year"),
+            ("0.0000000001", "1ns"),
         ] {
             let e = parse_duration(s).unwrap_err().to_string();
             assert!(e.contains(why) && e.contains("500ms"), "{s}: {e}");

@@ -29,10 +29,12 @@ pub fn parse_proc_stat(text: &str) -> Vec<CpuTimes> {
             let cpu: u32 = f.next()?.strip_prefix("cpu")?.parse().ok()?;
             let v: Vec<u64> = f.map_while(|x| x.parse().ok()).collect();
             let at = |i: usize| v.get(i).copied().unwrap_or(0);
+            // Saturating: a corrupt line must not overflow (the kernel's counters never do).
+            let sum = |i: &[usize]| i.iter().fold(0u64, |s, &i| s.saturating_add(at(i)));
             (v.len() >= 4).then(|| CpuTimes {
                 cpu,
-                busy: at(0) + at(1) + at(2) + at(5) + at(6),
-                idle: at(3) + at(4),
+                busy: sum(&[0, 1, 2, 5, 6]),
+                idle: sum(&[3, 4]),
                 steal: at(7),
             })
         })
@@ -79,8 +81,11 @@ pub fn steal_share(a: &[CpuTimes], b: &[CpuTimes], cpus: &CpuSet) -> Option<f64>
     for t1 in b.iter().filter(|t| cpus.contains(t.cpu)) {
         if let Some(t0) = a.iter().find(|t| t.cpu == t1.cpu) {
             let s = t1.steal.saturating_sub(t0.steal);
-            steal += s;
-            total += t1.busy.saturating_sub(t0.busy) + t1.idle.saturating_sub(t0.idle) + s;
+            steal = steal.saturating_add(s);
+            total = total
+                .saturating_add(t1.busy.saturating_sub(t0.busy))
+                .saturating_add(t1.idle.saturating_sub(t0.idle))
+                .saturating_add(s);
         }
     }
     (total > 0).then(|| steal as f64 / total as f64)

@@ -477,7 +477,10 @@ fn neighbors_repeat_runs_rounds_and_pairs_each_step_with_its_rounds_first() {
 fn neighbors_bad_input() {
     for (args, needle) in [
         (vec!["--workers", "0"], "--workers"),
-        (vec!["--repeat", "0"], "--repeat 0: expected a whole number between 1 and"),
+        (
+            vec!["--repeat", "0"],
+            "--repeat 0: expected a whole number between 1 and",
+        ),
         (vec!["--burners", "1,x"], "`x`"),
         (vec!["--burner-kind", "nope"], "nope"),
         (vec!["--burner-placement", "moon"], "moon"),

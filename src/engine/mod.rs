@@ -38,7 +38,7 @@ mod pingpong;
 mod real;
 mod repeat;
 mod result;
-mod threadstats;
+pub mod threadstats;
 
 pub use fake::FakeEngine;
 pub use pingpong::{PingPongSpec, ping_pong};

@@ -38,7 +38,8 @@ pub fn runqueue_wait_ns(tid: libc::pid_t) -> Option<u64> {
     parse_schedstat_wait(&s)
 }
 
-fn parse_schedstat_wait(s: &str) -> Option<u64> {
+/// Field 2 of a `schedstat` file's text (public for the fuzz tests).
+pub fn parse_schedstat_wait(s: &str) -> Option<u64> {
     s.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -49,7 +50,8 @@ pub fn last_cpu(tid: libc::pid_t) -> Option<u32> {
     parse_stat_processor(&s)
 }
 
-fn parse_stat_processor(s: &str) -> Option<u32> {
+/// Field 39 (`processor`) of a `stat` file's text (public for the fuzz tests).
+pub fn parse_stat_processor(s: &str) -> Option<u32> {
     // Field 2 (comm) is in parentheses and may contain spaces: split after the last ')'.
     let rest = &s[s.rfind(')')? + 1..];
     // `rest` starts at field 3 (state); processor is field 39.

@@ -222,57 +222,111 @@ fn postgres_target(t: &str) -> Result<DbTarget, BadInput> {
 }
 
 /// The connection string with any password replaced by `***`: the URL's user-info
-/// password, a `password=` query parameter, or a `password=` key of a `key=value` string.
+/// password, a `password=` query parameter, or a `password` key of a `key=value` string.
+/// Both forms are split as the driver splits them (tokio-postgres, after libpq), so that
+/// what it would take as the password is what is hidden.
 pub fn redact(s: &str) -> String {
-    let mut out = s.to_string();
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
-        let authority_end = out[rest_start..]
-            .find(['/', '?'])
-            .map_or(out.len(), |i| rest_start + i);
-        if let Some(at) = out[rest_start..authority_end].rfind('@') {
-            let userinfo = &out[rest_start..rest_start + at];
-            if let Some(colon) = userinfo.find(':') {
-                let from = rest_start + colon + 1;
-                let to = rest_start + at;
-                out.replace_range(from..to, "***");
-            }
-        }
+    match s.find("://") {
+        Some(i) => redact_url(s, i + 3),
+        None => redact_conninfo(s),
     }
-    redact_password_params(&out)
 }
 
-/// Replaces the value of every `password=` parameter (query string or `key=value` form).
-fn redact_password_params(s: &str) -> String {
+/// URL form: the user info runs to the first `@` (a raw `/` or `?` in the password is
+/// still the password), the password follows its first `:`; query parameters are
+/// `&`-separated, with percent-encoded keys. They start at the first `?`, even one inside
+/// what the driver reads as user info (`?password=a@b`): hidden either way.
+fn redact_url(s: &str, rest: usize) -> String {
+    let (head, mut tail) = (&s[..rest], s[rest..].to_string());
+    if let Some(at) = tail.find('@')
+        && let Some(colon) = tail[..at].find(':')
+    {
+        tail.replace_range(colon + 1..at, "***");
+    }
+    let Some(q) = tail.find('?') else {
+        return format!("{head}{tail}");
+    };
+    let params: Vec<String> = tail[q + 1..]
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, _)) if percent_decode(k).eq_ignore_ascii_case("password") => {
+                format!("{k}=***")
+            }
+            _ => p.to_string(),
+        })
+        .collect();
+    format!("{head}{}{}", &tail[..=q], params.join("&"))
+}
+
+/// `%XX` sequences decoded (lossily), for comparing URL keys.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(v) if b[i] == b'%' => {
+                out.push(v);
+                i += 3;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `key=value` form: every `password` word that starts a token, then `=` with optional
+/// whitespace around it, then a value: `'quoted'` or up to the next whitespace, `\\`
+/// escaping the next character. Read from each such word rather than token by token, so
+/// that `user= password=x` (whose user the driver reads as `password=x`) is hidden too.
+fn redact_conninfo(s: &str) -> String {
     let lower = s.to_ascii_lowercase();
     let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    while let Some(off) = lower[i..].find("password=") {
-        let k = i + off;
-        let at_boundary = k == 0 || matches!(s.as_bytes()[k - 1], b' ' | b'?' | b'&' | b'\t');
-        let v = k + "password=".len();
-        out.push_str(&s[i..v]);
-        if !at_boundary {
-            i = v;
+    let (mut copied, mut from) = (0, 0);
+    while let Some(off) = lower[from..].find("password") {
+        let key = from + off;
+        from = key + "password".len();
+        if !s[..key].chars().next_back().is_none_or(char::is_whitespace) {
             continue;
         }
-        let bytes = s.as_bytes();
-        let end = if bytes.get(v) == Some(&b'\'') {
-            // key='quoted value' (backslash escapes allowed)
-            let mut j = v + 1;
-            while j < bytes.len() && bytes[j] != b'\'' {
-                j += if bytes[j] == b'\\' { 2 } else { 1 };
-            }
-            (j + 1).min(bytes.len())
-        } else {
-            s[v..]
-                .find([' ', '&', '\t', '#'])
-                .map_or(s.len(), |e| v + e)
+        let mut it = s[from..].char_indices().peekable();
+        let at = |it: &mut std::iter::Peekable<std::str::CharIndices>| {
+            from + it.peek().map_or(s.len() - from, |&(i, _)| i)
         };
+        while it.next_if(|&(_, c)| c.is_whitespace()).is_some() {}
+        if it.next_if(|&(_, c)| c == '=').is_none() {
+            continue;
+        }
+        while it.next_if(|&(_, c)| c.is_whitespace()).is_some() {}
+        let value_start = at(&mut it);
+        let quoted = it.next_if(|&(_, c)| c == '\'').is_some();
+        while let Some((_, c)) = it.next_if(|&(_, c)| {
+            if quoted {
+                c != '\''
+            } else {
+                !c.is_whitespace()
+            }
+        }) {
+            if c == '\\' {
+                it.next();
+            }
+        }
+        if quoted {
+            it.next_if(|&(_, c)| c == '\'');
+        }
+        let value_end = at(&mut it);
+        out.push_str(&s[copied..value_start]);
         out.push_str("***");
-        i = end;
+        copied = value_end;
+        from = value_end;
     }
-    out.push_str(&s[i..]);
+    out.push_str(&s[copied..]);
     out
 }
 
@@ -377,6 +431,24 @@ mod tests {
         assert_eq!(
             redact("host=h PASSWORD=secret user=u"),
             "host=h PASSWORD=*** user=u"
+        );
+        // Found by tests/fuzz.rs: the driver allows spaces around `=` and raw `#`, `&`
+        // in a value, and takes everything before the URL's first `@` as user info.
+        assert_eq!(
+            redact("host=h password = se#c&ret user=u"),
+            "host=h password = *** user=u"
+        );
+        assert_eq!(
+            redact("host=h user= password=secret"),
+            "host=h user= password=***"
+        );
+        assert_eq!(
+            redact("postgres://%2Ftmp?password=se@cret"),
+            "postgres://%2Ftmp?password=***"
+        );
+        assert_eq!(
+            redact("postgres://u:se/c?ret@h/db?pass%77ord=x&a=b"),
+            "postgres://u:***@h/db?pass%77ord=***&a=b"
         );
         let d = format!(
             "{:?}",

@@ -560,8 +560,9 @@ pub fn heatmap(
         d.text(x0 - 6.0, y0 + cell * (i as f64 + 0.5) + 4.0, "end", 11.0, l);
         d.text(x0 + cell * (i as f64 + 0.5), y0 - 6.0, "middle", 11.0, l);
     }
-    for (i, row) in cells.iter().enumerate() {
-        for (j, v) in row.iter().enumerate() {
+    // Only cells with labels: a hand-edited results.json can hold more.
+    for (i, row) in cells.iter().take(labels.len()).enumerate() {
+        for (j, v) in row.iter().take(labels.len()).enumerate() {
             let (x, y) = (x0 + cell * j as f64, y0 + cell * i as f64);
             match v {
                 Some(v) if v.is_finite() => {

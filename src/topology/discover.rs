@@ -9,6 +9,7 @@
 use super::*;
 use crate::cpuset::{CpuSet, CpuSetError};
 use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Why a root could not be read as a topology.
@@ -352,6 +353,9 @@ fn consistent_cores(cpus: &mut [Cpu], warnings: &mut Vec<String>) {
     }
 }
 
+/// The most read from one file: `/proc/cpuinfo` of 8192 CPUs is about 12 MiB.
+const MAX_FILE_BYTES: usize = 64 << 20;
+
 /// Paths under the root, and lenient readers: a missing file is `None`, never an error;
 /// a file that exists but holds garbage is an error naming it.
 struct Reader {
@@ -408,7 +412,13 @@ impl Reader {
         if !self.may_exist(rel) {
             return None;
         }
-        let mut f = fs::File::open(self.path(rel)).ok()?;
+        // Non-blocking, so that a FIFO in a dump reads as empty instead of waiting forever
+        // for a writer; no effect on regular, sysfs and procfs files.
+        let mut f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(self.path(rel))
+            .ok()?;
         let mut buf = Vec::with_capacity(256);
         let mut chunk = [0u8; 4096];
         // A sysfs attribute is produced whole by its first read (at most a page), so a short
@@ -422,7 +432,13 @@ impl Reader {
                     buf.extend_from_slice(&chunk[..n]);
                     break;
                 }
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    // A file that never ends (a dump's link to /dev/zero) is unreadable.
+                    if buf.len() > MAX_FILE_BYTES {
+                        return None;
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => return None,
             }
@@ -529,7 +545,7 @@ fn parse_size(t: &str) -> Option<u64> {
         'G' | 'g' => (&t[..t.len() - 1], 1024 * 1024 * 1024),
         _ => (t, 1),
     };
-    num.trim().parse::<u64>().ok().map(|n| n * mult)
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
 }
 
 /// The caches `cpu` reports under `cpuN/cache/index*`, each with the CPUs it says share it.
@@ -711,7 +727,7 @@ fn read_numa(
             t.lines()
                 .find(|l| l.contains("MemTotal:"))
                 .and_then(|l| l.split_whitespace().rev().nth(1)?.parse::<u64>().ok())
-                .map(|kb| kb * 1024)
+                .and_then(|kb| kb.checked_mul(1024))
         });
         nodes.push(NumaNode {
             node: n,
@@ -863,7 +879,7 @@ fn read_machine(r: &Reader, possible: Option<CpuSet>, present: Option<CpuSet>) -
             .filter_map(|e| {
                 let n = e.file_name();
                 let kb = n.to_str()?.strip_prefix("hugepages-")?.strip_suffix("kB")?;
-                kb.parse::<u64>().ok().map(|k| k * 1024)
+                kb.parse::<u64>().ok()?.checked_mul(1024)
             })
             .collect();
         sizes.sort_unstable();
@@ -873,7 +889,7 @@ fn read_machine(r: &Reader, possible: Option<CpuSet>, present: Option<CpuSet>) -
         t.lines()
             .find(|l| l.starts_with("MemTotal:"))
             .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .map(|kb| kb * 1024)
+            .and_then(|kb| kb.checked_mul(1024))
     });
     m
 }

@@ -99,6 +99,10 @@ enum Command {
         #[arg(long, default_value_t = crate::burn::DEFAULT_MAX_PRIME, allow_hyphen_values = true,
               value_parser = whole::<u64>(3, limits::MAX_MAX_PRIME.into(), limits::WHY_MAX_PRIME))]
         max_prime: u64,
+        /// Run more than 64 threads per usable CPU (a run that only measures the scheduler
+        /// and is slow to stop).
+        #[arg(long)]
+        force: bool,
         /// Machine-readable JSON.
         #[arg(long)]
         json: bool,
@@ -236,6 +240,7 @@ pub fn main() -> Result<()> {
             nice,
             max_prime,
             json,
+            force,
             child_cpus,
             until_stopped,
         } => {
@@ -263,6 +268,7 @@ pub fn main() -> Result<()> {
                     warmup,
                     duration,
                     json,
+                    force,
                     child,
                 },
                 &mut out,
@@ -514,6 +520,10 @@ struct NeighborsArgs {
     /// JSON: `{steps: [{burners, ops_per_sec, diagnosis, …}]}`.
     #[arg(long)]
     json: bool,
+    /// Run more than 64 threads per usable CPU (a run that only measures the scheduler
+    /// and is slow to stop).
+    #[arg(long)]
+    force: bool,
 }
 
 fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
@@ -586,6 +596,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
         ));
     }
     Ok(commands::neighbors::Config {
+        force: a.force,
         root: a.root.sysfs_root,
         exp: NeighborsConfig::new(a.workers, worker_placement, a.within.within, spec)?
             .with_burners(burner_steps, burner, a.burner_placement, burner_mode)?
@@ -1109,6 +1120,10 @@ struct RwcacheArgs {
     /// reads, writes, …}], before_after, read_cost, best}`.
     #[arg(long)]
     json: bool,
+    /// Run more than 64 threads per usable CPU (a run that only measures the scheduler
+    /// and is slow to stop).
+    #[arg(long)]
+    force: bool,
 }
 
 fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
@@ -1149,6 +1164,7 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
         a.seed,
     )?;
     Ok(commands::rwcache::Config {
+        force: a.force,
         root: a.root.sysfs_root,
         exp,
         json: a.json,

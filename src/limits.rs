@@ -47,6 +47,11 @@ pub const WHY_ROUND_TRIPS: &str = "per sample; 1,000,000 already take about a se
 /// Every limit, for the README table: option(s), limit, why.
 pub const TABLE: &[(&str, &str, &str)] = &[
     (
+        "`burn --threads`, `neighbors --workers` + `--burners`, `rwcache --threads`, without `--force`",
+        "64 per usable CPU",
+        "more only measures the scheduler and makes Ctrl-C slow",
+    ),
+    (
         "`plan`/`burn --threads`, `neighbors --workers`/`--burners`, `rwcache --threads`",
         "4096",
         WHY_THREADS,
@@ -87,6 +92,30 @@ pub const TABLE: &[(&str, &str, &str)] = &[
         "`--quick` is the shortest study",
     ),
 ];
+
+/// Runnable threads per usable CPU above which a run needs `--force`. Past it a run only
+/// measures the scheduler, and a stop request must wait for every spinning thread to be
+/// scheduled once: with EEVDF's 1.5–3 ms base slice (`sysctl_sched_base_slice` in
+/// `kernel/sched/fair.c`), 512 spinners per CPU take about a second per round, and
+/// measured here 1024 burner threads on 2 CPUs took 15 s to stop after Ctrl-C while 128
+/// took 0.6 s.
+pub const MAX_THREADS_PER_CPU: u64 = 64;
+
+/// `threads` runnable threads on `cpus` usable CPUs: at most [`MAX_THREADS_PER_CPU`] each
+/// unless `force`.
+pub fn per_cpu(option: &str, threads: u64, cpus: usize, force: bool) -> Result<(), BadInput> {
+    let cpus = cpus.max(1) as u64;
+    if !force && threads > MAX_THREADS_PER_CPU * cpus {
+        return Err(BadInput(format!(
+            "{option} {threads}: {threads} runnable threads on {cpus} usable CPU{}, more than \
+             {MAX_THREADS_PER_CPU} per CPU ({}): such a run only measures the scheduler and \
+             takes seconds to stop on Ctrl-C; add --force to run it anyway",
+            if cpus == 1 { "" } else { "s" },
+            MAX_THREADS_PER_CPU * cpus
+        )));
+    }
+    Ok(())
+}
 
 /// `value` of `option` must be at most `max`.
 pub fn at_most(option: &str, value: u64, max: u64, why: &str) -> Result<(), BadInput> {

@@ -268,3 +268,107 @@ fn long_values_are_quoted_once_and_shortened() {
         );
     }
 }
+
+/// The CPUs this process may use (the per-CPU cap is relative to them).
+fn usable_cpus() -> usize {
+    smtlab::affinity::process_affinity()
+        .map(|c| c.len())
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Sends SIGINT after `after` and returns the exit code and the time from the signal to
+/// the exit.
+fn interrupt(args: &[String], after: Duration) -> (Option<i32>, Duration) {
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let t0 = Instant::now();
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    (status.code(), t0.elapsed())
+}
+
+#[test]
+fn a_crowded_run_needs_force_and_the_largest_allowed_stops_within_3_s() {
+    let cpus = usable_cpus();
+    let cap = smtlab::limits::MAX_THREADS_PER_CPU as usize * cpus;
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    for args in [
+        vec![
+            "burn".to_string(),
+            "-k".into(),
+            "int".into(),
+            "-t".into(),
+            (cap + 1).to_string(),
+            "-d".into(),
+            "1s".into(),
+        ],
+        vec![
+            "neighbors".to_string(),
+            "--workers".into(),
+            (cap + 1).to_string(),
+            "--burners".into(),
+            "0".into(),
+            "-d".into(),
+            "1s".into(),
+        ],
+        vec![
+            "rwcache".to_string(),
+            "-t".into(),
+            (cap + 1).to_string(),
+            "-d".into(),
+            "1s".into(),
+        ],
+    ] {
+        let t0 = Instant::now();
+        let out = Command::new(&bin).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--force") && err.contains("per CPU"),
+            "{args:?}: {err}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(2), "{args:?}");
+    }
+    // The largest count allowed without --force: spinning burners and hot-page workers,
+    // every one runnable, stop within 3 s of Ctrl-C (2 CPUs: 128 threads).
+    let cases = [
+        vec![
+            "burn".to_string(),
+            "-k".into(),
+            "int".into(),
+            "-t".into(),
+            cap.to_string(),
+            "-d".into(),
+            "30s".into(),
+            "--warmup".into(),
+            "0".into(),
+        ],
+        vec![
+            "neighbors".to_string(),
+            "--workers".into(),
+            cap.to_string(),
+            "--burners".into(),
+            "0".into(),
+            "-d".into(),
+            "30s".into(),
+            "--warmup".into(),
+            "0".into(),
+        ],
+    ];
+    for args in cases {
+        let (code, took) = interrupt(&args, Duration::from_millis(1500));
+        assert_eq!(code, Some(130), "{args:?}");
+        assert!(
+            took < Duration::from_secs(3),
+            "{args:?}: {took:?} after SIGINT"
+        );
+    }
+}

@@ -23,6 +23,8 @@ pub struct Config {
     pub warmup: Duration,
     pub duration: Duration,
     pub json: bool,
+    /// Allows more than [`crate::limits::MAX_THREADS_PER_CPU`] burners per usable CPU.
+    pub force: bool,
     /// Set when this process is a burner child of another smtlab (hidden flags).
     pub child: Option<Child>,
 }
@@ -74,6 +76,13 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         return burn::run_child(&cfg.spec, &topo, &child.cpus, cfg.warmup, duration, out);
     }
     let plan = placement::plan_within(&topo, &cfg.placement, cfg.threads, cfg.within)?;
+    // Burners on a pinned subset crowd those CPUs; unpinned ones share every usable CPU.
+    let cpus = plan
+        .threads
+        .iter()
+        .fold(CpuSet::default(), |acc, t| acc.union(&t.cpus))
+        .len();
+    crate::limits::per_cpu("--threads", cfg.threads as u64, cpus, cfg.force)?;
     let run = crate::engine::RunSpec::new(cfg.warmup, cfg.duration);
     let report = match cfg.mode {
         Mode::Thread => burn::run_threads(&cfg.spec, &topo, &plan, &run)?,

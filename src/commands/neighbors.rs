@@ -26,11 +26,20 @@ pub struct Config {
     pub exp: NeighborsConfig,
     pub workload: WorkloadChoice,
     pub json: bool,
+    /// Allows more than [`crate::limits::MAX_THREADS_PER_CPU`] threads per usable CPU.
+    pub force: bool,
     pub dry_run: bool,
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let topo = super::topology_for_run(&cfg.root, cfg.dry_run, true)?;
+    let most = cfg.exp.workers + cfg.exp.burner_steps.iter().copied().max().unwrap_or(0);
+    crate::limits::per_cpu(
+        "--workers + --burners",
+        most as u64,
+        topo.allowed().len(),
+        cfg.force,
+    )?;
     if cfg.dry_run {
         for &b in &cfg.exp.burner_steps {
             match neighbors::step_plan(&topo, &cfg.exp, b) {

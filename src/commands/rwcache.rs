@@ -17,11 +17,15 @@ pub struct Config {
     pub root: PathBuf,
     pub exp: RwcacheConfig,
     pub json: bool,
+    /// Allows more than [`crate::limits::MAX_THREADS_PER_CPU`] threads per usable CPU.
+    pub force: bool,
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     cfg.exp.validate()?;
     let topo = super::topology_for_run(&cfg.root, false, false)?;
+    let most = cfg.exp.threads.iter().copied().max().unwrap_or(1);
+    crate::limits::per_cpu("--threads", most as u64, topo.allowed().len(), cfg.force)?;
     let json = cfg.json;
     let mut progress = |n: usize, k: SchemeKind, rep: usize, r: &crate::engine::RunResult| {
         if json {

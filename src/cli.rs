@@ -33,7 +33,7 @@ struct RootArg {
 
 #[derive(Args, Debug, Clone)]
 struct WithinArg {
-    /// Where the seed layouts (one-per-core, pairs, all, spread, same-core, same-l3) stay:
+    /// Where the comparison layouts (one-per-core, pairs, all, spread, same-core, same-l3) stay:
     /// one `package` (the default; and one core kind on hybrid CPUs), one `l3`, one NUMA
     /// `node`, or the whole `machine`. An SMT comparison that also crosses packages or core
     /// kinds measures those too.
@@ -113,8 +113,8 @@ enum Command {
         #[arg(long, hide = true, requires = "child_cpus")]
         until_stopped: bool,
     },
-    /// Singleton inserts from N pinned client threads into SQLite or PostgreSQL (seeds 001,
-    /// 002): inserts/s, per-thread elapsed, commit latency, a row-count check.
+    /// Singleton inserts from N pinned client threads into SQLite or PostgreSQL:
+    /// inserts/s, per-thread elapsed, commit latency, a row-count check.
     Oltp(OltpArgs),
     /// Cache-line ping-pong latency between every pair of CPUs (as core-to-core-latency),
     /// with the ceiling it puts on contended lock handoffs per second.
@@ -140,13 +140,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Seed 000: lock threads spin on one global lock while scan threads memset a buffer;
+    /// Lock threads spin on one global lock while scan threads memset a buffer;
     /// does a lock thread sharing a core with a scanner acquire less?
     Lockscan(LockscanArgs),
-    /// Seed 002: workers append to one hot page under a lock while CPU burners step up;
+    /// Workers append to one hot page under a lock while CPU burners step up;
     /// per step ops/s, latency, scheduling evidence and the mechanism behind any loss.
     Neighbors(NeighborsArgs),
-    /// Seed 003: a read-mostly metadata cache under spin, rwspin, rwlock, parking_lot-rw,
+    /// A read-mostly metadata cache under spin, rwspin, rwlock, parking_lot-rw,
     /// brlock, seqlock and rcu; requests/s, % CPU in the lock, lock stats, spin → rwspin.
     Rwcache(RwcacheArgs),
     /// Your own command under SMT placements and noisy neighbours: one thread per core vs
@@ -355,11 +355,11 @@ struct OltpArgs {
     #[arg(long, default_value_t = 1, value_name = "N", allow_hyphen_values = true,
           value_parser = whole::<u32>(1, crate::oltp::schema::MAX_ROWS_PER_TXN.into(), ""))]
     rows_per_txn: u32,
-    /// full (commit waits for the log flush) or delayed (the seeds' Delayed Durability =
+    /// full (commit waits for the log flush) or delayed (SQL Server's Delayed Durability =
     /// FORCED: SQLite synchronous=OFF, PostgreSQL synchronous_commit=off).
     #[arg(long, default_value = "delayed", value_parser = crate::oltp::Durability::parse)]
     durability: crate::oltp::Durability,
-    /// Random-key rows inserted before each run (seed 001's big table, scaled).
+    /// Random-key rows inserted before each run (a big table, scaled).
     #[arg(long, default_value_t = 0, value_name = "ROWS", allow_hyphen_values = true,
           value_parser = whole::<u64>(0, limits::MAX_PREFILL_ROWS.into(), limits::WHY_ROWS))]
     prefill: u64,
@@ -367,7 +367,7 @@ struct OltpArgs {
     #[arg(long, short = 't', default_value_t = 2, value_name = "N", allow_hyphen_values = true,
           value_parser = whole::<usize>(1, limits::MAX_CONNECTIONS.into(), limits::WHY_CONNECTIONS))]
     threads: usize,
-    /// Each thread inserts this many rows (seed 001 style; per-thread elapsed reported).
+    /// Each thread inserts this many rows (per-thread elapsed reported).
     #[arg(long, value_name = "R", allow_hyphen_values = true,
           value_parser = whole::<u64>(1, limits::MAX_ROWS_PER_THREAD.into(), limits::WHY_ROWS))]
     rows_per_thread: Option<u64>,
@@ -383,7 +383,7 @@ struct OltpArgs {
     #[arg(long, default_value = "os", conflicts_with = "configs")]
     placement: String,
     /// Several layouts, run interleaved; impossible ones are skipped with the reason.
-    /// Seed 001's comparison is `one-per-core,pairs,all`: N threads on N cores, N threads
+    /// The HT on/off comparison is `one-per-core,pairs,all`: N threads on N cores, N threads
     /// on N/2 cores' sibling pairs, and every sibling of those N cores (2N threads with SMT).
     #[arg(long, value_name = "LIST")]
     configs: Option<String>,
@@ -454,7 +454,7 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::OltpConfig> {
 struct NeighborsArgs {
     #[command(flatten)]
     root: RootArg,
-    /// Worker threads (the seed ran 4 insert sessions).
+    /// Worker threads (default 4 insert sessions).
     #[arg(long, default_value_t = 4, value_name = "N", allow_hyphen_values = true,
           value_parser = whole::<usize>(1, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
     workers: usize,
@@ -464,7 +464,7 @@ struct NeighborsArgs {
     /// Lock of the hot page: tas, ttas, backoff, ticket, mcs, mutex, parking_lot, adaptive.
     #[arg(long, default_value = "ticket", value_parser = values::member::<crate::locks::LockKind>)]
     lock: crate::locks::LockKind,
-    /// Worker placement (default `os`: unpinned, as in the seed); one-per-core, pairs,
+    /// Worker placement (default `os`: unpinned); one-per-core, pairs,
     /// spread, cpus:LIST, … (see `smtlab plan`).
     #[arg(long, default_value = "os", value_parser = Request::parse)]
     placement: Request,
@@ -474,7 +474,7 @@ struct NeighborsArgs {
     #[arg(long, value_name = "LIST", allow_hyphen_values = true,
           value_parser = values::counts(0, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
     burners: Option<Counts>,
-    /// Burner kind (default `prime`, the seed's isPrimeN).
+    /// Burner kind (default `prime`, a primality test per event).
     #[arg(long, default_value = "prime", value_parser = values::member::<crate::burn::BurnerKind>)]
     burner_kind: crate::burn::BurnerKind,
     /// os, same-cpus, siblings, other-cores.
@@ -931,11 +931,11 @@ mod tests {
 struct LockscanArgs {
     #[command(flatten)]
     root: RootArg,
-    /// Lock kind: tas, ttas (the seed's), backoff, ticket, mcs, mutex, parking_lot,
+    /// Lock kind: tas, ttas (the classic test's), backoff, ticket, mcs, mutex, parking_lot,
     /// adaptive; or `all` to compare every lock in one table.
     #[arg(long, default_value = "ttas", value_parser = values::locks)]
     lock: values::List<crate::locks::LockKind>,
-    /// Busy work inside the critical section, ns (0 = the seed's empty section).
+    /// Busy work inside the critical section, ns (0 = an empty section).
     #[arg(long, default_value_t = 0, value_name = "NS", allow_hyphen_values = true,
           value_parser = whole::<u64>(0, limits::MAX_OP_NS.into(), limits::WHY_OP_NS))]
     cs_ns: u64,
@@ -950,10 +950,10 @@ struct LockscanArgs {
     /// CPUs of the scan threads (one thread per CPU).
     #[arg(long, value_name = "LIST")]
     scan_cpus: Option<String>,
-    /// The seed's lock-thread affinity mask: decimal (`-l7` = CPUs 0-2) or 0x hex.
+    /// Lock-thread affinity mask, as the classic Windows test took it: decimal (`-l7` = CPUs 0-2) or 0x hex.
     #[arg(short = 'l', value_name = "MASK", conflicts_with = "lock_cpus")]
     lock_mask: Option<String>,
-    /// The seed's scan-thread affinity mask: decimal (`-s8` = CPU 3) or 0x hex.
+    /// Scan-thread affinity mask, as the classic Windows test took it: decimal (`-s8` = CPU 3) or 0x hex.
     #[arg(short = 's', value_name = "MASK", conflicts_with = "scan_cpus")]
     scan_mask: Option<String>,
     /// One scenario per scanner position (each lock thread's sibling; without SMT, each core).
@@ -965,7 +965,7 @@ struct LockscanArgs {
     #[arg(long, short = 'd', default_value = "10s", allow_hyphen_values = true,
           value_parser = values::measured)]
     duration: Duration,
-    /// Interval between live rows (the seed printed every 10 s).
+    /// Interval between live rows (the classic test printed every 10 s).
     #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = values::measured)]
     interval: Duration,
     /// Discarded warm-up before each run.
@@ -1036,7 +1036,7 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
     } else {
         let topo = commands::load_topology(&a.root.sysfs_root)?;
         let allowed = topo.allowed();
-        // One side given: the other takes the remaining usable CPUs, as in the seed.
+        // One side given: the other takes the remaining usable CPUs, as the classic test did.
         let (lock, scan) = match (lock, scan) {
             (Some(l), Some(s)) => (l, s),
             (Some(l), None) => {

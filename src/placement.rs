@@ -1,7 +1,7 @@
 //! The placement planner: from a topology and a request, the CPUs each thread may run on.
 //! Pure: no syscalls; the engine applies a plan.
 //!
-//! **Scope.** The seed layouts (`one-per-core`, `pairs`, `all`, `spread`, `same-core`,
+//! **Scope.** The comparison layouts (`one-per-core`, `pairs`, `all`, `spread`, `same-core`,
 //! `same-l3`) stay inside one *scope unit*: by default one package, and on hybrid machines
 //! one core kind of that package. An SMT comparison whose layouts also differ in package
 //! (cross-socket cache-line traffic, remote NUMA memory) or in core kind (P- vs E-cores)

@@ -43,7 +43,7 @@ pub struct Config {
     pub db: DbTarget,
     /// The command line, for the report.
     pub command: String,
-    /// The unit the seed layouts (lockscan's sweep, oltp's layouts, rwcache) stay inside.
+    /// The unit the comparison layouts (lockscan's sweep, oltp's layouts, rwcache) stay inside.
     pub within: crate::placement::Scope,
 }
 

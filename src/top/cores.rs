@@ -249,7 +249,7 @@ mod tests {
         let b = bounds(&[0.5, 0.5]);
         let (lo, hi) = used_range(&b, 2, 1.0, 1.25);
         assert!(close(lo, 0.5) && close(hi, 0.8), "{lo} {hi}");
-        // Seed 002's "50 %": one busy thread per core already uses 80 % at Y = 1.25.
+        // "50 % CPU" on SMT: one busy thread per core already uses 80 % at Y = 1.25.
         let b = bounds(&[1.0, 0.0]);
         let (lo, hi) = used_range(&b, 2, 1.0, 1.25);
         assert!(close(lo, 0.8) && close(hi, 0.8));

@@ -759,7 +759,7 @@ fn read_numa(
     Ok(nodes)
 }
 
-/// CPU kinds, in the order of trust REFERENCE §1.3.5 gives: the hybrid PMU sets, else the
+/// CPU kinds, in order of trust (frequency alone misleads: an i7-1370P reports 5000 and 5200 MHz P-cores): the hybrid PMU sets, else the
 /// classes of equal (`cpu_capacity`, `base_frequency`). CPUs differing in either are
 /// different kinds (hwloc refines its kinds the same way). Never the maximum frequency:
 /// Raptor Lake P-cores report different turbo maxima (5.0 and 5.2 GHz) and would split

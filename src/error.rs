@@ -8,7 +8,7 @@
 //! | 2 | bad input: command line, CPU list, sysfs root, input files, `--out`, database URLs |
 //! | 3 | not possible on this machine (e.g. SMT sibling placement without SMT siblings) |
 //! | 4 | needs privileges this process lacks (e.g. a negative nice value without `CAP_SYS_NICE`) |
-//! | 130 | interrupted (Ctrl-C); partial results were written where the command says so |
+//! | 130 | interrupted (SIGINT/Ctrl-C, SIGTERM or SIGHUP); partial results were written where the command says so |
 
 use crate::cpuset::CpuSetError;
 use crate::placement::PlanError;
@@ -30,10 +30,20 @@ pub struct NotPossible(pub String);
 #[error("{0}")]
 pub struct NeedsPrivilege(pub String);
 
-/// The user pressed Ctrl-C.
-#[derive(Debug, thiserror::Error)]
-#[error("interrupted")]
+/// SIGINT (Ctrl-C), SIGTERM or SIGHUP arrived; its message names the signal.
+#[derive(Debug)]
 pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match crate::interrupt::signal() {
+            Some(s) => write!(f, "interrupted by {s}"),
+            None => f.write_str("interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;

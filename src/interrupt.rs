@@ -1,45 +1,158 @@
-//! Ctrl-C (SIGINT), SIGTERM and SIGHUP as a flag that long-running loops poll.
+//! SIGINT (Ctrl-C), SIGTERM and SIGHUP as flags that long-running loops poll.
 //!
-//! The handler only stores to an atomic (async-signal-safe); the code that changed the
-//! machine — pinned backends, a managed database cluster, burner processes — notices the
-//! flag, undoes its change on the ordinary return path, and the command exits with 130.
-//! A second Ctrl-C restores the default action so a stuck run can still be killed.
+//! The handler only stores to atomics and writes to stderr (both async-signal-safe,
+//! signal-safety(7)); the code that changed the machine — pinned backends, a managed
+//! database cluster, burner processes, temporary files — notices the flag, undoes its
+//! change on the ordinary return path, and the command exits with 130.
+//!
+//! - The first signal asks the run to stop ([`requested`]); which one it was is kept for
+//!   the messages ([`signal`]).
+//! - A second one asks the cleanup to hurry ([`hurry`]): skip what is only graceful (a
+//!   grace period for burners to report, a database's shutdown wait) but still undo
+//!   everything. It never skips the cleanup.
+//! - A third one, once [`FORCE_AFTER`] has passed since the second (so a quick `^C^C^C`
+//!   stays a hurry), is the last resort for a cleanup that hangs: it prints what may be
+//!   left behind and exits with 130 at once. Burner and PostgreSQL processes die with
+//!   smtlab (a parent-death signal), and the next smtlab run removes temporary
+//!   directories whose owner is gone ([`crate::tempstate`]).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// How long after the second signal a third one exits without cleanup.
+pub const FORCE_AFTER: Duration = Duration::from_secs(2);
+
+/// Signals received so far.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// The first signal's number (0 before any).
+static FIRST: AtomicI32 = AtomicI32::new(0);
+/// CLOCK_MONOTONIC time of the second signal, ns.
+static SECOND_AT_NS: AtomicU64 = AtomicU64::new(0);
+/// The last-resort message, formatted before the handler is installed (the handler
+/// must not allocate).
+static FORCE_MESSAGE: OnceLock<Vec<u8>> = OnceLock::new();
+
+/// One of the signals that interrupt a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT: Ctrl-C in the terminal.
+    Int,
+    /// SIGTERM: `kill`, `timeout`, a service manager.
+    Term,
+    /// SIGHUP: the terminal closed (an ssh session dropped).
+    Hup,
+}
+
+impl Signal {
+    fn from_raw(sig: i32) -> Option<Self> {
+        match sig {
+            libc::SIGINT => Some(Signal::Int),
+            libc::SIGTERM => Some(Signal::Term),
+            libc::SIGHUP => Some(Signal::Hup),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Signal::Int => "SIGINT (Ctrl-C)",
+            Signal::Term => "SIGTERM",
+            Signal::Hup => "SIGHUP",
+        })
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; clock_gettime is async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// write(2) to stderr, ignoring errors (stderr may be closed or full).
+fn write_stderr(msg: &[u8]) {
+    // SAFETY: write is async-signal-safe; `msg` is valid for its length.
+    unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+}
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-    if COUNT.fetch_add(1, Ordering::SeqCst) >= 1 {
-        // SAFETY: signal() is async-signal-safe; restoring the default lets a second
-        // Ctrl-C terminate immediately.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            libc::raise(sig);
+    let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
+    match n {
+        1 => FIRST.store(sig, Ordering::SeqCst),
+        2 => {
+            SECOND_AT_NS.store(monotonic_ns(), Ordering::SeqCst);
+            write_stderr(
+                b"\nsmtlab: second signal: cleaning up without waiting for graceful shutdowns \
+                  (a third signal, 2 s from now, exits without cleanup)\n",
+            );
+        }
+        _ => {
+            let since = monotonic_ns().saturating_sub(SECOND_AT_NS.load(Ordering::SeqCst));
+            if since < FORCE_AFTER.as_nanos() as u64 {
+                write_stderr(b"\nsmtlab: still cleaning up\n");
+                return;
+            }
+            if let Some(m) = FORCE_MESSAGE.get() {
+                write_stderr(m);
+            }
+            // SAFETY: _exit is async-signal-safe and runs no destructors or atexit
+            // handlers, which may hold locks this thread interrupted.
+            unsafe { libc::_exit(crate::error::EXIT_INTERRUPTED as libc::c_int) };
         }
     }
 }
 
 /// Installs the handler for SIGINT, SIGTERM and SIGHUP. Idempotent.
 pub fn install() {
-    // SAFETY: the handler only touches atomics.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        // A closed terminal (ssh dropped) ends the run the same way, so the managed
-        // cluster, pinned backends and burners are undone rather than left behind.
-        libc::signal(libc::SIGHUP, on_signal as *const () as libc::sighandler_t);
+    FORCE_MESSAGE.get_or_init(|| {
+        format!(
+            "\nsmtlab: third signal: exiting WITHOUT cleanup. Left behind may be: temporary \
+             directories {}/smtlab-* (the next smtlab run removes those whose owner is gone); \
+             burner processes and a managed PostgreSQL server get a parent-death signal and \
+             end with smtlab.\n",
+            std::env::temp_dir().display()
+        )
+        .into_bytes()
+    });
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: all-zero is a valid sigaction; the handler only touches atomics, reads
+        // an initialised OnceLock and calls async-signal-safe functions. SA_RESTART keeps
+        // blocking calls (pipe reads, waits) from failing with EINTR; every loop that
+        // must see the flag polls it with a timeout.
+        // A closed terminal (SIGHUP, an ssh session dropped) ends the run the same way,
+        // so the managed cluster, pinned backends and burners are undone rather than left.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
     }
 }
 
-/// True once Ctrl-C or SIGTERM arrived.
+/// True once SIGINT, SIGTERM or SIGHUP arrived.
 pub fn requested() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
+    COUNT.load(Ordering::Relaxed) >= 1
 }
 
-/// Returns `Err(Interrupted)` once Ctrl-C arrived, for `?` in loops.
+/// True once a second signal arrived: cleanup should skip graceful waits (but still run).
+pub fn hurry() -> bool {
+    COUNT.load(Ordering::Relaxed) >= 2
+}
+
+/// The first signal that arrived, if any.
+pub fn signal() -> Option<Signal> {
+    Signal::from_raw(FIRST.load(Ordering::Relaxed))
+}
+
+/// Returns `Err(Interrupted)` once a signal arrived, for `?` in loops.
 pub fn check() -> Result<(), crate::error::Interrupted> {
     if requested() {
         Err(crate::error::Interrupted)
@@ -50,7 +163,8 @@ pub fn check() -> Result<(), crate::error::Interrupted> {
 
 /// For tests: pretend Ctrl-C arrived (or clear it).
 pub fn set_for_test(v: bool) {
-    INTERRUPTED.store(v, Ordering::SeqCst);
+    FIRST.store(if v { libc::SIGINT } else { 0 }, Ordering::SeqCst);
+    COUNT.store(usize::from(v), Ordering::SeqCst);
 }
 
 /// Makes the child that `cmd` starts receive `signal` when the thread spawning it exits,
@@ -75,5 +189,24 @@ pub(crate) fn die_with_us(cmd: &mut std::process::Command, signal: libc::c_int) 
             }
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_are_named_for_messages() {
+        assert_eq!(Signal::from_raw(libc::SIGTERM), Some(Signal::Term));
+        assert_eq!(
+            Signal::from_raw(libc::SIGHUP).unwrap().to_string(),
+            "SIGHUP"
+        );
+        assert_eq!(
+            Signal::from_raw(libc::SIGINT).unwrap().to_string(),
+            "SIGINT (Ctrl-C)"
+        );
+        assert_eq!(Signal::from_raw(libc::SIGUSR1), None);
     }
 }

@@ -14,6 +14,9 @@ use std::hint::black_box;
 /// Bytes per cache line assumed by the pointer chase (one chase node per line).
 pub const LINE_BYTES: usize = 64;
 
+/// How much of a buffer [`State::prepare`] builds between looks at the stop flag.
+const PREPARE_CHUNK_BYTES: usize = 4 << 20;
+
 /// Size of the `scan` burner's buffer: 1 MiB, larger than most L2s, smaller than an L3.
 pub const SCAN_BYTES: usize = 1 << 20;
 
@@ -187,26 +190,33 @@ pub enum State {
 }
 
 impl State {
-    /// Allocates and first-touches the buffers `spec` needs.
-    pub fn prepare(spec: &KernelSpec) -> State {
-        match spec.kind {
+    /// Allocates and first-touches the buffers `spec` needs; None when `stop` turned true
+    /// first (checked every few MiB: hundreds of burners building 64 MiB buffers on a few
+    /// CPUs take seconds, and Ctrl-C must not wait for them).
+    pub fn prepare(spec: &KernelSpec, stop: &dyn Fn() -> bool) -> Option<State> {
+        Some(match spec.kind {
             BurnerKind::Stream | BurnerKind::Scan => {
                 // Zeroed allocations this big are mapped lazily: ask for huge pages first,
                 // then write every page now so the first pass does not time page faults.
                 let mut b = vec![0u8; spec.buffer_bytes.max(2 * 4096)];
                 advise_huge_pages(&mut b);
-                b.fill(1);
+                for chunk in b.chunks_mut(PREPARE_CHUNK_BYTES) {
+                    if stop() {
+                        return None;
+                    }
+                    chunk.fill(1);
+                }
                 State::Bytes(b)
             }
             BurnerKind::L1 | BurnerKind::L2 => {
                 State::Words(vec![1u64; (spec.buffer_bytes / 8).max(64)])
             }
             BurnerKind::Chase => State::Chase {
-                lines: chase_cycle(spec.buffer_bytes / LINE_BYTES, spec.seed),
+                lines: chase_cycle_until(spec.buffer_bytes / LINE_BYTES, spec.seed, stop)?,
                 at: 0,
             },
             _ => State::Empty,
-        }
+        })
     }
 }
 
@@ -491,12 +501,20 @@ impl SplitMix64 {
 /// from any line visits every line once before returning, so the hardware prefetchers
 /// cannot guess the next address.
 pub fn chase_cycle(n: usize, seed: u64) -> Vec<u64> {
+    chase_cycle_until(n, seed, &|| false).expect("never stopped")
+}
+
+/// [`chase_cycle`], giving up (None) once `stop` is true.
+fn chase_cycle_until(n: usize, seed: u64, stop: &dyn Fn() -> bool) -> Option<Vec<u64>> {
     let n = n.clamp(2, u32::MAX as usize);
     // Shuffle a compact index array (4 bytes per line, mostly cache-resident) and write the
     // big array once, sequentially: far faster than swapping inside the big array.
     let mut perm: Vec<u32> = (0..n as u32).collect();
     let mut rng = SplitMix64::new(seed);
     for i in (1..n).rev() {
+        if i % (PREPARE_CHUNK_BYTES / 8) == 0 && stop() {
+            return None;
+        }
         let j = rng.below(i as u64) as usize; // j < i: Sattolo, not Fisher–Yates
         perm.swap(i, j);
     }
@@ -506,7 +524,7 @@ pub fn chase_cycle(n: usize, seed: u64) -> Vec<u64> {
     for (i, &p) in perm.iter().enumerate() {
         out[i * words] = p as u64; // touches every page: no faults while chasing
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]

@@ -74,7 +74,18 @@ pub fn run_threads(
             .notes
             .push("oversubscribed: some CPUs carry more than one burner".into());
     }
+    if result.nice_offset > 0 {
+        report.notes.push(demotion_note(result.nice_offset));
+    }
     Ok(report.finish())
+}
+
+/// The note for a run whose burners were demoted (see [`engine::RunResult::nice_offset`]).
+fn demotion_note(by: i32) -> String {
+    format!(
+        "every burner ran {by} nice levels lower than asked, so that smtlab could keep time \
+         with this many per CPU; their shares among themselves are unchanged"
+    )
 }
 
 /// Runs one burner process per plan thread, each for `run.duration`; `on_spawn` sees the

@@ -203,7 +203,10 @@ impl Burners {
                 buffer_bytes: (k.buffer_bytes > 0).then_some(k.buffer_bytes as u64),
                 ..Default::default()
             };
-            let applied = sched::apply_to_current_thread(self.spec.policy, self.spec.nice)
+            // The engine raised every thread's nice by `nice_offset` in an oversubscribed
+            // run; a requested nice moves with them, so the order between threads holds.
+            let nice = self.spec.nice.map(|n| (n + ctx.nice_offset).min(19));
+            let applied = sched::apply_to_current_thread(self.spec.policy, nice)
                 .and_then(|()| sched::current_thread());
             match applied {
                 Ok((p, n)) => {
@@ -217,7 +220,8 @@ impl Burners {
             if failed {
                 return;
             }
-            *slot = Some(State::prepare(k));
+            // Stopped while building: the next phase's call builds it again.
+            *slot = State::prepare(k, &|| ctx.should_stop());
         }
         if let Some(state) = slot.as_mut() {
             kernels::run(k, state, ctx);
@@ -257,6 +261,10 @@ impl Workload for Burners {
 
     fn run_thread(&self, ctx: &ThreadCtx<'_>) {
         self.run_burner(ctx.thread, ctx);
+    }
+
+    fn requested_nice(&self) -> Option<i32> {
+        self.spec.nice
     }
 }
 

@@ -178,6 +178,7 @@ impl FakeEngine {
             pinning_violations: Vec::new(),
             interrupted: false,
             synthetic: true,
+            nice_offset: 0,
         }
     }
 }

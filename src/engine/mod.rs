@@ -79,6 +79,10 @@ pub struct ThreadCtx<'a> {
     pub progress: &'a CachePadded<AtomicU64>,
     /// 0 = warm-up, 1 = measure, 2 = stopping.
     pub phase: &'a AtomicU8,
+    /// How much the engine raised this thread's nice value because the run is
+    /// oversubscribed (0 otherwise). A workload that sets its own nice value adds it, so
+    /// the threads' priorities relative to each other stay as asked.
+    pub nice_offset: i32,
 }
 
 impl ThreadCtx<'_> {
@@ -109,6 +113,11 @@ pub trait Workload: Sync {
     fn name(&self) -> String;
     /// Runs thread `ctx.thread` until `ctx.should_stop()`, counting operations.
     fn run_thread(&self, ctx: &ThreadCtx<'_>);
+    /// The highest nice value any of its threads sets on itself, if it sets any: the
+    /// engine's demotion of an oversubscribed run stays below 19 by that much.
+    fn requested_nice(&self) -> Option<i32> {
+        None
+    }
 }
 
 /// Something that turns a plan, a spec and a workload into a [`RunResult`]: the real

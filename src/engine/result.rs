@@ -169,6 +169,15 @@ pub struct RunResult {
     /// where not read (the fake engine, no `/proc/stat`).
     #[serde(default)]
     pub steal_share: Option<f64>,
+    /// How much every engine thread's nice value was raised because the run was
+    /// oversubscribed, so the coordinator could keep time (0: not at all). The threads'
+    /// priorities relative to each other were unchanged.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nice_offset: i32,
+}
+
+fn is_zero(v: &i32) -> bool {
+    *v == 0
 }
 
 impl RunResult {

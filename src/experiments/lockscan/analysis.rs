@@ -382,6 +382,7 @@ mod tests {
                 interrupted: false,
                 synthetic: true,
                 steal_share: None,
+                nice_offset: 0,
             },
             stats,
             latencies: vec![(Proximity::SmtSibling, 10.0), (Proximity::SameL3, 50.0)],

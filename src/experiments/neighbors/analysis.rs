@@ -260,6 +260,7 @@ mod tests {
             interrupted: false,
             synthetic: true,
             steal_share: None,
+            nice_offset: 0,
         }
     }
 

@@ -145,4 +145,7 @@ impl Workload for Combined<'_> {
             b.run_burner(ctx.thread - self.workers, ctx)
         }
     }
+    fn requested_nice(&self) -> Option<i32> {
+        self.burners.and_then(|b| b.requested_nice())
+    }
 }

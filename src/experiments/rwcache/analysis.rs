@@ -389,6 +389,7 @@ pub(super) mod tests {
             interrupted: false,
             synthetic: true,
             steal_share: None,
+            nice_offset: 0,
         };
         let mut stats = RwThreadStats::default();
         stats.reads.counts.acquisitions = requests * 4;

@@ -132,10 +132,12 @@ pub fn yield_from_json(path: &std::path::Path, text: &str) -> Result<Yield, Stri
     let y = v
         .get("smt_yield")
         .and_then(serde_json::Value::as_f64)
+        .or_else(|| median_ruler_yield(&v))
         .ok_or_else(|| {
             format!(
-                "--yield {}: expected a JSON object with a top-level number `smt_yield` (e.g. \
-             {{\"smt_yield\": 1.18}}), the throughput of a core with both siblings busy ÷ one \
+                "--yield {}: expected `smtlab yield --json` output, a study's results.json with \
+             a yield section, or a JSON object with a top-level number `smt_yield` (e.g. \
+             {{\"smt_yield\": 1.18}}): the throughput of a core with both siblings busy ÷ one \
              sibling alone",
                 path.display()
             )
@@ -160,6 +162,43 @@ pub fn yield_from_json(path: &std::path::Path, text: &str) -> Result<Yield, Stri
             format!("measured {y:.2} (from {})", path.display())
         },
     })
+}
+
+/// The median SMT yield of the rulers in `smtlab yield --json` output (`workloads`) or in
+/// a study's results.json (`smt_yield.result.workloads`); every workload's when no ruler
+/// has one. None when the file holds no yield.
+fn median_ruler_yield(v: &serde_json::Value) -> Option<f64> {
+    let workloads = v
+        .get("workloads")
+        .or_else(|| v.get("smt_yield")?.get("result")?.get("workloads"))?
+        .as_array()?;
+    let estimate = |w: &serde_json::Value| {
+        w.get("smt_yield")?
+            .get("comparison")?
+            .get("estimate")?
+            .as_f64()
+            .filter(|x| x.is_finite())
+    };
+    let rulers: Vec<f64> = workloads
+        .iter()
+        .filter(|w| {
+            matches!(
+                w.get("class").and_then(serde_json::Value::as_str),
+                Some("compute-ruler" | "memory-ruler")
+            )
+        })
+        .filter_map(estimate)
+        .collect();
+    let mut ys = if rulers.is_empty() {
+        workloads.iter().filter_map(estimate).collect()
+    } else {
+        rulers
+    };
+    if ys.is_empty() {
+        return None;
+    }
+    ys.sort_by(f64::total_cmp);
+    Some(ys[ys.len() / 2])
 }
 
 /// Busy time of sorted, disjoint intervals per sibling, split into idle, one and two or
@@ -280,5 +319,16 @@ mod tests {
         assert!(e.contains("smt_yield"), "{e}");
         assert!(yield_from_json(p, r#"{"smt_yield": 7}"#).is_err());
         assert!(yield_from_json(p, "nope").is_err());
+        // `smtlab yield --json`: the median ruler's yield.
+        let report = r#"{"workloads": [
+            {"workload": "int", "class": "compute-ruler", "smt_yield": {"comparison": {"estimate": 1.3}}},
+            {"workload": "l2", "class": "memory-ruler", "smt_yield": {"comparison": {"estimate": 1.1}}},
+            {"workload": "fma", "class": "compute-ruler", "smt_yield": {"comparison": {"estimate": 1.2}}},
+            {"workload": "hot-page/ttas", "class": "lock", "smt_yield": {"comparison": {"estimate": 0.6}}}
+        ]}"#;
+        assert_eq!(yield_from_json(p, report).unwrap().value, 1.2);
+        // A study's results.json.
+        let study = format!(r#"{{"smt_yield": {{"result": {report}}}}}"#);
+        assert_eq!(yield_from_json(p, &study).unwrap().value, 1.2);
     }
 }

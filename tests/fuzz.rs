@@ -122,19 +122,29 @@ fn fuzz<S>(
     });
     let watchdog = Watchdog::start(name);
     let ran = Cell::new(0u64);
-    let slowest = RefCell::new((Duration::ZERO, String::new()));
+    // The slowest case by wall time, and the one that took most CPU time: on a loaded
+    // machine the first includes time spent descheduled; the second is the parser's own
+    // cost (plus other tests' when they run in parallel: `--test-threads 1` isolates it).
+    let slowest = RefCell::new(Slowest::default());
+    let most_cpu = RefCell::new(Slowest::default());
     let t0 = Instant::now();
     let last_note = Cell::new(t0);
     let result = runner.run(&strategy, |v| {
         let input = format!("{v:?}");
-        let start = Instant::now();
+        let (start, cpu0) = (Instant::now(), process_cpu());
         watchdog.set(Some((start, input)));
         let r = check(&v);
-        let took = start.elapsed();
+        let (wall, cpu) = (start.elapsed(), process_cpu().saturating_sub(cpu0));
         if let Some((_, input)) = self::take(&watchdog) {
-            let mut s = slowest.borrow_mut();
-            if took > s.0 {
-                *s = (took, input);
+            if wall > slowest.borrow().wall {
+                *slowest.borrow_mut() = Slowest {
+                    wall,
+                    cpu,
+                    input: input.clone(),
+                };
+            }
+            if cpu > most_cpu.borrow().cpu {
+                *most_cpu.borrow_mut() = Slowest { wall, cpu, input };
             }
         }
         ran.set(ran.get() + 1);
@@ -142,31 +152,64 @@ fn fuzz<S>(
         if last_note.get().elapsed() > PROGRESS {
             last_note.set(Instant::now());
             eprintln!(
-                "fuzz {name}: {} of {cases} cases, {:.0} s, slowest so far {:.3} ms",
+                "fuzz {name}: {} of {cases} cases, {:.0} s, slowest so far {:.3} ms ({:.3} ms CPU)",
                 ran.get(),
                 t0.elapsed().as_secs_f64(),
-                slowest.borrow().0.as_secs_f64() * 1e3
+                slowest.borrow().wall.as_secs_f64() * 1e3,
+                most_cpu.borrow().cpu.as_secs_f64() * 1e3,
             );
         }
         r
     });
     drop(watchdog);
-    let (took, input) = slowest.into_inner();
-    let shown: String = input.chars().take(160).collect();
     eprintln!(
-        "fuzz {name}: {} cases in {:.1} s, 0 hangs, slowest case {:.3} ms: {shown}{}",
+        "fuzz {name}: {} cases in {:.1} s, 0 hangs; slowest case {}; most CPU {}",
         ran.get(),
         t0.elapsed().as_secs_f64(),
-        took.as_secs_f64() * 1e3,
-        if input.chars().count() > 160 {
-            "…"
-        } else {
-            ""
-        }
+        slowest.into_inner(),
+        most_cpu.into_inner(),
     );
     if let Err(e) = result {
         panic!("fuzz {name}: {e}");
     }
+}
+
+/// One case's times and input, for the summary line.
+#[derive(Default)]
+struct Slowest {
+    wall: Duration,
+    cpu: Duration,
+    input: String,
+}
+
+impl std::fmt::Display for Slowest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown: String = self.input.chars().take(120).collect();
+        let more = if self.input.chars().count() > 120 {
+            "…"
+        } else {
+            ""
+        };
+        write!(
+            f,
+            "{:.3} ms wall, {:.3} ms CPU: {shown}{more}",
+            self.wall.as_secs_f64() * 1e3,
+            self.cpu.as_secs_f64() * 1e3
+        )
+    }
+}
+
+/// CPU time of this process so far (every thread: discovery reads with its own).
+fn process_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer for the duration of the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn take(w: &Watchdog) -> Option<(Instant, String)> {

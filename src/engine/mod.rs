@@ -48,7 +48,20 @@ pub use result::{IntervalSample, PinningViolation, RunResult, RunSpec, ThreadRes
 
 use crate::placement::Plan;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+
+/// Runs of this process whose threads were told to stop and have not all returned.
+static STOPPING: AtomicUsize = AtomicUsize::new(0);
+
+/// True while a run of this process is ending its warm-up or its measurement. A wait loop
+/// that cannot give up (a FIFO lock's waiter must take its turn, or the lock breaks)
+/// should then give its CPU away ([`std::thread::yield_now`]) rather than spin out its
+/// slice: with hundreds of waiters per CPU, the one whose turn it is otherwise waits a
+/// scheduler round per handoff, and `neighbors --workers 256` took minutes to stop.
+#[inline]
+pub fn stopping() -> bool {
+    STOPPING.load(Ordering::Relaxed) > 0
+}
 
 /// What phase the run is in, as seen by workload threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -136,6 +136,7 @@ pub fn run_observed(
         start: Mutex::new(None),
         started: AtomicU32::new(0),
         outs: (0..n).map(|_| Mutex::new(None)).collect(),
+        stopping: StopWindow::default(),
     };
     let shared = &shared;
     let mut c = Coordinator {
@@ -255,12 +256,40 @@ struct Shared {
     started: AtomicU32,
     /// Each worker's result (an error for a panic), written as it returns.
     outs: Vec<Mutex<Option<Result<WorkerOut>>>>,
+    /// Open while the workers are told to end a phase.
+    stopping: StopWindow,
+}
+
+/// Counts this run in [`super::stopping`] while its threads are being told to stop;
+/// uncounted when the run ends.
+#[derive(Default)]
+struct StopWindow(AtomicBool);
+
+impl StopWindow {
+    fn open(&self) {
+        if !self.0.swap(true, Ordering::SeqCst) {
+            super::STOPPING.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn close(&self) {
+        if self.0.swap(false, Ordering::SeqCst) {
+            super::STOPPING.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for StopWindow {
+    fn drop(&mut self) {
+        self.close();
+    }
 }
 
 impl Shared {
     /// Ends the run early: every worker returns, wherever it is (at the gate, warming
     /// up or measuring).
     fn abort(&self) {
+        self.stopping.open();
         self.warm_stop.store(true, Ordering::SeqCst);
         self.stop.store(true, Ordering::SeqCst);
         self.phase.store(Phase::Stopping.as_u8(), Ordering::SeqCst);
@@ -625,10 +654,12 @@ impl Coordinator<'_> {
         let (t0, times0) = if sh.warmup {
             let w0 = opened_at;
             let finished = self.sleep_until(w0 + self.spec.warmup);
+            sh.stopping.open();
             sh.warm_stop.store(true, Ordering::SeqCst);
             if !self.wait_arrivals(n) {
                 return Ok(t);
             }
+            sh.stopping.close();
             t.warmup_ns = nanos(w0.elapsed());
             for (i, p) in sh.progress.iter().enumerate() {
                 t.warmup_ops[i] = p.swap(0, Ordering::Relaxed);
@@ -686,6 +717,7 @@ impl Coordinator<'_> {
         }
         sh.phase.store(Phase::Stopping.as_u8(), Ordering::SeqCst);
         let stop_at = Instant::now();
+        sh.stopping.open();
         sh.stop.store(true, Ordering::SeqCst);
         // Workers return on their own; measure how long that takes from here. A worker
         // stuck in a call that cannot see the stop flag (an insert waiting on a database
@@ -702,6 +734,7 @@ impl Coordinator<'_> {
             sh.gate.wait_all_done(n);
         }
         t.stop_latency_ns = nanos(stop_at.elapsed());
+        sh.stopping.close();
         Ok(t)
     }
 }

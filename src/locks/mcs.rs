@@ -126,8 +126,11 @@ impl RawLock for Mcs {
                     return;
                 }
                 // A successor swapped itself in but has not linked yet: wait for the link.
+                let mut spins = 0;
                 loop {
                     std::hint::spin_loop();
+                    spins += 1;
+                    super::yield_if_stopping(spins);
                     next = (*node).next.load(Ordering::Acquire);
                     if !next.is_null() {
                         break;
@@ -167,5 +170,6 @@ unsafe fn wait_behind<P: Probe>(p: &mut P, prev: *mut Node, node: *mut Node) -> 
         }
         std::hint::spin_loop();
         spins += 1;
+        super::yield_if_stopping(spins);
     }
 }

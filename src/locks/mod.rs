@@ -25,6 +25,16 @@
 //! algorithm family: `tas.rs` (tas, ttas), `backoff.rs`, `ticket.rs`, `mcs.rs`, `futex.rs`
 //! (mutex, adaptive), `parking.rs` (parking_lot).
 
+/// In a wait loop, after `spins` iterations: once a run is stopping, give the CPU away
+/// now and then, so the thread whose turn it is (or the holder) gets to run; see
+/// [`crate::engine::stopping`]. Measurements are over by then.
+#[inline(always)]
+pub(crate) fn yield_if_stopping(spins: u64) {
+    if spins & 1023 == 0 && crate::engine::stopping() {
+        std::thread::yield_now();
+    }
+}
+
 mod backoff;
 mod clock;
 mod futex;

@@ -32,6 +32,7 @@ impl RawLock for Tas {
         loop {
             std::hint::spin_loop();
             spins += 1;
+            super::yield_if_stopping(spins);
             let old = self.word.swap(mine, Ordering::Acquire);
             if !owner_word::is_locked(old) {
                 p.spins(spins);
@@ -85,6 +86,7 @@ impl RawLock for Ttas {
         loop {
             std::hint::spin_loop();
             spins += 1;
+            super::yield_if_stopping(spins);
             if let Some(prev) = Ttas::try_take(&self.word, mine) {
                 p.spins(spins);
                 return prev;

@@ -53,6 +53,7 @@ impl RawLock for Ticket {
         loop {
             std::hint::spin_loop();
             spins += 1;
+            super::yield_if_stopping(spins);
             let w = self.serving.load(Ordering::Acquire);
             if served(w) == mine {
                 p.spins(spins);

@@ -759,7 +759,10 @@ mod tests {
         // Extreme values keep a small, finite axis (5e-324 once asked for 2^31 ticks).
         for (lo, hi) in [(5e-324, 6.7e6), (1.0, f64::MAX), (5e-324, f64::MAX)] {
             let a = Axis::log(lo, hi);
-            assert!(a.lo > 0.0 && a.hi.is_finite() && a.ticks().len() <= 22, "{lo} {hi}");
+            assert!(
+                a.lo > 0.0 && a.hi.is_finite() && a.ticks().len() <= 22,
+                "{lo} {hi}"
+            );
         }
     }
 

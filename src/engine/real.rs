@@ -21,6 +21,12 @@
 //! so the threads share the CPUs among themselves exactly as before, while the coordinator
 //! at its own nice preempts them at once. Workloads that set their own nice
 //! ([`ThreadCtx::nice_offset`]) add the same offset.
+//!
+//! Weight alone does not cover one case: when thousands of threads that are owed time
+//! become runnable at once, a task already on the run queue waits until they are paid.
+//! So the coordinator is asleep whenever that happens: a helper spawns the workers and
+//! opens the first gate ([`start`]), and in crowded runs the workers wait between
+//! warm-up and measurement yielding rather than blocked ([`Gate::arrive`]).
 
 use super::threadstats::{Snapshot, last_cpu, sleep_until_or};
 use super::{

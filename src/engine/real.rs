@@ -159,7 +159,22 @@ pub fn run_observed(
         // sleeps (see `start`).
         std::thread::Builder::new()
             .name("smtlab-start".into())
-            .spawn_scoped(s, move || start(s, plan, shared, workload))
+            .spawn_scoped(s, move || {
+                let run = std::panic::AssertUnwindSafe(|| start(s, plan, shared, workload));
+                if let Err(p) = std::panic::catch_unwind(run) {
+                    // Never leave the coordinator waiting for a start that will not come.
+                    shared.abort();
+                    *lock(&shared.start) = Some(Started {
+                        opened: None,
+                        interrupted: false,
+                        spawn_error: Some(anyhow!(
+                            "the thread spawning the workers panicked: {}",
+                            panic_message(&*p)
+                        )),
+                    });
+                    shared.announce_start();
+                }
+            })
             .context("starting the thread that spawns the workers")?;
         // No timeout: waking up now and then would put the coordinator on the run queue,
         // where the opening could catch it. The helper wakes it on every path.

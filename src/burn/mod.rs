@@ -83,8 +83,9 @@ pub fn run_threads(
 /// The note for a run whose burners were demoted (see [`engine::RunResult::nice_offset`]).
 fn demotion_note(by: i32) -> String {
     format!(
-        "every burner ran {by} nice levels lower than asked, so that smtlab could keep time \
-         with this many per CPU; their shares among themselves are unchanged"
+        "every burner's nice value was raised by {by} (lower priority) so that smtlab's own \
+         threads keep time with this many burners per CPU; their shares among themselves \
+         are unchanged"
     )
 }
 
@@ -107,6 +108,7 @@ pub fn run_processes(
         },
     )?;
     on_spawn(&set.pids());
+    let nice_offset = set.nice_offset();
     let results = set.wait(run.warmup + run.duration + PROCESS_SLACK)?;
     let mut report = BurnReport::new(
         spec,
@@ -121,6 +123,9 @@ pub fn run_processes(
         report
             .notes
             .push("oversubscribed: some CPUs carry more than one burner".into());
+    }
+    if nice_offset > 0 {
+        report.notes.push(demotion_note(nice_offset));
     }
     Ok(report.finish())
 }
@@ -150,6 +155,8 @@ pub fn run_child(
     };
     let run =
         RunSpec::new(warmup, duration.unwrap_or(FOREVER)).with_interval(process::CHILD_INTERVAL);
+    // Hold still (blocked, using no CPU) until the parent has started every sibling.
+    process::wait_for_siblings();
     let burners = Burners::new(spec, topo, std::slice::from_ref(cpus))?;
     let mut write_err = None;
     let result = engine::run_observed(&plan, &run, &burners, &mut |s| {

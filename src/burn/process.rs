@@ -10,6 +10,14 @@
 //!   on errors, panics and early returns.
 //! - [`ProcessBurners::wait`] polls the Ctrl-C flag and kills the children when it is set.
 //!
+//! Children start blocked: their stdin is a pipe whose write end only the parent holds,
+//! and a child reads it to end-of-file before it builds or burns anything
+//! ([`wait_for_siblings`]). The parent closes it once every child is started, so hundreds
+//! of spinning children never slow the spawning of the rest, and Ctrl-C between two
+//! spawns kills the few started so far at once. Crowded sets run their burners at a
+//! raised nice value (see [`crate::engine::RunResult::nice_offset`]), passed as
+//! `--nice`, so the parent and each child's coordinator keep time.
+//!
 //! Protocol (child → parent, one JSON object per line on stdout, see [`ChildLine`]): an
 //! `interval` line per 100 ms of measurement with the ops done in it, and a `done` line
 //! with the child's [`BurnerResult`] when its run ends (duration over, or SIGTERM).
@@ -87,16 +95,25 @@ pub struct ProcessOptions {
 /// A set of burner child processes, killed and reaped on drop.
 pub struct ProcessBurners {
     children: Vec<ChildBurner>,
+    nice_offset: i32,
 }
 
 impl ProcessBurners {
     /// Starts one child per entry of `cpus`, child `i` pinned to `cpus[i]` (a whole set is
     /// allowed, e.g. every allowed CPU for `os` placement). Returns once all are spawned;
-    /// they build their buffers and warm up on their own.
+    /// they build their buffers and warm up on their own. Ctrl-C while spawning kills the
+    /// children started so far and returns `Interrupted`.
     pub fn spawn(spec: &BurnSpec, cpus: &[CpuSet], opts: &ProcessOptions) -> Result<Self> {
         spec.validate()?;
         // Here, so that a refused nice value is this process's exit code, not a child's.
         super::workload::preflight(spec.policy, spec.nice)?;
+        let nice_offset = crate::engine::nice_offset_for(cpus, spec.nice);
+        let mut spec = spec.clone();
+        if nice_offset > 0 {
+            let base = spec.nice.unwrap_or_else(crate::engine::current_nice);
+            spec.nice = Some((base + nice_offset).min(19));
+        }
+        let spec = &spec;
         let exe = match &opts.exe {
             Some(p) => p.clone(),
             // /proc/self/exe still opens the running binary after it was replaced on disk
@@ -106,14 +123,29 @@ impl ProcessBurners {
         };
         let mut set = ProcessBurners {
             children: Vec::with_capacity(cpus.len()),
+            nice_offset,
         };
+        let (gate_read, gate_write) = gate_pipe().context("creating the burners' start pipe")?;
         for (i, c) in cpus.iter().enumerate() {
-            // On error `set` drops here and kills the children already started.
-            let child = spawn_child(&exe, spec, c, opts)
+            // On error or Ctrl-C `set` drops here and kills the children already started.
+            crate::interrupt::check()?;
+            let stdin = gate_read
+                .try_clone()
+                .context("duplicating the burners' start pipe")?;
+            let child = spawn_child(&exe, spec, c, opts, stdin)
                 .with_context(|| format!("starting burner process {i} ({})", exe.display()))?;
             set.children.push(child);
         }
+        // Every child holds its own read end: closing ours and the only write end lets
+        // them all go (end of file).
+        drop(gate_read);
+        drop(gate_write);
         Ok(set)
+    }
+
+    /// How much the children's nice value was raised because the set is crowded (0: not).
+    pub fn nice_offset(&self) -> i32 {
+        self.nice_offset
     }
 
     /// Process ids of the children, in burner order.
@@ -173,7 +205,8 @@ impl ProcessBurners {
     }
 
     /// Asks every child to end (SIGTERM: its engine stops and it reports), waits up to
-    /// [`STOP_GRACE`], then kills any straggler. Returns each child's final result.
+    /// [`STOP_GRACE`], then kills any straggler. Returns each child's final result. After
+    /// a second Ctrl-C ([`crate::interrupt::hurry`]) it kills them without waiting.
     pub fn stop(mut self) -> Result<Vec<BurnerResult>> {
         for c in &self.children {
             if c.child.is_some() {
@@ -182,7 +215,7 @@ impl ProcessBurners {
             }
         }
         let deadline = Instant::now() + STOP_GRACE;
-        while !self.try_reap_all()? && Instant::now() < deadline {
+        while !crate::interrupt::hurry() && !self.try_reap_all()? && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
         self.kill_all();
@@ -214,10 +247,17 @@ impl ProcessBurners {
         Ok(all)
     }
 
+    /// SIGKILLs every child still running, then reaps them all (signalling all first:
+    /// waiting for each before killing the next takes a scheduler round per child when
+    /// hundreds spin).
     fn kill_all(&mut self) {
         for c in &mut self.children {
-            if let Some(mut ch) = c.child.take() {
+            if let Some(ch) = c.child.as_mut() {
                 let _ = ch.kill();
+            }
+        }
+        for c in &mut self.children {
+            if let Some(mut ch) = c.child.take() {
                 let _ = ch.wait();
             }
         }
@@ -271,11 +311,53 @@ impl Drop for ProcessBurners {
     }
 }
 
+/// A pipe, both ends close-on-exec (the read end a child gets as stdin is duplicated
+/// onto fd 0 without the flag; the write end never reaches a child's program).
+fn gate_pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid out-array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two new descriptors that nothing else owns.
+    Ok(unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// Child side of the start gate: when stdin is a pipe (a parent's start gate), blocks
+/// until it reaches end of file, i.e. until the parent has started every sibling (or
+/// died). Returns at once for any other stdin.
+pub fn wait_for_siblings() {
+    use std::io::Read;
+    // SAFETY: all-zero is a valid `stat`; fstat writes into it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd 0 and a valid out-pointer.
+    if unsafe { libc::fstat(0, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return;
+    }
+    let mut buf = [0u8; 64];
+    let mut stdin = std::io::stdin().lock();
+    loop {
+        match stdin.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
 fn spawn_child(
     exe: &Path,
     spec: &BurnSpec,
     cpus: &CpuSet,
     opts: &ProcessOptions,
+    gate: std::fs::File,
 ) -> Result<ChildBurner> {
     let mut cmd = Command::new(exe);
     cmd.arg("burn")
@@ -296,7 +378,7 @@ fn spawn_child(
     if let Some(n) = spec.nice {
         cmd.arg(format!("--nice={n}"));
     }
-    cmd.stdin(Stdio::null())
+    cmd.stdin(Stdio::from(gate))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     crate::interrupt::die_with_us(&mut cmd, libc::SIGKILL);

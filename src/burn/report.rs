@@ -96,7 +96,7 @@ pub struct BurnReport {
     pub burners: Vec<BurnerResult>,
     /// Sum of every burner's rate.
     pub total_ops_per_sec: f64,
-    /// Ctrl-C ended the run early.
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the run early.
     pub interrupted: bool,
     /// Facts worth knowing (guessed cache sizes, oversubscription).
     pub notes: Vec<String>,
@@ -260,7 +260,7 @@ impl BurnReport {
             ));
         }
         if self.interrupted {
-            out.push_str("interrupted: rates cover the time measured before Ctrl-C\n");
+            out.push_str("interrupted: rates cover the time measured before the signal (Ctrl-C, SIGTERM or SIGHUP)\n");
         }
         for n in &self.notes {
             out.push_str(&format!("note: {n}\n"));

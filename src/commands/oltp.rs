@@ -169,7 +169,9 @@ pub fn render_text(r: &OltpReport) -> String {
         }
     }
     if r.interrupted {
-        out.push_str("interrupted: the runs above finished before Ctrl-C\n");
+        out.push_str(
+            "interrupted: the runs above finished before the signal (Ctrl-C, SIGTERM or SIGHUP)\n",
+        );
     }
     out
 }

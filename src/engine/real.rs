@@ -21,6 +21,12 @@
 //! so the threads share the CPUs among themselves exactly as before, while the coordinator
 //! at its own nice preempts them at once. Workloads that set their own nice
 //! ([`ThreadCtx::nice_offset`]) add the same offset.
+//!
+//! Weight alone does not cover one case: when thousands of threads that are owed time
+//! become runnable at once, a task already on the run queue waits until they are paid.
+//! So the coordinator is asleep whenever that happens: a helper spawns the workers and
+//! opens the first gate ([`start`]), and in crowded runs the workers wait between
+//! warm-up and measurement yielding rather than blocked ([`Gate::arrive`]).
 
 use super::threadstats::{Snapshot, last_cpu, sleep_until_or};
 use super::{
@@ -118,9 +124,8 @@ pub fn run_observed(
     if n == 0 {
         return Err(anyhow!("the plan has no threads"));
     }
-    let headroom = 19 - own_nice().max(workload.requested_nice().unwrap_or(0));
-    let load = threads_per_cpu(plan);
-    let nice_offset = nice_offset(load, headroom);
+    let load = threads_per_cpu(plan.threads.iter().map(|t| &t.cpus));
+    let nice_offset = nice_offset(load, headroom(workload.requested_nice()));
     let shared = Shared {
         gate: Gate::new(n),
         warm_stop: AtomicBool::new(false),
@@ -154,7 +159,22 @@ pub fn run_observed(
         // sleeps (see `start`).
         std::thread::Builder::new()
             .name("smtlab-start".into())
-            .spawn_scoped(s, move || start(s, plan, shared, workload))
+            .spawn_scoped(s, move || {
+                let run = std::panic::AssertUnwindSafe(|| start(s, plan, shared, workload));
+                if let Err(p) = std::panic::catch_unwind(run) {
+                    // Never leave the coordinator waiting for a start that will not come.
+                    shared.abort();
+                    *lock(&shared.start) = Some(Started {
+                        opened: None,
+                        interrupted: false,
+                        spawn_error: Some(anyhow!(
+                            "the thread spawning the workers panicked: {}",
+                            panic_message(&*p)
+                        )),
+                    });
+                    shared.announce_start();
+                }
+            })
             .context("starting the thread that spawns the workers")?;
         // No timeout: waking up now and then would put the coordinator on the run queue,
         // where the opening could catch it. The helper wakes it on every path.
@@ -305,17 +325,30 @@ impl Shared {
     }
 }
 
-/// The most threads any one CPU of `plan` would carry, counting a thread allowed on k
-/// CPUs as 1/k on each.
-pub fn threads_per_cpu(plan: &Plan) -> f64 {
+/// The most threads any one CPU would carry, one thread per set, counting a thread
+/// allowed on k CPUs as 1/k on each.
+pub fn threads_per_cpu<'a>(sets: impl IntoIterator<Item = &'a CpuSet>) -> f64 {
     let mut load: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
-    for t in &plan.threads {
-        let k = t.cpus.len();
-        for c in t.cpus.iter() {
+    for set in sets {
+        let k = set.len();
+        for c in set.iter() {
             *load.entry(c).or_default() += 1.0 / k as f64;
         }
     }
     load.into_values().fold(0.0, f64::max)
+}
+
+/// How far threads may be demoted when one of them asks for `requested_nice`: nobody's
+/// nice may pass 19.
+fn headroom(requested_nice: Option<i32>) -> i32 {
+    19 - current_nice().max(requested_nice.unwrap_or(0))
+}
+
+/// The nice offset the engine would give threads pinned to `sets` (one each), some of
+/// which set `requested_nice` on themselves: for burner processes, which are not engine
+/// threads of this process but crowd its coordinator the same way.
+pub fn nice_offset_for(sets: &[CpuSet], requested_nice: Option<i32>) -> i32 {
+    nice_offset(threads_per_cpu(sets), headroom(requested_nice))
 }
 
 /// The smallest nice increment (at most `headroom`, so no thread's nice passes 19 and
@@ -329,7 +362,7 @@ pub fn nice_offset(threads_per_cpu: f64, headroom: i32) -> i32 {
 }
 
 /// The calling thread's nice value (0 when it cannot be read).
-fn own_nice() -> i32 {
+pub fn current_nice() -> i32 {
     // getpriority returns the nice value itself and may legitimately return -1: errno
     // tells an error apart.
     // SAFETY: __errno_location returns this thread's errno; getpriority has no memory
@@ -350,7 +383,7 @@ fn demote_self(tid: i32, by: i32) {
     if by <= 0 {
         return;
     }
-    let target = (own_nice() + by).min(19);
+    let target = (current_nice() + by).min(19);
     // SAFETY: setpriority has no memory preconditions; PRIO_PROCESS with a tid targets
     // that one thread on Linux. Failure leaves the thread at its nice; nothing to undo.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, target) };
@@ -936,30 +969,17 @@ fn futex_wake(word: &AtomicU32, n: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::ThreadPlacement;
 
-    fn plan(sets: &[&str]) -> Plan {
-        Plan {
-            request: "test".into(),
-            threads: sets
-                .iter()
-                .enumerate()
-                .map(|(thread, s)| ThreadPlacement {
-                    thread,
-                    cpus: s.parse().unwrap(),
-                })
-                .collect(),
-            oversubscribed: false,
-            notes: Vec::new(),
-            scope: None,
-        }
+    fn load(sets: &[&str]) -> f64 {
+        let sets: Vec<CpuSet> = sets.iter().map(|s| s.parse().unwrap()).collect();
+        threads_per_cpu(&sets)
     }
 
     #[test]
     fn load_counts_a_thread_on_k_cpus_as_1_over_k_on_each() {
-        assert_eq!(threads_per_cpu(&plan(&["0", "1"])), 1.0);
-        assert_eq!(threads_per_cpu(&plan(&["0", "0", "0-1"])), 2.5);
-        assert_eq!(threads_per_cpu(&plan(&["0-3"; 8])), 2.0);
+        assert_eq!(load(&["0", "1"]), 1.0);
+        assert_eq!(load(&["0", "0", "0-1"]), 2.5);
+        assert_eq!(load(&["0-3"; 8]), 2.0);
     }
 
     #[test]

@@ -31,6 +31,41 @@ fn connect_limit(config: &postgres::Config) -> Duration {
 /// is how real multi-connection SQLite applications behave.
 pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Rows per prefill statement: the prefill commits in pieces this big and looks at the
+/// signal flag between them.
+pub const PREFILL_BATCH_ROWS: u64 = 250_000;
+
+/// Runs `work` while a watcher thread calls `cancel` once a signal arrives (SIGINT,
+/// SIGTERM, SIGHUP), so a long statement inside `work` ends early.
+fn on_signal<T>(cancel: impl Fn() + Send, work: impl FnOnce() -> T) -> T {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let done = &done;
+        s.spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if crate::interrupt::requested() {
+                    cancel();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let out = work();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    })
+}
+
+/// `Interrupted` when a signal arrived (the error is the cancelled statement's),
+/// else `e`.
+fn interrupted_or(e: anyhow::Error) -> anyhow::Error {
+    if crate::interrupt::requested() {
+        crate::error::Interrupted.into()
+    } else {
+        e
+    }
+}
+
 /// Whether the server's backend processes are on this host, so their CPUs can be set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BackendPinning {
@@ -274,16 +309,41 @@ impl Db {
 
     /// Drops and creates the table, then inserts `prefill` random-key rows. Returns the
     /// rows in the table afterwards (random prefill keys may collide and be skipped).
+    ///
+    /// The prefill runs in batches of [`PREFILL_BATCH_ROWS`], and a signal cancels the
+    /// statement running (SQLite's interrupt, PostgreSQL's cancel request): it ends with
+    /// `Interrupted` within a fraction of a second, however many rows were asked for.
     pub fn create_table(&self, table: &TableSpec, prefill: u64) -> Result<u64> {
         table.validate()?;
+        crate::limits::at_most(
+            "--prefill",
+            prefill,
+            crate::limits::MAX_PREFILL_ROWS,
+            "rows inserted before each run",
+        )?;
         let pw = self.password();
+        let batches = || {
+            (0..prefill.div_ceil(PREFILL_BATCH_ROWS))
+                .map(move |b| (prefill - b * PREFILL_BATCH_ROWS).min(PREFILL_BATCH_ROWS))
+        };
         match self.admin()? {
             Admin::Sqlite(c) => {
                 c.execute_batch(&table.sqlite_create())
                     .with_context(|| format!("creating table {}", table.schema.table()))?;
                 if prefill > 0 {
-                    c.execute_batch(&table.sqlite_prefill(prefill))
-                        .context("prefilling the table")?;
+                    let handle = c.get_interrupt_handle();
+                    on_signal(
+                        || handle.interrupt(),
+                        || -> Result<()> {
+                            for rows in batches() {
+                                crate::interrupt::check()?;
+                                c.execute_batch(&table.sqlite_prefill(rows))
+                                    .map_err(|e| interrupted_or(e.into()))
+                                    .context("prefilling the table")?;
+                            }
+                            Ok(())
+                        },
+                    )?;
                 }
             }
             Admin::Pg(mut c) => {
@@ -291,9 +351,25 @@ impl Db {
                     .map_err(|e| pg_err(e, pw))
                     .with_context(|| format!("creating table {}", table.schema.table()))?;
                 if prefill > 0 {
-                    c.batch_execute(&table.pg_prefill(prefill))
-                        .map_err(|e| pg_err(e, pw))
-                        .context("prefilling the table")?;
+                    let token = c.cancel_token();
+                    on_signal(
+                        || {
+                            let _ = token.cancel_query(postgres::NoTls);
+                        },
+                        || -> Result<()> {
+                            for rows in batches() {
+                                crate::interrupt::check()?;
+                                c.batch_execute(&table.pg_prefill(rows))
+                                    .map_err(|e| interrupted_or(pg_err(e, pw)))
+                                    .context("prefilling the table")?;
+                            }
+                            // So the run does not inherit the prefill's dirty pages.
+                            c.batch_execute("CHECKPOINT")
+                                .map_err(|e| interrupted_or(pg_err(e, pw)))
+                                .context("checkpointing after the prefill")?;
+                            Ok(())
+                        },
+                    )?;
                 }
             }
         }

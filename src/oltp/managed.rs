@@ -340,7 +340,10 @@ impl ManagedCluster {
             .args(["-U", SUPERUSER, "--auth=trust", "--encoding=UTF8"])
             .args(["--locale=C", "--no-sync"]);
         crate::interrupt::die_with_us(&mut initdb, libc::SIGKILL);
-        let out = initdb.output().map_err(|e| c.spawn_error("initdb", e))?;
+        let out = output_unless_interrupted(&mut initdb).map_err(|e| match e {
+            ToolError::Spawn(e) => c.spawn_error("initdb", e),
+            ToolError::Interrupted => crate::error::Interrupted.into(),
+        })?;
         check_tool("initdb", &out, &c.dir, c.run_as.is_some())?;
         crate::interrupt::check()?;
         c.max_wal_mb = wal_budget_mb(free_bytes(&c.dir));
@@ -523,21 +526,100 @@ fn major_version(version: &str) -> Option<u32> {
     v.split(['.', 'b', 'r']).next()?.parse().ok()
 }
 
-/// Immediate shutdown of our postmaster: SIGQUIT (it takes its backends down), SIGKILL
-/// after 20 s, then reap it.
+/// How long the postmaster gets to finish its immediate shutdown before it and its
+/// process group are killed; after a second signal ([`crate::interrupt::hurry`]) the
+/// shorter one.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+const SHUTDOWN_GRACE_HURRY: Duration = Duration::from_secs(1);
+
+/// Immediate shutdown of our postmaster: SIGQUIT (it takes its backends down); SIGKILL to
+/// its whole process group (the postmaster leads its own, see `tool`, so backends go
+/// too) once [`SHUTDOWN_GRACE`] passed, or [`SHUTDOWN_GRACE_HURRY`] after a second
+/// signal; then reap it.
 fn stop_child(child: &mut std::process::Child) {
     let pid = child.id() as i32;
     // SAFETY: kill has no memory-safety preconditions; pid is our unreaped child's, so it
     // cannot have been reused.
     unsafe { libc::kill(pid, libc::SIGQUIT) };
-    for _ in 0..400 {
+    let t0 = std::time::Instant::now();
+    loop {
         if child.try_wait().ok().flatten().is_some() {
             return;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        let grace = if crate::interrupt::hurry() {
+            SHUTDOWN_GRACE_HURRY
+        } else {
+            SHUTDOWN_GRACE
+        };
+        if t0.elapsed() >= grace {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
+    // SAFETY: as above; the group is the unreaped postmaster's own.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Why [`output_unless_interrupted`] gave no output.
+enum ToolError {
+    Spawn(std::io::Error),
+    Interrupted,
+}
+
+/// `cmd.output()`, except that a signal kills the tool (and its process group: `tool`
+/// makes it a group leader) and returns `Interrupted` within a fraction of a second,
+/// instead of waiting seconds for initdb to finish.
+fn output_unless_interrupted(cmd: &mut Command) -> Result<Output, ToolError> {
+    use std::io::Read;
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(ToolError::Spawn)?;
+    let pid = child.id() as i32;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if crate::interrupt::requested() => {
+                // SAFETY: kill has no memory preconditions; the child is not reaped yet,
+                // so its pid and process group are still ours.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                let _ = child.wait();
+                break Err(ToolError::Interrupted);
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => break Err(ToolError::Spawn(e)),
+        }
+    };
+    let (stdout, stderr) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    Ok(Output {
+        status: status?,
+        stdout,
+        stderr,
+    })
 }
 
 /// Whether process `pid` exists (a process we may not signal exists too).

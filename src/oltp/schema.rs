@@ -199,18 +199,17 @@ impl TableSpec {
         format!("DROP TABLE IF EXISTS {t}; CREATE TABLE {t} ({body};")
     }
 
-    /// PostgreSQL: `rows` random-key rows in one statement, then a checkpoint so the run
-    /// does not inherit the prefill's dirty pages.
+    /// PostgreSQL: `rows` random-key rows in one statement.
     pub fn pg_prefill(&self, rows: u64) -> String {
         let t = self.schema.table();
         match self.schema {
             Schema::Seed001 => format!(
                 "INSERT INTO {t} (c1) SELECT (random() * 9.2e18)::bigint \
-                 FROM generate_series(1, {rows}) ON CONFLICT DO NOTHING; CHECKPOINT;"
+                 FROM generate_series(1, {rows}) ON CONFLICT DO NOTHING;"
             ),
             Schema::Seed002 => format!(
                 "INSERT INTO {t} (dt, spid, guid, str) SELECT localtimestamp, 0, \
-                 gen_random_uuid(), '{SEED002_STR}' FROM generate_series(1, {rows}); CHECKPOINT;"
+                 gen_random_uuid(), '{SEED002_STR}' FROM generate_series(1, {rows});"
             ),
         }
     }

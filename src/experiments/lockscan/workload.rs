@@ -107,10 +107,17 @@ impl Workload for LockScan {
         } else {
             let mut buf = vec![0u8; self.scan_bytes];
             let mut v = 0u8;
-            while !ctx.should_stop() {
+            // A pass over gigabytes (the first one faulting every page in) takes seconds:
+            // look at the stop flag every 16 MiB; only whole passes count.
+            'passes: while !ctx.should_stop() {
                 v = v.wrapping_add(1);
-                // SAFETY: writes exactly buf.len() bytes into buf.
-                unsafe { std::ptr::write_bytes(buf.as_mut_ptr(), v, buf.len()) };
+                for chunk in buf.chunks_mut(16 << 20) {
+                    if ctx.should_stop() {
+                        break 'passes;
+                    }
+                    // SAFETY: writes exactly chunk.len() bytes into chunk.
+                    unsafe { std::ptr::write_bytes(chunk.as_mut_ptr(), v, chunk.len()) };
+                }
                 std::hint::black_box(&mut buf);
                 ctx.add_progress(1);
             }

@@ -162,6 +162,10 @@ impl Axis {
         } else {
             min * 10.0
         };
+        // Both ends normal numbers at most 20 decades apart: an edited results.json with a
+        // rate of 5e-324 put the bottom at 10^-324 = 0 and asked for 2^31 ticks.
+        let max = max.min(1e300);
+        let min = min.max(max * 1e-20).min(max);
         Axis {
             lo: 10f64.powf(min.log10().floor()),
             hi: 10f64.powf(max.log10().ceil()),
@@ -752,6 +756,14 @@ mod tests {
         assert_eq!(nice_step(0.3), 0.5);
         assert_eq!(nice_step(120.0), 200.0);
         assert_eq!(Axis::linear(f64::NAN).hi, 1.0);
+        // Extreme values keep a small, finite axis (5e-324 once asked for 2^31 ticks).
+        for (lo, hi) in [(5e-324, 6.7e6), (1.0, f64::MAX), (5e-324, f64::MAX)] {
+            let a = Axis::log(lo, hi);
+            assert!(
+                a.lo > 0.0 && a.hi.is_finite() && a.ticks().len() <= 22,
+                "{lo} {hi}"
+            );
+        }
     }
 
     #[test]

@@ -701,6 +701,8 @@ fn read_numa(
             .map(|rd| {
                 rd.filter_map(|e| e.ok())
                     .filter_map(|e| e.file_name().to_str()?.strip_prefix("node")?.parse().ok())
+                    // Node numbers share the CPU numbers' bound (a CpuSet lists them).
+                    .filter(|&n| n < crate::cpuset::MAX_CPUS)
                     .collect()
             })
             .unwrap_or_default(),

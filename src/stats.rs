@@ -744,7 +744,7 @@ impl Comparison {
         } else if self.indicative {
             format!("indicative (n = {})", self.n)
         } else {
-            format!("{:.0} % CI", self.confidence * 100.0)
+            format!("{} % CI", level_text(self.confidence))
         }
     }
 
@@ -782,6 +782,25 @@ impl std::fmt::Display for Comparison {
     }
 }
 
+/// A confidence level as a percentage with as few decimals as it needs and never rounded
+/// up to 100: `95`, `99.8`, `99.79` (a Bonferroni level such as 1 − 0.05/24 = 99.79 %
+/// would otherwise print as "100 % CI", which no interval is).
+pub fn level_text(confidence: f64) -> String {
+    let p = confidence * 100.0;
+    if !p.is_finite() {
+        return format!("{p}");
+    }
+    for d in 0..3 {
+        let s = format!("{p:.d$}");
+        let back: f64 = s.parse().unwrap_or(f64::NAN);
+        if (back - p).abs() < 1e-9 || (d > 0 && back < 100.0 && (back - p).abs() < 0.05) {
+            return s;
+        }
+    }
+    // Three decimals, truncated rather than rounded so 99.9996 stays below 100.
+    format!("{:.3}", (p * 1000.0).floor() / 1000.0)
+}
+
 /// A ratio with two decimals (a 1 % step, finer than any noise band here): `1.31`,
 /// `0.50`; `12.3` and `150` above 10.
 pub fn ratio_text(x: f64) -> String {
@@ -803,6 +822,18 @@ mod three_way_tests {
     use proptest::prelude::*;
 
     const T: Thresholds = Thresholds::SLOWDOWN;
+
+    #[test]
+    fn confidence_levels_never_print_as_100() {
+        assert_eq!(level_text(0.95), "95");
+        assert_eq!(level_text(0.99), "99");
+        assert_eq!(level_text(0.975), "97.5");
+        // Bonferroni for the worst of 24 and of 1000.
+        assert_eq!(level_text(1.0 - 0.05 / 24.0), "99.8");
+        assert_eq!(level_text(1.0 - 0.05 / 1000.0), "99.995");
+        assert_eq!(level_text(0.999_999_6), "99.999");
+        assert_eq!(level_text(1.0), "100");
+    }
 
     #[test]
     fn hand_computed_classes() {

@@ -398,10 +398,9 @@ fn widened(ratios: &[f64], k: usize, t: Thresholds, seed: u64) -> Option<Compari
 }
 
 /// A widened comparison in a sentence: `0.600× (99.8 % CI 0.500–0.700, n = 5, widened
-/// for being the worst of 24: loss)`. The level is printed to 3 figures, since a
-/// Bonferroni level such as 99.79 % would otherwise round to "100 %".
+/// for being the worst of 24: loss)`.
 fn widened_text(c: &Comparison, k: usize, word: &str) -> String {
-    let level = sig(c.confidence * 100.0, 3);
+    let level = crate::stats::level_text(c.confidence);
     let interval = if c.n < 2 {
         format!("no interval (n = {})", c.n)
     } else if c.indicative {

@@ -62,7 +62,7 @@ fn secs(ns: f64) -> String {
 
 /// A ratio as people read it: `1.99× faster (95% CI 1.95–2.03)`.
 fn speed_words(s: &Ci) -> String {
-    let conf = (s.confidence * 100.0).round();
+    let conf = crate::stats::level_text(s.confidence);
     if s.estimate >= 1.0 {
         format!(
             "{:.2}× faster ({conf}% CI {:.2}–{:.2})",

@@ -154,8 +154,9 @@ enum Command {
     /// CIs and the SMT yield. `smtlab compare --cpus 0 --cpus 0-1 -- sysbench cpu run`.
     Compare(CompareArgs),
     /// The main job: run every experiment this machine supports (topology, c2c, lockscan,
-    /// neighbors, oltp, rwcache) within a time budget and write results.json, report.html
-    /// and summary.md with a plain-words verdict.
+    /// neighbors, oltp, rwcache, yield; and your own command given after `--`) within a
+    /// time budget and write results.json, report.html and summary.md with a plain-words
+    /// verdict.
     Study(StudyArgs),
     /// Re-render report.html and summary.md from a study's results.json (byte-identical to
     /// what the study wrote).

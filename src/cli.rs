@@ -154,8 +154,9 @@ enum Command {
     /// CIs and the SMT yield. `smtlab compare --cpus 0 --cpus 0-1 -- sysbench cpu run`.
     Compare(CompareArgs),
     /// The main job: run every experiment this machine supports (topology, c2c, lockscan,
-    /// neighbors, oltp, rwcache) within a time budget and write results.json, report.html
-    /// and summary.md with a plain-words verdict.
+    /// neighbors, oltp, rwcache, yield; and your own command given after `--`) within a
+    /// time budget and write results.json, report.html and summary.md with a plain-words
+    /// verdict.
     Study(StudyArgs),
     /// Re-render report.html and summary.md from a study's results.json (byte-identical to
     /// what the study wrote).
@@ -626,9 +627,10 @@ enum NeighborsBurnerMode {
     Process,
 }
 
-/// `smtlab compare` options (hyperfine's names where they mean the same).
+/// How the user's command is placed and measured: `smtlab compare` and `smtlab study --
+/// CMD` take the same options (hyperfine's names where they mean the same).
 #[derive(Args, Debug)]
-struct CompareArgs {
+struct CommandArgs {
     /// Named placements, run in this order: one-per-core (one thread on each of K cores),
     /// pairs (both siblings of K/2 cores), all (every sibling of K cores). Default
     /// one-per-core,all on a machine with SMT.
@@ -638,13 +640,12 @@ struct CompareArgs {
     #[arg(long, value_name = "K", allow_hyphen_values = true,
           value_parser = whole::<usize>(1, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
     cores: Option<usize>,
-    #[command(flatten)]
-    within: WithinArg,
     /// A CPU list as one more placement (repeatable; runs after --placements).
     #[arg(long, value_name = "LIST")]
     cpus: Vec<String>,
-    /// Measured rounds (each runs every placement once). Default: as many as fit
-    /// --max-time after the warm-up, at least 3.
+    /// Measured rounds (each runs every placement once). Default: as many as fit the time
+    /// (compare: --max-time; study: the command's share of --budget) after the warm-up,
+    /// at least 3.
     #[arg(long, short = 'r', value_name = "N", allow_hyphen_values = true,
           value_parser = whole::<usize>(1, crate::experiments::compare::config::MAX_RUNS as i128, ""))]
     runs: Option<usize>,
@@ -652,14 +653,6 @@ struct CompareArgs {
     #[arg(long, short = 'w', value_name = "N", default_value_t = 1, allow_hyphen_values = true,
           value_parser = whole::<usize>(0, crate::experiments::compare::config::MAX_RUNS as i128, ""))]
     warmup: usize,
-    /// Time the automatic round count is sized to fill (warm-up included).
-    #[arg(
-        long,
-        value_name = "DURATION",
-        default_value = "60s",
-        allow_hyphen_values = true
-    )]
-    max_time: String,
     /// A number read from the command's output: `pgbench` (tps), `sysbench` (events or
     /// transactions per second), or a regex whose first capture group is the number.
     /// Without it, wall time is compared.
@@ -716,6 +709,159 @@ struct CompareArgs {
         allow_hyphen_values = true
     )]
     noise: f64,
+}
+
+impl CommandArgs {
+    /// The options given, as they would be typed (for a study's provenance, and to refuse
+    /// them without a command).
+    fn words(&self) -> Vec<String> {
+        let mut w: Vec<String> = Vec::new();
+        let mut opt = |name: &str, v: Option<String>| {
+            w.push(format!("--{name}"));
+            w.extend(v);
+        };
+        if !self.placements.is_empty() {
+            opt("placements", Some(self.placements.join(",")));
+        }
+        if let Some(k) = self.cores {
+            opt("cores", Some(k.to_string()));
+        }
+        for c in &self.cpus {
+            opt("cpus", Some(c.clone()));
+        }
+        if let Some(n) = self.runs {
+            opt("runs", Some(n.to_string()));
+        }
+        if self.warmup != 1 {
+            opt("warmup", Some(self.warmup.to_string()));
+        }
+        if let Some(m) = &self.metric {
+            opt("metric", Some(m.clone()));
+        }
+        if self.lower_is_better {
+            opt("lower-is-better", None);
+        }
+        for (name, v) in [
+            ("prepare", &self.prepare),
+            ("setup", &self.setup),
+            ("cleanup", &self.cleanup),
+        ] {
+            if let Some(v) = v {
+                opt(name, Some(v.clone()));
+            }
+        }
+        for (name, on) in [
+            ("shell", self.shell),
+            ("ignore-failure", self.ignore_failure),
+            ("show-output", self.show_output),
+            ("with-postgres", self.with_postgres),
+            ("cgroup", self.cgroup),
+        ] {
+            if on {
+                opt(name, None);
+            }
+        }
+        if !self.pin_pids.is_empty() {
+            let pids: Vec<String> = self.pin_pids.iter().map(i32::to_string).collect();
+            opt("pin-pids", Some(pids.join(",")));
+        }
+        if let Some(c) = &self.server_cpus {
+            opt("server-cpus", Some(c.clone()));
+        }
+        if let Some(b) = &self.burners {
+            opt("burners", Some(b.clone()));
+        }
+        if self.burner_placement != "siblings" {
+            opt("burner-placement", Some(self.burner_placement.clone()));
+        }
+        if self.noise != 2.0 {
+            opt("noise", Some(self.noise.to_string()));
+        }
+        w
+    }
+
+    /// The comparison's configuration for `words` (not yet validated: the caller sets
+    /// what is its own, then validates).
+    fn config(
+        self,
+        words: Vec<String>,
+        within: crate::placement::Scope,
+    ) -> Result<crate::experiments::compare::Config> {
+        use crate::experiments::compare::{self as cmp, PlacementChoice};
+        let a = self;
+        let bad = |m: String| anyhow::Error::new(crate::error::BadInput(m));
+        let mut exp = cmp::Config::new(words);
+        exp.command.shell = a.shell;
+        for p in a.placements.iter().filter(|p| !p.trim().is_empty()) {
+            exp.placements.push(PlacementChoice::parse_named(p)?);
+        }
+        for c in &a.cpus {
+            let set =
+                crate::cpuset::CpuSet::parse_user(c).map_err(|e| bad(format!("--cpus: {e}")))?;
+            if set.is_empty() {
+                return Err(bad("--cpus: the CPU list is empty".into()));
+            }
+            exp.placements.push(PlacementChoice::Cpus(set));
+        }
+        exp.cores = a.cores;
+        exp.within = within;
+        exp.runs = a.runs;
+        exp.warmup = a.warmup;
+        exp.metric = a
+            .metric
+            .as_deref()
+            .map(|m| cmp::metric::MetricSpec::parse(m, a.lower_is_better))
+            .transpose()
+            .map_err(|e| bad(format!("--metric: {e}")))?;
+        exp.prepare = a.prepare;
+        exp.setup = a.setup;
+        exp.cleanup = a.cleanup;
+        exp.ignore_failure = a.ignore_failure;
+        exp.show_output = a.show_output;
+        exp.pin_pids = a.pin_pids;
+        exp.with_postgres = a.with_postgres;
+        exp.server_cpus = a
+            .server_cpus
+            .map(|c| {
+                crate::cpuset::CpuSet::parse_user(&c)
+                    .map_err(|e| bad(format!("--server-cpus: {e}")))
+            })
+            .transpose()?;
+        exp.cgroup = a.cgroup;
+        let burner_placement = a
+            .burner_placement
+            .parse()
+            .map_err(|e: String| bad(format!("--burner-placement: {e}")))?;
+        exp.burners = a
+            .burners
+            .map(|b| cmp::BurnerChoice::parse(&b, burner_placement))
+            .transpose()?;
+        if !a.noise.is_finite() {
+            return Err(bad(format!(
+                "--noise {}: expected a percentage such as 2",
+                a.noise
+            )));
+        }
+        exp.noise = a.noise / 100.0;
+        Ok(exp)
+    }
+}
+
+/// `smtlab compare` options.
+#[derive(Args, Debug)]
+struct CompareArgs {
+    #[command(flatten)]
+    cmd: CommandArgs,
+    #[command(flatten)]
+    within: WithinArg,
+    /// Time the automatic round count is sized to fill (warm-up included).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "60s",
+        allow_hyphen_values = true
+    )]
+    max_time: String,
     /// Machine-readable JSON: `{placements: [{label, cpus, runs, wall_time_ns, metric, …}],
     /// comparisons, smt_yield, …}`.
     #[arg(long)]
@@ -740,63 +886,11 @@ struct CompareArgs {
 
 /// Turns the `compare` options into a validated config and runs it.
 fn compare_command(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<()> {
-    use crate::experiments::compare::{self as cmp, PlacementChoice};
     if a.internal_guard {
         return commands::compare::guard_main();
     }
-    let bad = |m: String| anyhow::Error::new(crate::error::BadInput(m));
-    let mut exp = cmp::Config::new(a.command);
-    exp.command.shell = a.shell;
-    for p in a.placements.iter().filter(|p| !p.trim().is_empty()) {
-        exp.placements.push(PlacementChoice::parse_named(p)?);
-    }
-    for c in &a.cpus {
-        let set = crate::cpuset::CpuSet::parse_user(c).map_err(|e| bad(format!("--cpus: {e}")))?;
-        if set.is_empty() {
-            return Err(bad("--cpus: the CPU list is empty".into()));
-        }
-        exp.placements.push(PlacementChoice::Cpus(set));
-    }
-    exp.cores = a.cores;
-    exp.within = a.within.within;
-    exp.runs = a.runs;
-    exp.warmup = a.warmup;
+    let mut exp = a.cmd.config(a.command, a.within.within)?;
     exp.max_time = crate::duration::parse_measured(&a.max_time, "--max-time")?;
-    exp.metric = a
-        .metric
-        .as_deref()
-        .map(|m| cmp::metric::MetricSpec::parse(m, a.lower_is_better))
-        .transpose()
-        .map_err(|e| bad(format!("--metric: {e}")))?;
-    exp.prepare = a.prepare;
-    exp.setup = a.setup;
-    exp.cleanup = a.cleanup;
-    exp.ignore_failure = a.ignore_failure;
-    exp.show_output = a.show_output;
-    exp.pin_pids = a.pin_pids;
-    exp.with_postgres = a.with_postgres;
-    exp.server_cpus = a
-        .server_cpus
-        .map(|c| {
-            crate::cpuset::CpuSet::parse_user(&c).map_err(|e| bad(format!("--server-cpus: {e}")))
-        })
-        .transpose()?;
-    exp.cgroup = a.cgroup;
-    let burner_placement = a
-        .burner_placement
-        .parse()
-        .map_err(|e: String| bad(format!("--burner-placement: {e}")))?;
-    exp.burners = a
-        .burners
-        .map(|b| cmp::BurnerChoice::parse(&b, burner_placement))
-        .transpose()?;
-    if !a.noise.is_finite() {
-        return Err(bad(format!(
-            "--noise {}: expected a percentage such as 2",
-            a.noise
-        )));
-    }
-    exp.noise = a.noise / 100.0;
     exp.validate()?;
     commands::compare::run(
         &commands::compare::Config {
@@ -831,6 +925,16 @@ struct StudyArgs {
     db_password_file: Option<PathBuf>,
     #[command(flatten)]
     within: WithinArg,
+    #[command(
+        flatten,
+        next_help_heading = "Your command (smtlab study [OPTIONS] -- CMD [ARGS]...)"
+    )]
+    cmd: CommandArgs,
+    /// Your own command and its arguments: the study's last phase runs it under SMT
+    /// placements (one thread per core vs every sibling, or --cpus lists), as `smtlab
+    /// compare` does, and answers for it in the verdict.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
 }
 
 /// Turns the `study` options into a validated config.
@@ -859,6 +963,36 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
     if a.within.within != crate::placement::Scope::default() {
         command.push_str(&format!(" --within {}", a.within.within));
     }
+    let given = a.cmd.words();
+    let compare = if a.command.is_empty() {
+        if !given.is_empty() {
+            let names: Vec<&String> = given.iter().filter(|w| w.starts_with("--")).collect();
+            return Err(crate::error::BadInput(format!(
+                "{} place and measure your own command, but none was given: add it after \
+                 `--`, e.g. `smtlab study --metric pgbench -- pgbench -n -T 10`",
+                names
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .into());
+        }
+        None
+    } else {
+        let typed = crate::experiments::compare::render::shell_words(&given);
+        if !typed.is_empty() {
+            command.push(' ');
+            command.push_str(&typed);
+        }
+        command.push_str(" -- ");
+        command.push_str(&crate::experiments::compare::render::shell_words(
+            &a.command,
+        ));
+        let exp = a.cmd.config(a.command, a.within.within)?;
+        exp.validate()?;
+        Some(exp)
+    };
     Ok(commands::study::Config {
         study: crate::study::Config {
             quick: a.quick,
@@ -866,6 +1000,7 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
             db,
             command,
             within: a.within.within,
+            compare,
         },
         out: a.out,
     })

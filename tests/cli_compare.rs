@@ -1128,3 +1128,189 @@ fn sysbench_metric_reads_events_per_second() {
     assert_eq!(j["metric"]["unit"], "events/s");
     assert!(j["placements"][0]["metric"]["median"].as_f64().unwrap() > 0.0);
 }
+
+/// `setpriv` arguments that run a command as uid/gid 65534 (nobody) with no groups, when
+/// this test runs as root and both exist; None after printing why not.
+fn as_nobody() -> Option<Vec<String>> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: dropping to another user needs root");
+        return None;
+    }
+    let setpriv = std::process::Command::new("sh")
+        .args(["-c", "command -v setpriv"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let Some(setpriv) = setpriv else {
+        eprintln!("skipped: setpriv is not installed (util-linux)");
+        return None;
+    };
+    let nobody = std::process::Command::new(&setpriv)
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "true",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !nobody {
+        eprintln!("skipped: cannot run a command as uid 65534 here");
+        return None;
+    }
+    // The binary must be reachable by that user through every directory above it.
+    let b = bin();
+    let mut dir = b.parent();
+    while let Some(d) = dir {
+        use std::os::unix::fs::PermissionsExt;
+        if std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 == 0) {
+            eprintln!("skipped: {} is not searchable by other users", d.display());
+            return None;
+        }
+        dir = d.parent();
+    }
+    Some(
+        [
+            &setpriv,
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    )
+}
+
+/// `smtlab ARGS` as uid 65534, from a directory it may enter.
+fn smtlab_as_nobody(setpriv: &[String], args: &[&str]) -> std::process::Output {
+    std::process::Command::new(&setpriv[0])
+        .args(&setpriv[1..])
+        .arg(bin())
+        .args(args)
+        .current_dir("/")
+        .env("TMPDIR", "/tmp")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn pinning_another_users_process_needs_privileges_exit_4() {
+    let Some(setpriv) = as_nobody() else { return };
+    let (_, first) = cpus();
+    // A root-owned process: uid 65534 may not change its CPUs (sched_setaffinity EPERM).
+    let (mut s, before) = sleeper();
+    let pid = s.id().to_string();
+    let out = smtlab_as_nobody(
+        &setpriv,
+        &[
+            "compare",
+            "--cpus",
+            &first.to_string(),
+            "--runs",
+            "1",
+            "--pin-pids",
+            &pid,
+            "--",
+            "true",
+        ],
+    );
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains(&format!("process {pid} belongs to another user"))
+            && err.contains("CAP_SYS_NICE"),
+        "{err}"
+    );
+    assert_eq!(
+        smtlab::affinity::get_affinity(s.id() as i32).unwrap(),
+        before
+    );
+    let _ = s.kill();
+    let _ = s.wait();
+}
+
+#[test]
+fn a_cgroup_this_user_may_not_create_needs_privileges_exit_4() {
+    let Some(setpriv) = as_nobody() else { return };
+    let Some(root) = cgroup_root() else { return };
+    let (_, first) = cpus();
+    let out = smtlab_as_nobody(
+        &setpriv,
+        &[
+            "compare",
+            "--cgroup",
+            "--cpus",
+            &first.to_string(),
+            "--runs",
+            "1",
+            "--",
+            "true",
+        ],
+    );
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("cannot create a cgroup") && err.contains("needs root"),
+        "{err}"
+    );
+    assert!(
+        !std::fs::read_dir(&root).unwrap().flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("smtlab-compare-")
+                && e.path().join("cgroup.procs").exists()
+                && std::fs::metadata(e.path()).is_ok_and(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    m.uid() == 65534
+                })
+        }),
+        "no cgroup of uid 65534 left"
+    );
+}
+
+#[test]
+fn no_cgroup_file_system_at_all_is_not_possible_exit_3() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: hiding the cgroup mounts needs root (a private mount namespace)");
+        return;
+    }
+    // A private mount namespace (unshare(1) makes its mounts private) without any cgroup
+    // file system: the host's mounts stay as they are.
+    let (_, first) = cpus();
+    let script = format!(
+        "for m in $(awk '$3 ~ /^cgroup2?$/ {{print $2}}' /proc/self/mounts | sort -r); do \
+         umount \"$m\" || exit 97; done; \
+         grep -q ' cgroup2\\? ' /proc/self/mounts && exit 98; \
+         exec {} compare --cgroup --cpus {first} --runs 1 -- true",
+        bin().display()
+    );
+    let out = match std::process::Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipped: unshare(1) is not available ({e})");
+            return;
+        }
+    };
+    let err = stderr_of(&out);
+    if matches!(out.status.code(), Some(97 | 98)) || err.contains("unshare failed") {
+        assert!(!ci(), "CI must be able to hide the cgroup mounts: {err}");
+        eprintln!("skipped: cannot unmount the cgroup file systems here: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("no cgroup file system with the cpuset controller is mounted"),
+        "{err}"
+    );
+}

@@ -829,3 +829,145 @@ fn smt_off_restore_and_top_per_core() {
     );
     assert_eq!(run.cmd("online at the end").ok().stdout.trim(), "0-3");
 }
+
+/// `compare --cgroup` on cgroup v2 with real SMT siblings: the guest mounts cgroup2 and
+/// enables cpuset for children (Linux `Documentation/admin-guide/cgroup-v2.rst`,
+/// "Cpuset"), then the command, which resets its own affinity to every CPU, still sees
+/// only its placement's CPUs (one-per-core: one sibling of each core; all: both), from
+/// inside `smtlab-compare-*` cgroups that are gone afterwards — after a normal exit and
+/// after SIGINT mid-run (exit 130, the command's `sleep` ended too). Also the study with
+/// the command as its last phase, its section and answer row. One boot, no common
+/// commands.
+#[test]
+fn compare_cgroup_v2_places_the_command_and_removes_its_cgroups() {
+    let Some(p) = guest::prereqs_or_skip() else {
+        return;
+    };
+    let s = Shape::new(1, 2, 2, 0);
+    // What the command sees, one line each, appended per run.
+    let probe = "taskset -p f $$ >/dev/null 2>&1; echo \"reset $?\" >> /tmp/seen; \
+                 echo \"cgroup $(cut -d: -f3 /proc/self/cgroup)\" >> /tmp/seen; \
+                 echo \"allowed $(grep Cpus_allowed_list /proc/self/status | cut -f2)\" >> /tmp/seen; \
+                 echo \"effective $(cat /sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/cpuset.cpus.effective)\" >> /tmp/seen";
+    let cmds = vec![
+        cmd(
+            "mount cgroup2",
+            "mount -t cgroup2 none /sys/fs/cgroup && echo +cpuset > \
+             /sys/fs/cgroup/cgroup.subtree_control && cat /sys/fs/cgroup/cgroup.subtree_control",
+        ),
+        cmd(
+            "compare cgroup",
+            format!(
+                "smtlab compare --placements one-per-core,all --cores 2 --cgroup --runs 2 \
+                 --warmup 0 --json --shell -- '{probe}'"
+            ),
+        ),
+        cmd("seen", "cat /tmp/seen"),
+        cmd(
+            "left after exit",
+            "ls -d /sys/fs/cgroup/smtlab-* 2>/dev/null || echo none",
+        ),
+        cmd(
+            "sigint",
+            "rm -f /tmp/mark; \
+             smtlab compare --placements one-per-core,all --cores 2 --cgroup --runs 3 \
+             --warmup 0 --shell -- 'echo $$ > /tmp/mark; sleep 300' >/tmp/int.out 2>/tmp/int.err & \
+             pid=$!; i=0; \
+             while [ ! -s /tmp/mark ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; \
+             echo \"during $(ls -d /sys/fs/cgroup/smtlab-* 2>/dev/null | wc -l)\"; \
+             kill -INT $pid; wait $pid; echo \"exit $?\"; \
+             echo \"after $(ls -d /sys/fs/cgroup/smtlab-* 2>/dev/null | wc -l)\"; \
+             echo \"sleeps $(pgrep -f 'sleep 300' | wc -l)\"; cat /tmp/int.err >&2",
+        ),
+        cmd(
+            "study",
+            "smtlab study --budget 10s --out /tmp/study --placements one-per-core,all \
+             --cores 2 --cgroup --runs 5 --warmup 0 -- true",
+        ),
+        cmd(
+            "left after study",
+            "ls -d /sys/fs/cgroup/smtlab-* 2>/dev/null || echo none",
+        ),
+    ];
+    let files = ["/tmp/study/results.json"];
+    let run = run_guest(&p, s, &cmds, &files, Duration::from_secs(900));
+    eprintln!("guest {s}: {} commands in {:.1?}", cmds.len(), run.wall);
+
+    let m = run.cmd("mount cgroup2").ok();
+    assert!(m.stdout.contains("cpuset"), "{}", m.stdout);
+
+    let cmp = run.cmd("compare cgroup").ok().json();
+    assert_eq!(cmp["enforcement"], "cgroup-v2", "{cmp}");
+    let placed: Vec<(String, BTreeSet<u64>)> = cmp["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["label"].as_str().unwrap().to_string(), cpus(&p["cpus"])))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ("one-per-core".to_string(), BTreeSet::from([0, 2])),
+            ("all".to_string(), BTreeSet::from([0, 1, 2, 3])),
+        ],
+        "{cmp}"
+    );
+    // Runs interleave: one-per-core, all, one-per-core, all; each from its own cgroup,
+    // and each saw its placement's CPUs though it asked for all four.
+    let seen = &run.cmd("seen").ok().stdout;
+    eprintln!("what the command saw:\n{seen}");
+    let lines: Vec<&str> = seen.lines().collect();
+    assert_eq!(lines.len(), 16, "four lines per run, four runs:\n{seen}");
+    let mut groups = BTreeSet::new();
+    for (k, run_lines) in lines.chunks(4).enumerate() {
+        let want = if k % 2 == 0 { "0,2" } else { "0-3" };
+        // The reset to every CPU succeeded, and the cgroup still held it to its CPUs.
+        assert_eq!(run_lines[0], "reset 0", "{seen}");
+        let group = run_lines[1].strip_prefix("cgroup /").unwrap_or("");
+        assert!(group.starts_with("smtlab-compare-"), "{seen}");
+        groups.insert(group.to_string());
+        assert_eq!(run_lines[2], format!("allowed {want}"), "{seen}");
+        assert_eq!(run_lines[3], format!("effective {want}"), "{seen}");
+    }
+    assert_eq!(groups.len(), 2, "one cgroup per placement: {groups:?}");
+    assert_eq!(run.cmd("left after exit").ok().stdout.trim(), "none");
+
+    let int = run.cmd("sigint");
+    let out = &int.stdout;
+    eprintln!("SIGINT mid-run:\n{out}");
+    for line in ["during 2", "exit 130", "after 0", "sleeps 0"] {
+        assert!(
+            out.lines().any(|l| l.trim() == line),
+            "`{line}` expected:\n{out}\n--- stderr\n{}",
+            int.stderr
+        );
+    }
+
+    // The study ran the command as its last phase, in cgroups, and answers for it.
+    let st = run.cmd("study");
+    assert!(
+        matches!(st.code, Some(0 | 1)),
+        "study exited {:?}: {}",
+        st.code,
+        st.stderr
+    );
+    let r: Value = serde_json::from_str(&run.file("/tmp/study/results.json")).unwrap();
+    let phase = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["phase"] == "compare")
+        .unwrap();
+    assert_eq!(phase["status"], "done", "{phase}");
+    assert_eq!(r["compare"]["result"]["enforcement"], "cgroup-v2");
+    let row = r["verdict"]["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["class"] == "command")
+        .unwrap();
+    eprintln!("the study's row for the command: {row}");
+    assert_eq!(row["evidence"]["comparison"]["n"], 5, "{row}");
+    assert_ne!(row["answer"], "not-measured", "{row}");
+    assert_eq!(run.cmd("left after study").ok().stdout.trim(), "none");
+}

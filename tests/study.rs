@@ -54,6 +54,7 @@ fn config() -> study::Config {
         db: DbTarget::Sqlite(None),
         command: "smtlab study --quick --out out".into(),
         within: smtlab::placement::Scope::Package,
+        compare: None,
     }
 }
 
@@ -77,19 +78,21 @@ fn normalise(r: &mut Report) {
 
 /// The study on a made-up machine through the fake engine.
 fn fake_report(cores: u32, threads_per_core: u32, progress: &dyn Progress) -> Report {
+    fake_report_with(cores, threads_per_core, &config(), progress)
+}
+
+/// The study of `cfg` on a made-up machine through the fake engine.
+fn fake_report_with(
+    cores: u32,
+    threads_per_core: u32,
+    cfg: &study::Config,
+    progress: &dyn Progress,
+) -> Report {
     let topo = report::fixture::topology(cores, threads_per_core, true);
     let engine = FakeEngine::new(7)
         .with_topology(&topo)
         .with_rate_for("oltp ", 30_000.0);
-    let mut r = study::run(
-        &engine,
-        &topo,
-        machine(&topo),
-        provenance(),
-        &config(),
-        progress,
-    )
-    .unwrap();
+    let mut r = study::run(&engine, &topo, machine(&topo), provenance(), cfg, progress).unwrap();
     normalise(&mut r);
     r
 }
@@ -102,8 +105,8 @@ fn fake_study_snapshots_json_markdown_html() {
     assert!(r.synthetic);
     assert_eq!(r.status, Status::Complete);
     for p in &r.phases {
-        if p.phase == PhaseName::Yield {
-            // No SMT siblings on this made-up machine: no yield to measure.
+        if p.phase == PhaseName::Yield || p.phase == PhaseName::Compare {
+            // No SMT siblings on this made-up machine: no yield to measure; no command.
             assert_eq!(p.status, PhaseStatus::Skipped, "{p:?}");
             continue;
         }
@@ -212,9 +215,173 @@ fn an_smt_machine_gets_sibling_findings() {
     assert!(!md.contains("SMT yield:"), "{md}");
     // The answer table comes first, one row per workload class.
     let v = &r.verdict;
-    assert_eq!(v.answers.len(), 5, "{:?}", v.answers);
+    assert_eq!(v.answers.len(), 6, "{:?}", v.answers);
     assert!(md.find("| workload class |").unwrap() < md.find("## Machine").unwrap());
     insta::assert_snapshot!("fake_smt_summary_md", md);
+}
+
+/// A study with the user's command: `smtlab study --quick [OPTIONS] -- my-app --bench`.
+fn config_with_command(f: impl FnOnce(&mut smtlab::experiments::compare::Config)) -> study::Config {
+    let mut c = smtlab::experiments::compare::Config::new(vec!["my-app".into(), "--bench".into()]);
+    f(&mut c);
+    study::Config {
+        command: "smtlab study --quick --out out -- my-app --bench".into(),
+        compare: Some(c),
+        ..config()
+    }
+}
+
+/// The compare section in the Markdown: from its heading to the footer.
+fn markdown_section(md: &str) -> &str {
+    let start = md
+        .find("## compare: your command")
+        .expect("compare section");
+    let end = md[start..].find("\n---\n").map_or(md.len(), |e| start + e);
+    &md[start..end]
+}
+
+/// The compare section of the HTML.
+fn html_section(html: &str) -> &str {
+    let start = html
+        .find("<section id=\"compare\">")
+        .expect("compare section");
+    let end = html[start..].find("</section>").unwrap() + start + "</section>".len();
+    &html[start..end]
+}
+
+#[test]
+fn a_command_on_an_smt_machine_gets_its_section_chart_and_answer_row() {
+    let _g = serial();
+    smtlab::interrupt::set_for_test(false);
+    use smtlab::experiments::compare::{PlacementChoice, metric::MetricSpec};
+    use smtlab::placement::Request;
+    let cfg = config_with_command(|c| {
+        c.placements = vec![
+            PlacementChoice::Named(Request::OnePerCore),
+            PlacementChoice::Named(Request::All),
+        ];
+        c.metric = Some(MetricSpec::Pgbench);
+        c.runs = Some(6);
+    });
+    let r = fake_report_with(4, 2, &cfg, &NoProgress);
+    let p = r.phases.iter().find(|p| p.phase == PhaseName::Compare);
+    assert_eq!(p.map(|p| p.status), Some(PhaseStatus::Done), "{p:?}");
+    let c = r.compare.as_ref().expect("a compare section");
+    assert_eq!(c.result.placements.len(), 2);
+    assert!(
+        c.result.placements.iter().all(|p| p.runs.len() == 6),
+        "--runs is honoured"
+    );
+    assert_eq!(c.sized_to_ns, None);
+    let a = r
+        .verdict
+        .answers
+        .iter()
+        .find(|a| a.class == report::WorkloadClass::Command)
+        .unwrap();
+    assert_eq!(a.answer, report::HtAnswer::KeepHtOn, "{a:?}");
+    let e = a.evidence.as_ref().unwrap();
+    assert_eq!(
+        (e.comparison.n, e.runs.as_str()),
+        (6, "compare, 6 paired rounds")
+    );
+    // The section and the row in every output: JSON (read back), Markdown, HTML.
+    let json = r.to_json().unwrap();
+    let back = Report::from_json(&json).unwrap();
+    let b = back
+        .compare
+        .as_ref()
+        .expect("the section survives the round trip");
+    assert_eq!(b.medians.len(), 2);
+    assert_eq!(b.result.placements[1].runs, c.result.placements[1].runs);
+    let rendered = report::render_json(&json).unwrap();
+    assert!(
+        rendered
+            .markdown
+            .contains("| your command | **keep HT on** |")
+    );
+    assert!(rendered.html.contains("data-chart=\"compare-placements\""));
+    insta::assert_snapshot!(
+        "command_smt_answer_row",
+        serde_json::to_string_pretty(a).unwrap()
+    );
+    insta::assert_snapshot!(
+        "command_smt_summary_md",
+        markdown_section(&rendered.markdown)
+    );
+    insta::assert_snapshot!("command_smt_report_html", html_section(&rendered.html));
+}
+
+#[test]
+fn a_command_without_siblings_shows_what_ran_and_says_why_no_answer() {
+    let _g = serial();
+    smtlab::interrupt::set_for_test(false);
+    use smtlab::experiments::compare::PlacementChoice;
+    use smtlab::placement::Request;
+    // `all` needs siblings: left out with the reason; the CPU lists run, sized to the
+    // command's share of the budget.
+    let cfg = config_with_command(|c| {
+        c.placements = vec![
+            PlacementChoice::Named(Request::All),
+            PlacementChoice::Cpus(smtlab::cpuset::CpuSet::from_cpus([0])),
+            PlacementChoice::Cpus(smtlab::cpuset::CpuSet::from_cpus([0, 1])),
+        ];
+    });
+    let r = fake_report_with(2, 1, &cfg, &NoProgress);
+    let c = r.compare.as_ref().expect("a compare section");
+    let labels: Vec<&str> = c
+        .result
+        .placements
+        .iter()
+        .map(|p| p.label.as_str())
+        .collect();
+    assert_eq!(labels, ["cpus:0", "cpus:0-1"]);
+    assert!(
+        c.result.skipped.iter().any(|s| s.label == "all"),
+        "{:?}",
+        c.result.skipped
+    );
+    assert!(c.sized_to_ns.is_some());
+    assert!(c.result.placements.iter().all(|p| p.runs.len() >= 3));
+    let a = r
+        .verdict
+        .answers
+        .iter()
+        .find(|a| a.class == report::WorkloadClass::Command)
+        .unwrap();
+    assert_eq!(a.answer, report::HtAnswer::NotMeasured);
+    assert!(a.evidence.is_none());
+    let rendered = report::render_json(&r.to_json().unwrap()).unwrap();
+    insta::assert_snapshot!(
+        "command_no_smt_answer_row",
+        serde_json::to_string_pretty(a).unwrap()
+    );
+    insta::assert_snapshot!(
+        "command_no_smt_summary_md",
+        markdown_section(&rendered.markdown)
+    );
+}
+
+#[test]
+fn ctrl_c_in_the_command_phase_keeps_the_rounds_that_finished() {
+    let _g = serial();
+    smtlab::interrupt::set_for_test(false);
+    let r = fake_report_with(
+        4,
+        2,
+        &config_with_command(|_| {}),
+        &CtrlCAt(PhaseName::Compare),
+    );
+    smtlab::interrupt::set_for_test(false);
+    assert_eq!(r.status, Status::Partial);
+    let p = r
+        .phases
+        .iter()
+        .find(|p| p.phase == PhaseName::Compare)
+        .unwrap();
+    // Ctrl-C before the first run: nothing to keep, the phase is interrupted.
+    assert_eq!(p.status, PhaseStatus::Interrupted, "{p:?}");
+    assert!(r.compare.is_none());
 }
 
 #[test]
@@ -342,6 +509,121 @@ fn study_rejects_bad_options() {
         .args(["study", "--db", "mysql://x"])
         .assert()
         .code(2);
+}
+
+#[test]
+fn study_refuses_command_options_without_a_command_and_bad_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    smtlab()
+        .args(["study", "--out", out, "--metric", "pgbench", "--runs", "3"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--runs, --metric place and measure your own command, but none was given",
+        ));
+    smtlab()
+        .args(["study", "--out", out, "--", "smtlab-no-such-command"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not found"));
+    smtlab()
+        .args([
+            "study",
+            "--out",
+            out,
+            "--placements",
+            "spread",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("unknown placement `spread`"));
+    // A CPU this process may not use: refused when the phases are sized, before any runs.
+    smtlab()
+        .args(["study", "--out", out, "--cpus", "4095", "--", "true"])
+        .assert()
+        .code(2);
+    assert!(
+        !dir.path().join("results.json").exists(),
+        "nothing measured, nothing written"
+    );
+}
+
+#[test]
+fn study_with_a_command_runs_it_as_its_last_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = smtlab::affinity::process_affinity().unwrap();
+    let first = all.first().unwrap().to_string();
+    let mut args: Vec<String> = ["study", "--budget", "10s", "--out"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.push(dir.path().display().to_string());
+    args.extend(["--cpus".into(), first.clone()]);
+    let two: Vec<u32> = all.iter().take(2).collect();
+    if two.len() == 2 {
+        args.extend(["--cpus".into(), format!("{},{}", two[0], two[1])]);
+    }
+    args.extend(
+        [
+            "--runs",
+            "5",
+            "--metric",
+            "tps = ([0-9]+)",
+            "--",
+            "sh",
+            "-c",
+            "echo tps = 100",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+        .args(&args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Your command (compare phase):"), "{stdout}");
+    assert!(stdout.contains("your command"), "{stdout}");
+    let text = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
+    let r = Report::from_json(&text).unwrap();
+    assert!(
+        r.provenance.command.ends_with("-- sh -c 'echo tps = 100'"),
+        "{}",
+        r.provenance.command
+    );
+    let p = r
+        .phases
+        .iter()
+        .find(|p| p.phase == PhaseName::Compare)
+        .unwrap();
+    assert_eq!(p.status, PhaseStatus::Done, "{p:?}");
+    let c = r.compare.as_ref().expect("the compare section");
+    assert_eq!(c.result.placements.len(), two.len().max(1));
+    for p in &c.result.placements {
+        assert_eq!(p.runs.len(), 5, "--runs is honoured: {p:?}");
+        assert!(p.runs.iter().all(|x| x.metric == Some(100.0)), "{p:?}");
+    }
+    assert_eq!(c.sized_to_ns, None);
+    let a = r
+        .verdict
+        .answers
+        .iter()
+        .find(|a| a.class == report::WorkloadClass::Command)
+        .expect("an answer row for the command");
+    if r.smt.threads_per_core < 2 {
+        assert_eq!(a.answer, report::HtAnswer::NotMeasured, "{a:?}");
+        assert!(a.reason.contains("no SMT siblings"), "{}", a.reason);
+    }
+    let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert!(md.contains("## compare: your command"), "{md}");
+    assert!(md.contains("| your command |"), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("data-chart=\"compare-placements\""));
 }
 
 #[test]

@@ -28,6 +28,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     report::check_out_dir(&cfg.out)?;
 
     check_database(&cfg.study.db)?;
+    if let Some(c) = &cfg.study.compare {
+        check_cgroup(c)?;
+    }
     let topo = super::load_topology(root)?;
     let machine = report::machine::machine_info(&topo, root);
     let provenance = report::machine::provenance(cfg.study.command.clone());
@@ -41,6 +44,15 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         crate::say!();
     }
     let written = report::write_all(&rep, &cfg.out)?;
+    if let Some(c) = &rep.compare {
+        writeln!(out, "Your command (compare phase):")?;
+        write!(
+            out,
+            "{}",
+            crate::experiments::compare::render::text(&c.result)
+        )?;
+        writeln!(out)?;
+    }
     write!(out, "{}", answer_table(&rep.verdict))?;
     writeln!(out, "Verdict: {}", rep.verdict.headline)?;
     for p in &written {
@@ -99,6 +111,19 @@ fn check_database(db: &crate::oltp::DbTarget) -> Result<()> {
         DbTarget::Sqlite(_) => {}
     }
     Ok(())
+}
+
+/// With `--cgroup`, makes and removes one cgroup before the study, so a machine without a
+/// cpuset cgroup (exit 3) or a user who may not create one (exit 4) is told in seconds,
+/// not after every other phase.
+fn check_cgroup(c: &crate::experiments::compare::Config) -> Result<()> {
+    use crate::experiments::compare::cgroup;
+    if !c.cgroup {
+        return Ok(());
+    }
+    let h = cgroup::find()?;
+    let mut probe = cgroup::Cpuset::create(&h, &crate::affinity::process_affinity()?)?;
+    probe.remove()
 }
 
 /// One indicatif bar per phase (kept on screen when done), or plain lines on stderr when

@@ -63,6 +63,7 @@ pub fn render(r: &Report) -> String {
     oltp(&mut o, r);
     rwcache(&mut o, r);
     smt_yield(&mut o, r);
+    command(&mut o, r);
     let _ = writeln!(
         o,
         "<footer>Written by <code>{}</code>; re-render with <code>smtlab report results.json</code>. Schema version {}.</footer>\n</body>\n</html>",
@@ -690,6 +691,89 @@ fn smt_yield(o: &mut String, r: &Report) {
     }
     for n in y.result.plan.notes.iter().chain(&y.result.notes) {
         para(o, "note", n);
+    }
+    o.push_str("</section>\n");
+}
+
+fn command(o: &mut String, r: &Report) {
+    o.push_str("<section id=\"compare\">\n<h2>Your command (compare)</h2>\n");
+    let Some(c) = &r.compare else {
+        missing(o, r, super::PhaseName::Compare);
+        o.push_str("</section>\n");
+        return;
+    };
+    para(o, "note", &tables::compare_settings(c));
+    interrupted_note(o, r, super::PhaseName::Compare);
+    // One bar per placement: the median of its runs, whiskers the median's interval.
+    // Wall time is drawn in seconds; a metric in its own unit.
+    let seconds = c.medians.iter().any(|m| m.unit == "ns");
+    let scale = if seconds { 1e-9 } else { 1.0 };
+    let unit = c.medians.first().map_or("", |m| m.unit.as_str());
+    let groups: Vec<Group> = c
+        .medians
+        .iter()
+        .filter_map(|m| {
+            let ci = m.median?;
+            Some(Group {
+                caption: m.label.clone(),
+                bars: vec![Bar {
+                    label: String::new(),
+                    value: ci.estimate * scale,
+                    range: Some((ci.low * scale, ci.high * scale)),
+                    series: 0,
+                    highlight: false,
+                    tooltip: format!(
+                        "{}: median {} (interval {}–{}, n = {})",
+                        m.label,
+                        si(ci.estimate * scale),
+                        si(ci.low * scale),
+                        si(ci.high * scale),
+                        m.n
+                    ),
+                }],
+            })
+        })
+        .collect();
+    if !groups.is_empty() {
+        let (title, axis) = if seconds {
+            (
+                "Wall time per run by placement: median, whiskers its interval (lower is faster)"
+                    .to_string(),
+                "wall time (s)".to_string(),
+            )
+        } else {
+            let better = c.result.metric.as_ref().map_or("", |m| {
+                if m.higher_is_better {
+                    "higher"
+                } else {
+                    "lower"
+                }
+            });
+            (
+                format!(
+                    "{unit} per run by placement: median, whiskers its interval ({better} is better)"
+                ),
+                unit.to_string(),
+            )
+        };
+        o.push_str(&svg::bar_chart(
+            "compare-placements",
+            &title,
+            &axis,
+            &groups,
+            &[],
+            None,
+            false,
+        ));
+    }
+    table(o, &tables::compare(c));
+    let lines = crate::experiments::compare::render::lines(&c.result);
+    if !lines.is_empty() {
+        o.push_str("<ul>\n");
+        for l in &lines {
+            let _ = writeln!(o, "<li>{}</li>", inline(l));
+        }
+        o.push_str("</ul>\n");
     }
     o.push_str("</section>\n");
 }

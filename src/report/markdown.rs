@@ -184,6 +184,18 @@ pub fn render(r: &Report) -> String {
         }
         None => missing(&mut o, r, PhaseName::Yield),
     }
+    o.push_str("## compare: your command\n\n");
+    match &r.compare {
+        Some(c) => {
+            let _ = writeln!(o, "{}\n", md(&tables::compare_settings(c)));
+            table(&mut o, &tables::compare(c));
+            for l in crate::experiments::compare::render::lines(&c.result) {
+                let _ = writeln!(o, "- {}", md(&l));
+            }
+            o.push('\n');
+        }
+        None => missing(&mut o, r, PhaseName::Compare),
+    }
     let _ = writeln!(
         o,
         "---\nsmtlab {} (git {}), {} build · `{}` · re-render with `smtlab report results.json`",

@@ -78,6 +78,9 @@ pub struct Report {
     /// SMT on vs off on the same cores: the yield per workload.
     #[serde(default)]
     pub smt_yield: Option<YieldSection>,
+    /// The user's own command under SMT placements (`smtlab study -- CMD`).
+    #[serde(default)]
+    pub compare: Option<CompareSection>,
     /// The answer in plain words.
     pub verdict: Verdict,
     /// Study-wide notes (budget overruns, skipped CPUs, …).
@@ -177,10 +180,12 @@ pub enum PhaseName {
     Oltp,
     Rwcache,
     Yield,
+    /// The user's own command (`smtlab study -- CMD`).
+    Compare,
 }
 
 impl PhaseName {
-    pub const ALL: [PhaseName; 7] = [
+    pub const ALL: [PhaseName; 8] = [
         PhaseName::Topology,
         PhaseName::C2c,
         PhaseName::Lockscan,
@@ -188,6 +193,7 @@ impl PhaseName {
         PhaseName::Oltp,
         PhaseName::Rwcache,
         PhaseName::Yield,
+        PhaseName::Compare,
     ];
 
     pub fn label(self) -> &'static str {
@@ -199,6 +205,7 @@ impl PhaseName {
             PhaseName::Oltp => "oltp",
             PhaseName::Rwcache => "rwcache",
             PhaseName::Yield => "yield",
+            PhaseName::Compare => "compare",
         }
     }
 }
@@ -399,6 +406,36 @@ pub struct YieldSection {
     /// The experiment's own report: the plan, every run, and per workload the yield and
     /// shared-core speed with their intervals and classes.
     pub result: crate::experiments::smt_yield::YieldReport,
+}
+
+/// `compare` as the study ran it: the user's command under its placements, interleaved
+/// rounds, as `smtlab compare` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareSection {
+    /// The time the automatic round count was sized to fill (the command's share of the
+    /// budget, warm-up included), ns; None when `--runs` fixed the rounds.
+    pub sized_to_ns: Option<u64>,
+    /// The compared value of each placement that ran: its median with a bootstrap
+    /// interval (what the chart shows).
+    pub medians: Vec<PlacementMedian>,
+    /// The comparison as `smtlab compare --json` prints it.
+    pub result: crate::experiments::compare::CompareReport,
+}
+
+/// One placement's compared value over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementMedian {
+    /// The placement's label (`one-per-core`, `cpus:0-1`).
+    pub label: String,
+    /// `metric` or `wall_time_ns`: which value.
+    pub basis: String,
+    /// Its unit: the metric's (`tps`, `events/s`, `value`), or `ns`.
+    pub unit: String,
+    /// The median of the runs with a percentile bootstrap interval of it; None without
+    /// runs.
+    pub median: Option<crate::stats::Ci>,
+    /// Runs behind it.
+    pub n: usize,
 }
 
 /// The answer, in plain words, with what it rests on.

@@ -468,6 +468,100 @@ pub fn smt_yield(y: &super::YieldSection) -> Table {
     t
 }
 
+/// A value of the command in its unit, to `digits` significant figures: a duration for
+/// `ns`, else the number and unit.
+fn command_value(x: f64, unit: &str, digits: u32) -> String {
+    if unit == "ns" {
+        duration_ns(x)
+    } else {
+        format!("{} {unit}", crate::render::si_sig(x, digits))
+    }
+}
+
+/// compare's settings in one paragraph: the command, how runs were compared, how the
+/// rounds were sized.
+pub fn compare_settings(c: &super::CompareSection) -> String {
+    use crate::experiments::compare::render;
+    let r = &c.result;
+    let sized = match c.sized_to_ns {
+        Some(ns) => format!(
+            "the rounds were sized to fill {} of the study's budget",
+            duration_ns(ns as f64)
+        ),
+        None => "`--runs` fixed the rounds".to_string(),
+    };
+    format!(
+        "`{}`{}: {}; {sized}. Each placement's median has a {:.0} % percentile bootstrap interval (indicative with fewer than {} runs); each placement is compared with the first by the ratio of medians, called faster or slower only when the whole interval lies beyond ±{:.0} %.",
+        render::shell_words(&r.command),
+        r.scope
+            .as_ref()
+            .map(|u| format!(" (placements within {}, CPUs {})", u.label, u.cpus))
+            .unwrap_or_default(),
+        render::how(r),
+        r.confidence * 100.0,
+        crate::stats::MIN_RUNS_FOR_CI,
+        r.noise_threshold * 100.0
+    )
+}
+
+/// compare: one row per placement.
+pub fn compare(c: &super::CompareSection) -> Table {
+    let r = &c.result;
+    let mut t = Table::new(&[
+        "PLACEMENT",
+        "CPUS",
+        "CORES",
+        "RUNS",
+        "MEDIAN",
+        "INTERVAL OF THE MEDIAN",
+        "± MAD",
+        "SPEED VS FIRST",
+        "CALL",
+    ]);
+    for (i, p) in r.placements.iter().enumerate() {
+        let m = c.medians.iter().find(|m| m.label == p.label);
+        let unit = m.map_or("ns", |m| m.unit.as_str());
+        let summary = if m.is_some_and(|m| m.basis == "metric") {
+            p.metric
+        } else {
+            p.wall_time_ns
+        };
+        let (speed, call) = match (i, r.comparisons.iter().find(|x| x.placement == p.label)) {
+            (0, _) => ("1×".to_string(), "baseline".to_string()),
+            (_, Some(x)) => (
+                format!(
+                    "{}× ({}–{}){}",
+                    crate::stats::ratio_text(x.speedup.estimate),
+                    crate::stats::ratio_text(x.speedup.low),
+                    crate::stats::ratio_text(x.speedup.high),
+                    if x.indicative { ", indicative" } else { "" }
+                ),
+                x.call.to_string(),
+            ),
+            _ => ("–".into(), "–".into()),
+        };
+        t.rows.push(vec![
+            p.label.clone(),
+            p.cpus.to_string(),
+            p.cores.to_string(),
+            p.runs.len().to_string(),
+            m.and_then(|m| m.median)
+                .map_or("–".into(), |ci| command_value(ci.estimate, unit, 3)),
+            m.and_then(|m| m.median).map_or("–".into(), |ci| {
+                format!(
+                    "{} – {}",
+                    command_value(ci.low, unit, 3),
+                    command_value(ci.high, unit, 3)
+                )
+            }),
+            summary.map_or("–".into(), |s| command_value(s.mad, unit, 2)),
+            speed,
+            call,
+        ]);
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,9 @@ pub fn build(r: &Report) -> Verdict {
     if let Some(y) = &r.smt_yield {
         findings.push(yield_finding(y));
     }
+    if let Some(c) = &r.compare {
+        findings.push(command_finding(c, smt));
+    }
     let answers = vec![
         compute_answer(r, smt),
         yield_answer_for(r, smt, WorkloadClass::Locks, &[YieldClass::Lock]).unwrap_or_else(|| {
@@ -68,6 +71,7 @@ pub fn build(r: &Report) -> Verdict {
         locks_answer(r, smt),
         inserts_answer(r, smt),
         cache_answer(r, smt),
+        command_answer(r, smt),
     ];
     let headline = headline(r, smt, &answers);
     Verdict {
@@ -619,6 +623,114 @@ fn cache_answer(r: &Report, smt: bool) -> Answer {
             .into(),
         section,
     )
+}
+
+/// The labels of the placements a comparison ran, as `` `one-per-core`, `all` ``.
+fn command_labels(c: &super::CompareSection) -> String {
+    c.result
+        .placements
+        .iter()
+        .map(|p| format!("`{}` (CPUs {})", p.label, p.cpus))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What the command's runs were compared by: `tps`, `wall time`.
+fn command_value(c: &super::CompareSection) -> String {
+    c.result
+        .metric
+        .as_ref()
+        .map_or_else(|| "wall time".to_string(), |m| m.unit.clone())
+}
+
+/// Per round, the speed of placement `a` over placement `b` (> 1 = `a` faster): the
+/// metric's ratio for a throughput, the inverse ratio for a time or wall time. Paired by
+/// round, as each round ran every placement back to back.
+fn command_paired(c: &super::CompareSection, a: &str, b: &str) -> Option<Comparison> {
+    use crate::experiments::compare::analysis::Basis;
+    let basis = Basis::of(c.result.metric.as_ref());
+    let find = |l: &str| c.result.placements.iter().find(|p| p.label == l);
+    let (pa, pb) = (find(a)?, find(b)?);
+    let value = |p: &crate::experiments::compare::model::PlacementResult, round: usize| {
+        let run = p.runs.iter().find(|x| x.round == round)?;
+        basis.values(std::slice::from_ref(run)).first().copied()
+    };
+    let higher = basis.better() == crate::stats::Better::Higher;
+    let ratios: Vec<f64> = pa
+        .runs
+        .iter()
+        .filter_map(|x| {
+            let (va, vb) = (value(pa, x.round)?, value(pb, x.round)?);
+            Some(if higher { va / vb } else { vb / va })
+        })
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    Comparison::of_paired_ratios(&ratios, Thresholds::YIELD, CONFIDENCE, RESAMPLES, 19)
+}
+
+/// The user's command: SMT on vs off is every sibling of some cores against one thread
+/// on each of the same cores (the pair `smtlab compare` reports as its SMT yield).
+fn command_answer(r: &Report, smt: bool) -> Answer {
+    let class = WorkloadClass::Command;
+    let section = Some(PhaseName::Compare);
+    let Some(c) = &r.compare else {
+        return not_answered(class, phase_reason(r, PhaseName::Compare), section);
+    };
+    if !smt {
+        return not_answered(
+            class,
+            format!(
+                "{}; the compare section shows what ran here: {}",
+                no_smt_reason(r),
+                command_labels(c)
+            ),
+            section,
+        );
+    }
+    let Some(y) = &c.result.smt_yield else {
+        return not_answered(
+            class,
+            format!(
+                "the placements that ran ({}) hold no pair of one thread per core and every \
+                 sibling of the same cores; `--placements one-per-core,all` asks for it",
+                command_labels(c)
+            ),
+            section,
+        );
+    };
+    let Some(cmp) = command_paired(c, &y.placement, &y.reference) else {
+        return not_answered(
+            class,
+            format!(
+                "no round ran both `{}` and `{}` to completion",
+                y.placement, y.reference
+            ),
+            section,
+        );
+    };
+    let value = command_value(c);
+    Answer {
+        class,
+        answer: decide(&cmp, yield_answer),
+        reason: format!(
+            "SMT yield for `{}`: `{}` (every sibling of the cores) ÷ `{}` (one thread per \
+             core), speed by {value}, paired by round: {}{}",
+            crate::experiments::compare::render::shell_words(&c.result.command),
+            y.placement,
+            y.reference,
+            cmp_text(&cmp),
+            indicative_note(&cmp)
+        ),
+        evidence: Some(Evidence {
+            what: format!(
+                "speed of your command by {value}, `{}` ÷ `{}` on the same cores",
+                y.placement, y.reference
+            ),
+            runs: format!("compare, {} paired rounds", cmp.n),
+            comparison: cmp,
+        }),
+        section,
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1359,6 +1471,80 @@ fn yield_finding(y: &super::YieldSection) -> Finding {
     }
 }
 
+fn command_finding(c: &super::CompareSection, smt: bool) -> Finding {
+    let value = command_value(c);
+    let mut obs: Vec<String> = c
+        .result
+        .placements
+        .iter()
+        .map(|p| {
+            let s = match &c.result.metric {
+                Some(_) => p.metric.as_ref().map(|s| format!("{} {value}", pm(s))),
+                None => p.wall_time_ns.as_ref().map(|s| {
+                    format!(
+                        "{} ± {} wall time (n = {})",
+                        crate::render::duration_ns(s.median),
+                        crate::render::duration_ns(s.mad),
+                        s.n
+                    )
+                }),
+            };
+            format!(
+                "`{}` on CPUs {}: {}",
+                p.label,
+                p.cpus,
+                s.unwrap_or_else(|| "no run".into())
+            )
+        })
+        .collect();
+    let mut evidence = Vec::new();
+    let mut meaning = None;
+    if let Some(y) = &c.result.smt_yield
+        && let Some(cmp) = command_paired(c, &y.placement, &y.reference)
+    {
+        obs.push(format!(
+            "`{}` ran at {}",
+            y.placement,
+            ratio_of(&cmp, &format!("the speed of `{}`", y.reference))
+        ));
+        meaning = Some(match cmp.effect {
+            Effect::Gain => format!(
+                "The second sibling of each core made your command faster: with SMT on, it \
+                 gets more done on the same cores{}.",
+                if cmp.indicative {
+                    " (indicative: fewer than 5 rounds)"
+                } else {
+                    ""
+                }
+            ),
+            Effect::NoEffect => "The second sibling of each core neither helped nor hurt your command beyond ±5 %: SMT adds no capacity for it, and costs none.".to_string(),
+            Effect::Loss => "Your command was slower on every sibling than on one thread per core of the same cores: SMT costs it throughput; keep it to one thread per core, or turn HT off for it.".to_string(),
+            Effect::Inconclusive => "The interval is too wide to say whether SMT helps your command: more rounds (`--runs`, or a longer `--budget`) or a quieter machine are needed.".to_string(),
+        });
+        evidence.push(Evidence {
+            what: format!(
+                "speed of your command by {value}, `{}` ÷ `{}` on the same cores",
+                y.placement, y.reference
+            ),
+            runs: format!("compare, {} paired rounds", cmp.n),
+            comparison: cmp,
+        });
+    }
+    let meaning = meaning.unwrap_or_else(|| {
+        if smt {
+            "These placements do not differ by SMT alone (no pair of one thread per core and every sibling of the same cores), so they say nothing about HT; the compare section compares each with the first placement.".to_string()
+        } else {
+            "Without SMT siblings these placements differ in CPUs, not in SMT: they show how your command scales with CPUs here (the compare section compares each with the first placement), not what HT would do.".to_string()
+        }
+    });
+    Finding {
+        topic: "your command (compare)".into(),
+        observed: obs.join("; ") + ".",
+        meaning,
+        evidence,
+    }
+}
+
 fn c2c_finding(c: &super::C2cSection) -> Finding {
     let classes: Vec<String> = c
         .result
@@ -1540,7 +1726,10 @@ mod tests {
         for a in &v.answers {
             assert_eq!(a.answer, HtAnswer::NotMeasured, "{a:?}");
             assert!(
-                a.reason.contains("no SMT siblings") || a.reason.contains("one writer"),
+                a.reason.contains("no SMT siblings")
+                    || a.reason.contains("one writer")
+                    || (a.class == WorkloadClass::Command
+                        && a.reason.contains("no command was given")),
                 "{a:?}"
             );
         }
@@ -1971,5 +2160,107 @@ mod tests {
         // loss and, on the next boot, no effect.
         assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
         assert!(a.reason.contains("no answer is drawn"), "{}", a.reason);
+    }
+
+    /// `r` with a compare section from the fake executor: `placements` by name, then
+    /// `cpus` lists, `runs` rounds each.
+    fn with_command(r: &Report, placements: &[&str], cpus: &[&[u32]], runs: usize) -> Report {
+        use crate::experiments::compare::{self, PlacementChoice};
+        let mut c = compare::Config::new(vec!["my-app".into(), "--bench".into()]);
+        for p in placements {
+            c.placements.push(PlacementChoice::parse_named(p).unwrap());
+        }
+        for l in cpus {
+            c.placements
+                .push(PlacementChoice::Cpus(crate::cpuset::CpuSet::from_cpus(
+                    l.iter().copied(),
+                )));
+        }
+        c.runs = Some(runs);
+        c.metric = Some(compare::metric::MetricSpec::Pgbench);
+        let result = compare::fake::run(&r.topology, &c, &compare::Quiet).unwrap();
+        let mut r = r.clone();
+        r.compare = Some(super::super::CompareSection {
+            sized_to_ns: None,
+            medians: crate::study::phases::compare::medians(&result),
+            result,
+        });
+        r
+    }
+
+    #[test]
+    fn the_command_row_answers_from_all_vs_one_per_core_paired_by_round() {
+        let r = with_command(smt(), &["one-per-core", "all"], &[], 7);
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::Command);
+        // Every sibling adds a quarter per core on the fake executor: a gain.
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        let e = a.evidence.as_ref().unwrap();
+        assert_eq!(e.comparison.n, 7);
+        assert_eq!(e.runs, "compare, 7 paired rounds");
+        assert!((e.comparison.estimate - 1.25).abs() < 0.05, "{e:?}");
+        assert_eq!(e.comparison.thresholds, Thresholds::YIELD);
+        assert!(a.reason.contains("`all`") && a.reason.contains("`one-per-core`"));
+        assert!(a.reason.contains("my-app --bench"), "{}", a.reason);
+        assert_eq!(a.section, Some(PhaseName::Compare));
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("your command"))
+            .unwrap();
+        assert!(f.meaning.contains("faster"), "{}", f.meaning);
+        assert_eq!(f.evidence.len(), 1);
+        // Fewer than 5 rounds: no answer drawn, and the reason says why.
+        let r = with_command(smt(), &["one-per-core", "all"], &[], 3);
+        let a = answer(&build(&r), WorkloadClass::Command).clone();
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
+        assert!(a.reason.contains("only 3 runs"), "{}", a.reason);
+    }
+
+    #[test]
+    fn a_slower_command_on_every_sibling_turns_ht_off() {
+        let mut r = with_command(smt(), &["one-per-core", "all"], &[], 6);
+        // `all` gets 0.7× the tps of `one-per-core` in every round.
+        let c = r.compare.as_mut().unwrap();
+        let one: Vec<f64> = c.result.placements[0]
+            .runs
+            .iter()
+            .map(|x| x.metric.unwrap())
+            .collect();
+        for (run, base) in c.result.placements[1].runs.iter_mut().zip(one) {
+            run.metric = Some(base * (0.7 + 0.01 * run.round as f64));
+        }
+        let v = build(&r);
+        let a = answer(&v, WorkloadClass::Command);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff, "{a:?}");
+        assert_eq!(a.evidence.as_ref().unwrap().comparison.effect, Effect::Loss);
+    }
+
+    #[test]
+    fn without_siblings_or_without_the_pair_the_command_row_says_why() {
+        // No siblings: not measured, naming what ran instead.
+        let r = with_command(no_smt(), &[], &[&[0], &[0, 1]], 5);
+        let v = build(&r);
+        assert_cites_only_what_was_measured(&v);
+        let a = answer(&v, WorkloadClass::Command);
+        assert_eq!(a.answer, HtAnswer::NotMeasured);
+        assert!(a.reason.contains("no SMT siblings"), "{}", a.reason);
+        assert!(a.reason.contains("`cpus:0-1`"), "{}", a.reason);
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("your command"))
+            .unwrap();
+        assert!(f.meaning.contains("not in SMT"), "{}", f.meaning);
+        // Siblings, but two CPU lists that differ by cores, not by SMT.
+        let r = with_command(smt(), &[], &[&[0], &[0, 1]], 5);
+        let a = answer(&build(&r), WorkloadClass::Command).clone();
+        assert_eq!(a.answer, HtAnswer::NotMeasured, "{a:?}");
+        assert!(a.reason.contains("hold no pair"), "{}", a.reason);
+        // No command: the phase's reason.
+        let a = answer(&build(smt()), WorkloadClass::Command).clone();
+        assert_eq!(a.answer, HtAnswer::NotMeasured);
+        assert!(a.reason.contains("no command was given"), "{}", a.reason);
     }
 }

@@ -45,6 +45,9 @@ pub struct Config {
     pub command: String,
     /// The unit the comparison layouts (lockscan's sweep, oltp's layouts, rwcache) stay inside.
     pub within: crate::placement::Scope,
+    /// The user's own command (`smtlab study -- CMD`) and how to place it; None = the
+    /// compare phase is skipped.
+    pub compare: Option<crate::experiments::compare::Config>,
 }
 
 /// Every phase sized to `cfg.budget` on `topo` (pure). Neighbors' burners are processes
@@ -66,7 +69,9 @@ pub fn size(topo: &Topology, cfg: &Config, synthetic: bool) -> Result<Vec<Box<dy
             (e.size)(&SizeCtx {
                 topo,
                 cfg,
-                budget: cfg.budget.mul_f64(e.share),
+                budget: cfg
+                    .budget
+                    .mul_f64(phases::share_in(e.name, cfg.compare.is_some())),
                 repeat,
                 burner_mode,
             })
@@ -130,6 +135,7 @@ pub fn run(
         oltp: None,
         rwcache: None,
         smt_yield: None,
+        compare: None,
         verdict: report::Verdict {
             headline: String::new(),
             answers: Vec::new(),
@@ -233,6 +239,7 @@ pub(crate) mod tests {
             db: DbTarget::Sqlite(None),
             command: "smtlab study".into(),
             within: crate::placement::Scope::Package,
+            compare: None,
         }
     }
 
@@ -250,7 +257,7 @@ pub(crate) mod tests {
         size(&SizeCtx {
             topo: &topo,
             cfg: &cfg,
-            budget: budget.mul_f64(phases::share(name)),
+            budget: budget.mul_f64(phases::share_in(name, cfg.compare.is_some())),
             repeat: if budget < Duration::from_secs(120) {
                 3
             } else {

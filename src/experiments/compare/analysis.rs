@@ -57,6 +57,15 @@ pub enum Basis {
 }
 
 impl Basis {
+    /// What a comparison with `metric` (None: wall time) compares.
+    pub fn of(metric: Option<&super::metric::MetricInfo>) -> Self {
+        match metric {
+            Some(m) if m.higher_is_better => Basis::Metric(Better::Higher),
+            Some(_) => Basis::Metric(Better::Lower),
+            None => Basis::WallTime,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Basis::WallTime => "wall_time_ns",

@@ -7,7 +7,8 @@
 //! `cpuset` hierarchy, where `cpuset.mems` must be set before a process may join
 //! (Linux `Documentation/admin-guide/cgroup-v2.rst` "Cpuset", `cgroup-v1/cpusets.rst`
 //! section 2.1). Both need write access to the hierarchy's root: root, or a delegated
-//! subtree.
+//! subtree. No such hierarchy, or a read-only one, is not possible here (exit 3); one
+//! this user may not write is a missing privilege (exit 4).
 //!
 //! After each run the cgroup is emptied (v2 `cgroup.kill` where the kernel has it, 5.14+,
 //! else SIGKILL to every pid in `cgroup.procs`): a process that left the command's process
@@ -16,7 +17,7 @@
 //! ([`sweep_stale`]).
 
 use crate::cpuset::CpuSet;
-use crate::error::NotPossible;
+use crate::error::{NeedsPrivilege, NotPossible};
 use anyhow::{Context, Result};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -142,19 +143,23 @@ impl Cpuset {
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
         if let Err(e) = std::fs::create_dir(&path) {
-            let denied = matches!(
-                e.raw_os_error(),
-                Some(libc::EACCES | libc::EPERM | libc::EROFS)
+            let why = format!(
+                "--cgroup: cannot create a cgroup in {} ({e})",
+                h.root.display()
             );
-            return Err(if denied {
-                NotPossible(format!(
-                    "--cgroup: cannot create a cgroup in {} ({e}): it needs root, or a \
-                     delegated cgroup subtree; drop --cgroup to place the command by CPU affinity",
-                    h.root.display()
+            let instead = "drop --cgroup to place the command by CPU affinity";
+            return Err(match e.raw_os_error() {
+                // Permission: root (or a delegated subtree) could.
+                Some(libc::EACCES | libc::EPERM) => NeedsPrivilege(format!(
+                    "{why}: it needs root, or a delegated cgroup subtree; {instead}"
                 ))
-                .into()
-            } else {
-                anyhow::Error::new(e).context(format!("creating cgroup {}", path.display()))
+                .into(),
+                // A read-only mount (a container's /sys/fs/cgroup): nobody here can.
+                Some(libc::EROFS) => NotPossible(format!(
+                    "{why}: the cgroup file system is mounted read-only here; {instead}"
+                ))
+                .into(),
+                _ => anyhow::Error::new(e).context(format!("creating cgroup {}", path.display())),
             });
         }
         let mut c = Cpuset {

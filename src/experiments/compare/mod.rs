@@ -10,11 +10,13 @@
 //! [`guard`] (undoing all of it if smtlab is killed), [`metric`] (reading numbers from the
 //! output), [`model`] (the one serde model), [`analysis`] (statistics and calls),
 //! [`render`] (terminal table, CSV, Markdown). [`run`] ties them together; [`measure`]
-//! is the interleaving loop alone, over any executor.
+//! is the interleaving loop alone, over any executor; [`fake`] runs it over made-up runs
+//! for the study's tests.
 
 pub mod analysis;
 pub mod cgroup;
 pub mod config;
+pub mod fake;
 pub mod guard;
 pub mod metric;
 pub mod model;
@@ -27,7 +29,6 @@ pub use config::{BurnerChoice, CommandLine, Config, PlacementChoice, Resolved, V
 pub use model::{Call, CompareReport};
 
 use crate::error::Interrupted;
-use crate::stats::Better;
 use crate::topology::Topology;
 use analysis::{Basis, SmtPairs};
 use anyhow::Result;
@@ -179,11 +180,7 @@ pub fn assemble(
     ctx: Context,
 ) -> CompareReport {
     let metric = cfg.metric.as_ref().map(|m| m.info());
-    let basis = match &metric {
-        Some(m) if m.higher_is_better => Basis::Metric(Better::Higher),
-        Some(_) => Basis::Metric(Better::Lower),
-        None => Basis::WallTime,
-    };
+    let basis = Basis::of(metric.as_ref());
     let mut placements: Vec<PlacementResult> = resolved
         .variants
         .iter()

@@ -11,7 +11,7 @@
 use super::guard::Guard;
 use crate::affinity;
 use crate::cpuset::CpuSet;
-use crate::error::BadInput;
+use crate::error::{BadInput, NeedsPrivilege};
 use crate::oltp::pin::BackendPins;
 use anyhow::Result;
 use std::collections::BTreeSet;
@@ -57,26 +57,31 @@ pub fn threads(pid: i32) -> Vec<i32> {
         .unwrap_or_default()
 }
 
-/// Checks that `pid` exists and that this process may change its CPUs (bad input
-/// otherwise, before any run).
-pub fn check_pid(pid: i32) -> Result<(), BadInput> {
+/// Checks that `pid` exists (bad input otherwise) and that this process may change its
+/// CPUs (needs privileges otherwise: sched_setaffinity(2) fails with EPERM for another
+/// user's process without CAP_SYS_NICE), before any run.
+pub fn check_pid(pid: i32) -> Result<()> {
     if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
         return Err(BadInput(format!(
             "--pin-pids: no process {pid} (is the server running? `pgrep -f NAME` finds its pid)"
-        )));
+        ))
+        .into());
     }
     // Setting the affinity it already has changes nothing and tells whether we may.
     let cur = affinity::get_affinity(pid)
         .map_err(|e| BadInput(format!("--pin-pids: cannot read process {pid}'s CPUs: {e}")))?;
     affinity::set_affinity(pid, &cur).map_err(|e| {
-        BadInput(if e.raw_os_error() == Some(libc::EPERM) {
-            format!(
+        if e.raw_os_error() == Some(libc::EPERM) {
+            NeedsPrivilege(format!(
                 "--pin-pids: process {pid} belongs to another user; pinning it needs root or \
                  CAP_SYS_NICE ({e})"
-            )
+            ))
+            .into()
         } else {
-            format!("--pin-pids: cannot pin process {pid}: {e}")
-        })
+            anyhow::Error::new(BadInput(format!(
+                "--pin-pids: cannot pin process {pid}: {e}"
+            )))
+        }
     })
 }
 
@@ -237,7 +242,9 @@ mod tests {
         let mut c = Command::new("true").spawn().unwrap();
         let pid = c.id() as i32;
         c.wait().unwrap();
-        let e = check_pid(pid).unwrap_err().0;
+        let e = check_pid(pid).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_BAD_INPUT);
+        let e = format!("{e:#}");
         assert!(e.contains(&format!("no process {pid}")), "{e}");
         assert!(check_pid(-3).is_err());
         check_pid(std::process::id() as i32).unwrap();

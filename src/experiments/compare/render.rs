@@ -292,33 +292,47 @@ pub fn text(r: &CompareReport) -> String {
         ));
     }
     out.push('\n');
-    for c in &r.comparisons {
-        out.push_str(&comparison_line(c, r.noise_threshold));
+    for l in lines(r) {
+        out.push_str(&l);
         out.push('\n');
+    }
+    out
+}
+
+/// What the table does not show, one sentence each: every comparison with its call, the
+/// SMT yield and per-run cost, skipped placements, notes, and whether Ctrl-C cut it
+/// short. The terminal view prints them under its table; the study's report as a list.
+pub fn lines(r: &CompareReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &r.comparisons {
+        out.push(comparison_line(c, r.noise_threshold));
     }
     if let Some(y) = &r.smt_yield {
-        out.push_str(&yield_line(y));
-        out.push('\n');
+        out.push(yield_line(y));
     }
     if let Some(s) = &r.pairs_slowdown {
-        out.push_str(&slowdown_line(s));
-        out.push('\n');
+        out.push(slowdown_line(s));
     }
     for s in &r.skipped {
-        out.push_str(&format!("skipped {}: {}\n", s.label, s.reason));
+        out.push(format!("skipped {}: {}", s.label, s.reason));
     }
     for p in &r.placements {
         for n in &p.notes {
-            out.push_str(&format!("note: {}: {n}\n", p.label));
+            out.push(format!("note: {}: {n}", p.label));
         }
     }
     for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
+        out.push(format!("note: {n}"));
     }
     if r.interrupted {
-        out.push_str("interrupted: these numbers cover the runs that finished before Ctrl-C\n");
+        out.push("interrupted: these numbers cover the runs that finished before Ctrl-C".into());
     }
     out
+}
+
+/// How the runs were compared, in one line: the value, rounds, warm-up, enforcement.
+pub fn how(r: &CompareReport) -> String {
+    describe_runs(r)
 }
 
 /// One CSV field, quoted when it holds a comma, quote or line break (RFC 4180).

@@ -3,11 +3,16 @@
 //! Adding an experiment to the study: a file here with its sizer and `Phase`
 //! implementation (`crate::study::phase::Phase`), one line in [`ALL`], and its section in
 //! [`Report`](crate::report::Report) (a `PhaseName` variant and a field).
+//!
+//! The user's command (`compare`) runs only when one is given after `--`; its share is
+//! then taken from the others in proportion, so a study without a command measures as
+//! long as before.
 
 use crate::report::PhaseName;
 use crate::study::phase::Sizer;
 
 pub mod c2c;
+pub mod compare;
 pub mod lockscan;
 pub mod neighbors;
 pub mod oltp;
@@ -22,8 +27,9 @@ pub struct Entry {
     pub size: Sizer,
 }
 
-/// Every phase, in order. The shares add up to 1.
-pub const ALL: [Entry; 7] = [
+/// Every phase, in order. The shares of the built-in phases add up to 1; `compare`'s is
+/// what it takes from them when the study has a command ([`share_in`]).
+pub const ALL: [Entry; 8] = [
     Entry {
         name: PhaseName::Topology,
         share: 0.0,
@@ -59,11 +65,32 @@ pub const ALL: [Entry; 7] = [
         share: 0.10,
         size: smt_yield::size,
     },
+    Entry {
+        name: PhaseName::Compare,
+        share: 0.25,
+        size: compare::size,
+    },
 ];
 
-/// `name`'s share of the budget (0 for a name not in [`ALL`]).
+/// `name`'s share of the budget as listed in [`ALL`] (0 for a name not in it).
 pub fn share(name: PhaseName) -> f64 {
     ALL.iter().find(|e| e.name == name).map_or(0.0, |e| e.share)
+}
+
+/// `name`'s share of the budget in a study with or without the user's command: without
+/// one, `compare` gets nothing and the others their listed shares; with one, `compare`
+/// its listed share and the others theirs of what remains. Either way they add up to 1.
+pub fn share_in(name: PhaseName, with_command: bool) -> f64 {
+    let command = if with_command {
+        share(PhaseName::Compare)
+    } else {
+        0.0
+    };
+    if name == PhaseName::Compare {
+        command
+    } else {
+        share(name) * (1.0 - command)
+    }
 }
 
 #[cfg(test)]
@@ -72,8 +99,13 @@ mod tests {
 
     #[test]
     fn shares_add_up_to_the_budget_and_every_phase_is_listed_once() {
-        let sum: f64 = ALL.iter().map(|e| e.share).sum();
-        assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+        for with_command in [false, true] {
+            let sum: f64 = ALL.iter().map(|e| share_in(e.name, with_command)).sum();
+            assert!((sum - 1.0).abs() < 1e-9, "{with_command}: {sum}");
+        }
+        assert_eq!(share_in(PhaseName::Compare, false), 0.0);
+        assert_eq!(share_in(PhaseName::Yield, false), share(PhaseName::Yield));
+        assert!(share_in(PhaseName::Yield, true) < share(PhaseName::Yield));
         assert_eq!(
             ALL.iter().map(|e| e.name).collect::<Vec<_>>(),
             PhaseName::ALL

@@ -1,0 +1,161 @@
+//! A stand-in for running the user's command (hyperfine's mock-executor idea, as
+//! [`crate::engine::FakeEngine`] is for engine runs): no process is started, no CPU is
+//! pinned, no clock is read.
+//!
+//! [`run`] resolves the placements and runs the real interleaving loop
+//! ([`super::measure`]), analysis and report assembly over made-up runs, so the study's
+//! tests see the section and answer row users would. Each run is *plausible* — a
+//! placement's speed is one unit per core plus a quarter for every further sibling it
+//! runs on that core, seven tenths of it beside burners, with ±2 % jitter — and
+//! *reproducible*: the same placements give the same runs. Never numbers anyone reads as
+//! measurements; the report says so in a note.
+
+use super::config::{self, Config, Variant};
+use super::model::{CompareReport, Run};
+use super::{Context, Ui};
+use crate::stats::SplitMix64;
+use crate::topology::Topology;
+use anyhow::Result;
+use std::cell::Cell;
+use std::time::Duration;
+
+/// Speed a second (third, …) sibling adds to its core, in cores.
+const SIBLING_GAIN: f64 = 0.25;
+/// Speed left beside burners.
+const BESIDE_BURNERS: f64 = 0.7;
+/// Wall time of one run on one core, ns.
+const ONE_CORE_NS: f64 = 400e6;
+/// The metric of one core (a throughput, or for lower-is-better a time in its unit).
+const ONE_CORE_METRIC: f64 = 1000.0;
+
+/// Said in every fake report.
+pub const NOTE: &str =
+    "synthetic: the command was not run; these runs were made up by compare's fake executor";
+
+/// How many cores' worth of work `v` does at once.
+fn speed(topo: &Topology, v: &Variant) -> f64 {
+    let cores = config::cores_of(topo, &v.cpus);
+    let s: f64 = cores
+        .iter()
+        .map(|core| {
+            let on = core.intersection(&v.cpus).len().max(1);
+            1.0 + SIBLING_GAIN * (on - 1) as f64
+        })
+        .sum();
+    if v.burner_cpus.is_empty() {
+        s
+    } else {
+        s * BESIDE_BURNERS
+    }
+}
+
+/// The made-up run of placement `index` in `round` (None = warm-up).
+fn made_up(topo: &Topology, cfg: &Config, v: &Variant, index: usize, round: Option<usize>) -> Run {
+    let seed = 0x00C0_FFEE ^ ((index as u64) << 32) ^ round.unwrap_or(0) as u64;
+    let mut rng = SplitMix64::new(seed);
+    let jitter = 1.0 + 0.04 * (rng.next_f64() - 0.5);
+    let speed = speed(topo, v) * jitter;
+    let wall_ns = ONE_CORE_NS / speed;
+    let metric = cfg.metric.as_ref().map(|m| {
+        if m.info().higher_is_better {
+            ONE_CORE_METRIC * speed
+        } else {
+            ONE_CORE_METRIC / speed
+        }
+    });
+    let cpus = v.cpus.len() as f64;
+    Run {
+        round: round.unwrap_or(0),
+        wall_time_ns: wall_ns.round() as u64,
+        user_time_ns: (wall_ns * cpus * 0.95).round() as u64,
+        system_time_ns: (wall_ns * 0.02).round() as u64,
+        max_rss_bytes: 8 << 20,
+        voluntary_switches: 12,
+        involuntary_switches: 5 * v.cpus.len() as u64,
+        exit_code: Some(0),
+        signal: None,
+        metric,
+        burner_ops_per_sec: (!v.burner_cpus.is_empty())
+            .then_some(1e6 * v.burner_cpus.len() as f64 * BESIDE_BURNERS),
+        leftover_processes: 0,
+    }
+}
+
+/// The comparison of `cfg` on `topo` with made-up runs. Errors as [`super::run`] for
+/// placements this machine cannot run; Ctrl-C ([`crate::interrupt`]) ends it as it ends a
+/// real comparison. A server (`--with-postgres`, `--pin-pids`) is neither started nor
+/// placed; a note says so.
+pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> {
+    let resolved = config::resolve(topo, cfg)?;
+    let pairs = super::smt_pairs(topo, &resolved.variants);
+    let labels: Vec<String> = resolved.variants.iter().map(|v| v.label.clone()).collect();
+    let now = Cell::new(Duration::ZERO);
+    let measured = super::measure(
+        resolved.variants.len(),
+        cfg.warmup,
+        cfg.runs,
+        cfg.max_time,
+        &mut || now.get(),
+        &mut |p, round| {
+            crate::interrupt::check()?;
+            let r = made_up(topo, cfg, &resolved.variants[p], p, round);
+            now.set(now.get() + Duration::from_nanos(r.wall_time_ns));
+            Ok(r)
+        },
+        &labels,
+        ui,
+    )?;
+    if measured.interrupted && measured.runs.iter().all(Vec::is_empty) {
+        return Err(crate::error::Interrupted.into());
+    }
+    let mut notes = vec![NOTE.to_string()];
+    if cfg.with_postgres || !cfg.pin_pids.is_empty() {
+        notes.push("synthetic: no server was started or placed".into());
+    }
+    Ok(super::assemble(
+        cfg,
+        &resolved,
+        measured,
+        pairs,
+        Context {
+            enforcement: if cfg.cgroup { "cgroup-v2" } else { "affinity" }.into(),
+            server: None,
+            notes,
+            server_cpus: Vec::new(),
+            metric_unit: None,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::compare::PlacementChoice;
+    use crate::placement::Request;
+
+    fn cfg(runs: usize) -> Config {
+        let mut c = Config::new(vec!["true".into()]);
+        c.placements = vec![
+            PlacementChoice::Named(Request::OnePerCore),
+            PlacementChoice::Named(Request::Pairs),
+            PlacementChoice::Named(Request::All),
+        ];
+        c.cores = Some(2);
+        c.runs = Some(runs);
+        c
+    }
+
+    #[test]
+    fn siblings_add_a_quarter_and_runs_repeat_exactly() {
+        let topo = crate::report::fixture::topology(2, 2, false);
+        let a = run(&topo, &cfg(5), &super::super::Quiet).unwrap();
+        let b = run(&topo, &cfg(5), &super::super::Quiet).unwrap();
+        assert_eq!(a, b, "reproducible");
+        let y = a.smt_yield.as_ref().expect("one-per-core and all pair up");
+        assert!((y.ratio.estimate - 1.25).abs() < 0.05, "{y:?}");
+        let s = a.pairs_slowdown.as_ref().expect("pairs pairs up");
+        assert!((s.ratio.estimate - 1.6).abs() < 0.1, "{s:?}");
+        assert!(a.placements.iter().all(|p| p.runs.len() == 5));
+        assert!(a.notes.iter().any(|n| n.starts_with("synthetic")));
+    }
+}

@@ -161,7 +161,9 @@ pub fn check() -> Result<(), crate::error::Interrupted> {
     }
 }
 
-/// For tests: pretend Ctrl-C arrived (or clear it).
+/// For tests: pretend Ctrl-C arrived (or clear it). The flag is process-wide, so every run
+/// in the process stops: a test that sets it runs in a process of its own (the
+/// integration tests' `common::own_process!`), never beside other tests.
 pub fn set_for_test(v: bool) {
     FIRST.store(if v { libc::SIGINT } else { 0 }, Ordering::SeqCst);
     COUNT.store(usize::from(v), Ordering::SeqCst);

@@ -8,7 +8,7 @@ fn smtlab() -> Command {
     Command::cargo_bin("smtlab").expect("binary built")
 }
 
-mod common;
+use crate::common;
 use common::smt_dump;
 
 /// This machine's topology, so that tests hold on any machine, with or without SMT.

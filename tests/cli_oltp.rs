@@ -2,7 +2,7 @@
 //! server binaries exist (skipped with the reason otherwise, unless CI=true). Runs are
 //! short and assert behaviour (row counts, cleanup, messages, exit codes), never speed.
 
-mod common;
+use crate::common;
 use assert_cmd::Command;
 use predicates::prelude::*;
 use std::io::{BufRead, BufReader};

@@ -72,7 +72,7 @@ fn small_tree() -> tempfile::TempDir {
     d
 }
 
-mod common;
+use crate::common;
 use common::smt_dump as ht_dump;
 
 #[test]

@@ -10,7 +10,7 @@ use smtlab::experiments::smt_yield::{self, Config, Layout, Subject};
 use smtlab::stats::Effect;
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 
 fn smtlab() -> Command {
     Command::cargo_bin("smtlab").expect("binary built")

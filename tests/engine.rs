@@ -1,6 +1,7 @@
 //! The run engine on this machine: pinning, intervals, warm-up, stopping, Ctrl-C, and the
 //! fake engine's determinism. Real runs are short and assert behaviour with wide margins.
 
+use crate::common::{self, own_process};
 use smtlab::cpuset::CpuSet;
 use smtlab::engine::{
     self, Engine, FakeEngine, Order, Phase, RealEngine, RunSpec, ThreadCtx, Trial, Workload,
@@ -10,11 +11,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Real runs share the CPUs and the process-wide Ctrl-C flag: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
+/// Real runs share the CPUs: one at a time, and not beside other CPU-heavy tests.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    common::cpu_heavy()
 }
 
 fn allowed() -> Vec<u32> {
@@ -222,30 +221,30 @@ fn stops_within_a_second_with_64_spinners_on_few_cpus() {
 #[test]
 fn ctrl_c_stops_early_and_keeps_what_ran() {
     let _g = serial();
-    smtlab::interrupt::set_for_test(false);
-    let plan = plan_cycling(8);
-    let spec = RunSpec {
-        warmup: ms(100),
-        duration: Duration::from_secs(20),
-        interval: ms(200),
-    };
-    let t0 = Instant::now();
-    let r = std::thread::scope(|s| {
-        s.spawn(|| {
-            std::thread::sleep(ms(700));
-            smtlab::interrupt::set_for_test(true);
+    own_process!(ctrl_c_stops_early_and_keeps_what_ran, {
+        let plan = plan_cycling(8);
+        let spec = RunSpec {
+            warmup: ms(100),
+            duration: Duration::from_secs(20),
+            interval: ms(200),
+        };
+        let t0 = Instant::now();
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(ms(700));
+                common::press_ctrl_c();
+            });
+            engine::run(&plan, &spec, &Spin).unwrap()
         });
-        engine::run(&plan, &spec, &Spin).unwrap()
+        let wall = t0.elapsed();
+        // Repetition helpers stop too, without starting another run.
+        let more = engine::repeat(&RealEngine, &plan, &spec, &Spin, 3).unwrap();
+        assert!(r.interrupted);
+        assert!(wall < Duration::from_secs(2), "took {wall:?}");
+        assert!(!r.interval_ns.is_empty() && r.interval_ns.len() < 10);
+        assert!(r.total_ops() > 0);
+        assert!(more.is_empty());
     });
-    let wall = t0.elapsed();
-    // Repetition helpers stop too, without starting another run.
-    let more = engine::repeat(&RealEngine, &plan, &spec, &Spin, 3).unwrap();
-    smtlab::interrupt::set_for_test(false);
-    assert!(r.interrupted);
-    assert!(wall < Duration::from_secs(2), "took {wall:?}");
-    assert!(!r.interval_ns.is_empty() && r.interval_ns.len() < 10);
-    assert!(r.total_ops() > 0);
-    assert!(more.is_empty());
 }
 
 struct Panics;
@@ -373,25 +372,26 @@ fn ping_pong_measures_a_plausible_latency() {
 
 #[test]
 fn c2c_stops_on_ctrl_c() {
-    let cpus = smtlab::affinity::process_affinity().unwrap();
-    if cpus.len() < 2 {
-        eprintln!("skipped: needs 2 usable CPUs");
-        return;
-    }
     let _g = serial();
-    let topo = smtlab::topology::discover(std::path::Path::new("/")).unwrap();
-    smtlab::interrupt::set_for_test(true);
-    let r = smtlab::experiments::c2c::measure(
-        &engine::RealEngine,
-        &topo,
-        &cpus,
-        &engine::PingPongSpec::default(),
-        &mut |_, _| {},
-    );
-    smtlab::interrupt::set_for_test(false);
-    let r = r.unwrap();
-    assert!(r.interrupted);
-    assert!(r.pairs.is_empty());
+    own_process!(c2c_stops_on_ctrl_c, {
+        let cpus = smtlab::affinity::process_affinity().unwrap();
+        if cpus.len() < 2 {
+            eprintln!("skipped: needs 2 usable CPUs");
+            return;
+        }
+        let topo = smtlab::topology::discover(std::path::Path::new("/")).unwrap();
+        common::press_ctrl_c();
+        let r = smtlab::experiments::c2c::measure(
+            &engine::RealEngine,
+            &topo,
+            &cpus,
+            &engine::PingPongSpec::default(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert!(r.interrupted);
+        assert!(r.pairs.is_empty());
+    });
 }
 
 /// A workload whose threads stop on their own (a fixed amount of work) ends the run

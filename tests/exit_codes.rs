@@ -450,7 +450,8 @@ fn a_byte_order_mark_in_results_json_is_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let bin = assert_cmd::cargo::cargo_bin("smtlab");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
-    let snap = std::fs::read_to_string(src.join("study__fake_results_json.snap")).unwrap();
+    let snap =
+        std::fs::read_to_string(src.join("integration__study__fake_results_json.snap")).unwrap();
     // insta's header ends at the second `---` line.
     let json = snap.splitn(3, "---\n").nth(2).unwrap();
     let path = dir.path().join("results.json");
@@ -469,7 +470,8 @@ fn a_byte_order_mark_in_results_json_is_accepted() {
 fn a_schema_error_names_the_json_path() {
     let dir = tempfile::tempdir().unwrap();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
-    let snap = std::fs::read_to_string(src.join("study__fake_results_json.snap")).unwrap();
+    let snap =
+        std::fs::read_to_string(src.join("integration__study__fake_results_json.snap")).unwrap();
     let json = snap.splitn(3, "---\n").nth(2).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(json).unwrap();
     v["topology"]["cpus"][1]["online"] = serde_json::json!("yes");

@@ -1648,8 +1648,8 @@ fn long_sysfs_trees() {
 
 /// A valid `results.json`: the fake study's, as its snapshot test keeps it current.
 static RESULTS: LazyLock<(String, Value, Vec<String>)> = LazyLock::new(|| {
-    let snap =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/study__fake_results_json.snap");
+    let snap = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots/integration__study__fake_results_json.snap");
     let snap = std::fs::read_to_string(snap).unwrap();
     // insta's header ends at the second `---` line.
     let json = snap.splitn(3, "---\n").nth(2).unwrap().to_string();

@@ -1,8 +1,8 @@
 //! Correctness of the lock library: mutual exclusion (also oversubscribed), FIFO order of
 //! ticket and MCS, stats invariants, and that blocking locks give up the CPU.
 //!
-//! Tests that spin many threads take a global mutex so they do not oversubscribe each other
-//! (cargo runs tests in parallel on this 2-CPU machine).
+//! Tests that spin many threads take a global mutex (shared with the engine's real runs) so
+//! they do not oversubscribe each other (cargo runs tests in parallel on this 2-CPU machine).
 
 use smtlab::locks::{
     Lock, LockExt, LockKind, LockOptions, LockThread, Protected, StatsMode, ThreadStats, new_lock,
@@ -12,10 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    crate::common::cpu_heavy()
 }
 
 /// Runs `f` on its own thread; fails the test if it takes longer than `secs`.

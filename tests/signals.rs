@@ -6,6 +6,8 @@
 //! threads on one or two CPUs once took 14 s (debug) to stop, 512 burner processes 27 s,
 //! and a prefill ignored signals altogether. Limits are wide (3 s from the signal), never
 //! speeds; the CPUs are the first one or two this process may use, whatever the machine.
+//! The runs with hundreds of threads or processes take `common::cpu_heavy`, so in the one
+//! test process they do not run beside the engine's and the lock library's busy tests.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -193,6 +195,7 @@ fn entries(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 
 #[test]
 fn sigint_stops_256_spinning_burners_on_two_cpus_at_any_point() {
+    let _g = crate::common::cpu_heavy();
     let cpus = two_cpus();
     // While spawning, in the warm-up, in the measurement.
     for after in [0.05, 0.8, 2.0] {
@@ -210,6 +213,7 @@ fn sigint_stops_256_spinning_burners_on_two_cpus_at_any_point() {
 
 #[test]
 fn a_run_of_256_burners_on_two_cpus_lasts_about_what_was_asked() {
+    let _g = crate::common::cpu_heavy();
     let out = Command::new(env!("CARGO_BIN_EXE_smtlab"))
         .args([
             "burn",
@@ -246,6 +250,7 @@ fn a_run_of_256_burners_on_two_cpus_lasts_about_what_was_asked() {
 
 #[test]
 fn sigint_stops_neighbors_with_256_workers_on_two_cpus() {
+    let _g = crate::common::cpu_heavy();
     let placement = format!("cpus:{}", two_cpus());
     let mut run = Run::start(
         &[
@@ -268,6 +273,7 @@ fn sigint_stops_neighbors_with_256_workers_on_two_cpus() {
 
 #[test]
 fn sigint_while_burner_processes_are_spawned_leaves_none_behind() {
+    let _g = crate::common::cpu_heavy();
     let mut run = Run::start(
         &[
             "burn", "-k", "int", "--mode", "process", "-t", "256", "--force", "-d", "60s",

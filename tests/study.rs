@@ -2,21 +2,14 @@
 //! Markdown and HTML), re-rendering byte for byte, partial reports after Ctrl-C, the HTML in
 //! headless Chromium, and the CLI (bad input, a real Ctrl-C during a quick study).
 
+use crate::common::{self, own_process};
 use assert_cmd::Command;
 use smtlab::engine::FakeEngine;
 use smtlab::oltp::DbTarget;
 use smtlab::report::{self, MachineInfo, PhaseName, PhaseStatus, Provenance, Report, Status};
 use smtlab::study::{self, NoProgress, Progress};
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Duration;
-
-/// Studies read and set the process-wide Ctrl-C flag: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn smtlab() -> Command {
     Command::cargo_bin("smtlab").expect("binary built")
@@ -99,8 +92,6 @@ fn fake_report_with(
 
 #[test]
 fn fake_study_snapshots_json_markdown_html() {
-    let _g = serial();
-    smtlab::interrupt::set_for_test(false);
     let r = fake_report(2, 1, &NoProgress);
     assert!(r.synthetic);
     assert_eq!(r.status, Status::Complete);
@@ -121,8 +112,6 @@ fn fake_study_snapshots_json_markdown_html() {
 
 #[test]
 fn the_verdict_says_no_smt_here_and_what_results_mean() {
-    let _g = serial();
-    smtlab::interrupt::set_for_test(false);
     let r = fake_report(2, 1, &NoProgress);
     let v = &r.verdict;
     assert!(v.headline.starts_with("SYNTHETIC DATA"), "{}", v.headline);
@@ -165,8 +154,6 @@ fn the_verdict_says_no_smt_here_and_what_results_mean() {
 
 #[test]
 fn an_smt_machine_gets_sibling_findings() {
-    let _g = serial();
-    smtlab::interrupt::set_for_test(false);
     let r = fake_report(4, 2, &NoProgress);
     assert_eq!(r.smt.threads_per_core, 2);
     assert!(
@@ -386,8 +373,6 @@ fn ctrl_c_in_the_command_phase_keeps_the_rounds_that_finished() {
 
 #[test]
 fn rendering_depends_only_on_the_json_and_report_reproduces_it() {
-    let _g = serial();
-    smtlab::interrupt::set_for_test(false);
     let r = fake_report(2, 1, &NoProgress);
     let dir = tempfile::tempdir().unwrap();
     let written = report::write_all(&r, dir.path()).unwrap();
@@ -429,7 +414,7 @@ struct CtrlCAt(PhaseName);
 impl Progress for CtrlCAt {
     fn start(&self, phase: PhaseName, _: u64, _: Duration) {
         if phase == self.0 {
-            smtlab::interrupt::set_for_test(true);
+            common::press_ctrl_c();
         }
     }
     fn advance(&self, _: u64) {}
@@ -438,35 +423,39 @@ impl Progress for CtrlCAt {
 
 #[test]
 fn ctrl_c_in_each_phase_gives_a_partial_report_of_what_finished() {
-    let _g = serial();
-    for phase in [
-        PhaseName::C2c,
-        PhaseName::Lockscan,
-        PhaseName::Neighbors,
-        PhaseName::Oltp,
-        PhaseName::Rwcache,
-    ] {
-        smtlab::interrupt::set_for_test(false);
-        let r = fake_report(2, 1, &CtrlCAt(phase));
-        smtlab::interrupt::set_for_test(false);
-        assert_eq!(r.status, Status::Partial, "{phase}");
-        let i = r.phases.iter().position(|p| p.phase == phase).unwrap();
-        for p in &r.phases[..i] {
-            assert_eq!(p.status, PhaseStatus::Done, "{phase}: {p:?}");
+    own_process!(
+        ctrl_c_in_each_phase_gives_a_partial_report_of_what_finished,
+        {
+            for phase in [
+                PhaseName::C2c,
+                PhaseName::Lockscan,
+                PhaseName::Neighbors,
+                PhaseName::Oltp,
+                PhaseName::Rwcache,
+            ] {
+                smtlab::interrupt::set_for_test(false);
+                let r = fake_report(2, 1, &CtrlCAt(phase));
+                smtlab::interrupt::set_for_test(false);
+                assert_eq!(r.status, Status::Partial, "{phase}");
+                let i = r.phases.iter().position(|p| p.phase == phase).unwrap();
+                for p in &r.phases[..i] {
+                    assert_eq!(p.status, PhaseStatus::Done, "{phase}: {p:?}");
+                }
+                for p in &r.phases[i + 1..] {
+                    assert_eq!(p.status, PhaseStatus::NotRun, "{phase}: {p:?}");
+                }
+                assert!(
+                    r.verdict.headline.contains("stopped before it finished"),
+                    "{}",
+                    r.verdict.headline
+                );
+                // What is there renders and survives the JSON round trip.
+                let rendered = report::render_json(&r.to_json().unwrap()).unwrap();
+                assert!(rendered.html.contains("Partial: the study was stopped"));
+                assert!(rendered.markdown.contains("**Partial**"));
+            }
         }
-        for p in &r.phases[i + 1..] {
-            assert_eq!(p.status, PhaseStatus::NotRun, "{phase}: {p:?}");
-        }
-        assert!(
-            r.verdict.headline.contains("stopped before it finished"),
-            "{}",
-            r.verdict.headline
-        );
-        // What is there renders and survives the JSON round trip.
-        let rendered = report::render_json(&r.to_json().unwrap()).unwrap();
-        assert!(rendered.html.contains("Partial: the study was stopped"));
-        assert!(rendered.markdown.contains("**Partial**"));
-    }
+    );
 }
 
 #[test]
@@ -714,11 +703,7 @@ fn the_html_renders_in_headless_chromium_with_every_chart() {
         eprintln!("skipped: chromium is not installed (apt-get install chromium)");
         return;
     };
-    let r = {
-        let _g = serial();
-        smtlab::interrupt::set_for_test(false);
-        fake_report(2, 1, &NoProgress)
-    };
+    let r = fake_report(2, 1, &NoProgress);
     let dir = tempfile::tempdir().unwrap();
     report::write_all(&r, dir.path()).unwrap();
     let url = format!("file://{}", dir.path().join("report.html").display());

@@ -162,61 +162,7 @@ pub fn human(r: &LockscanReport) -> String {
             join(&s.scenario.lock_cpus),
             join(&s.scenario.scan_cpus)
         ));
-        let mut rows = vec![vec![
-            "THREAD".to_string(),
-            "ROLE".into(),
-            "CPU".into(),
-            "CORE".into(),
-            "SHARES".into(),
-            "OPS/S".into(),
-            "±MAD".into(),
-            "LOCKED".into(),
-            "SPINS".into(),
-            "SHARE".into(),
-            "SPINS/ACQ".into(),
-            "HANDOFFS IN".into(),
-            "CPU%".into(),
-        ]];
-        for t in &s.threads {
-            let lock = t.is_lock();
-            rows.push(vec![
-                t.thread.to_string(),
-                t.role.to_string(),
-                t.cpu.to_string(),
-                t.core.to_string(),
-                if !lock {
-                    "-".into()
-                } else if t.shares_core_with_scanner {
-                    "yes".into()
-                } else {
-                    "no".into()
-                },
-                si(t.ops_per_sec),
-                t.ops_per_sec_summary
-                    .map(|x| si(x.mad))
-                    .unwrap_or_else(|| "-".into()),
-                if lock {
-                    render::thousands(t.locked)
-                } else {
-                    "-".into()
-                },
-                render::or_dash(lock.then_some(t.spins).flatten(), render::thousands),
-                if lock {
-                    format!("{:.1}%", t.share_of_acquisitions * 100.0)
-                } else {
-                    "-".into()
-                },
-                render::or_dash(lock.then_some(t.spins_per_acquire).flatten(), |x| {
-                    format!("{x:.2}")
-                }),
-                render::or_dash(
-                    lock.then_some(t.handoffs_received).flatten(),
-                    render::thousands,
-                ),
-                format!("{:.0}%", t.cpu_share * 100.0),
-            ]);
-        }
-        o.push_str(&render::table(&rows));
+        o.push_str(&crate::report::tables::lockscan_threads(s).text());
         let nl = s.scenario.lock_cpus.len();
         o.push_str(&format!(
             "total {} acquisitions/s{}",

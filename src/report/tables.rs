@@ -12,12 +12,31 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
+/// What a cell holds for a value that was not measured or does not apply. HTML and
+/// Markdown print it as it is; the terminal prints `-`, as its other tables do.
+pub const NONE: &str = "–";
+
 impl Table {
     fn new(header: &[&str]) -> Self {
         Table {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
         }
+    }
+
+    /// The table as aligned terminal text ([`crate::render::table`]), [`NONE`] as `-`.
+    pub fn text(&self) -> String {
+        let cell = |c: &String| {
+            if c == NONE {
+                "-".to_string()
+            } else {
+                c.clone()
+            }
+        };
+        let rows: Vec<Vec<String>> = std::iter::once(self.header.clone())
+            .chain(self.rows.iter().map(|r| r.iter().map(cell).collect()))
+            .collect();
+        crate::render::table(&rows)
     }
 }
 
@@ -206,44 +225,49 @@ pub fn lockscan(l: &super::LockscanSection) -> Table {
     t
 }
 
-/// lockscan per thread, for one scenario result.
+/// lockscan per thread, for one scenario result: the terminal's end-of-run table
+/// (`smtlab lockscan`, through [`Table::text`]) and the report's per-thread tables.
 pub fn lockscan_threads(s: &crate::experiments::lockscan::ScenarioResult) -> Table {
     let mut t = Table::new(&[
         "THREAD",
         "ROLE",
         "CPU",
+        "CORE",
         "SHARES",
         "OPS/S",
+        "±MAD",
+        "LOCKED",
+        "SPINS",
         "SHARE",
         "SPINS/ACQ",
+        "HANDOFFS IN",
         "CPU%",
     ]);
     for th in &s.threads {
-        let lock = th.is_lock();
+        // A scanner has no lock counts; spins and handoffs are None with lock stats off.
+        let lock_only = |v: Option<String>| v.filter(|_| th.is_lock()).unwrap_or(NONE.into());
         t.rows.push(vec![
             th.thread.to_string(),
             th.role.to_string(),
             th.cpu.to_string(),
-            if !lock {
-                "–".into()
-            } else if th.shares_core_with_scanner {
-                "yes".into()
-            } else {
-                "no".into()
-            },
+            th.core.to_string(),
+            lock_only(Some(
+                if th.shares_core_with_scanner {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+            )),
+            si(th.ops_per_sec),
             th.ops_per_sec_summary
-                .as_ref()
-                .map(summary)
-                .unwrap_or_else(|| si(th.ops_per_sec)),
-            if lock {
-                format!("{:.1}%", th.share_of_acquisitions * 100.0)
-            } else {
-                "–".into()
-            },
-            match th.spins_per_acquire {
-                Some(x) if lock => num2(x),
-                _ => "–".into(),
-            },
+                .map(|x| si(x.mad))
+                .unwrap_or(NONE.into()),
+            lock_only(Some(thousands(th.locked))),
+            lock_only(th.spins.map(thousands)),
+            lock_only(Some(format!("{:.1}%", th.share_of_acquisitions * 100.0))),
+            lock_only(th.spins_per_acquire.map(num2)),
+            lock_only(th.handoffs_received.map(thousands)),
             format!("{:.0}%", th.cpu_share * 100.0),
         ]);
     }
@@ -565,6 +589,14 @@ pub fn compare(c: &super::CompareSection) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terminal_text_marks_what_was_not_measured_with_a_hyphen() {
+        let mut t = Table::new(&["THREAD", "SPINS"]);
+        t.rows.push(vec!["0".into(), NONE.into()]);
+        t.rows.push(vec!["1".into(), "1,024".into()]);
+        assert_eq!(t.text(), "THREAD  SPINS\n     0  -\n     1  1,024\n");
+    }
 
     #[test]
     fn utc_dates() {

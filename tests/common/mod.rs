@@ -38,3 +38,55 @@ pub fn stdout_of(cmd: &mut assert_cmd::Command) -> String {
     let out = cmd.assert().success().get_output().stdout.clone();
     String::from_utf8(out).expect("stdout is UTF-8")
 }
+
+/// Serialises the tests that keep every CPU busy (real engine runs, lock tests with many
+/// spinning threads), so that in the one test process they do not oversubscribe each other
+/// and stretch each other's timings.
+pub fn cpu_heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Set in the process [`own_process!`] starts; [`press_ctrl_c`] requires it.
+pub const OWN_PROCESS: &str = "SMTLAB_TEST_OWN_PROCESS";
+
+/// How long a test's own process may run before it counts as hung.
+pub const OWN_PROCESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `$body` as the only test of a process of its own: the `#[test]` fn `$test` it is
+/// called from starts this test binary again, filtered to exactly that test (rusty-fork,
+/// <https://docs.rs/rusty-fork>), and fails when the child fails; the child's output is
+/// shown with the test's. For tests that change process-wide state the library polls,
+/// the Ctrl-C flag above all: in the shared test process, every test running at the same
+/// time would see it and stop early.
+macro_rules! own_process {
+    ($test:ident, $body:block) => {{
+        fn body() $body
+        rusty_fork::fork(
+            rusty_fork::rusty_fork_test_name!($test),
+            rusty_fork::rusty_fork_id!(),
+            |cmd: &mut std::process::Command| {
+                cmd.env($crate::common::OWN_PROCESS, "1");
+            },
+            |child: &mut rusty_fork::ChildWrapper, _: &mut std::fs::File| {
+                let timeout = $crate::common::OWN_PROCESS_TIMEOUT;
+                match child.wait_timeout(timeout).expect("waiting for the test's process") {
+                    Some(status) => assert!(status.success(), "the test's process: {status}"),
+                    None => panic!("the test's process still runs after {timeout:?}"),
+                }
+            },
+            body,
+        )
+        .expect("starting the test's own process");
+    }};
+}
+pub(crate) use own_process;
+
+/// Pretends Ctrl-C arrived. Only inside [`own_process!`]: the flag is process-wide.
+pub fn press_ctrl_c() {
+    assert!(
+        std::env::var_os(OWN_PROCESS).is_some(),
+        "press_ctrl_c outside own_process!: every test in this process would see the flag"
+    );
+    smtlab::interrupt::set_for_test(true);
+}

@@ -171,7 +171,7 @@ pub fn notes(
         notes.push("no SMT siblings on this machine: the sibling case (a lock thread whose SMT sibling scans memory, about 10× fewer acquisitions in SQL Server's 2005 \"To Hyper or not to Hyper\" test) could not be run here; shown instead: a scanner time-sharing a lock thread's CPU, and lock threads on other cores (cross-core)".into());
     }
     if hypervisor {
-        notes.push("running under a hypervisor: vCPU preemption and host neighbours can distort lock results".into());
+        notes.push(crate::render::Caveat::Hypervisor { kind: None }.to_string());
     }
     if cfg.stats == StatsMode::Counters && cfg.cs_ns < COUNTERS_CHEAP_CS_NS {
         notes.push(format!("lock stats cost: counting spins and handoffs adds a few ns to every acquisition, which with a {} ns critical section can be tens of percent of the absolute rate; every thread pays it, so ratios compare like with like; `smtlab lockscan --lock-stats off` runs the bare lock (README: measured cost)", cfg.cs_ns));

@@ -41,6 +41,17 @@ struct WithinArg {
     within: crate::placement::Scope,
 }
 
+#[derive(Args, Debug, Clone)]
+struct CountersArg {
+    /// Event counters per measured thread: `all` (every event this machine can count:
+    /// task-clock, context switches, migrations, page faults, and cycles, instructions,
+    /// IPC where a hardware PMU exists), `software` (the kernel's events only), or `off`.
+    /// What cannot be counted is reported with the reason.
+    #[arg(long, value_name = "MODE", default_value = "all",
+          value_parser = values::member::<crate::counters::Mode>)]
+    counters: crate::counters::Mode,
+}
+
 fn parse_scope(s: &str) -> std::result::Result<crate::placement::Scope, String> {
     s.parse()
 }
@@ -982,6 +993,8 @@ struct LockscanArgs {
     /// algorithm, to see the instrumentation's cost on this machine; no spins or handoffs).
     #[arg(long, default_value = "counters", value_name = "MODE", value_parser = values::lock_stats)]
     lock_stats: crate::locks::StatsMode,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Print the placements only (works with --sysfs-root).
     #[arg(long)]
     dry_run: bool,
@@ -1053,7 +1066,9 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
         };
         Layout::Explicit { lock, scan }
     };
-    let spec = crate::engine::RunSpec::new(a.warmup, a.duration).with_interval(a.interval);
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration)
+        .with_interval(a.interval)
+        .with_counters(a.counters.counters);
     spec.validate()?;
     Ok(commands::lockscan::Config {
         root: a.root.sysfs_root,

@@ -12,6 +12,7 @@
 //! run for the whole window) and a lower bound otherwise.
 
 use super::Event;
+use crate::cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 
 /// An event's count over a window, scaled for multiplexing.
@@ -188,9 +189,104 @@ impl Counts {
     }
 }
 
+/// One thread's share of a core's CPI table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadCpi {
+    /// The thread's index in its run.
+    pub thread: usize,
+    /// The CPU it was pinned to.
+    pub cpu: u32,
+    pub cycles: u64,
+    pub instructions: u64,
+    /// Its own cycles per instruction.
+    pub cpi: Option<f64>,
+}
+
+/// A core's CPI beside its threads' ([`core_cpi`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoreCpi {
+    /// The core's CPUs (its SMT siblings).
+    pub core: CpuSet,
+    /// The measured threads on it.
+    pub threads: Vec<ThreadCpi>,
+    /// The core's cycles over all its threads' instructions.
+    pub core_cpi: Option<f64>,
+}
+
+/// The per-core CPI table of one run: `threads` are (thread index, CPU, that CPU's core,
+/// counts) over the same window. Threads without cycles and instructions are left out,
+/// so a run without hardware counters gives an empty table. Cores in order of first
+/// appearance.
+pub fn per_core<'a>(
+    threads: impl IntoIterator<Item = (usize, u32, CpuSet, &'a Counts)>,
+) -> Vec<CoreCpi> {
+    let mut cores: Vec<CoreCpi> = Vec::new();
+    for (thread, cpu, core, c) in threads {
+        let (Some(cycles), Some(instructions)) = (c.cycles, c.instructions) else {
+            continue;
+        };
+        let t = ThreadCpi {
+            thread,
+            cpu,
+            cycles,
+            instructions,
+            cpi: cpi(cycles, instructions),
+        };
+        match cores.iter_mut().find(|k| k.core == core) {
+            Some(k) => k.threads.push(t),
+            None => cores.push(CoreCpi {
+                core,
+                threads: vec![t],
+                core_cpi: None,
+            }),
+        }
+    }
+    for k in &mut cores {
+        let pairs: Vec<(u64, u64)> = k
+            .threads
+            .iter()
+            .map(|t| (t.cycles, t.instructions))
+            .collect();
+        k.core_cpi = core_cpi(&pairs);
+    }
+    cores
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_per_core_table_groups_siblings() {
+        let hw = |cy, ins| {
+            Counts::from_scaled(&[(Event::Cycles, full(cy)), (Event::Instructions, full(ins))])
+        };
+        let sw = Counts::from_scaled(&[(Event::TaskClock, full(5))]);
+        let (a, b, c) = (hw(1_000_000, 750_000), hw(1_000_000, 500_000), hw(10, 20));
+        let core0: CpuSet = "0,2".parse().unwrap();
+        let core1: CpuSet = "1,3".parse().unwrap();
+        let t = per_core([
+            (0, 0, core0.clone(), &a),
+            (1, 1, core1.clone(), &c),
+            (2, 2, core0.clone(), &b),
+            (3, 3, core1.clone(), &sw),
+        ]);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].core, core0);
+        assert_eq!(
+            t[0].threads.iter().map(|x| x.thread).collect::<Vec<_>>(),
+            [0, 2]
+        );
+        assert!(close(t[0].core_cpi.unwrap(), 0.80));
+        assert!(close(t[0].threads[0].cpi.unwrap(), 1.33));
+        assert_eq!(
+            t[1].threads.len(),
+            1,
+            "the software-only thread is left out"
+        );
+        assert_eq!(t[1].core_cpi, Some(0.5));
+        assert!(per_core([(0, 0, core0, &sw)]).is_empty());
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 0.005

@@ -31,8 +31,11 @@
 mod derive;
 pub mod reason;
 mod sys;
+pub mod text;
 
-pub use derive::{Counts, Scaled, core_cpi, cpi, effective_ghz, ipc, scale};
+pub use derive::{
+    CoreCpi, Counts, Scaled, ThreadCpi, core_cpi, cpi, effective_ghz, ipc, per_core, scale,
+};
 pub use reason::Env;
 
 use serde::{Deserialize, Serialize};

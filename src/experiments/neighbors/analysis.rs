@@ -254,6 +254,7 @@ mod tests {
                     voluntary_ctx_switches: 1,
                     involuntary_ctx_switches: 3,
                     runqueue_delay_ns: d,
+                    counters: None,
                 })
                 .collect(),
             pinning_violations: Vec::new(),

@@ -43,7 +43,8 @@ struct WithinArg {
 
 #[derive(Args, Debug, Clone)]
 struct CountersArg {
-    /// Event counters per measured thread: `all` (every event this machine can count:
+    /// Event counters for each measured thread (`compare`: each run's whole process
+    /// tree): `all` (every event this machine can count:
     /// task-clock, context switches, migrations, page faults, and cycles, instructions,
     /// IPC where a hardware PMU exists), `software` (the kernel's events only), or `off`.
     /// What cannot be counted is reported with the reason.
@@ -731,6 +732,8 @@ struct CompareArgs {
     /// comparisons, smt_yield, …}`.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Write one CSV row per placement to FILE.
     #[arg(long, value_name = "FILE")]
     export_csv: Option<PathBuf>,
@@ -808,6 +811,7 @@ fn compare_command(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<()> {
         )));
     }
     exp.noise = a.noise / 100.0;
+    exp.counters = a.counters.counters;
     exp.validate()?;
     commands::compare::run(
         &commands::compare::Config {

@@ -181,6 +181,33 @@ impl Counts {
         Some(acc)
     }
 
+    /// Per event, the median over several windows (runs of one placement); an event
+    /// only when every window counted it. IPC, CPI and GHz are the medians of each
+    /// window's own figure, not figures of the medians. None for no windows.
+    pub fn median<'a>(parts: impl IntoIterator<Item = &'a Counts>) -> Option<Counts> {
+        let parts: Vec<&Counts> = parts.into_iter().collect();
+        if parts.is_empty() {
+            return None;
+        }
+        let med = |f: &dyn Fn(&Counts) -> Option<f64>| -> Option<f64> {
+            let v: Option<Vec<f64>> = parts.iter().map(|c| f(c)).collect();
+            v.map(|v| crate::stats::median(&v))
+        };
+        let mut m = Counts::default();
+        for e in Event::ALL {
+            *m.slot(e) = med(&|c| c.get(e).map(|x| x as f64)).map(|x| x.round() as u64);
+        }
+        m.ipc = med(&|c| c.ipc);
+        m.cpi = med(&|c| c.cpi);
+        m.effective_ghz = med(&|c| c.effective_ghz);
+        m.counted_share = parts
+            .iter()
+            .map(|c| c.counted_share)
+            .collect::<Option<Vec<f64>>>()
+            .map(|v| v.into_iter().fold(1.0, f64::min));
+        Some(m)
+    }
+
     /// True when a hardware event was counted (IPC and friends can be shown).
     pub fn has_hardware(&self) -> bool {
         Event::ALL
@@ -372,6 +399,27 @@ mod tests {
         assert_eq!(s.ipc, Some(0.5));
         assert!(s.has_hardware() && !b.has_hardware());
         assert_eq!(Counts::sum([]), None);
+    }
+
+    #[test]
+    fn medians_per_event_and_of_each_runs_figures() {
+        let run = |t, cy, ins| {
+            Counts::from_scaled(&[
+                (Event::TaskClock, full(t)),
+                (Event::Cycles, full(cy)),
+                (Event::Instructions, full(ins)),
+            ])
+        };
+        let (a, b, c) = (run(10, 100, 50), run(30, 100, 100), run(20, 400, 100));
+        let m = Counts::median([&a, &b, &c]).unwrap();
+        assert_eq!(m.task_clock_ns, Some(20));
+        assert_eq!((m.cycles, m.instructions), (Some(100), Some(100)));
+        // IPCs 0.5, 1.0, 0.25: the median run's 0.5, not 100/100.
+        assert_eq!(m.ipc, Some(0.5));
+        let sw = Counts::from_scaled(&[(Event::TaskClock, full(40))]);
+        let m = Counts::median([&a, &sw]).unwrap();
+        assert_eq!((m.task_clock_ns, m.cycles, m.ipc), (Some(25), None, None));
+        assert_eq!(Counts::median([]), None);
     }
 
     #[test]

@@ -107,6 +107,8 @@ enum Command {
         /// Nice value of each burner (-20..19; negative needs CAP_SYS_NICE).
         #[arg(long, allow_hyphen_values = true, value_parser = whole::<i32>(-20, 19, values::WHY_NICE))]
         nice: Option<i32>,
+        #[command(flatten)]
+        counters: CountersArg,
         /// Prime bound for `prime`, as sysbench's --cpu-max-prime.
         #[arg(long, default_value_t = crate::burn::DEFAULT_MAX_PRIME, allow_hyphen_values = true,
               value_parser = whole::<u64>(3, limits::MAX_MAX_PRIME.into(), limits::WHY_MAX_PRIME))]
@@ -255,6 +257,7 @@ pub fn main() -> Result<()> {
             force,
             child_cpus,
             until_stopped,
+            counters,
         } => {
             let placement = match (placement, cpus) {
                 (Some(p), _) => p,
@@ -272,6 +275,7 @@ pub fn main() -> Result<()> {
                         policy,
                         nice,
                         max_prime,
+                        counters: counters.counters,
                     },
                     threads,
                     placement,

@@ -1235,6 +1235,8 @@ struct YieldArgs {
     /// Print the three layouts and the workloads only (works with --sysfs-root).
     #[arg(long)]
     dry_run: bool,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Machine-readable JSON: `{plan, workloads: [{workload, layouts, smt_yield:
     /// {comparison: {estimate, low, high, n, effect}}, shared_core_speed, runs}]}`.
     #[arg(long)]
@@ -1262,7 +1264,7 @@ fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
         }
         None => None,
     };
-    let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration).with_counters(a.counters.counters);
     spec.validate()?;
     let exp = Config {
         subjects,

@@ -533,6 +533,8 @@ struct NeighborsArgs {
     /// Print the placements only.
     #[arg(long)]
     dry_run: bool,
+    #[command(flatten)]
+    counters: CountersArg,
     /// JSON: `{steps: [{burners, ops_per_sec, diagnosis, …}]}`.
     #[arg(long)]
     json: bool,
@@ -601,7 +603,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
             commands::neighbors::WorkloadChoice::Oltp(Box::new(oc))
         }
     };
-    let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration).with_counters(a.counters.counters);
     spec.validate()?;
     let worker_placement = a.placement;
     if worker_placement == Request::All {

@@ -151,6 +151,11 @@ pub fn step(
         interrupted: r.interrupted,
         workers,
         steal_share: r.steal_share,
+        worker_counters: threads
+            .iter()
+            .map(|t| t.counters.as_ref().map(|m| &m.counts))
+            .collect::<Option<Vec<_>>>()
+            .and_then(crate::counters::Counts::sum),
     }
 }
 

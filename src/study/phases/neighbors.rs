@@ -288,6 +288,7 @@ mod tests {
             interrupted: false,
             workers: 2,
             steal_share: None,
+            worker_counters: None,
         }
     }
 
@@ -311,6 +312,7 @@ mod tests {
             skipped: Vec::new(),
             notes: Vec::new(),
             interrupted: false,
+            counters: None,
         }
     }
 

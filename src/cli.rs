@@ -1141,6 +1141,8 @@ struct RwcacheArgs {
     #[arg(long, default_value_t = 3, allow_hyphen_values = true,
           value_parser = whole::<u64>(0, u64::MAX.into(), ""))]
     seed: u64,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Machine-readable JSON: `{results: [{scheme, threads, requests_per_sec, lock_cpu_share,
     /// reads, writes, …}], before_after, read_cost, best}`.
     #[arg(long)]
@@ -1172,7 +1174,7 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
             if n == 1 { vec![1] } else { vec![1, n] }
         }
     };
-    let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration).with_counters(a.counters.counters);
     let exp = RwcacheConfig::new(
         schemes,
         threads,

@@ -414,6 +414,8 @@ struct OltpArgs {
     dry_run: bool,
     #[command(flatten)]
     root: RootArg,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Machine-readable JSON (`inserts_per_sec`, `rows_verified`, …).
     #[arg(long)]
     json: bool,
@@ -461,6 +463,7 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::OltpConfig> {
         dry_run: a.dry_run,
         sysfs_root: a.root.sysfs_root,
         json: a.json,
+        counters: a.counters.counters,
     };
     cfg.validate()?;
     Ok(cfg)
@@ -598,6 +601,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
                 dry_run: a.dry_run,
                 sysfs_root: a.root.sysfs_root.clone(),
                 json: a.json,
+                counters: crate::counters::Mode::Off,
             };
             oc.validate()?;
             commands::neighbors::WorkloadChoice::Oltp(Box::new(oc))

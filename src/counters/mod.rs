@@ -238,6 +238,21 @@ impl Status {
         Status { mode, unavailable }
     }
 
+    /// This status with `other`'s reasons added (runs of one report).
+    pub fn merge(self, other: &Status) -> Status {
+        let ms = [
+            Measurement {
+                counts: Counts::default(),
+                unavailable: self.unavailable,
+            },
+            Measurement {
+                counts: Counts::default(),
+                unavailable: other.unavailable.clone(),
+            },
+        ];
+        Status::of(self.mode, &ms)
+    }
+
     /// True when no hardware event was counted anywhere (IPC cannot be shown).
     pub fn hardware_missing(&self) -> bool {
         self.mode != Mode::All

@@ -856,6 +856,8 @@ struct StudyArgs {
     db_password_file: Option<PathBuf>,
     #[command(flatten)]
     within: WithinArg,
+    #[command(flatten)]
+    counters: CountersArg,
 }
 
 /// Turns the `study` options into a validated config.
@@ -884,6 +886,9 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
     if a.within.within != crate::placement::Scope::default() {
         command.push_str(&format!(" --within {}", a.within.within));
     }
+    if a.counters.counters != crate::counters::Mode::default() {
+        command.push_str(&format!(" --counters {}", a.counters.counters));
+    }
     Ok(commands::study::Config {
         study: crate::study::Config {
             quick: a.quick,
@@ -891,6 +896,7 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
             db,
             command,
             within: a.within.within,
+            counters: a.counters.counters,
         },
         out: a.out,
     })

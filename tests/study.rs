@@ -54,6 +54,7 @@ fn config() -> study::Config {
         db: DbTarget::Sqlite(None),
         command: "smtlab study --quick --out out".into(),
         within: smtlab::placement::Scope::Package,
+        counters: smtlab::counters::Mode::default(),
     }
 }
 

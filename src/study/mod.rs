@@ -45,6 +45,8 @@ pub struct Config {
     pub command: String,
     /// The unit the comparison layouts (lockscan's sweep, oltp's layouts, rwcache) stay inside.
     pub within: crate::placement::Scope,
+    /// Event counters every measured thread opens.
+    pub counters: crate::counters::Mode,
 }
 
 /// Every phase sized to `cfg.budget` on `topo` (pure). Neighbors' burners are processes
@@ -233,6 +235,7 @@ pub(crate) mod tests {
             db: DbTarget::Sqlite(None),
             command: "smtlab study".into(),
             within: crate::placement::Scope::Package,
+            counters: crate::counters::Mode::default(),
         }
     }
 

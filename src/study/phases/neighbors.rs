@@ -61,7 +61,7 @@ impl NeighborsPhase {
             (ms(100), Duration::from_secs(5)),
             (ms(30), Duration::from_secs(1)),
         );
-        let spec = crate::engine::RunSpec::new(warm, measure);
+        let spec = crate::engine::RunSpec::new(warm, measure).with_counters(ctx.cfg.counters);
         let prime = BurnSpec::new(BurnerKind::Prime);
         let siblings = match sibling_workers {
             Some(w) => Some(

@@ -119,8 +119,10 @@ pub fn run_processes(
         nanos(run.duration),
     );
     report.counters = {
-        let ms: Vec<&crate::counters::Measurement> =
-            results.iter().filter_map(|b| b.counters.as_ref()).collect();
+        let ms: Vec<&crate::counters::Measurement> = results
+            .iter()
+            .filter_map(|b| b.counters.as_deref())
+            .collect();
         (!ms.is_empty()).then(|| crate::counters::Status::of(spec.counters, ms))
     };
     report.burners = results;

@@ -78,7 +78,8 @@ pub struct BurnerResult {
     /// Event counters of the burner's thread over the measurement, and what they could
     /// not count; None with `--counters off`.
     #[serde(default)]
-    pub counters: Option<crate::counters::Measurement>,
+    /// Boxed: it is most of the struct's size, and the struct travels in an enum.
+    pub counters: Option<Box<crate::counters::Measurement>>,
 }
 
 /// A whole burn run.
@@ -132,7 +133,7 @@ impl BurnerResult {
             involuntary_ctx_switches: t.involuntary_ctx_switches,
             runqueue_delay_ns: t.runqueue_delay_ns,
             stop_latency_ns: run.stop_latency_ns,
-            counters: t.counters.clone(),
+            counters: t.counters.clone().map(Box::new),
         }
     }
 

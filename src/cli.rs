@@ -41,6 +41,18 @@ struct WithinArg {
     within: crate::placement::Scope,
 }
 
+#[derive(Args, Debug, Clone)]
+struct CountersArg {
+    /// Event counters for each measured thread (`compare`: each run's whole process
+    /// tree): `all` (every event this machine can count:
+    /// task-clock, context switches, migrations, page faults, and cycles, instructions,
+    /// IPC where a hardware PMU exists), `software` (the kernel's events only), or `off`.
+    /// What cannot be counted is reported with the reason.
+    #[arg(long, value_name = "MODE", default_value = "all",
+          value_parser = values::member::<crate::counters::Mode>)]
+    counters: crate::counters::Mode,
+}
+
 fn parse_scope(s: &str) -> std::result::Result<crate::placement::Scope, String> {
     s.parse()
 }
@@ -95,6 +107,8 @@ enum Command {
         /// Nice value of each burner (-20..19; negative needs CAP_SYS_NICE).
         #[arg(long, allow_hyphen_values = true, value_parser = whole::<i32>(-20, 19, values::WHY_NICE))]
         nice: Option<i32>,
+        #[command(flatten)]
+        counters: CountersArg,
         /// Prime bound for `prime`, as sysbench's --cpu-max-prime.
         #[arg(long, default_value_t = crate::burn::DEFAULT_MAX_PRIME, allow_hyphen_values = true,
               value_parser = whole::<u64>(3, limits::MAX_MAX_PRIME.into(), limits::WHY_MAX_PRIME))]
@@ -244,6 +258,7 @@ pub fn main() -> Result<()> {
             force,
             child_cpus,
             until_stopped,
+            counters,
         } => {
             let placement = match (placement, cpus) {
                 (Some(p), _) => p,
@@ -261,6 +276,7 @@ pub fn main() -> Result<()> {
                         policy,
                         nice,
                         max_prime,
+                        counters: counters.counters,
                     },
                     threads,
                     placement,
@@ -399,6 +415,8 @@ struct OltpArgs {
     dry_run: bool,
     #[command(flatten)]
     root: RootArg,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Machine-readable JSON (`inserts_per_sec`, `rows_verified`, …).
     #[arg(long)]
     json: bool,
@@ -446,6 +464,7 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::OltpConfig> {
         dry_run: a.dry_run,
         sysfs_root: a.root.sysfs_root,
         json: a.json,
+        counters: a.counters.counters,
     };
     cfg.validate()?;
     Ok(cfg)
@@ -518,6 +537,8 @@ struct NeighborsArgs {
     /// Print the placements only.
     #[arg(long)]
     dry_run: bool,
+    #[command(flatten)]
+    counters: CountersArg,
     /// JSON: `{steps: [{burners, ops_per_sec, diagnosis, …}]}`.
     #[arg(long)]
     json: bool,
@@ -581,12 +602,13 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
                 dry_run: a.dry_run,
                 sysfs_root: a.root.sysfs_root.clone(),
                 json: a.json,
+                counters: crate::counters::Mode::Off,
             };
             oc.validate()?;
             commands::neighbors::WorkloadChoice::Oltp(Box::new(oc))
         }
     };
-    let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration).with_counters(a.counters.counters);
     spec.validate()?;
     let worker_placement = a.placement;
     if worker_placement == Request::All {
@@ -866,6 +888,8 @@ struct CompareArgs {
     /// comparisons, smt_yield, …}`.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Write one CSV row per placement to FILE.
     #[arg(long, value_name = "FILE")]
     export_csv: Option<PathBuf>,
@@ -891,6 +915,7 @@ fn compare_command(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<()> {
     }
     let mut exp = a.cmd.config(a.command, a.within.within)?;
     exp.max_time = crate::duration::parse_measured(&a.max_time, "--max-time")?;
+    exp.counters = a.counters.counters;
     exp.validate()?;
     commands::compare::run(
         &commands::compare::Config {
@@ -935,6 +960,8 @@ struct StudyArgs {
     /// compare` does, and answers for it in the verdict.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
+    #[command(flatten)]
+    counters: CountersArg,
 }
 
 /// Turns the `study` options into a validated config.
@@ -963,6 +990,9 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
     if a.within.within != crate::placement::Scope::default() {
         command.push_str(&format!(" --within {}", a.within.within));
     }
+    if a.counters.counters != crate::counters::Mode::default() {
+        command.push_str(&format!(" --counters {}", a.counters.counters));
+    }
     let given = a.cmd.words();
     let compare = if a.command.is_empty() {
         if !given.is_empty() {
@@ -989,7 +1019,8 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
         command.push_str(&crate::experiments::compare::render::shell_words(
             &a.command,
         ));
-        let exp = a.cmd.config(a.command, a.within.within)?;
+        let mut exp = a.cmd.config(a.command, a.within.within)?;
+        exp.counters = a.counters.counters;
         exp.validate()?;
         Some(exp)
     };
@@ -1001,6 +1032,7 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
             command,
             within: a.within.within,
             compare,
+            counters: a.counters.counters,
         },
         out: a.out,
     })
@@ -1117,6 +1149,8 @@ struct LockscanArgs {
     /// algorithm, to see the instrumentation's cost on this machine; no spins or handoffs).
     #[arg(long, default_value = "counters", value_name = "MODE", value_parser = values::lock_stats)]
     lock_stats: crate::locks::StatsMode,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Print the placements only (works with --sysfs-root).
     #[arg(long)]
     dry_run: bool,
@@ -1188,7 +1222,9 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
         };
         Layout::Explicit { lock, scan }
     };
-    let spec = crate::engine::RunSpec::new(a.warmup, a.duration).with_interval(a.interval);
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration)
+        .with_interval(a.interval)
+        .with_counters(a.counters.counters);
     spec.validate()?;
     Ok(commands::lockscan::Config {
         root: a.root.sysfs_root,
@@ -1251,6 +1287,8 @@ struct RwcacheArgs {
     #[arg(long, default_value_t = 3, allow_hyphen_values = true,
           value_parser = whole::<u64>(0, u64::MAX.into(), ""))]
     seed: u64,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Machine-readable JSON: `{results: [{scheme, threads, requests_per_sec, lock_cpu_share,
     /// reads, writes, …}], before_after, read_cost, best}`.
     #[arg(long)]
@@ -1282,7 +1320,7 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
             if n == 1 { vec![1] } else { vec![1, n] }
         }
     };
-    let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration).with_counters(a.counters.counters);
     let exp = RwcacheConfig::new(
         schemes,
         threads,
@@ -1347,6 +1385,8 @@ struct YieldArgs {
     /// Print the three layouts and the workloads only (works with --sysfs-root).
     #[arg(long)]
     dry_run: bool,
+    #[command(flatten)]
+    counters: CountersArg,
     /// Machine-readable JSON: `{plan, workloads: [{workload, layouts, smt_yield:
     /// {comparison: {estimate, low, high, n, effect}}, shared_core_speed, runs}]}`.
     #[arg(long)]
@@ -1374,7 +1414,7 @@ fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
         }
         None => None,
     };
-    let spec = crate::engine::RunSpec::new(a.warmup, a.duration);
+    let spec = crate::engine::RunSpec::new(a.warmup, a.duration).with_counters(a.counters.counters);
     spec.validate()?;
     let exp = Config {
         subjects,

@@ -12,6 +12,7 @@
 //! - [`burn`]: CPU burners ("rulers") stressing one resource each, as engine threads or child processes.
 //! - [`cli`]: The command line: clap types live here and nowhere else.
 //! - [`commands`]: One module per subcommand, each taking a typed config.
+//! - [`counters`]: Hardware and software event counters per thread and per process tree (perf_event_open), and IPC/CPI.
 //! - [`cpuset`]: `CpuSet` and its list / hex / sysfs / decimal-mask forms.
 //! - [`duration`]: Durations as users type them (`5`, `500ms`, `250us`, `1.5s`, `1h`), one grammar for every option.
 //! - [`engine`]: The `Engine` trait: measurement threads spawned, pinned and timed for real, or made up.
@@ -52,6 +53,7 @@ pub mod affinity;
 pub mod burn;
 pub mod cli;
 pub mod commands;
+pub mod counters;
 pub mod cpuset;
 pub mod duration;
 pub mod engine;

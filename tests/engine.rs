@@ -67,6 +67,7 @@ fn pinning_is_honoured_and_progress_counted_per_interval() {
         warmup: ms(100),
         duration: ms(600),
         interval: ms(200),
+        ..RunSpec::default()
     };
     let mut seen = Vec::new();
     let r = engine::run_observed(&plan, &spec, &Spin, &mut |s| seen.push(s.clone())).unwrap();
@@ -162,6 +163,7 @@ fn warm_up_is_excluded() {
         warmup: ms(200),
         duration: ms(300),
         interval: ms(100),
+        ..RunSpec::default()
     };
     let w = PhaseTagged::default();
     let r = engine::run(&plan, &spec, &w).unwrap();
@@ -227,6 +229,7 @@ fn ctrl_c_stops_early_and_keeps_what_ran() {
             warmup: ms(100),
             duration: Duration::from_secs(20),
             interval: ms(200),
+            ..RunSpec::default()
         };
         let t0 = Instant::now();
         let r = std::thread::scope(|s| {

@@ -19,6 +19,7 @@ mod cli_smt;
 mod cli_top;
 mod cli_topo;
 mod cli_yield;
+mod counters;
 mod engine;
 mod exit_codes;
 mod limits;

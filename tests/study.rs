@@ -48,6 +48,7 @@ fn config() -> study::Config {
         command: "smtlab study --quick --out out".into(),
         within: smtlab::placement::Scope::Package,
         compare: None,
+        counters: smtlab::counters::Mode::default(),
     }
 }
 
@@ -238,8 +239,6 @@ fn html_section(html: &str) -> &str {
 
 #[test]
 fn a_command_on_an_smt_machine_gets_its_section_chart_and_answer_row() {
-    let _g = serial();
-    smtlab::interrupt::set_for_test(false);
     use smtlab::experiments::compare::{PlacementChoice, metric::MetricSpec};
     use smtlab::placement::Request;
     let cfg = config_with_command(|c| {
@@ -301,8 +300,6 @@ fn a_command_on_an_smt_machine_gets_its_section_chart_and_answer_row() {
 
 #[test]
 fn a_command_without_siblings_shows_what_ran_and_says_why_no_answer() {
-    let _g = serial();
-    smtlab::interrupt::set_for_test(false);
     use smtlab::experiments::compare::PlacementChoice;
     use smtlab::placement::Request;
     // `all` needs siblings: left out with the reason; the CPU lists run, sized to the
@@ -351,24 +348,26 @@ fn a_command_without_siblings_shows_what_ran_and_says_why_no_answer() {
 
 #[test]
 fn ctrl_c_in_the_command_phase_keeps_the_rounds_that_finished() {
-    let _g = serial();
-    smtlab::interrupt::set_for_test(false);
-    let r = fake_report_with(
-        4,
-        2,
-        &config_with_command(|_| {}),
-        &CtrlCAt(PhaseName::Compare),
+    own_process!(
+        ctrl_c_in_the_command_phase_keeps_the_rounds_that_finished,
+        {
+            let r = fake_report_with(
+                4,
+                2,
+                &config_with_command(|_| {}),
+                &CtrlCAt(PhaseName::Compare),
+            );
+            assert_eq!(r.status, Status::Partial);
+            let p = r
+                .phases
+                .iter()
+                .find(|p| p.phase == PhaseName::Compare)
+                .unwrap();
+            // Ctrl-C before the first run: nothing to keep, the phase is interrupted.
+            assert_eq!(p.status, PhaseStatus::Interrupted, "{p:?}");
+            assert!(r.compare.is_none());
+        }
     );
-    smtlab::interrupt::set_for_test(false);
-    assert_eq!(r.status, Status::Partial);
-    let p = r
-        .phases
-        .iter()
-        .find(|p| p.phase == PhaseName::Compare)
-        .unwrap();
-    // Ctrl-C before the first run: nothing to keep, the phase is interrupted.
-    assert_eq!(p.status, PhaseStatus::Interrupted, "{p:?}");
-    assert!(r.compare.is_none());
 }
 
 #[test]

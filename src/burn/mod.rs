@@ -67,6 +67,7 @@ pub fn run_threads(
         .map(|i| BurnerResult::from_thread_run(&result, &burners, i))
         .collect();
     report.interrupted = result.interrupted;
+    report.counters = result.counter_status();
     report.notes = plan.notes.clone();
     report.notes.extend(burners.notes.iter().cloned());
     if plan.oversubscribed {
@@ -117,6 +118,13 @@ pub fn run_processes(
         nanos(run.warmup),
         nanos(run.duration),
     );
+    report.counters = {
+        let ms: Vec<&crate::counters::Measurement> = results
+            .iter()
+            .filter_map(|b| b.counters.as_deref())
+            .collect();
+        (!ms.is_empty()).then(|| crate::counters::Status::of(spec.counters, ms))
+    };
     report.burners = results;
     report.notes = plan.notes.clone();
     if plan.oversubscribed {
@@ -153,8 +161,9 @@ pub fn run_child(
         notes: Vec::new(),
         scope: None,
     };
-    let run =
-        RunSpec::new(warmup, duration.unwrap_or(FOREVER)).with_interval(process::CHILD_INTERVAL);
+    let run = RunSpec::new(warmup, duration.unwrap_or(FOREVER))
+        .with_interval(process::CHILD_INTERVAL)
+        .with_counters(spec.counters);
     // Hold still (blocked, using no CPU) until the parent has started every sibling.
     process::wait_for_siblings();
     let burners = Burners::new(spec, topo, std::slice::from_ref(cpus))?;

@@ -365,7 +365,8 @@ fn spawn_child(
         .args(["--threads", "1", "--mode", "thread"])
         .args(["--policy", &spec.policy.to_string()])
         .args(["--max-prime", &spec.max_prime.to_string()])
-        .args(["--child-cpus", &cpus.to_string()]);
+        .args(["--child-cpus", &cpus.to_string()])
+        .args(["--counters", spec.counters.name()]);
     if opts.warmup.is_zero() {
         cmd.args(["--warmup", "0"]);
     } else {

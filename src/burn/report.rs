@@ -75,6 +75,11 @@ pub struct BurnerResult {
     pub runqueue_delay_ns: Option<u64>,
     /// From the stop request to the loop returning, ns.
     pub stop_latency_ns: u64,
+    /// Event counters of the burner's thread over the measurement, and what they could
+    /// not count; None with `--counters off`.
+    #[serde(default)]
+    /// Boxed: it is most of the struct's size, and the struct travels in an enum.
+    pub counters: Option<Box<crate::counters::Measurement>>,
 }
 
 /// A whole burn run.
@@ -100,6 +105,10 @@ pub struct BurnReport {
     pub interrupted: bool,
     /// Facts worth knowing (guessed cache sizes, oversubscription).
     pub notes: Vec<String>,
+    /// The counters' mode and every event not counted, with the reason; None with
+    /// `--counters off`.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Status>,
 }
 
 impl BurnerResult {
@@ -124,6 +133,7 @@ impl BurnerResult {
             involuntary_ctx_switches: t.involuntary_ctx_switches,
             runqueue_delay_ns: t.runqueue_delay_ns,
             stop_latency_ns: run.stop_latency_ns,
+            counters: t.counters.clone().map(Box::new),
         }
     }
 
@@ -160,6 +170,7 @@ impl BurnReport {
             total_ops_per_sec: 0.0,
             interrupted: false,
             notes: Vec::new(),
+            counters: None,
         }
     }
 
@@ -259,10 +270,52 @@ impl BurnReport {
                 bytes_per_sec(self.total_ops_per_sec)
             ));
         }
+        out.push_str(&self.counters_text());
         if self.interrupted {
             out.push_str("interrupted: rates cover the time measured before the signal (Ctrl-C, SIGTERM or SIGHUP)\n");
         }
         for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        if let Some(st) = &self.counters {
+            for l in crate::counters::text::status_lines(st) {
+                out.push_str(&format!("{l}\n"));
+            }
+        }
+        out
+    }
+
+    /// Each burner's counters, and the per-core CPI table where cycles were counted;
+    /// empty when no burner counted.
+    fn counters_text(&self) -> String {
+        use crate::counters::text;
+        let counts = || {
+            self.burners
+                .iter()
+                .map(|b| b.counters.as_ref().map(|m| &m.counts))
+        };
+        if counts().all(|c| c.is_none()) {
+            return String::new();
+        }
+        let hw = text::any_hardware(counts());
+        let mut rows = vec![
+            ["BURNER", "CPUS"]
+                .map(String::from)
+                .into_iter()
+                .chain(text::header(hw))
+                .collect::<Vec<_>>(),
+        ];
+        for b in &self.burners {
+            rows.push(
+                [b.burner.to_string(), b.cpus.to_string()]
+                    .into_iter()
+                    .chain(text::cells(b.counters.as_ref().map(|m| &m.counts), hw))
+                    .collect(),
+            );
+        }
+        let mut out = String::from("counters:\n");
+        out.push_str(&render::table(&rows));
+        if let Some(n) = text::multiplexing_note(counts()) {
             out.push_str(&format!("note: {n}\n"));
         }
         out
@@ -308,6 +361,7 @@ mod tests {
             ops: (ops_per_sec * 5.0) as u64,
             measured_ns: 5_000_000_000,
             ops_per_sec,
+            counters: None,
             cpu_time_ns: 4_990_000_000,
             involuntary_ctx_switches: 12,
             runqueue_delay_ns: Some(1_000_000),

@@ -33,16 +33,22 @@ pub struct BurnSpec {
     /// Prime bound for `prime` (sysbench `--cpu-max-prime`); primes are counted in
     /// `3..max_prime`.
     pub max_prime: u64,
+    /// Event counters each burner opens on itself over its measurement (`smtlab burn
+    /// --counters`); off for the neighbours other experiments start, which nobody reads.
+    #[serde(skip)]
+    pub counters: crate::counters::Mode,
 }
 
 impl BurnSpec {
-    /// `kind` at normal policy, inherited nice, sysbench's default prime bound.
+    /// `kind` at normal policy, inherited nice, sysbench's default prime bound, no
+    /// counters.
     pub fn new(kind: BurnerKind) -> Self {
         Self {
             kind,
             policy: Policy::Normal,
             nice: None,
             max_prime: DEFAULT_MAX_PRIME,
+            counters: crate::counters::Mode::Off,
         }
     }
 

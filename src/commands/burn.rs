@@ -83,7 +83,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         .fold(CpuSet::default(), |acc, t| acc.union(&t.cpus))
         .len();
     crate::limits::per_cpu("--threads", cfg.threads as u64, cpus, cfg.force)?;
-    let run = crate::engine::RunSpec::new(cfg.warmup, cfg.duration);
+    let run =
+        crate::engine::RunSpec::new(cfg.warmup, cfg.duration).with_counters(cfg.spec.counters);
     let report = match cfg.mode {
         Mode::Thread => burn::run_threads(&cfg.spec, &topo, &plan, &run)?,
         Mode::Process => burn::run_processes(&cfg.spec, &plan, &run, &mut |pids| {

@@ -163,6 +163,7 @@ pub fn human(r: &LockscanReport) -> String {
             join(&s.scenario.scan_cpus)
         ));
         o.push_str(&crate::report::tables::lockscan_threads(s).text());
+        o.push_str(&counters_text(s));
         let nl = s.scenario.lock_cpus.len();
         o.push_str(&format!(
             "total {} acquisitions/s{}",
@@ -257,6 +258,77 @@ pub fn human(r: &LockscanReport) -> String {
     }
     for n in &r.notes {
         o.push_str(&format!("note: {n}\n"));
+    }
+    if let Some(st) = &r.counters {
+        for l in crate::counters::text::status_lines(st) {
+            o.push_str(&format!("{l}\n"));
+        }
+    }
+    o
+}
+
+/// A scenario's counters in its median run: per thread, then per core when cycles and
+/// instructions were counted, and the IPC of lock threads beside a scanner against the
+/// other lock threads. Empty when no thread counted.
+fn counters_text(s: &crate::experiments::lockscan::ScenarioResult) -> String {
+    use crate::counters::text;
+    let counts = || s.threads.iter().map(|t| t.counters.as_ref());
+    if counts().all(|c| c.is_none()) {
+        return String::new();
+    }
+    let hw = text::any_hardware(counts());
+    let mut o = String::from("counters (median run):\n");
+    let mut rows = vec![
+        ["THREAD", "ROLE", "CPU", "SHARES"]
+            .map(String::from)
+            .into_iter()
+            .chain(text::header(hw))
+            .collect::<Vec<_>>(),
+    ];
+    for t in &s.threads {
+        let shares = if !t.is_lock() {
+            "-"
+        } else if t.shares_core_with_scanner {
+            "yes"
+        } else {
+            "no"
+        };
+        rows.push(
+            [
+                t.thread.to_string(),
+                t.role.to_string(),
+                t.cpu.to_string(),
+                shares.into(),
+            ]
+            .into_iter()
+            .chain(text::cells(t.counters.as_ref(), hw))
+            .collect(),
+        );
+    }
+    o.push_str(&render::table(&rows));
+    if let Some(n) = text::multiplexing_note(counts()) {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    let ipc = |sharing: bool| {
+        let v: Vec<f64> = s
+            .threads
+            .iter()
+            .filter(|t| t.is_lock() && t.shares_core_with_scanner == sharing)
+            .filter_map(|t| t.counters.as_ref()?.ipc)
+            .collect();
+        (!v.is_empty()).then(|| crate::stats::mean(&v))
+    };
+    if let (Some(a), Some(b)) = (ipc(true), ipc(false)) {
+        o.push_str(&format!(
+            "IPC of lock threads beside a scanner {a:.2}, of the others {b:.2} ({}×)\n",
+            crate::stats::ratio_text(a / b)
+        ));
+    }
+    if !s.core_cpi.is_empty() {
+        o.push_str(
+            "per-core CPI (median run; a core's cycles over all its threads' instructions):\n",
+        );
+        o.push_str(&text::core_cpi_table(&s.core_cpi));
     }
     o
 }

@@ -273,6 +273,7 @@ pub fn human(r: &NeighborsReport) -> String {
             render::count(*b, "burner")
         ));
     }
+    o.push_str(&counters_text(r));
     for n in &r.notes {
         o.push_str(&format!("note: {n}\n"));
     }
@@ -282,6 +283,47 @@ pub fn human(r: &NeighborsReport) -> String {
             "note: {}\n",
             crate::render::Caveat::Hypervisor { kind }
         ));
+    }
+    if let Some(st) = &r.counters {
+        for l in crate::counters::text::status_lines(st) {
+            o.push_str(&format!("{l}\n"));
+        }
+    }
+    o
+}
+
+/// The workers' counters per step, summed over the workers; empty when no step counted.
+fn counters_text(r: &NeighborsReport) -> String {
+    use crate::counters::text;
+    let steps: Vec<(String, &neighbors::Step)> = r
+        .reference
+        .iter()
+        .map(|s| ("ref".to_string(), s))
+        .chain(r.steps.iter().map(|s| (s.burners.to_string(), s)))
+        .collect();
+    let counts = || steps.iter().map(|(_, s)| s.worker_counters.as_ref());
+    if counts().all(|c| c.is_none()) {
+        return String::new();
+    }
+    let hw = text::any_hardware(counts());
+    let rounds = r.repeat > 1;
+    let mut head: Vec<String> = vec!["BURNERS".into()];
+    if rounds {
+        head.insert(0, "ROUND".into());
+    }
+    let mut rows = vec![head.into_iter().chain(text::header(hw)).collect::<Vec<_>>()];
+    for (label, s) in &steps {
+        let mut row = vec![label.clone()];
+        if rounds {
+            row.insert(0, (s.round + 1).to_string());
+        }
+        row.extend(text::cells(s.worker_counters.as_ref(), hw));
+        rows.push(row);
+    }
+    let mut o = String::from("\nWorker counters per step (summed over the workers):\n");
+    o.push_str(&render::table(&rows));
+    if let Some(n) = text::multiplexing_note(counts()) {
+        o.push_str(&format!("note: {n}\n"));
     }
     o
 }

@@ -168,12 +168,64 @@ pub fn render_text(r: &OltpReport) -> String {
             ));
         }
     }
+    out.push_str(&counters_text(r));
+    if let Some(st) = &r.counters {
+        for l in crate::counters::text::status_lines(st) {
+            out.push_str(&format!("{l}\n"));
+        }
+    }
     if r.interrupted {
         out.push_str(
             "interrupted: the runs above finished before the signal (Ctrl-C, SIGTERM or SIGHUP)\n",
         );
     }
     out
+}
+
+/// Each client thread's counters, run by run; empty when no thread counted.
+fn counters_text(r: &OltpReport) -> String {
+    use crate::counters::text;
+    let counts = || {
+        r.runs
+            .iter()
+            .flat_map(|run| run.per_thread.iter().map(|t| t.counters.as_ref()))
+    };
+    if counts().all(|c| c.is_none()) {
+        return String::new();
+    }
+    let hw = text::any_hardware(counts());
+    let mut rows = vec![
+        ["PLACEMENT", "ROUND", "THREAD", "CPUS"]
+            .map(String::from)
+            .into_iter()
+            .chain(text::header(hw))
+            .collect::<Vec<_>>(),
+    ];
+    for run in &r.runs {
+        for t in &run.per_thread {
+            rows.push(
+                [
+                    run.placement.to_string(),
+                    run.round.to_string(),
+                    t.thread.to_string(),
+                    t.cpus.clone(),
+                ]
+                .into_iter()
+                .chain(text::cells(t.counters.as_ref(), hw))
+                .collect(),
+            );
+        }
+    }
+    let mut o = String::from(if r.backend_pinning.starts_with("embedded") {
+        "\nclient thread counters (the embedded database runs in them):\n"
+    } else {
+        "\nclient thread counters (the server's backend processes are not counted):\n"
+    });
+    o.push_str(&render::table(&rows));
+    if let Some(n) = text::multiplexing_note(counts()) {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    o
 }
 
 #[cfg(test)]

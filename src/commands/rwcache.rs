@@ -70,6 +70,7 @@ pub fn human(r: &RwcacheReport) -> String {
         o.push_str(&before_after_table(b));
     }
     o.push_str(&read_cost_table(r));
+    o.push_str(&counters_table(r));
     o.push_str("\nVerdict:\n");
     for v in &r.verdict {
         o.push_str(&format!("  {v}\n"));
@@ -79,6 +80,43 @@ pub fn human(r: &RwcacheReport) -> String {
     }
     if r.results.iter().any(|s| !s.pinning_ok) {
         o.push_str("warning: a thread was seen outside its pinned CPU\n");
+    }
+    if let Some(st) = &r.counters {
+        for l in crate::counters::text::status_lines(st) {
+            o.push_str(&format!("{l}\n"));
+        }
+    }
+    o
+}
+
+/// Each scheme's counters (all threads summed, median over runs); empty when no run
+/// counted.
+fn counters_table(r: &RwcacheReport) -> String {
+    use crate::counters::text;
+    let counts = || r.results.iter().map(|x| x.counters.as_ref());
+    if counts().all(|c| c.is_none()) {
+        return String::new();
+    }
+    let hw = text::any_hardware(counts());
+    let mut rows = vec![
+        ["THREADS", "SCHEME"]
+            .map(String::from)
+            .into_iter()
+            .chain(text::header(hw))
+            .collect::<Vec<_>>(),
+    ];
+    for x in &r.results {
+        rows.push(
+            [x.threads.to_string(), x.scheme.to_string()]
+                .into_iter()
+                .chain(text::cells(x.counters.as_ref(), hw))
+                .collect(),
+        );
+    }
+    let mut o = String::from("\n== counters (all threads summed, median over runs) ==\n");
+    o.push_str(&render::table(&rows));
+    if let Some(n) = text::multiplexing_note(counts()) {
+        o.push_str(&format!("note: {n}\n"));
     }
     o
 }

@@ -187,6 +187,66 @@ fn latency_cell(l: Option<&LayoutSummary>) -> String {
     }
 }
 
+/// The yield taken apart by the counters (IPC change × cycle share ÷ instructions per
+/// operation), or one line saying why it was not measured.
+fn split_text(r: &YieldReport) -> String {
+    let mut o = String::new();
+    if r.workloads.iter().all(|w| w.yield_split.is_none()) {
+        let why = if r.synthetic {
+            "a synthetic run counts nothing".to_string()
+        } else {
+            match &r.counters {
+                None => "counters off (`--counters off`)".to_string(),
+                Some(st) => st
+                    .lines()
+                    .into_iter()
+                    .find(|l| l.contains("hardware") || l.contains("cycles"))
+                    .unwrap_or_else(|| "no run counted cycles and instructions".into()),
+            }
+        };
+        o.push_str(&format!(
+            "\nSMT yield as IPC change × cycle share: not measured ({why})\n"
+        ));
+        return o;
+    }
+    o.push_str(
+        "\nSMT yield = IPC change × cycle share ÷ instructions per operation (all ÷ one-per-core, \
+         medians over rounds)\n",
+    );
+    let mut rows = vec![
+        [
+            "WORKLOAD",
+            "IPC ONE-PER-CORE",
+            "IPC ALL",
+            "IPC ×",
+            "CYCLES/S ×",
+            "INSTR/OP ×",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for w in &r.workloads {
+        let mut row = vec![w.workload.clone()];
+        match &w.yield_split {
+            Some(s) => row.extend([
+                format!("{:.2}", s.ipc_one_per_core),
+                format!("{:.2}", s.ipc_all),
+                format!("{}×", ratio_text(s.ipc_ratio)),
+                format!("{}×", ratio_text(s.cycles_per_sec_ratio)),
+                format!("{}×", ratio_text(s.instructions_per_op_ratio)),
+            ]),
+            None => row.extend(std::iter::repeat_n("-".to_string(), 5)),
+        }
+        rows.push(row);
+    }
+    o.push_str(&render::table(&rows));
+    o.push_str(
+        "IPC below 1× is what the siblings cost each other (shared execution units and \
+         caches); cycles/s is the CPU time they add (2× with two busy threads per core).\n",
+    );
+    o
+}
+
 /// The report as text: throughput, the yield and shared-core speed with their intervals
 /// and classes, latency, then what was left out and why.
 pub fn human(r: &YieldReport) -> String {
@@ -259,6 +319,8 @@ pub fn human(r: &YieldReport) -> String {
     }
     o.push_str(&render::table(&rows));
 
+    o.push_str(&split_text(r));
+
     o.push_str("\nLatency per operation (median over rounds): p50 / p99 where each operation is timed, else the mean time per operation of one thread\n");
     let mut head = vec!["WORKLOAD".to_string()];
     head.extend(cols.iter().map(|l| l.name().to_uppercase()));
@@ -312,6 +374,11 @@ pub fn human(r: &YieldReport) -> String {
     }
     if cfg!(debug_assertions) && !r.synthetic {
         o.push_str(&format!("note: {}\n", Caveat::DebugBuild));
+    }
+    if let Some(st) = &r.counters {
+        for l in crate::counters::text::status_lines(st) {
+            o.push_str(&format!("{l}\n"));
+        }
     }
     if r.interrupted {
         o.push_str("interrupted: the rounds so far are shown\n");

@@ -137,6 +137,7 @@ pub fn run_observed(
         tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
         warmup: !spec.warmup.is_zero(),
         nice_offset,
+        counters: spec.counters,
         crowded: load > MAX_WEIGHT_RATIO,
         start: Mutex::new(None),
         started: AtomicU32::new(0),
@@ -230,6 +231,7 @@ pub fn run_observed(
                 voluntary_ctx_switches: out.delta.voluntary,
                 involuntary_ctx_switches: out.delta.involuntary,
                 runqueue_delay_ns: out.delta.runqueue_wait_ns,
+                counters: out.counters,
             });
         }
         Ok(RunResult {
@@ -266,6 +268,8 @@ struct Shared {
     warmup: bool,
     /// Added to every engine thread's nice value (see the module docs).
     nice_offset: i32,
+    /// Which event counters each worker opens.
+    counters: crate::counters::Mode,
     /// More than [`MAX_WEIGHT_RATIO`] threads per CPU: between warm-up and measurement
     /// the workers wait at the gate yielding instead of blocked (see [`Gate::arrive`]).
     crowded: bool,
@@ -519,6 +523,7 @@ struct WorkerOut {
     tid: i32,
     observed: CpuSet,
     delta: Snapshot,
+    counters: Option<crate::counters::Measurement>,
 }
 
 fn worker(i: usize, cpus: CpuSet, sh: &Shared, w: &dyn Workload) -> Result<WorkerOut> {
@@ -548,7 +553,11 @@ fn worker(i: usize, cpus: CpuSet, sh: &Shared, w: &dyn Workload) -> Result<Worke
         tid,
         observed: observed.clone(),
         delta: Snapshot::default(),
+        counters: None,
     };
+    // Opened here, disabled, so that opening costs nothing inside the window; counting
+    // covers the measurement only (`pid` 0 follows this thread to any CPU).
+    let counters = crate::counters::Counters::open_thread(sh.counters);
     if !sh.gate.arrive(false) {
         return Ok(idle());
     }
@@ -565,6 +574,9 @@ fn worker(i: usize, cpus: CpuSet, sh: &Shared, w: &dyn Workload) -> Result<Worke
         }
     }
     let start = Snapshot::take(tid);
+    if let Some(c) = &counters {
+        c.start();
+    }
     w.run_thread(&ThreadCtx {
         thread: i,
         stop: &sh.stop,
@@ -572,8 +584,12 @@ fn worker(i: usize, cpus: CpuSet, sh: &Shared, w: &dyn Workload) -> Result<Worke
         phase: &sh.phase,
         nice_offset: sh.nice_offset,
     });
+    if let Some(c) = &counters {
+        c.stop();
+    }
     let end = Snapshot::take(tid);
     sh.gate.done();
+    let counters = counters.map(|c| c.read());
     if let Some(c) = affinity::current_cpu() {
         observed.insert(c);
     }
@@ -581,6 +597,7 @@ fn worker(i: usize, cpus: CpuSet, sh: &Shared, w: &dyn Workload) -> Result<Worke
         tid,
         observed,
         delta: start.delta(&end),
+        counters,
     })
 }
 

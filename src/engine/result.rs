@@ -17,6 +17,10 @@ pub struct RunSpec {
     /// Progress is sampled at every interval boundary; the last interval may be shorter.
     #[serde(rename = "interval_ns", with = "as_ns")]
     pub interval: Duration,
+    /// Which event counters each thread opens (all available by default). Not written:
+    /// each thread's [`ThreadResult::counters`] says what was counted.
+    #[serde(skip)]
+    pub counters: crate::counters::Mode,
 }
 
 impl Default for RunSpec {
@@ -26,6 +30,7 @@ impl Default for RunSpec {
             warmup: Duration::from_secs(1),
             duration: Duration::from_secs(5),
             interval: Duration::from_secs(1),
+            counters: crate::counters::Mode::default(),
         }
     }
 }
@@ -38,12 +43,19 @@ impl RunSpec {
             warmup,
             duration,
             interval: Duration::from_secs(1).min(duration.max(Duration::from_millis(1))),
+            counters: crate::counters::Mode::default(),
         }
     }
 
     /// Same spec with another interval.
     pub fn with_interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
+        self
+    }
+
+    /// Same spec counting `counters` events.
+    pub fn with_counters(mut self, counters: crate::counters::Mode) -> Self {
+        self.counters = counters;
         self
     }
 
@@ -120,6 +132,10 @@ pub struct ThreadResult {
     /// Time spent runnable but waiting for a CPU during the measurement
     /// (`/proc/self/task/TID/schedstat` field 2), ns; None when the kernel lacks schedstat.
     pub runqueue_delay_ns: Option<u64>,
+    /// Event counters of the measurement (opened in the thread before the start barrier);
+    /// None with counters off and in synthetic results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::counters::Measurement>,
 }
 
 impl ThreadResult {
@@ -223,6 +239,17 @@ impl RunResult {
     /// Total CPU time of all threads, ns.
     pub fn cpu_time_ns(&self) -> u64 {
         self.threads.iter().map(|t| t.cpu_time_ns).sum()
+    }
+
+    /// What the threads' counters could not count, and why (each reason once); None when
+    /// no thread opened counters.
+    pub fn counter_status(&self) -> Option<crate::counters::Status> {
+        let ms: Vec<&crate::counters::Measurement> = self
+            .threads
+            .iter()
+            .filter_map(|t| t.counters.as_ref())
+            .collect();
+        (!ms.is_empty()).then(|| crate::counters::Status::of(self.spec.counters, ms))
     }
 }
 

@@ -90,6 +90,8 @@ pub struct OltpConfig {
     pub sysfs_root: PathBuf,
     /// JSON instead of the table.
     pub json: bool,
+    /// Event counters each client thread opens over the measurement.
+    pub counters: crate::counters::Mode,
 }
 
 impl OltpConfig {

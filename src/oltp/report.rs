@@ -44,6 +44,10 @@ pub struct OltpReport {
     pub scope: Option<crate::placement::ScopeUnit>,
     /// True when Ctrl-C cut the invocation short (the runs so far are kept).
     pub interrupted: bool,
+    /// The counters' mode and every event not counted, with the reason; None with
+    /// `--counters off`, on the fake engine and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Status>,
 }
 
 /// A layout that was skipped.
@@ -122,6 +126,11 @@ pub struct ThreadRun {
     pub inserts_per_sec: f64,
     /// Commit latency, 99th percentile, ns.
     pub commit_latency_p99_ns: u64,
+    /// The client thread's event counters over the measurement (the database backend
+    /// serving it is another process, not counted here); None with `--counters off`, on
+    /// the fake engine and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Counts>,
 }
 
 /// A placement [`Request`] in JSON as the text the command line takes (`one-per-core`,
@@ -191,6 +200,7 @@ pub(crate) mod tests {
                 reason: "no SMT".into(),
             }],
             interrupted: false,
+            counters: None,
         }
     }
 

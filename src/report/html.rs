@@ -381,6 +381,16 @@ fn lockscan(o: &mut String, r: &Report) {
         );
     }
     table(o, &tables::lockscan(l));
+    if let Some(t) = tables::core_cpi(l) {
+        para(
+            o,
+            "note",
+            "Per-core CPI (median run): a core's cycles over all its threads' instructions, beside each thread's own CPI.",
+        );
+        table(o, &t);
+    } else if let Some(why) = tables::counters_not_measured(r) {
+        para(o, "note", &why);
+    }
     for line in &l.result.verdict {
         para(o, "note", line);
     }
@@ -682,6 +692,9 @@ fn smt_yield(o: &mut String, r: &Report) {
         ));
     }
     table(o, &tables::smt_yield(y));
+    if let Some(why) = tables::counters_not_measured(r) {
+        para(o, "note", &why);
+    }
     for l in &y.result.plan.left_out {
         para(
             o,

@@ -136,6 +136,12 @@ pub fn render(r: &Report) -> String {
                 let _ = writeln!(o, "- {}", md(v));
             }
             o.push('\n');
+            if let Some(t) = tables::core_cpi(l) {
+                o.push_str("Per-core CPI (median run; a core's cycles over all its threads' instructions):\n\n");
+                table(&mut o, &t);
+            } else if let Some(why) = tables::counters_not_measured(r) {
+                let _ = writeln!(o, "{}\n", md(&why));
+            }
         }
         None => missing(&mut o, r, PhaseName::Lockscan),
     }
@@ -181,6 +187,9 @@ pub fn render(r: &Report) -> String {
                 let _ = writeln!(o, "- {}", md(n));
             }
             o.push('\n');
+            if let Some(why) = tables::counters_not_measured(r) {
+                let _ = writeln!(o, "{}\n", md(&why));
+            }
         }
         None => missing(&mut o, r, PhaseName::Yield),
     }

@@ -458,6 +458,12 @@ pub fn smt_yield(y: &super::YieldSection) -> Table {
         "CLASS",
         "P99 ONE-PER-CORE → ALL",
     ]);
+    // IPC columns only when some workload counted cycles and instructions.
+    let ipc = y.result.workloads.iter().any(|w| w.yield_split.is_some());
+    if ipc {
+        t.header.push("IPC ONE-PER-CORE → ALL".into());
+        t.header.push("YIELD = IPC × CYCLES/S ÷ INSTR/OP".into());
+    }
     let ratio = |r: &Option<crate::experiments::smt_yield::LayoutRatio>| -> [String; 3] {
         match r {
             Some(r) if r.comparison.estimate.is_finite() => [
@@ -487,6 +493,24 @@ pub fn smt_yield(y: &super::YieldSection) -> Table {
             (Some(a), Some(b)) => format!("{} → {}", duration_ns(a), duration_ns(b)),
             _ => "not timed".into(),
         });
+        if ipc {
+            match &w.yield_split {
+                Some(x) => {
+                    row.push(format!(
+                        "{} → {}",
+                        num2(x.ipc_one_per_core),
+                        num2(x.ipc_all)
+                    ));
+                    row.push(format!(
+                        "{} × {} ÷ {}",
+                        num2(x.ipc_ratio),
+                        num2(x.cycles_per_sec_ratio),
+                        num2(x.instructions_per_op_ratio)
+                    ));
+                }
+                None => row.extend(["–".to_string(), "–".to_string()]),
+            }
+        }
         t.rows.push(row);
     }
     t
@@ -584,6 +608,76 @@ pub fn compare(c: &super::CompareSection) -> Table {
         ]);
     }
     t
+}
+
+/// Per core, its threads' CPI and the core's (two siblings sharing 1 M cycles with 750 k
+/// and 500 k instructions have thread CPIs 1.33 and 2.0, core CPI 0.80), for every
+/// lockscan scenario whose median run counted cycles; None when none did.
+pub fn core_cpi(l: &super::LockscanSection) -> Option<Table> {
+    let mut t = Table::new(&[
+        "LOCK",
+        "SCENARIO",
+        "CORE",
+        "THREAD",
+        "CPU",
+        "THREAD CPI",
+        "CORE CPI",
+    ]);
+    for s in &l.result.results {
+        for k in &s.core_cpi {
+            for (i, th) in k.threads.iter().enumerate() {
+                let first = i == 0;
+                t.rows.push(vec![
+                    s.lock.to_string(),
+                    s.scenario.label.clone(),
+                    if first {
+                        k.core.to_string()
+                    } else {
+                        String::new()
+                    },
+                    th.thread.to_string(),
+                    th.cpu.to_string(),
+                    th.cpi.map(num2).unwrap_or_else(|| "–".into()),
+                    if first {
+                        k.core_cpi.map(num2).unwrap_or_else(|| "–".into())
+                    } else {
+                        String::new()
+                    },
+                ]);
+            }
+        }
+    }
+    (!t.rows.is_empty()).then_some(t)
+}
+
+/// Why the report has no IPC column or per-core CPI table, in one sentence; None when
+/// cycles and instructions were counted somewhere (then the tables show them) or when
+/// neither lockscan nor yield ran.
+pub fn counters_not_measured(r: &super::Report) -> Option<String> {
+    let lockscan = r.lockscan.as_ref().map(|l| &l.result);
+    let yld = r.smt_yield.as_ref().map(|y| &y.result);
+    if lockscan.is_none() && yld.is_none() {
+        return None;
+    }
+    let measured = lockscan.is_some_and(|l| l.results.iter().any(|s| !s.core_cpi.is_empty()))
+        || yld.is_some_and(|y| y.workloads.iter().any(|w| w.yield_split.is_some()));
+    if measured {
+        return None;
+    }
+    let status = lockscan
+        .and_then(|l| l.counters.as_ref())
+        .or_else(|| yld.and_then(|y| y.counters.as_ref()));
+    let why = match status {
+        _ if r.synthetic => "a synthetic report counts nothing".to_string(),
+        None => "no counters were read (`--counters off`, or a report from before smtlab counted)"
+            .to_string(),
+        Some(st) => st
+            .lines()
+            .into_iter()
+            .find(|l| l.contains("hardware") || l.contains("cycles") || l.contains("instructions"))
+            .unwrap_or_else(|| "no run counted both cycles and instructions".into()),
+    };
+    Some(format!("IPC and per-core CPI: not measured ({why})."))
 }
 
 #[cfg(test)]

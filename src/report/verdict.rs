@@ -12,7 +12,8 @@
 //! - a mechanism (SMT sharing, time slicing, preemption) is named only when the run
 //!   controlled the placement that would cause it or measured its signs (run-queue wait,
 //!   involuntary switches, long lock holds); hardware causes inside a core (fill buffers,
-//!   store queues) are never named, because no hardware counter was read;
+//!   store queues) are never named; IPC is cited only for a workload whose runs counted
+//!   cycles and instructions (yield's split), never inferred;
 //! - what was not measured is listed with the reason.
 
 use super::{
@@ -1428,6 +1429,16 @@ fn yield_finding(y: &super::YieldSection) -> Finding {
                 ratio_of(&sc.comparison, "of its speed alone")
             ));
         }
+        // IPC is cited only where cycles and instructions were counted.
+        if let Some(x) = &w.yield_split {
+            line.push_str(&format!(
+                " (IPC {} → {}, {}×, with {}× the cycles per second)",
+                sig(x.ipc_one_per_core, 2),
+                sig(x.ipc_all, 2),
+                crate::stats::ratio_text(x.ipc_ratio),
+                crate::stats::ratio_text(x.cycles_per_sec_ratio)
+            ));
+        }
         obs.push(line);
         match c.effect {
             Effect::Gain => gains.push(format!("`{}`", w.workload)),
@@ -1684,6 +1695,120 @@ mod tests {
                 _ => assert!(a.evidence.is_some(), "{a:?}"),
             }
         }
+    }
+
+    #[test]
+    fn report_tables_show_ipc_and_core_cpi_only_when_measured() {
+        use crate::counters::{Counts, Event, Scaled};
+        use crate::report::tables;
+        let mut r = smt().clone();
+        // Synthetic: no IPC column, no CPI table, a sentence why.
+        let y = r.smt_yield.as_ref().unwrap();
+        assert!(
+            !tables::smt_yield(y)
+                .header
+                .iter()
+                .any(|h| h.contains("IPC"))
+        );
+        assert!(tables::core_cpi(r.lockscan.as_ref().unwrap()).is_none());
+        assert_eq!(
+            tables::counters_not_measured(&r).as_deref(),
+            Some("IPC and per-core CPI: not measured (a synthetic report counts nothing).")
+        );
+        // A real report without a PMU: the reason is the counters' own.
+        r.synthetic = false;
+        r.lockscan.as_mut().unwrap().result.counters = Some(crate::counters::Status {
+            mode: crate::counters::Mode::All,
+            unavailable: Event::ALL
+                .into_iter()
+                .filter(|e| e.is_hardware())
+                .map(|event| crate::counters::Unavailable {
+                    event,
+                    reason: "no hardware PMU".into(),
+                })
+                .collect(),
+        });
+        assert_eq!(
+            tables::counters_not_measured(&r).as_deref(),
+            Some(
+                "IPC and per-core CPI: not measured (hardware counters not measured: no hardware PMU)."
+            )
+        );
+        // Counted: the table and the column appear, the sentence goes.
+        let full = |v| Scaled {
+            value: v,
+            counted_share: 1.0,
+        };
+        let hw = |ins| {
+            Counts::from_scaled(&[
+                (Event::Cycles, full(1_000_000)),
+                (Event::Instructions, full(ins)),
+            ])
+        };
+        let (a, b) = (hw(750_000), hw(500_000));
+        let core: crate::cpuset::CpuSet = "0-1".parse().unwrap();
+        let s = &mut r.lockscan.as_mut().unwrap().result.results[0];
+        s.core_cpi = crate::counters::per_core([(0, 0, core.clone(), &a), (1, 1, core, &b)]);
+        let t = tables::core_cpi(r.lockscan.as_ref().unwrap()).unwrap();
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(&t.rows[0][5..], ["1.33", "0.80"]);
+        assert_eq!(&t.rows[1][5..], ["2.00", ""]);
+        assert_eq!(tables::counters_not_measured(&r), None);
+        let y = r.smt_yield.as_mut().unwrap();
+        y.result.workloads[0].yield_split =
+            Some(crate::experiments::smt_yield::model::YieldSplit {
+                ipc_one_per_core: 0.39,
+                ipc_all: 0.25,
+                ipc_ratio: 0.64,
+                cycles_per_sec_ratio: 2.0,
+                instructions_per_op_ratio: 1.0,
+                rounds: 3,
+            });
+        let t = tables::smt_yield(y);
+        assert_eq!(
+            t.header.last().unwrap(),
+            "YIELD = IPC × CYCLES/S ÷ INSTR/OP"
+        );
+        assert_eq!(
+            &t.rows[0][t.rows[0].len() - 2..],
+            ["0.39 → 0.25", "0.64 × 2.00 ÷ 1.00"]
+        );
+        assert_eq!(t.rows[1].last().unwrap(), "–");
+    }
+
+    #[test]
+    fn ipc_is_cited_only_where_it_was_counted() {
+        // The fake engine counts nothing: no sentence cites IPC.
+        let r = smt().clone();
+        let v = build(&r);
+        assert!(sentences(&v).iter().all(|s| !s.contains("IPC")));
+        // One ruler's runs counted cycles and instructions: its finding cites them.
+        let mut r = smt().clone();
+        let y = r.smt_yield.as_mut().unwrap();
+        let w = &mut y.result.workloads[0];
+        w.yield_split = Some(crate::experiments::smt_yield::model::YieldSplit {
+            ipc_one_per_core: 0.39,
+            ipc_all: 0.25,
+            ipc_ratio: 0.64,
+            cycles_per_sec_ratio: 2.0,
+            instructions_per_op_ratio: 1.0,
+            rounds: 3,
+        });
+        let name = w.workload.clone();
+        let v = build(&r);
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.contains("yield"))
+            .unwrap();
+        assert!(
+            f.observed.contains(&format!("`{name}`"))
+                && f.observed
+                    .contains("(IPC 0.39 → 0.25, 0.64×, with 2.00× the cycles per second)"),
+            "{}",
+            f.observed
+        );
+        assert_eq!(f.observed.matches("IPC").count(), 1, "{}", f.observed);
     }
 
     /// Sets inserts/s so that `all` ÷ `one-per-core` is `ratios[k]` in round k.

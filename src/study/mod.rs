@@ -48,6 +48,8 @@ pub struct Config {
     /// The user's own command (`smtlab study -- CMD`) and how to place it; None = the
     /// compare phase is skipped.
     pub compare: Option<crate::experiments::compare::Config>,
+    /// Event counters every measured thread opens.
+    pub counters: crate::counters::Mode,
 }
 
 /// Every phase sized to `cfg.budget` on `topo` (pure). Neighbors' burners are processes
@@ -240,6 +242,7 @@ pub(crate) mod tests {
             command: "smtlab study".into(),
             within: crate::placement::Scope::Package,
             compare: None,
+            counters: crate::counters::Mode::default(),
         }
     }
 

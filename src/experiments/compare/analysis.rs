@@ -104,6 +104,11 @@ pub fn summarize(p: &mut PlacementResult) {
     p.voluntary_switches = med(col(&|r| Some(r.voluntary_switches as f64)));
     p.involuntary_switches = med(col(&|r| Some(r.involuntary_switches as f64)));
     p.burner_ops_per_sec = med(col(&|r| r.burner_ops_per_sec));
+    p.counters = runs
+        .iter()
+        .map(|r| r.counters.as_ref())
+        .collect::<Option<Vec<_>>>()
+        .and_then(crate::counters::Counts::median);
     p.failed_runs = runs
         .iter()
         .filter(|r| r.exit_code != Some(0) || r.signal.is_some())
@@ -288,6 +293,7 @@ mod tests {
             signal: None,
             metric,
             burner_ops_per_sec: None,
+            counters: None,
             leftover_processes: 0,
         }
     }
@@ -312,6 +318,7 @@ mod tests {
             voluntary_switches: None,
             involuntary_switches: None,
             burner_ops_per_sec: None,
+            counters: None,
             failed_runs: 0,
             notes: Vec::new(),
         };

@@ -139,6 +139,8 @@ pub struct Config {
     pub noise: f64,
     /// The smtlab binary burners re-execute (None = this one); tests set it.
     pub exe: Option<PathBuf>,
+    /// Event counters over each run's process tree.
+    pub counters: crate::counters::Mode,
 }
 
 impl Config {
@@ -168,6 +170,7 @@ impl Config {
             burners: None,
             noise: DEFAULT_NOISE,
             exe: None,
+            counters: crate::counters::Mode::default(),
         }
     }
 

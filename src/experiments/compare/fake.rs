@@ -78,6 +78,7 @@ fn made_up(topo: &Topology, cfg: &Config, v: &Variant, index: usize, round: Opti
         burner_ops_per_sec: (!v.burner_cpus.is_empty())
             .then_some(1e6 * v.burner_cpus.len() as f64 * BESIDE_BURNERS),
         leftover_processes: 0,
+        counters: None,
     }
 }
 
@@ -123,6 +124,7 @@ pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> 
             notes,
             server_cpus: Vec::new(),
             metric_unit: None,
+            counters: None,
         },
     ))
 }

@@ -169,6 +169,8 @@ pub struct Context {
     pub server_cpus: Vec<Option<crate::cpuset::CpuSet>>,
     /// The metric's unit as the parser read it (sysbench: events/s or transactions/s).
     pub metric_unit: Option<&'static str>,
+    /// What the runs' counters could not count, and why; None with counters off.
+    pub counters: Option<crate::counters::Status>,
 }
 
 /// Builds the report from the placements, their runs and the analysis. Pure.
@@ -203,6 +205,7 @@ pub fn assemble(
                 voluntary_switches: None,
                 involuntary_switches: None,
                 burner_ops_per_sec: None,
+                counters: None,
                 failed_runs: 0,
                 notes: v.notes.clone(),
             };
@@ -254,6 +257,7 @@ pub fn assemble(
         pairs_slowdown,
         interrupted: measured.interrupted,
         notes: ctx.notes,
+        counters: ctx.counters,
     }
 }
 
@@ -292,6 +296,7 @@ mod tests {
             signal: None,
             metric: None,
             burner_ops_per_sec: None,
+            counters: None,
             leftover_processes: 0,
         }
     }

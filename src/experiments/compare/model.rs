@@ -48,6 +48,10 @@ pub struct CompareReport {
     pub interrupted: bool,
     /// Facts the user should know (machine, hygiene, placement notes).
     pub notes: Vec<String>,
+    /// The event counters' mode and every event not counted, with the reason; None with
+    /// `--counters off` and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Status>,
 }
 
 /// The server placed beside the command.
@@ -107,6 +111,11 @@ pub struct PlacementResult {
     pub involuntary_switches: Option<f64>,
     /// Median ops/s of all burners together during the runs.
     pub burner_ops_per_sec: Option<f64>,
+    /// Per event, the median over runs of the command tree's counters (task-clock,
+    /// context switches, migrations, page faults; cycles, instructions, IPC where the PMU
+    /// counts them); None with `--counters off` and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Counts>,
     /// Runs that exited non-zero (kept with `--ignore-failure`).
     pub failed_runs: usize,
     /// Notes from the planner (odd thread counts, …).
@@ -138,6 +147,10 @@ pub struct Run {
     pub burner_ops_per_sec: Option<f64>,
     /// Processes of its group still running when it exited, killed then.
     pub leftover_processes: usize,
+    /// Event counters of the command's whole tree, from its exec to its exit; None with
+    /// `--counters off` and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Counts>,
 }
 
 /// A placement that did not run.

@@ -291,6 +291,7 @@ pub fn text(r: &CompareReport) -> String {
             failed.join(", ")
         ));
     }
+    out.push_str(&counters_table(r));
     out.push('\n');
     for l in lines(r) {
         out.push_str(&l);
@@ -324,6 +325,9 @@ pub fn lines(r: &CompareReport) -> Vec<String> {
     for n in &r.notes {
         out.push(format!("note: {n}"));
     }
+    if let Some(st) = &r.counters {
+        out.extend(crate::counters::text::status_lines(st));
+    }
     if r.interrupted {
         out.push("interrupted: these numbers cover the runs that finished before Ctrl-C".into());
     }
@@ -333,6 +337,36 @@ pub fn lines(r: &CompareReport) -> Vec<String> {
 /// How the runs were compared, in one line: the value, rounds, warm-up, enforcement.
 pub fn how(r: &CompareReport) -> String {
     describe_runs(r)
+}
+
+/// Each placement's event counters, medians over its runs of the whole process tree;
+/// empty when no run counted.
+fn counters_table(r: &CompareReport) -> String {
+    use crate::counters::text;
+    let counts = || r.placements.iter().map(|p| p.counters.as_ref());
+    if counts().all(|c| c.is_none()) {
+        return String::new();
+    }
+    let hw = text::any_hardware(counts());
+    let mut rows = vec![
+        std::iter::once("PLACEMENT".to_string())
+            .chain(text::header(hw))
+            .collect::<Vec<_>>(),
+    ];
+    for p in &r.placements {
+        rows.push(
+            std::iter::once(p.label.clone())
+                .chain(text::cells(p.counters.as_ref(), hw))
+                .collect(),
+        );
+    }
+    let right: Vec<bool> = (0..rows[0].len()).map(|i| i >= 1).collect();
+    let mut out = String::from("\ncounters (median per run, the command's whole process tree):\n");
+    out.push_str(&aligned(&rows, &right));
+    if let Some(n) = text::multiplexing_note(counts()) {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
 }
 
 /// One CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
@@ -544,6 +578,7 @@ pub(crate) mod tests {
             signal: None,
             metric: Some(metric),
             burner_ops_per_sec: None,
+            counters: None,
             leftover_processes: 0,
         }
     }
@@ -572,6 +607,7 @@ pub(crate) mod tests {
             voluntary_switches: None,
             involuntary_switches: None,
             burner_ops_per_sec: None,
+            counters: None,
             failed_runs: 0,
             notes: Vec::new(),
         };
@@ -620,12 +656,69 @@ pub(crate) mod tests {
             }],
             interrupted: false,
             notes: vec!["made up for the renderer tests".into()],
+            counters: None,
         }
     }
 
     #[test]
     fn text_table() {
         insta::assert_snapshot!(text(&fixture()));
+    }
+
+    #[test]
+    fn counters_table_and_what_was_not_counted() {
+        use crate::counters::{Counts, Event, Mode, Scaled, Status, Unavailable};
+        let mut r = fixture();
+        // No run counted: no table.
+        assert!(!text(&r).contains("counters ("));
+        let c = |t| {
+            Counts::from_scaled(&[
+                (
+                    Event::TaskClock,
+                    Scaled {
+                        value: t,
+                        counted_share: 1.0,
+                    },
+                ),
+                (
+                    Event::ContextSwitches,
+                    Scaled {
+                        value: 300,
+                        counted_share: 1.0,
+                    },
+                ),
+            ])
+        };
+        for p in &mut r.placements {
+            for run in &mut p.runs {
+                run.counters = Some(c(2_000_000_000));
+            }
+            super::super::analysis::summarize(p);
+        }
+        r.counters = Some(Status {
+            mode: Mode::All,
+            unavailable: vec![Unavailable {
+                event: Event::Cycles,
+                reason: "no hardware PMU".into(),
+            }],
+        });
+        let t = text(&r);
+        assert!(
+            t.contains("counters (median per run, the command's whole process tree):"),
+            "{t}"
+        );
+        assert!(t.contains("TASK-CLOCK") && !t.contains("IPC"), "{t}");
+        assert!(t.contains("2.00 s") && t.contains("300"), "{t}");
+        assert!(
+            t.contains("counters: cycles not measured: no hardware PMU"),
+            "{t}"
+        );
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            j["placements"][0]["counters"]["task_clock_ns"],
+            2_000_000_000u64
+        );
+        assert!(j["placements"][0]["runs"][0]["counters"]["cycles"].is_null());
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct Launch<'a> {
     pub interruptible: bool,
     /// Longest the command may run before it is terminated.
     pub limit: Option<Duration>,
+    /// Event counters over the command's whole tree, from its `execve` to its exit
+    /// ([`crate::counters::Counters::open_for_exec`]).
+    pub counters: crate::counters::Mode,
 }
 
 /// Resource usage of a process tree.
@@ -142,6 +145,8 @@ pub struct Finished {
     pub stderr: Vec<u8>,
     /// Processes of its group still running at its exit (killed).
     pub leftovers: usize,
+    /// What the tree's event counters counted; None with counters off.
+    pub counters: Option<crate::counters::Measurement>,
 }
 
 /// Makes this process the reaper of its descendants' orphans (see the module docs).
@@ -472,6 +477,9 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     unsafe {
         cmd.pre_exec(move || child_setup(procs, words.as_deref()));
     }
+    // Opened on this thread just before it forks: the child inherits them and its exec
+    // starts them. Dropped on every return below, before this thread forks again.
+    let counters = crate::counters::Counters::open_for_exec(l.counters);
     let t0 = Instant::now();
     let mut child = cmd
         .spawn()
@@ -511,6 +519,8 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     let (leftovers, rest) = reap_group(pid);
     usage.add(&rest);
     pipes.finish(Instant::now() + REAP_WAIT);
+    // Every task of the tree has exited: their counts are folded into ours.
+    let counters = counters.map(|c| c.read());
     std::mem::forget(group);
     if let Some(g) = guard {
         g.process_group_done(pid);
@@ -529,6 +539,7 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
         stdout: std::mem::take(&mut pipes.bufs[0]),
         stderr: std::mem::take(&mut pipes.bufs[1]),
         leftovers,
+        counters,
     })
 }
 
@@ -549,6 +560,7 @@ mod tests {
             echo: false,
             interruptible: false,
             limit: Some(Duration::from_secs(20)),
+            counters: crate::counters::Mode::Off,
         }
     }
 

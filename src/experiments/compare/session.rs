@@ -142,6 +142,7 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareR
         metric_seen: false,
         metric_unit: None,
         leftovers: 0,
+        counted: Vec::new(),
     };
     let labels: Vec<String> = resolved.variants.iter().map(|v| v.label.clone()).collect();
     let mut setup_started = false;
@@ -182,6 +183,8 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareR
     }
     let leftovers = session.leftovers;
     let metric_unit = session.metric_unit;
+    let counters = (!session.counted.is_empty())
+        .then(|| crate::counters::Status::of(cfg.counters, &session.counted));
     drop(session);
     if let Some(mut c) = cluster.take() {
         let dir = c.dir().to_path_buf();
@@ -217,6 +220,7 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareR
             notes,
             server_cpus,
             metric_unit,
+            counters,
         },
     ))
 }
@@ -235,6 +239,8 @@ struct Session<'a> {
     metric_seen: bool,
     metric_unit: Option<&'static str>,
     leftovers: usize,
+    /// Every run's counter measurement, for the report's list of what was not counted.
+    counted: Vec<crate::counters::Measurement>,
 }
 
 impl Session<'_> {
@@ -261,6 +267,7 @@ impl Session<'_> {
                 echo: self.cfg.show_output,
                 interruptible,
                 limit,
+                counters: crate::counters::Mode::Off,
             },
             Some(self.guard),
         )?;
@@ -327,6 +334,7 @@ impl Session<'_> {
                 echo: self.cfg.show_output,
                 interruptible: true,
                 limit: None,
+                counters: self.cfg.counters,
             },
             Some(self.guard),
         )?;
@@ -409,6 +417,10 @@ impl Session<'_> {
             }
             _ => None,
         };
+        let counters = f.counters;
+        if let Some(m) = &counters {
+            self.counted.push(m.clone());
+        }
         let (exit_code, signal) = match f.status {
             runner::Status::Code(c) => (Some(c), None),
             runner::Status::Signal(s) => (None, Some(s)),
@@ -427,6 +439,7 @@ impl Session<'_> {
             metric,
             burner_ops_per_sec,
             leftover_processes: leftovers,
+            counters: counters.map(|m| m.counts),
         })
     }
 }

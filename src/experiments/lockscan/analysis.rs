@@ -228,7 +228,25 @@ pub fn summarise(
         cross_core_vs_baseline,
         pinning_ok: runs.iter().all(|r| r.result.pinning_ok()),
         interrupted,
+        core_cpi: crate::counters::per_core(rows_counts(s, topo, &median_run.result)),
     }
+}
+
+/// (thread, CPU, core, counts) of every thread of a run that counted, for the per-core
+/// CPI table.
+fn rows_counts<'a>(
+    s: &'a Scenario,
+    topo: &'a Topology,
+    r: &'a RunResult,
+) -> impl Iterator<Item = (usize, u32, CpuSet, &'a crate::counters::Counts)> + 'a {
+    s.lock_cpus
+        .iter()
+        .chain(&s.scan_cpus)
+        .enumerate()
+        .filter_map(move |(i, &cpu)| {
+            let c = &r.threads.get(i)?.counters.as_ref()?.counts;
+            Some((i, cpu, topo.core_of(cpu), c))
+        })
 }
 
 /// One row per thread: rates as medians over the runs, counts from run `mid`.
@@ -306,6 +324,7 @@ fn thread_rows(
             handoffs_by_proximity: spins.map(|_| by),
             cpu_share: tr.cpu_share(mr.measured_ns),
             involuntary_ctx_switches: tr.involuntary_ctx_switches,
+            counters: tr.counters.as_ref().map(|m| m.counts.clone()),
         });
     }
     rows
@@ -366,6 +385,7 @@ mod tests {
                 voluntary_ctx_switches: 0,
                 involuntary_ctx_switches: 2,
                 runqueue_delay_ns: None,
+                counters: None,
             })
             .collect();
         Run {

@@ -76,6 +76,11 @@ pub struct ThreadRow {
     /// Share of its wall time the thread was on a CPU, 0–1.
     pub cpu_share: f64,
     pub involuntary_ctx_switches: u64,
+    /// Event counters of this thread in the median run (task-clock, context switches,
+    /// migrations, page faults; cycles, instructions, IPC where the PMU counts them);
+    /// None with `--counters off`, on the fake engine and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Counts>,
 }
 
 impl ThreadRow {
@@ -138,6 +143,10 @@ pub struct ScenarioResult {
     pub pinning_ok: bool,
     /// Ctrl-C cut the runs short.
     pub interrupted: bool,
+    /// Each core's CPI beside its threads' in the median run; empty when no thread
+    /// counted cycles and instructions (see the report's `counters`).
+    #[serde(default)]
+    pub core_cpi: Vec<crate::counters::CoreCpi>,
 }
 
 /// The whole lockscan result.
@@ -168,6 +177,10 @@ pub struct LockscanReport {
     pub verdict: Vec<String>,
     /// What could not be measured here, and why.
     pub notes: Vec<String>,
+    /// The event counters' mode and every event not counted, with the reason; None with
+    /// `--counters off`, on the fake engine and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Status>,
 }
 
 #[cfg(test)]

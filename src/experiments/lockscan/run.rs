@@ -78,6 +78,13 @@ pub fn run(
         ));
     }
     let steal = runs.iter().flatten().map(|r| r.result.steal_share);
+    let measured: Vec<&crate::counters::Measurement> = runs
+        .iter()
+        .flatten()
+        .flat_map(|r| r.result.threads.iter().filter_map(|t| t.counters.as_ref()))
+        .collect();
+    let counters =
+        (!measured.is_empty()).then(|| crate::counters::Status::of(cfg.spec.counters, measured));
     // The largest L2 a scanner ran beside: a buffer no larger stays inside its core.
     let scan_l2_bytes = scen
         .iter()
@@ -107,6 +114,7 @@ pub fn run(
         verdict: verdict_lines(&results, smt),
         results,
         notes,
+        counters,
     })
 }
 

@@ -217,6 +217,7 @@ mod tests {
             handoffs_share_of_ceiling: None,
             pinning_ok: true,
             interrupted: false,
+            core_cpi: Vec::new(),
         }
     }
 

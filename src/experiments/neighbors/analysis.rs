@@ -151,6 +151,11 @@ pub fn step(
         interrupted: r.interrupted,
         workers,
         steal_share: r.steal_share,
+        worker_counters: threads
+            .iter()
+            .map(|t| t.counters.as_ref().map(|m| &m.counts))
+            .collect::<Option<Vec<_>>>()
+            .and_then(crate::counters::Counts::sum),
     }
 }
 
@@ -254,6 +259,7 @@ mod tests {
                     voluntary_ctx_switches: 1,
                     involuntary_ctx_switches: 3,
                     runqueue_delay_ns: d,
+                    counters: None,
                 })
                 .collect(),
             pinning_violations: Vec::new(),

@@ -58,6 +58,11 @@ pub struct Step {
     /// where not measured.
     #[serde(default)]
     pub steal_share: Option<f64>,
+    /// The workers' event counters summed over the step's run (task-clock, context
+    /// switches, migrations; IPC where cycles were counted); None with `--counters off`,
+    /// on the fake engine and in older files.
+    #[serde(default)]
+    pub worker_counters: Option<crate::counters::Counts>,
 }
 
 /// The whole neighbors result.
@@ -94,6 +99,10 @@ pub struct NeighborsReport {
     pub skipped: Vec<(usize, String)>,
     pub notes: Vec<String>,
     pub interrupted: bool,
+    /// The counters' mode and every event not counted, with the reason; None with
+    /// `--counters off`, on the fake engine and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Status>,
 }
 
 fn one() -> usize {
@@ -167,6 +176,7 @@ mod tests {
             skipped: Vec::new(),
             notes: Vec::new(),
             interrupted: false,
+            counters: None,
         };
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["burner_kind"], "fma-avx2");

@@ -22,6 +22,8 @@ struct Ctx<'a, 'w> {
     make_worker: &'a MakeWorker<'w>,
     /// The scheduler slice assumed for this machine, ns.
     slice: f64,
+    /// What each run's counters could not count, for the report's reasons.
+    counted: std::cell::RefCell<Vec<crate::counters::Measurement>>,
 }
 
 /// Runs every step in order. `make_worker` builds a fresh worker per step (a new lock, a
@@ -48,6 +50,7 @@ pub fn run(
         topo,
         make_worker,
         slice: diagnosis::base_slice_ns(cpus),
+        counted: Default::default(),
     };
     let mut steps: Vec<Step> = Vec::new();
     let mut skipped: Vec<(usize, String)> = Vec::new();
@@ -118,6 +121,11 @@ pub fn run(
         skipped,
         notes,
         interrupted,
+        counters: {
+            let counted = ctx.counted.borrow();
+            (!counted.is_empty())
+                .then(|| crate::counters::Status::of(cfg.spec.counters, counted.iter()))
+        },
     })
 }
 
@@ -198,6 +206,12 @@ fn run_step(
     };
     let before = procs.as_ref().map(|p| p.progress());
     let r = ctx.engine.run(&plan, &cfg.spec, &combined)?;
+    if let Some(st) = r.counter_status() {
+        ctx.counted.borrow_mut().push(crate::counters::Measurement {
+            counts: Default::default(),
+            unavailable: st.unavailable,
+        });
+    }
     let burner_ops_per_sec = match (&procs, &before) {
         (Some(p), Some(before)) => {
             let ops: u64 = p

@@ -16,6 +16,10 @@ pub(super) struct Measured {
     pub involuntary_ctx_switches: u64,
     pub cpu_time_ns: u64,
     pub pinning_violations: usize,
+    /// Each plan thread's counters.
+    pub counters: Vec<Option<crate::counters::Measurement>>,
+    /// What the run's counters could not count, and why.
+    pub status: Option<crate::counters::Status>,
 }
 
 /// One run's row of the report: rates over the run's elapsed time (until the last
@@ -76,6 +80,12 @@ pub(super) fn layout_run(
                 } else {
                     t.latency_ns.value_at_quantile(0.99)
                 },
+                counters: res
+                    .counters
+                    .get(t.thread)
+                    .cloned()
+                    .flatten()
+                    .map(|m| m.counts),
             })
             .collect(),
     }
@@ -210,6 +220,8 @@ mod tests {
             involuntary_ctx_switches: 3,
             cpu_time_ns: 5,
             pinning_violations: 0,
+            counters: Vec::new(),
+            status: None,
         }
     }
 

@@ -145,6 +145,7 @@ fn empty_report(
         skipped,
         scope: plans.iter().find_map(|l| l.plan.scope.clone()),
         interrupted: false,
+        counters: None,
     }
 }
 
@@ -163,8 +164,14 @@ fn run_all(
         for layout in plans {
             k += 1;
             crate::interrupt::check()?;
-            let run = run_layout(engine, cfg, db, layout, round, (k, total), say)
+            let (run, status) = run_layout(engine, cfg, db, layout, round, (k, total), say)
                 .with_context(|| format!("layout {} (round {round})", layout.request))?;
+            if let Some(st) = status {
+                rep.counters = Some(match rep.counters.take() {
+                    Some(before) => before.merge(&st),
+                    None => st,
+                });
+            }
             say(&format!(
                 "[{k}/{total}] {}: {} inserts/s, {} rows, check {}",
                 layout.request,
@@ -181,7 +188,9 @@ fn run_all(
 /// The engine's spec for a `--duration` run: 100 ms progress intervals.
 fn spec_for(cfg: &OltpConfig) -> RunSpec {
     let interval = std::time::Duration::from_millis(100).min(cfg.duration);
-    RunSpec::new(cfg.warmup, cfg.duration).with_interval(interval)
+    RunSpec::new(cfg.warmup, cfg.duration)
+        .with_interval(interval)
+        .with_counters(cfg.counters)
 }
 
 fn run_layout(
@@ -192,7 +201,7 @@ fn run_layout(
     round: usize,
     (k, total): (usize, usize),
     say: &mut Say<'_>,
-) -> Result<LayoutRun> {
+) -> Result<(LayoutRun, Option<crate::counters::Status>)> {
     let plan = &layout.plan;
     say(&format!(
         "[{k}/{total}] {}: preparing the table{}",
@@ -215,9 +224,13 @@ fn run_layout(
     // the last thread returns; its duration is only the give-up limit.
     let spec = match cfg.stop {
         StopRule::Duration => spec_for(cfg),
-        StopRule::RowsPerThread(_) => RunSpec::new(std::time::Duration::ZERO, cfg.duration),
+        StopRule::RowsPerThread(_) => {
+            RunSpec::new(std::time::Duration::ZERO, cfg.duration).with_counters(cfg.counters)
+        }
     };
     let res = engine.run(plan, &spec, &w).map(|r| Measured {
+        counters: r.threads.iter().map(|t| t.counters.clone()).collect(),
+        status: r.counter_status(),
         measured_ns: r.measured_ns,
         rows: matches!(cfg.stop, StopRule::Duration).then(|| r.total_ops()),
         involuntary_ctx_switches: r.threads.iter().map(|t| t.involuntary_ctx_switches).sum(),
@@ -241,14 +254,15 @@ fn run_layout(
     }
     let in_table = db.count_rows(&cfg.table)?;
     let expected = before + outcome.rows_committed();
-    Ok(analysis::layout_run(
+    let run = analysis::layout_run(
         layout,
         round,
         cfg.stop,
         &res,
         &outcome,
         (in_table, expected),
-    ))
+    );
+    Ok((run, res.status))
 }
 
 fn nanos(d: std::time::Duration) -> u64 {

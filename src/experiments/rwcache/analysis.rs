@@ -181,6 +181,20 @@ pub fn summarise(
             .sum(),
         pinning_ok: runs.iter().all(|r| r.run.pinning_ok()),
         run_requests_per_sec: rps,
+        counters: {
+            let per_run: Option<Vec<crate::counters::Counts>> = runs
+                .iter()
+                .map(|r| {
+                    r.run
+                        .threads
+                        .iter()
+                        .map(|t| t.counters.as_ref().map(|m| &m.counts))
+                        .collect::<Option<Vec<_>>>()
+                        .and_then(crate::counters::Counts::sum)
+                })
+                .collect();
+            per_run.and_then(|v| crate::counters::Counts::median(&v))
+        },
     }
 }
 
@@ -383,6 +397,7 @@ pub(super) mod tests {
                     voluntary_ctx_switches: 0,
                     involuntary_ctx_switches: 0,
                     runqueue_delay_ns: None,
+                    counters: None,
                 })
                 .collect(),
             pinning_violations: vec![],

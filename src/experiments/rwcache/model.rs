@@ -71,6 +71,11 @@ pub struct SchemeResult {
     pub pinning_ok: bool,
     /// Per-run requests/s, in run order.
     pub run_requests_per_sec: Vec<f64>,
+    /// Per event, the median over runs of all threads' counters summed (task-clock,
+    /// context switches, migrations; IPC where cycles were counted); None with `--counters
+    /// off`, on the fake engine and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Counts>,
 }
 
 /// The `none` reference (the request loop with no lock, 1 thread) over its runs.
@@ -203,4 +208,8 @@ pub struct RwcacheReport {
     pub notes: Vec<String>,
     /// Ctrl-C cut the runs short.
     pub interrupted: bool,
+    /// The counters' mode and every event not counted, with the reason; None with
+    /// `--counters off`, on the fake engine and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Status>,
 }

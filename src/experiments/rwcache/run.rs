@@ -84,6 +84,14 @@ pub fn run(
         verdict,
         notes,
         interrupted,
+        counters: {
+            let ms: Vec<&crate::counters::Measurement> = runs
+                .iter()
+                .flatten()
+                .flat_map(|r| r.run.threads.iter().filter_map(|t| t.counters.as_ref()))
+                .collect();
+            (!ms.is_empty()).then(|| crate::counters::Status::of(cfg.spec.counters, ms))
+        },
     })
 }
 

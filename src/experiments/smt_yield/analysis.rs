@@ -3,7 +3,7 @@
 //! each a ratio paired round by round (the two runs of a round ran back to back, so drift
 //! between rounds cancels) with a bootstrap interval and its three-way class.
 
-use super::model::{Layout, LayoutRatio, LayoutSummary, RunRecord};
+use super::model::{Layout, LayoutRatio, LayoutSummary, RunRecord, YieldSplit};
 use crate::stats::{self, Comparison, Summary, Thresholds};
 
 /// Confidence asked of every interval.
@@ -122,6 +122,47 @@ pub fn shared_core_speed(records: &[RunRecord], seed: u64) -> Option<LayoutRatio
     )
 }
 
+/// The SMT yield split into IPC change × cycle share ÷ path length ([`YieldSplit`]),
+/// paired by round; None when no round has both runs with cycles, instructions and
+/// operations counted.
+pub fn yield_split(records: &[RunRecord]) -> Option<YieldSplit> {
+    // (IPC, cycles per second, instructions per operation) of a complete run.
+    let figures = |r: &RunRecord| -> Option<(f64, f64, f64)> {
+        let c = r.counters.as_ref()?;
+        let (cy, ins) = (c.cycles? as f64, c.instructions? as f64);
+        let secs = r.measured_ns as f64 / 1e9;
+        let ops = r.ops_per_sec * secs;
+        (cy > 0.0 && ins > 0.0 && secs > 0.0 && ops > 0.0).then(|| (ins / cy, cy / secs, ins / ops))
+    };
+    let find = |round: usize, layout: Layout| {
+        records
+            .iter()
+            .find(|r| r.round == round && r.layout == layout && complete(r))
+            .and_then(figures)
+    };
+    let mut rounds: Vec<usize> = records.iter().map(|r| r.round).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    let (mut one, mut all, mut ipc, mut cps, mut ipo) = (vec![], vec![], vec![], vec![], vec![]);
+    for round in rounds {
+        if let (Some(a), Some(b)) = (find(round, Layout::All), find(round, Layout::OnePerCore)) {
+            all.push(a.0);
+            one.push(b.0);
+            ipc.push(a.0 / b.0);
+            cps.push(a.1 / b.1);
+            ipo.push(a.2 / b.2);
+        }
+    }
+    (!ipc.is_empty()).then(|| YieldSplit {
+        ipc_one_per_core: stats::median(&one),
+        ipc_all: stats::median(&all),
+        ipc_ratio: stats::median(&ipc),
+        cycles_per_sec_ratio: stats::median(&cps),
+        instructions_per_op_ratio: stats::median(&ipo),
+        rounds: ipc.len(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,7 +187,48 @@ mod tests {
             interrupted: false,
             rows_verified: None,
             synthetic: true,
+            measured_ns: 1_000_000_000,
+            counters: None,
         }
+    }
+
+    #[test]
+    fn the_yield_splits_into_ipc_and_cycles() {
+        use crate::counters::{Counts, Event, Scaled};
+        let counted = |mut r: RunRecord, cycles: u64, ipc: f64| {
+            let full = |v| Scaled {
+                value: v,
+                counted_share: 1.0,
+            };
+            r.counters = Some(Counts::from_scaled(&[
+                (Event::Cycles, full(cycles)),
+                (Event::Instructions, full((cycles as f64 * ipc) as u64)),
+            ]));
+            r
+        };
+        // The seed's numbers: IPC 0.39 on one thread per core, 0.25 with both siblings
+        // busy; both siblings run, so twice the cycles. 1,000 instructions per operation:
+        // one-per-core 4 cores × 1 G cycles × 0.39 / 1000 = 1.56 M ops/s.
+        let mut v = Vec::new();
+        for k in 0..3 {
+            v.push(counted(
+                rec(k, Layout::OnePerCore, 4, 1.56e6),
+                4_000_000_000,
+                0.39,
+            ));
+            v.push(counted(rec(k, Layout::All, 8, 2.0e6), 8_000_000_000, 0.25));
+        }
+        let s = yield_split(&v).unwrap();
+        assert!((s.ipc_ratio - 0.25 / 0.39).abs() < 1e-3, "{s:?}");
+        assert!((s.cycles_per_sec_ratio - 2.0).abs() < 1e-9);
+        assert!((s.instructions_per_op_ratio - 1.0).abs() < 1e-3);
+        assert_eq!((s.ipc_one_per_core, s.ipc_all, s.rounds), (0.39, 0.25, 3));
+        // The identity: yield = IPC × cycles ÷ instructions per op.
+        let y = smt_yield(&v, 1).unwrap().comparison.estimate;
+        let product = s.ipc_ratio * s.cycles_per_sec_ratio / s.instructions_per_op_ratio;
+        assert!((y - product).abs() < 0.01, "{y} vs {product}");
+        // Without cycles (no PMU): not measured.
+        assert_eq!(yield_split(&runs(3, 1.3, 0.65)), None);
     }
 
     /// `rounds` rounds on 4 cores: one-per-core at 100 per thread, `all` 8 threads at

@@ -148,6 +148,35 @@ pub struct RunRecord {
     pub rows_verified: Option<bool>,
     /// Made up by the fake engine.
     pub synthetic: bool,
+    /// Wall time of the measurement, ns (0 in older files).
+    #[serde(default)]
+    pub measured_ns: u64,
+    /// The threads' event counters summed over the run (an event only when every thread
+    /// counted it); None with `--counters off`, on the fake engine and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Counts>,
+}
+
+/// The SMT yield taken apart by the counters: throughput = IPC × cycles per second ÷
+/// instructions per operation, so yield = `ipc_ratio` × `cycles_per_sec_ratio` ÷
+/// `instructions_per_op_ratio` (all ÷ one-per-core). `ipc_ratio` below 1 is what the
+/// siblings cost each other (shared execution units, caches); `cycles_per_sec_ratio` is
+/// the extra CPU time the siblings bring (about 2 with two threads per core, less when
+/// preempted or clocked down); `instructions_per_op_ratio` above 1 is extra work per
+/// operation (spinning, retries). Medians of the per-round ratios, so their product
+/// matches the yield only roughly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct YieldSplit {
+    /// Instructions per cycle of the whole layout (Σ instructions ÷ Σ cycles).
+    pub ipc_one_per_core: f64,
+    pub ipc_all: f64,
+    pub ipc_ratio: f64,
+    /// Σ cycles ÷ wall time, all ÷ one-per-core.
+    pub cycles_per_sec_ratio: f64,
+    /// Σ instructions ÷ operations, all ÷ one-per-core.
+    pub instructions_per_op_ratio: f64,
+    /// Rounds whose two runs both counted cycles and instructions.
+    pub rounds: usize,
 }
 
 /// One layout of one workload over the rounds.
@@ -194,6 +223,10 @@ pub struct WorkloadResult {
     pub smt_yield: Option<LayoutRatio>,
     /// per-thread throughput(pairs) ÷ per-thread throughput(one-per-core).
     pub shared_core_speed: Option<LayoutRatio>,
+    /// The yield as IPC change × cycle share; None when the runs did not count cycles and
+    /// instructions (the report's `counters` says why).
+    #[serde(default)]
+    pub yield_split: Option<YieldSplit>,
     pub runs: Vec<RunRecord>,
     pub notes: Vec<String>,
 }
@@ -220,4 +253,8 @@ pub struct YieldReport {
     pub interrupted: bool,
     /// Made up by the fake engine, not measured.
     pub synthetic: bool,
+    /// The counters' mode and every event not counted, with the reason; None with
+    /// `--counters off`, on the fake engine and in older files.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Status>,
 }

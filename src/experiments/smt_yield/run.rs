@@ -68,7 +68,8 @@ pub fn run_planned(
         _ => None,
     };
     let db_ref = db.as_ref().map(|(d, t)| (d, *t));
-    let outcome = run_rounds(engine, topo, cfg, planned, db_ref, say);
+    let mut counted = Vec::new();
+    let outcome = run_rounds(engine, topo, cfg, planned, db_ref, say, &mut counted);
     if let Some((db, t)) = db {
         if let Err(e) = db.drop_table(&t.table) {
             say(&format!(
@@ -100,6 +101,8 @@ pub fn run_planned(
         hypervisor: topo.machine.hypervisor,
         interrupted,
         synthetic,
+        counters: (!counted.is_empty())
+            .then(|| crate::counters::Status::of(cfg.spec.counters, &counted)),
     })
 }
 
@@ -111,6 +114,7 @@ fn run_rounds(
     planned: &Planned,
     db: Option<(&Db, &InsertTarget)>,
     say: &mut Say<'_>,
+    counted: &mut Vec<crate::counters::Measurement>,
 ) -> Result<(Vec<Vec<RunRecord>>, bool)> {
     let per_round = planned.subjects.len() * planned.layouts.len();
     let order = schedule(per_round, cfg.repeat, Order::RoundRobin);
@@ -124,7 +128,9 @@ fn run_rounds(
         let (si, li) = (idx / planned.layouts.len(), idx % planned.layouts.len());
         let subject = planned.subjects[si];
         let (layout, plan) = &planned.layouts[li];
-        let rec = match run_one(engine, topo, cfg, subject, *layout, plan, round, db) {
+        let rec = match run_one(
+            engine, topo, cfg, subject, *layout, plan, round, db, counted,
+        ) {
             Ok(r) => r,
             Err(e) if e.chain().any(|c| c.is::<Interrupted>()) => return Ok((records, true)),
             Err(e) => {
@@ -274,6 +280,7 @@ fn run_one(
     plan: &Plan,
     round: usize,
     db: Option<(&Db, &InsertTarget)>,
+    counted: &mut Vec<crate::counters::Measurement>,
 ) -> Result<RunRecord> {
     let w = make(topo, subject, plan, db)?;
     let r = engine.run(plan, &cfg.spec, &*w);
@@ -281,6 +288,13 @@ fn run_one(
     let fin = w.finish();
     let r = r?;
     let fin = fin?;
+    // What this run's counters could not count, for the report's reasons.
+    if let Some(st) = r.counter_status() {
+        counted.push(crate::counters::Measurement {
+            counts: Default::default(),
+            unavailable: st.unavailable,
+        });
+    }
     let threads = plan.threads.len();
     let ops = r.total_ops();
     let ops_per_sec = r.ops_per_sec();
@@ -305,6 +319,13 @@ fn run_one(
         interrupted: r.interrupted,
         rows_verified: fin.rows_verified,
         synthetic: r.synthetic,
+        measured_ns: r.measured_ns,
+        counters: r
+            .threads
+            .iter()
+            .map(|t| t.counters.as_ref().map(|m| &m.counts))
+            .collect::<Option<Vec<_>>>()
+            .and_then(crate::counters::Counts::sum),
     })
 }
 
@@ -364,6 +385,7 @@ fn workload_result(
         } else {
             None
         },
+        yield_split: analysis::yield_split(&runs),
         runs,
         notes,
     }

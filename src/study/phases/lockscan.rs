@@ -41,9 +41,13 @@ impl LockscanPhase {
             // The original test's empty critical section, with counters; its 1 MiB scan
             // fits in many cores' L2 (2 MiB on recent Intel cores), so the study's scan
             // streams past the largest L2 (`--scan-bytes auto`).
-            config: LockscanConfig::new(layout, locks, RunSpec::new(warm, measure))?
-                .with_scan_bytes(lockscan::auto_scan_bytes(ctx.topo).bytes)?
-                .with_repeat(ctx.repeat)?,
+            config: LockscanConfig::new(
+                layout,
+                locks,
+                RunSpec::new(warm, measure).with_counters(ctx.cfg.counters),
+            )?
+            .with_scan_bytes(lockscan::auto_scan_bytes(ctx.topo).bytes)?
+            .with_repeat(ctx.repeat)?,
             scenarios,
         })
     }

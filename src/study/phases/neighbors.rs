@@ -61,7 +61,7 @@ impl NeighborsPhase {
             (ms(100), Duration::from_secs(5)),
             (ms(30), Duration::from_secs(1)),
         );
-        let spec = crate::engine::RunSpec::new(warm, measure);
+        let spec = crate::engine::RunSpec::new(warm, measure).with_counters(ctx.cfg.counters);
         let prime = BurnSpec::new(BurnerKind::Prime);
         let siblings = match sibling_workers {
             Some(w) => Some(
@@ -288,6 +288,7 @@ mod tests {
             interrupted: false,
             workers: 2,
             steal_share: None,
+            worker_counters: None,
         }
     }
 
@@ -311,6 +312,7 @@ mod tests {
             skipped: Vec::new(),
             notes: Vec::new(),
             interrupted: false,
+            counters: None,
         }
     }
 

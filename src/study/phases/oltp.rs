@@ -73,6 +73,7 @@ impl OltpPhase {
             dry_run: false,
             sysfs_root: "/".into(),
             json: true,
+            counters: ctx.cfg.counters,
         };
         config.validate()?;
         Ok(OltpPhase { config, possible })

@@ -46,7 +46,7 @@ impl RwcachePhase {
             Request::Spread,
             ctx.cfg.within,
             rwcache::TableSpec::default(),
-            RunSpec::new(warm, measure),
+            RunSpec::new(warm, measure).with_counters(ctx.cfg.counters),
             ctx.repeat,
             seed,
         )?;

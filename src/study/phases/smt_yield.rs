@@ -85,7 +85,7 @@ impl YieldPhase {
             (ms(80), Duration::from_secs(5)),
             (ms(20), Duration::from_secs(1)),
         );
-        config.spec = RunSpec::new(warmup, duration);
+        config.spec = RunSpec::new(warmup, duration).with_counters(ctx.cfg.counters);
         config.validate()?;
         Ok(YieldPhase {
             config,

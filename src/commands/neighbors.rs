@@ -223,6 +223,10 @@ pub fn human(r: &NeighborsReport) -> String {
     });
     o.push_str(if rounds { " of the same round\n" } else { "\n" });
     o.push_str("RUNNABLE: threads that can take a worker's CPU / the CPUs they may use\n");
+    o.push_str("P50, P99, MAX: latency of the operations that started and ended in the window\n");
+    o.push_str(
+        "RUNQ WAIT: share of each worker's time spent waiting for a CPU, mean over the workers\n",
+    );
     if rounds {
         o.push_str(&format!(
             "\nOver {} rounds (RATIO: each round's ops/s ÷ its own first step, paired):\n",

@@ -162,6 +162,7 @@ impl FakeEngine {
                     voluntary_ctx_switches: rng.below(4),
                     involuntary_ctx_switches: involuntary,
                     runqueue_delay_ns: Some(waiting as u64 + rng.below(100_000)),
+                    counters_span_ns: measured_ns,
                 }
             })
             .collect();

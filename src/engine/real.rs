@@ -230,6 +230,7 @@ pub fn run_observed(
                 voluntary_ctx_switches: out.delta.voluntary,
                 involuntary_ctx_switches: out.delta.involuntary,
                 runqueue_delay_ns: out.delta.runqueue_wait_ns,
+                counters_span_ns: out.delta.wall_ns,
             });
         }
         Ok(RunResult {

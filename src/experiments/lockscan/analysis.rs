@@ -366,6 +366,7 @@ mod tests {
                 voluntary_ctx_switches: 0,
                 involuntary_ctx_switches: 2,
                 runqueue_delay_ns: None,
+                counters_span_ns: 1_000_000_000,
             })
             .collect();
         Run {

@@ -3,7 +3,8 @@
 //! 33.8 s operation in a 2 s window and 1,167 % of the time waiting for a CPU. Margins
 //! are wide and the CPUs are the first one or two this process may use.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// The first one or two CPUs this process may use, as a CPU list.
 fn two_cpus() -> String {
@@ -55,5 +56,47 @@ fn neighbors_with_256_workers_reports_latencies_inside_the_window_and_waits_as_s
                 "run-queue share {share}"
             );
         }
+    }
+}
+
+#[test]
+fn an_interrupted_run_names_the_signal_in_its_output() {
+    for (sig, name, json) in [
+        (libc::SIGTERM, "SIGTERM", false),
+        (libc::SIGHUP, "SIGHUP", true),
+    ] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_smtlab"));
+        cmd.args(["burn", "-k", "int", "-t", "1", "-d", "60s", "--warmup", "0"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130), "{name}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if json {
+            let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(j["interrupted"], true);
+            assert_eq!(j["interrupted_by"], name, "{stdout}");
+        } else {
+            assert!(
+                stdout.contains(&format!("interrupted by {name}:")),
+                "{stdout}"
+            );
+        }
+        assert!(
+            stderr.contains(&format!("interrupted by {name}")),
+            "{stderr}"
+        );
+        assert!(!stdout.contains("Ctrl-C") && !stderr.contains("Ctrl-C"));
     }
 }

@@ -297,8 +297,21 @@ fn ctrl_c_in_each_phase_gives_a_partial_report_of_what_finished() {
         );
         // What is there renders and survives the JSON round trip.
         let rendered = report::render_json(&r.to_json().unwrap()).unwrap();
-        assert!(rendered.html.contains("Partial: the study was stopped"));
+        assert!(
+            rendered
+                .html
+                .contains("Partial: the study was stopped by SIGINT")
+        );
         assert!(rendered.markdown.contains("**Partial**"));
+        // The signal is named, never assumed to be Ctrl-C.
+        assert_eq!(r.interrupted_by, Some(smtlab::interrupt::Signal::Int));
+        for p in &r.phases[i + 1..] {
+            assert_eq!(
+                p.reason.as_deref(),
+                Some("SIGINT arrived before this phase")
+            );
+        }
+        assert!(!rendered.html.contains("Ctrl-C"), "{phase}");
     }
 }
 

@@ -67,6 +67,7 @@ pub fn run_threads(
         .map(|i| BurnerResult::from_thread_run(&result, &burners, i))
         .collect();
     report.interrupted = result.interrupted;
+    report.interrupted_by = crate::interrupt::signal().filter(|_| result.interrupted);
     report.notes = plan.notes.clone();
     report.notes.extend(burners.notes.iter().cloned());
     if plan.oversubscribed {

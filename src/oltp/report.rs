@@ -42,8 +42,11 @@ pub struct OltpReport {
     /// The unit the scoped layouts stayed inside (`--within`); None when no layout was scoped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<crate::placement::ScopeUnit>,
-    /// True when Ctrl-C cut the invocation short (the runs so far are kept).
+    /// True when a signal cut the invocation short (the runs so far are kept).
     pub interrupted: bool,
+    /// Which signal, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<crate::interrupt::Signal>,
 }
 
 /// A layout that was skipped.
@@ -191,6 +194,7 @@ pub(crate) mod tests {
                 reason: "no SMT".into(),
             }],
             interrupted: false,
+            interrupted_by: None,
         }
     }
 

@@ -316,7 +316,10 @@ pub fn text(r: &CompareReport) -> String {
         out.push_str(&format!("note: {n}\n"));
     }
     if r.interrupted {
-        out.push_str("interrupted: these numbers cover the runs that finished before Ctrl-C\n");
+        out.push_str(&format!(
+            "interrupted by {}: these numbers cover the runs that finished before it\n",
+            crate::interrupt::name(r.interrupted_by)
+        ));
     }
     out
 }
@@ -605,6 +608,7 @@ pub(crate) mod tests {
                 reason: "CPUs 0-3 already use every sibling of their cores".into(),
             }],
             interrupted: false,
+            interrupted_by: None,
             notes: vec!["made up for the renderer tests".into()],
         }
     }

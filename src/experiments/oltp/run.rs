@@ -107,6 +107,7 @@ pub fn run(
     match result {
         Err(e) if e.chain().any(|c| c.is::<Interrupted>()) => {
             rep.interrupted = true;
+            rep.interrupted_by = crate::interrupt::signal();
         }
         Err(e) => return Err(e),
         Ok(()) => closed?,
@@ -145,6 +146,7 @@ fn empty_report(
         skipped,
         scope: plans.iter().find_map(|l| l.plan.scope.clone()),
         interrupted: false,
+        interrupted_by: None,
     }
 }
 

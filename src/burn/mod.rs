@@ -27,7 +27,7 @@ pub use kind::{BurnerKind, FmaWidth, KIND_NAMES, Unit, UnknownKind};
 pub use process::{ChildLine, ProcessBurners, ProcessOptions, Progress};
 pub use report::{BurnReport, BurnerResult, Mode};
 pub use sched::{POLICY_NAMES, Policy};
-pub use workload::{BurnSpec, Burners, DEFAULT_MAX_PRIME};
+pub use workload::{BurnSpec, Burners, DEFAULT_MAX_PRIME, buffers_total};
 
 use crate::cpuset::CpuSet;
 use crate::engine::{self, RunSpec};

@@ -100,3 +100,73 @@ fn an_interrupted_run_names_the_signal_in_its_output() {
         assert!(!stdout.contains("Ctrl-C") && !stderr.contains("Ctrl-C"));
     }
 }
+
+/// Every text of a `results.json` that the model accepts with HTML in it (names, reasons,
+/// notes, the `--db` and command-line strings) comes out escaped: never as markup in
+/// `report.html`, never as raw HTML outside a code span in `summary.md` (once 31 fields
+/// passed `<img src=x onerror=…>` through).
+#[test]
+fn html_in_any_text_of_results_json_is_escaped_in_both_reports() {
+    use serde_json::Value;
+    const INJECT: &str = "<img src=x onerror=alert(1)>";
+    let snap = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots/study__fake_results_json.snap");
+    let snap = std::fs::read_to_string(snap).unwrap();
+    // insta's header ends at the second `---` line.
+    let json = snap.splitn(3, "---\n").nth(2).unwrap();
+    let mut v: Value = serde_json::from_str(json).unwrap();
+    fn strings(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let k = k.replace('~', "~0").replace('/', "~1");
+                    strings(x, format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    strings(x, format!("{at}/{i}"), out);
+                }
+            }
+            Value::String(_) => out.push(at),
+            _ => {}
+        }
+    }
+    let mut pointers = Vec::new();
+    strings(&v, String::new(), &mut pointers);
+    let mut injected = Vec::new();
+    for p in &pointers {
+        let old = v.pointer(p).unwrap().clone();
+        *v.pointer_mut(p).unwrap() = Value::String(format!("{}{INJECT}", old.as_str().unwrap()));
+        // Closed sets (enums, CPU lists) refuse it; every free text takes it.
+        if smtlab::report::lenient::from_value::<smtlab::report::Report>(v.clone()).is_ok() {
+            injected.push(p.clone());
+        } else {
+            *v.pointer_mut(p).unwrap() = old;
+        }
+    }
+    assert!(
+        injected.len() >= 50,
+        "only {} texts: {injected:?}",
+        injected.len()
+    );
+    for must in ["/study/db", "/provenance/command"] {
+        assert!(injected.iter().any(|p| p == must), "{must} not injected");
+    }
+    let r = smtlab::report::render_json(&serde_json::to_string(&v).unwrap()).unwrap();
+    assert!(!r.html.contains("<img"), "raw <img> in report.html");
+    // Outside code spans (which Markdown prints literally), no `<` starts a tag.
+    for (n, line) in r.markdown.lines().enumerate() {
+        let outside: String = line
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, s)| s)
+            .collect();
+        assert!(
+            !outside.contains("<img"),
+            "summary.md line {}: {line}",
+            n + 1
+        );
+    }
+}

@@ -421,6 +421,18 @@ fn buffers_beyond_available_memory_are_refused_at_once() {
             1024 * GIB,
         ),
         (
+            // Once a panic in a worker ("capacity overflow").
+            vec![
+                "lockscan",
+                "--scan-bytes",
+                "18446744073709551615",
+                "-d",
+                "1s",
+            ],
+            "--scan-bytes 18446744073709551615",
+            u64::MAX,
+        ),
+        (
             vec!["compare", "--burners", "stream:1024", "--", "true"],
             "--burners stream:1024",
             64 * GIB,

@@ -33,14 +33,17 @@ static SECOND_AT_NS: AtomicU64 = AtomicU64::new(0);
 /// must not allocate).
 static FORCE_MESSAGE: OnceLock<Vec<u8>> = OnceLock::new();
 
-/// One of the signals that interrupt a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One of the signals that interrupt a run; models record it by its name (`SIGTERM`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Signal {
-    /// SIGINT: Ctrl-C in the terminal.
+    /// SIGINT: Ctrl-C in the terminal, or `kill -INT`.
+    #[serde(rename = "SIGINT")]
     Int,
     /// SIGTERM: `kill`, `timeout`, a service manager.
+    #[serde(rename = "SIGTERM")]
     Term,
     /// SIGHUP: the terminal closed (an ssh session dropped).
+    #[serde(rename = "SIGHUP")]
     Hup,
 }
 
@@ -58,11 +61,17 @@ impl Signal {
 impl std::fmt::Display for Signal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Signal::Int => "SIGINT (Ctrl-C)",
+            Signal::Int => "SIGINT",
             Signal::Term => "SIGTERM",
             Signal::Hup => "SIGHUP",
         })
     }
+}
+
+/// `signal`'s name for a message, or `a signal` when it is not known (a file written
+/// before the signal was recorded).
+pub fn name(signal: Option<Signal>) -> String {
+    signal.map_or_else(|| "a signal".to_string(), |s| s.to_string())
 }
 
 fn monotonic_ns() -> u64 {
@@ -207,8 +216,10 @@ mod tests {
         );
         assert_eq!(
             Signal::from_raw(libc::SIGINT).unwrap().to_string(),
-            "SIGINT (Ctrl-C)"
+            "SIGINT"
         );
+        assert_eq!(name(None), "a signal");
+        assert_eq!(serde_json::to_string(&Signal::Term).unwrap(), "\"SIGTERM\"");
         assert_eq!(Signal::from_raw(libc::SIGUSR1), None);
     }
 }

@@ -77,9 +77,11 @@ pub const TABLE: &[(&str, &str, &str)] = &[
     ("`c2c --samples`", "100000", WHY_SAMPLES),
     ("`c2c --round-trips`", "1000000", WHY_ROUND_TRIPS),
     (
-        "`lockscan --scan-bytes` × scan threads",
-        "half of `MemAvailable`",
-        "the buffers are memset from the start",
+        "`lockscan --scan-bytes` × scan threads; `burn --threads`, `neighbors --burners`, \
+         `compare --burners` with a `stream` or `chase` kind (a 64 MiB+ buffer each)",
+        "half of `MemAvailable` (all of it with `--force`, where offered)",
+        "the buffers are first-touched before the run; more than `MemAvailable` swaps or \
+         meets the OOM killer",
     ),
     (
         "every `--duration`, `--interval`, `c2c --budget`",
@@ -131,34 +133,65 @@ pub fn mem_available_bytes() -> Option<u64> {
     parse_mem_available(&text)
 }
 
-fn parse_mem_available(meminfo: &str) -> Option<u64> {
+/// `MemAvailable` of a `/proc/meminfo` text, bytes (the kernel's estimate of what can be
+/// allocated without swapping, Documentation/filesystems/proc.rst).
+pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kb.checked_mul(1024)
 }
 
-/// `total_bytes` that `option` would allocate must fit in [`MEMORY_SHARE`] of
-/// `available` (this machine's `MemAvailable` when None is known, the check is skipped).
+/// Whether a command offers `--force` to go past [`MEMORY_SHARE`] of `MemAvailable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Force {
+    /// The command has no `--force`: [`MEMORY_SHARE`] is the limit.
+    NotOffered,
+    /// The command has `--force`; whether it was given.
+    Offered(bool),
+}
+
+/// The one check of memory a run would allocate: `total_bytes` for `what` (e.g. "4096
+/// `stream` buffers of 64 MiB"), asked for through `option` (the option and its value, e.g.
+/// `--threads 4096 with --kind stream`), against `available` bytes (this machine's
+/// `MemAvailable`, [`mem_available_bytes`]; None when unknown, and then nothing is
+/// refused). More than all of it is always refused: the run would swap or meet the OOM
+/// killer, and the buffers are first-touched before the measurement. More than
+/// [`MEMORY_SHARE`] of it is refused unless `--force`, where the command offers it: the
+/// rest of the machine needs memory too.
 pub fn memory(
     option: &str,
     total_bytes: u64,
     available: Option<u64>,
     what: &str,
+    force: Force,
 ) -> Result<(), BadInput> {
     let Some(avail) = available else {
         return Ok(());
     };
-    let max = (avail as f64 * MEMORY_SHARE) as u64;
-    if total_bytes > max {
-        return Err(BadInput(format!(
-            "{option}: {what} would take {} but at most {} may be used (half of the {} \
-             this machine has available)",
-            crate::topology::render::human_bytes(total_bytes),
-            crate::topology::render::human_bytes(max),
-            crate::topology::render::human_bytes(avail)
-        )));
+    let human = crate::topology::render::human_bytes;
+    let share = (avail as f64 * MEMORY_SHARE) as u64;
+    let forced = force == Force::Offered(true);
+    if total_bytes <= share || (forced && total_bytes <= avail) {
+        return Ok(());
     }
-    Ok(())
+    let than = if total_bytes > avail {
+        format!("more than the {}", human(avail))
+    } else {
+        format!("more than half of the {}", human(avail))
+    };
+    let allowed = match force {
+        Force::NotOffered => format!("at most {} (half of it) may be used", human(share)),
+        Force::Offered(_) => format!(
+            "at most {} (half of it) may be used, or {} with --force",
+            human(share),
+            human(avail)
+        ),
+    };
+    Err(BadInput(format!(
+        "{option}: {what} would take {}, {than} this machine has available (MemAvailable in \
+         /proc/meminfo); {allowed}",
+        human(total_bytes)
+    )))
 }
 
 #[cfg(test)]
@@ -172,15 +205,63 @@ mod tests {
             .unwrap_err()
             .0;
         assert_eq!(e, "--threads 100000000: at most 4096 (why)");
-        let e = memory("--scan-bytes", 64 << 30, Some(8 << 30), "2 scan buffers")
-            .unwrap_err()
-            .0;
+        let e = memory(
+            "--scan-bytes",
+            64 << 30,
+            Some(8 << 30),
+            "2 scan buffers",
+            Force::NotOffered,
+        )
+        .unwrap_err()
+        .0;
         assert!(e.contains("--scan-bytes") && e.contains("64 GiB"), "{e}");
-        assert!(memory("--scan-bytes", 1 << 20, Some(8 << 30), "x").is_ok());
-        assert!(memory("--scan-bytes", u64::MAX, None, "x").is_ok());
+        assert!(
+            memory(
+                "--scan-bytes",
+                1 << 20,
+                Some(8 << 30),
+                "x",
+                Force::NotOffered
+            )
+            .is_ok()
+        );
+        assert!(memory("--scan-bytes", u64::MAX, None, "x", Force::NotOffered).is_ok());
         assert_eq!(
             parse_mem_available("MemTotal: 10 kB\nMemAvailable:    2048 kB\n"),
             Some(2 << 20)
         );
+    }
+
+    #[test]
+    fn memory_past_half_needs_force_and_past_all_is_refused() {
+        // A machine with 4 GiB available, as /proc/meminfo says it.
+        let meminfo = "MemTotal:       16318856 kB\nMemFree:         1000000 kB\n\
+                       MemAvailable:    4194304 kB\nBuffers:          123456 kB\n";
+        let avail = parse_mem_available(meminfo);
+        assert_eq!(avail, Some(4 << 30));
+        let check = |total: u64, force| memory("--threads 64", total, avail, "64 buffers", force);
+        assert!(check(2 << 30, Force::NotOffered).is_ok());
+        let e = check(3 << 30, Force::Offered(false)).unwrap_err().0;
+        assert_eq!(
+            e,
+            "--threads 64: 64 buffers would take 3 GiB, more than half of the 4 GiB this \
+             machine has available (MemAvailable in /proc/meminfo); at most 2 GiB (half of \
+             it) may be used, or 4 GiB with --force"
+        );
+        assert!(check(3 << 30, Force::Offered(true)).is_ok());
+        let e = check(3 << 30, Force::NotOffered).unwrap_err().0;
+        assert!(
+            e.ends_with("; at most 2 GiB (half of it) may be used"),
+            "{e}"
+        );
+        // Past all of it, --force does not help.
+        let e = check(5 << 30, Force::Offered(true)).unwrap_err().0;
+        assert!(
+            e.contains("would take 5 GiB, more than the 4 GiB this machine has available"),
+            "{e}"
+        );
+        // No MemAvailable line (kernels before 3.14): nothing to check against.
+        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+        assert!(memory("x", u64::MAX, None, "y", Force::Offered(false)).is_ok());
     }
 }

@@ -22,6 +22,7 @@ mod cli_yield;
 mod counters;
 mod engine;
 mod exit_codes;
+mod hardening;
 mod limits;
 mod locks;
 mod oltp;

@@ -372,3 +372,96 @@ fn a_crowded_run_needs_force_and_the_largest_allowed_stops_within_3_s() {
         );
     }
 }
+
+/// Buffers that could never fit are refused before anything is allocated: exit 2, the
+/// option with its value, the total asked and this machine's `MemAvailable`, in well under
+/// a second. `--force` (which allows crowded runs) does not lift it.
+#[test]
+fn buffers_beyond_available_memory_are_refused_at_once() {
+    let Some(avail) = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| smtlab::limits::parse_mem_available(&t))
+    else {
+        eprintln!("skipped: no MemAvailable in /proc/meminfo");
+        return;
+    };
+    const GIB: u64 = 1 << 30;
+    // (arguments, the option named, the least the buffers take: stream and chase buffers
+    // are 4 × the last-level cache and at least 64 MiB each).
+    let cases: Vec<(Vec<&str>, &str, u64)> = vec![
+        (
+            vec!["burn", "-k", "stream", "-t", "4096", "--force", "-d", "1s"],
+            "--threads 4096 with --kind stream",
+            256 * GIB,
+        ),
+        (
+            vec!["burn", "-k", "chase", "-t", "4096", "--force", "-d", "1s"],
+            "--threads 4096 with --kind chase",
+            256 * GIB,
+        ),
+        (
+            vec![
+                "neighbors",
+                "--workers",
+                "1",
+                "--burners",
+                "0,4095",
+                "--burner-kind",
+                "stream",
+                "--force",
+                "-d",
+                "1s",
+            ],
+            "--burners 4095 with --burner-kind stream",
+            255 * GIB,
+        ),
+        (
+            vec!["lockscan", "--scan-bytes", "1024G", "-d", "1s"],
+            "--scan-bytes 1099511627776",
+            1024 * GIB,
+        ),
+        (
+            // Once a panic in a worker ("capacity overflow").
+            vec![
+                "lockscan",
+                "--scan-bytes",
+                "18446744073709551615",
+                "-d",
+                "1s",
+            ],
+            "--scan-bytes 18446744073709551615",
+            u64::MAX,
+        ),
+        (
+            vec!["compare", "--burners", "stream:1024", "--", "true"],
+            "--burners stream:1024",
+            64 * GIB,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (args, option, least) in cases {
+        if least <= avail {
+            eprintln!("skipped {args:?}: this machine has {avail} bytes available");
+            continue;
+        }
+        let t0 = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_smtlab"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let took = t0.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(2)
+            || !err.contains(&format!("{option}: "))
+            || !err.contains("would take")
+            || !err.contains("B this machine has available (MemAvailable in /proc/meminfo)")
+            || took > Duration::from_secs(5)
+        {
+            failures.push(format!(
+                "{args:?}: exit {:?} in {took:?}: {err}",
+                out.status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

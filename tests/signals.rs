@@ -355,6 +355,15 @@ fn a_second_sigint_during_an_sqlite_prefill_still_cleans_up() {
 }
 
 #[test]
+fn sigterm_during_an_sqlite_prefill_ends_it_and_removes_the_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut run = start_big_sqlite_prefill(tmp.path());
+    let err = run.interrupt(libc::SIGTERM, "SIGTERM during the prefill");
+    assert!(err.contains("interrupted by SIGTERM"), "{err}");
+    assert_eq!(entries(tmp.path(), "smtlab-sqlite-"), Vec::<PathBuf>::new());
+}
+
+#[test]
 fn a_prefill_beyond_the_limit_is_bad_input_naming_it() {
     let out = Command::new(env!("CARGO_BIN_EXE_smtlab"))
         .args(["oltp", "--prefill", "18446744073709551615", "-d", "1s"])
@@ -384,6 +393,92 @@ fn have_postgres() -> bool {
     }
 }
 
+/// The managed cluster's directory, from the line that names it.
+fn cluster_dir(stderr: &str) -> PathBuf {
+    stderr
+        .lines()
+        .find_map(|l| l.split("managed cluster in ").nth(1))
+        .and_then(|r| r.split(" (").next())
+        .map(PathBuf::from)
+        .expect("the cluster directory is named")
+}
+
+/// Waits up to 5 s for every process carrying the run's marker to be gone.
+fn assert_no_marked_processes(run: &Run) {
+    let t0 = Instant::now();
+    loop {
+        let left = run.marked_processes();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "processes left: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sigterm_during_a_managed_postgres_prefill_ends_it_and_removes_the_cluster() {
+    if !have_postgres() {
+        return;
+    }
+    let mut run = Run::start(
+        &[
+            "oltp",
+            "--db",
+            "postgres-managed",
+            "--prefill",
+            "100000000",
+            "-t",
+            "2",
+            "-d",
+            "1s",
+        ],
+        None,
+    );
+    run.wait_for_line("preparing the table");
+    let dir = cluster_dir(&run.stderr);
+    assert!(dir.exists());
+    std::thread::sleep(Duration::from_millis(500));
+    let err = run.interrupt(libc::SIGTERM, "SIGTERM during a PostgreSQL prefill");
+    assert!(err.contains("interrupted by SIGTERM"), "{err}");
+    assert!(
+        !dir.exists(),
+        "{} left behind; stderr:\n{err}",
+        dir.display()
+    );
+    assert_no_marked_processes(&run);
+}
+
+#[test]
+fn a_second_signal_to_256_workers_on_two_cpus_still_exits_130() {
+    let placement = format!("cpus:{}", two_cpus());
+    let mut run = Run::start(
+        &[
+            "neighbors",
+            "--workers",
+            "256",
+            "--placement",
+            &placement,
+            "--burners",
+            "0,1",
+            "--force",
+            "-d",
+            "60s",
+        ],
+        None,
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    // Two different signals, back to back: a second SIGINT sent while the first is still
+    // pending would merge with it (and when both are pending, SIGINT is delivered first).
+    // Once killed by the second instead of exiting 130.
+    run.signal(libc::SIGTERM);
+    let err = run.interrupt(libc::SIGINT, "neighbors, SIGTERM then SIGINT");
+    assert!(err.contains("second signal"), "{err}");
+}
+
 #[test]
 fn two_sigints_during_a_managed_postgres_run_leave_no_cluster_or_server() {
     if !have_postgres() {
@@ -396,13 +491,7 @@ fn two_sigints_during_a_managed_postgres_run_leave_no_cluster_or_server() {
         None,
     );
     run.wait_for_line("inserting with");
-    let dir = run
-        .stderr
-        .lines()
-        .find_map(|l| l.split("managed cluster in ").nth(1))
-        .and_then(|r| r.split(" (").next())
-        .map(PathBuf::from)
-        .expect("the cluster directory is named");
+    let dir = cluster_dir(&run.stderr);
     assert!(dir.exists());
     std::thread::sleep(Duration::from_millis(300));
     run.signal(libc::SIGINT);
@@ -414,16 +503,5 @@ fn two_sigints_during_a_managed_postgres_run_leave_no_cluster_or_server() {
         dir.display()
     );
     // The postmaster and its backends inherit smtlab's environment, marker included.
-    let t0 = Instant::now();
-    loop {
-        let left = run.marked_processes();
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "postgres processes left: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert_no_marked_processes(&run);
 }

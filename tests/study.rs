@@ -450,10 +450,67 @@ fn ctrl_c_in_each_phase_gives_a_partial_report_of_what_finished() {
                 );
                 // What is there renders and survives the JSON round trip.
                 let rendered = report::render_json(&r.to_json().unwrap()).unwrap();
-                assert!(rendered.html.contains("Partial: the study was stopped"));
+                assert!(
+                    rendered
+                        .html
+                        .contains("Partial: the study was stopped by SIGINT")
+                );
                 assert!(rendered.markdown.contains("**Partial**"));
+                // The signal is named, never assumed to be Ctrl-C.
+                assert_eq!(r.interrupted_by, Some(smtlab::interrupt::Signal::Int));
+                for p in &r.phases[i + 1..] {
+                    assert_eq!(
+                        p.reason.as_deref(),
+                        Some("SIGINT arrived before this phase")
+                    );
+                }
+                assert!(!rendered.html.contains("Ctrl-C"), "{phase}");
             }
         }
+    );
+}
+
+#[test]
+fn a_failed_phase_makes_the_study_partial_with_the_reason() {
+    let topo = report::fixture::topology(2, 1, true);
+    let engine = FakeEngine::new(7).with_topology(&topo);
+    // A database the oltp phase cannot open: the phase fails, the others still run.
+    let cfg = study::Config {
+        db: DbTarget::Sqlite(Some("/proc/smtlab-no-such-dir/x.db".into())),
+        ..config()
+    };
+    let r = study::run(
+        &engine,
+        &topo,
+        machine(&topo),
+        provenance(),
+        &cfg,
+        &NoProgress,
+    )
+    .unwrap();
+    let oltp = r
+        .phases
+        .iter()
+        .find(|p| p.phase == PhaseName::Oltp)
+        .unwrap();
+    assert_eq!(oltp.status, PhaseStatus::Failed, "{oltp:?}");
+    assert!(oltp.reason.as_deref().unwrap().contains("x.db"), "{oltp:?}");
+    assert_eq!(r.status, Status::Partial);
+    let why = r.partial_reason().unwrap();
+    assert!(why.starts_with("oltp failed ("), "{why}");
+    assert!(
+        r.phases
+            .iter()
+            .filter(|p| p.phase != PhaseName::Oltp)
+            .all(|p| p.status != PhaseStatus::NotRun),
+        "{:?}",
+        r.phases
+    );
+    let rendered = report::render_json(&r.to_json().unwrap()).unwrap();
+    assert!(
+        rendered.markdown.contains("oltp failed"),
+        "{}",
+        rendered.markdown
     );
 }
 

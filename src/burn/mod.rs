@@ -27,7 +27,7 @@ pub use kind::{BurnerKind, FmaWidth, KIND_NAMES, Unit, UnknownKind};
 pub use process::{ChildLine, ProcessBurners, ProcessOptions, Progress};
 pub use report::{BurnReport, BurnerResult, Mode};
 pub use sched::{POLICY_NAMES, Policy};
-pub use workload::{BurnSpec, Burners, DEFAULT_MAX_PRIME};
+pub use workload::{BurnSpec, Burners, DEFAULT_MAX_PRIME, buffers_total};
 
 use crate::cpuset::CpuSet;
 use crate::engine::{self, RunSpec};
@@ -68,6 +68,7 @@ pub fn run_threads(
         .collect();
     report.interrupted = result.interrupted;
     report.counters = result.counter_status();
+    report.interrupted_by = crate::interrupt::signal().filter(|_| result.interrupted);
     report.notes = plan.notes.clone();
     report.notes.extend(burners.notes.iter().cloned());
     if plan.oversubscribed {

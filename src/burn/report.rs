@@ -101,8 +101,11 @@ pub struct BurnReport {
     pub burners: Vec<BurnerResult>,
     /// Sum of every burner's rate.
     pub total_ops_per_sec: f64,
-    /// A signal (Ctrl-C, SIGTERM, SIGHUP) ended the run early.
+    /// A signal (SIGINT, SIGTERM, SIGHUP) ended the run early.
     pub interrupted: bool,
+    /// Which one, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<crate::interrupt::Signal>,
     /// Facts worth knowing (guessed cache sizes, oversubscription).
     pub notes: Vec<String>,
     /// The counters' mode and every event not counted, with the reason; None with
@@ -169,6 +172,7 @@ impl BurnReport {
             burners: Vec::new(),
             total_ops_per_sec: 0.0,
             interrupted: false,
+            interrupted_by: None,
             notes: Vec::new(),
             counters: None,
         }
@@ -272,7 +276,10 @@ impl BurnReport {
         }
         out.push_str(&self.counters_text());
         if self.interrupted {
-            out.push_str("interrupted: rates cover the time measured before the signal (Ctrl-C, SIGTERM or SIGHUP)\n");
+            out.push_str(&format!(
+                "interrupted by {}: rates cover the time measured before it\n",
+                crate::interrupt::name(self.interrupted_by)
+            ));
         }
         for n in &self.notes {
             out.push_str(&format!("note: {n}\n"));
@@ -396,6 +403,7 @@ mod tests {
         b.buffer_bytes = Some(16 << 10);
         r.burners = vec![b];
         r.interrupted = true;
+        r.interrupted_by = Some(crate::interrupt::Signal::Term);
         r.notes = vec!["l1: L1d size unknown, using 16 KiB".into()];
         insta::assert_snapshot!(r.finish().render_text());
     }

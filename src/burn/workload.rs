@@ -110,6 +110,30 @@ pub fn buffer_bytes(
     }
 }
 
+/// The memory `kind`'s buffers take for burners on `cpus` (one set per burner, each
+/// sized for its first CPU's caches), and those buffers in words (`4096 \`stream\`
+/// buffers of 64 MiB`), for [`crate::limits::memory`].
+pub fn buffers_total(kind: BurnerKind, topo: &Topology, cpus: &[CpuSet]) -> (u64, String) {
+    let sizes: Vec<u64> = cpus
+        .iter()
+        .map(|c| buffer_bytes(kind, topo, c.first()).0 as u64)
+        .collect();
+    let total = sizes.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let each = if sizes.iter().all(|&b| b == largest) {
+        "of"
+    } else {
+        "of up to"
+    };
+    let words = format!(
+        "{} `{kind}` buffer{} {each} {}",
+        sizes.len(),
+        if sizes.len() == 1 { "" } else { "s" },
+        crate::topology::render::human_bytes(largest)
+    );
+    (total, words)
+}
+
 /// What one burner thread reported about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BurnerInfo {

@@ -83,6 +83,15 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         .fold(CpuSet::default(), |acc, t| acc.union(&t.cpus))
         .len();
     crate::limits::per_cpu("--threads", cfg.threads as u64, cpus, cfg.force)?;
+    let sets: Vec<CpuSet> = plan.threads.iter().map(|t| t.cpus.clone()).collect();
+    let (bytes, what) = burn::buffers_total(cfg.spec.kind, &topo, &sets);
+    crate::limits::memory(
+        &format!("--threads {} with --kind {}", cfg.threads, cfg.spec.kind),
+        bytes,
+        crate::limits::mem_available_bytes(),
+        &what,
+        crate::limits::Force::Offered(cfg.force),
+    )?;
     let run =
         crate::engine::RunSpec::new(cfg.warmup, cfg.duration).with_counters(cfg.spec.counters);
     let report = match cfg.mode {

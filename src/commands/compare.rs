@@ -27,6 +27,17 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         check_writable(p)?;
     }
     let topo = super::topology_for_run(Path::new("/"), false, false)?;
+    if let Some(b) = &cfg.exp.burners {
+        let (bytes, what) =
+            crate::burn::buffers_total(b.kind, &topo, &vec![topo.allowed(); b.count]);
+        crate::limits::memory(
+            &format!("--burners {}:{}", b.kind, b.count),
+            bytes,
+            crate::limits::mem_available_bytes(),
+            &what,
+            crate::limits::Force::NotOffered,
+        )?;
+    }
     let terminal = std::io::stderr().is_terminal() && !cfg.exp.show_output;
     let ui = Bars::new(terminal);
     let rep = experiment::run(&topo, &cfg.exp, &ui);

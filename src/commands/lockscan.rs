@@ -29,10 +29,11 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     // Every scan thread memsets its own buffer from the start of its run.
     let scanners = scen.iter().map(|s| s.scan_cpus.len()).max().unwrap_or(0) as u64;
     crate::limits::memory(
-        "--scan-bytes",
+        &format!("--scan-bytes {}", cfg.exp.scan_bytes),
         (cfg.exp.scan_bytes as u64).saturating_mul(scanners),
         crate::limits::mem_available_bytes(),
-        &format!("{scanners} scan buffer(s)"),
+        &crate::render::count(scanners as usize, "scan buffer"),
+        crate::limits::Force::NotOffered,
     )?;
     for s in &scen {
         let lock: crate::cpuset::CpuSet = s.lock_cpus.iter().copied().collect();

@@ -40,6 +40,19 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         topo.allowed().len(),
         cfg.force,
     )?;
+    let most_burners = cfg.exp.burner_steps.iter().copied().max().unwrap_or(0);
+    if !cfg.dry_run && most_burners > 0 {
+        let kind = cfg.exp.burner.kind;
+        let (bytes, what) =
+            crate::burn::buffers_total(kind, &topo, &vec![topo.allowed(); most_burners]);
+        crate::limits::memory(
+            &format!("--burners {most_burners} with --burner-kind {kind}"),
+            bytes,
+            crate::limits::mem_available_bytes(),
+            &what,
+            crate::limits::Force::Offered(cfg.force),
+        )?;
+    }
     if cfg.dry_run {
         for &b in &cfg.exp.burner_steps {
             match neighbors::step_plan(&topo, &cfg.exp, b) {
@@ -223,6 +236,10 @@ pub fn human(r: &NeighborsReport) -> String {
     });
     o.push_str(if rounds { " of the same round\n" } else { "\n" });
     o.push_str("RUNNABLE: threads that can take a worker's CPU / the CPUs they may use\n");
+    o.push_str("P50, P99, MAX: latency of the operations that started and ended in the window\n");
+    o.push_str(
+        "RUNQ WAIT: share of each worker's time spent waiting for a CPU, mean over the workers\n",
+    );
     if rounds {
         o.push_str(&format!(
             "\nOver {} rounds (RATIO: each round's ops/s ÷ its own first step, paired):\n",

@@ -175,9 +175,10 @@ pub fn render_text(r: &OltpReport) -> String {
         }
     }
     if r.interrupted {
-        out.push_str(
-            "interrupted: the runs above finished before the signal (Ctrl-C, SIGTERM or SIGHUP)\n",
-        );
+        out.push_str(&format!(
+            "interrupted by {}: the runs above finished before it\n",
+            crate::interrupt::name(r.interrupted_by)
+        ));
     }
     out
 }

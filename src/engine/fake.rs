@@ -163,6 +163,7 @@ impl FakeEngine {
                     involuntary_ctx_switches: involuntary,
                     runqueue_delay_ns: Some(waiting as u64 + rng.below(100_000)),
                     counters: None,
+                    counters_span_ns: measured_ns,
                 }
             })
             .collect();

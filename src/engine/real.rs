@@ -232,6 +232,7 @@ pub fn run_observed(
                 involuntary_ctx_switches: out.delta.involuntary,
                 runqueue_delay_ns: out.delta.runqueue_wait_ns,
                 counters: out.counters,
+                counters_span_ns: out.delta.wall_ns,
             });
         }
         Ok(RunResult {

@@ -136,9 +136,28 @@ pub struct ThreadResult {
     /// None with counters off and in synthetic results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<crate::counters::Measurement>,
+    /// Wall time the counters above cover, ns: the thread reads them itself, when it
+    /// first runs in the measurement and when it returns after the stop, so this can
+    /// exceed `measured_ns` by the thread's start and stop delays (seconds with hundreds
+    /// of threads per CPU). Only the thread can read them at a moment it is not waiting:
+    /// the kernel adds a run-queue wait to `schedstat` when the wait ends
+    /// (`sched_info_arrive`, kernel/sched/stats.h), so a reading taken by another thread
+    /// at the window's edge would miss the waits in progress. 0 when unknown (files
+    /// written before this field existed).
+    #[serde(default)]
+    pub counters_span_ns: u64,
 }
 
 impl ThreadResult {
+    /// [`Self::counters_span_ns`], or `measured_ns` when it is unknown.
+    pub fn counters_span_or(&self, measured_ns: u64) -> u64 {
+        if self.counters_span_ns > 0 {
+            self.counters_span_ns
+        } else {
+            measured_ns
+        }
+    }
+
     /// Measured operations per second of wall time.
     pub fn ops_per_sec(&self, measured_ns: u64) -> f64 {
         per_sec(self.ops, measured_ns)

@@ -18,6 +18,20 @@ pub fn thread_cpu_time_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CLOCK_MONOTONIC, ns.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer for the duration of the call.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if r != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// (voluntary, involuntary) context switches of the calling thread (RUSAGE_THREAD).
 pub fn thread_ctx_switches() -> (u64, u64) {
     // SAFETY: all-zero is a valid `rusage`.
@@ -61,6 +75,9 @@ pub fn parse_stat_processor(s: &str) -> Option<u32> {
 /// Counters a thread reads at the start and end of its measurement.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Snapshot {
+    /// CLOCK_MONOTONIC when the counters were read, ns: a delta is the wall time the
+    /// other deltas cover.
+    pub wall_ns: u64,
     pub cpu_time_ns: u64,
     pub voluntary: u64,
     pub involuntary: u64,
@@ -72,6 +89,7 @@ impl Snapshot {
     pub fn take(tid: libc::pid_t) -> Self {
         let (voluntary, involuntary) = thread_ctx_switches();
         Self {
+            wall_ns: monotonic_ns(),
             cpu_time_ns: thread_cpu_time_ns(),
             voluntary,
             involuntary,
@@ -82,6 +100,7 @@ impl Snapshot {
     /// `later - self`, saturating.
     pub fn delta(&self, later: &Snapshot) -> Snapshot {
         Snapshot {
+            wall_ns: later.wall_ns.saturating_sub(self.wall_ns),
             cpu_time_ns: later.cpu_time_ns.saturating_sub(self.cpu_time_ns),
             voluntary: later.voluntary.saturating_sub(self.voluntary),
             involuntary: later.involuntary.saturating_sub(self.involuntary),

@@ -42,12 +42,15 @@ pub struct OltpReport {
     /// The unit the scoped layouts stayed inside (`--within`); None when no layout was scoped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<crate::placement::ScopeUnit>,
-    /// True when Ctrl-C cut the invocation short (the runs so far are kept).
+    /// True when a signal cut the invocation short (the runs so far are kept).
     pub interrupted: bool,
     /// The counters' mode and every event not counted, with the reason; None with
     /// `--counters off`, on the fake engine and in older files.
     #[serde(default)]
     pub counters: Option<crate::counters::Status>,
+    /// Which signal, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<crate::interrupt::Signal>,
 }
 
 /// A layout that was skipped.
@@ -201,6 +204,7 @@ pub(crate) mod tests {
             }],
             interrupted: false,
             counters: None,
+            interrupted_by: None,
         }
     }
 

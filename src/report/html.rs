@@ -256,7 +256,10 @@ fn interrupted_note(o: &mut String, r: &Report, phase: super::PhaseName) {
         para(
             o,
             "note",
-            "Interrupted by Ctrl-C: only the runs that finished are shown.",
+            &format!(
+                "Interrupted by {}: only the runs that finished are shown.",
+                crate::interrupt::name(r.interrupted_by)
+            ),
         );
     }
 }

@@ -49,7 +49,8 @@ pub const SUMMARY_MD: &str = "summary.md";
 pub struct Report {
     /// Version of this JSON layout.
     pub schema_version: u32,
-    /// `complete`, or `partial` when Ctrl-C stopped the study (finished phases are kept).
+    /// `complete`, or `partial` when a signal stopped the study or a phase failed
+    /// (finished phases are kept).
     pub status: Status,
     /// True when the numbers were made up by the fake engine (tests), not measured.
     pub synthetic: bool,
@@ -81,6 +82,9 @@ pub struct Report {
     /// The user's own command under SMT placements (`smtlab study -- CMD`).
     #[serde(default)]
     pub compare: Option<CompareSection>,
+    /// The signal that stopped the study, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<crate::interrupt::Signal>,
     /// The answer in plain words.
     pub verdict: Verdict,
     /// Study-wide notes (budget overruns, skipped CPUs, …).
@@ -222,13 +226,13 @@ impl std::fmt::Display for PhaseName {
 pub enum PhaseStatus {
     /// Ran to the end.
     Done,
-    /// Ctrl-C arrived during it; what finished is kept.
+    /// A signal (SIGINT, SIGTERM, SIGHUP) arrived during it; what finished is kept.
     Interrupted,
     /// Not possible or not available here (the reason says why).
     Skipped,
     /// It failed; the reason holds the error. Other phases still ran.
     Failed,
-    /// Ctrl-C arrived before it started.
+    /// A signal arrived before it started.
     NotRun,
 }
 
@@ -567,9 +571,11 @@ impl Report {
             })
             .collect();
         Some(if failed.is_empty() {
-            "the study was stopped with Ctrl-C or a signal; phases that finished are shown, \
-             the others are listed as not run"
-                .into()
+            format!(
+                "the study was stopped by {}; phases that finished are shown, the others are \
+                 listed as not run",
+                crate::interrupt::name(self.interrupted_by)
+            )
         } else {
             format!("{}; the other phases are shown", failed.join("; "))
         })

@@ -138,6 +138,7 @@ pub fn run(
         rwcache: None,
         smt_yield: None,
         compare: None,
+        interrupted_by: None,
         verdict: report::Verdict {
             headline: String::new(),
             answers: Vec::new(),
@@ -183,7 +184,10 @@ pub fn run(
             wall_ns,
         };
         if crate::interrupt::requested() {
-            let why = "Ctrl-C arrived before this phase".to_string();
+            let why = format!(
+                "{} arrived before this phase",
+                crate::interrupt::name(crate::interrupt::signal())
+            );
             rep.phases.push(record(PhaseStatus::NotRun, Some(why), 0));
             progress.finish(name, PhaseStatus::NotRun, None, Duration::ZERO);
             continue;
@@ -220,6 +224,9 @@ pub fn run(
         })
     {
         rep.status = Status::Partial;
+    }
+    if crate::interrupt::requested() {
+        rep.interrupted_by = crate::interrupt::signal();
     }
     provenance.wall_ns = engine.now_ns().saturating_sub(t0);
     rep.provenance = provenance;

@@ -72,7 +72,10 @@ impl Outcome {
         if stopped {
             Outcome {
                 status: PhaseStatus::Interrupted,
-                reason: Some("Ctrl-C: the runs before it are kept".into()),
+                reason: Some(format!(
+                    "stopped by {}; the runs before it are kept",
+                    crate::interrupt::name(crate::interrupt::signal())
+                )),
             }
         } else {
             Self::done()

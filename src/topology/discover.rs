@@ -36,33 +36,46 @@ pub enum DiscoverError {
     Inconsistent { path: PathBuf, problem: String },
 }
 
-/// Reads the topology under `root`. `live` says whether `root` is this running machine, in
-/// which case the process affinity is read with `sched_getaffinity`.
+/// Reads the topology under `root`. When `root` is this running machine (`/`), the
+/// process affinity is read with `sched_getaffinity` too.
 pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
     if !root.is_dir() {
         return Err(DiscoverError::NoRoot(root.to_path_buf()));
     }
     let live = fs::canonicalize(root).is_ok_and(|p| p == Path::new("/"));
-    let r = Reader::new(root);
+    read_all(root, &Files::Dir, live)
+}
+
+/// Reads a topology from files held in memory, keyed by their path under the root
+/// (`sys/devices/system/cpu/online`); directories are the paths' prefixes. The same
+/// reading as [`discover`] without the filesystem, so the fuzz tests can try millions of
+/// trees (a tree on disk costs about 200 file creations).
+pub fn discover_in_memory(files: &BTreeMap<String, Vec<u8>>) -> Result<Topology, DiscoverError> {
+    read_all(Path::new("(memory)"), &Files::Memory(files), false)
+}
+
+/// Where the files are.
+enum Files<'a> {
+    /// Under the root directory.
+    Dir,
+    /// In memory (see [`discover_in_memory`]).
+    Memory(&'a BTreeMap<String, Vec<u8>>),
+}
+
+fn read_all(root: &Path, files: &Files<'_>, live: bool) -> Result<Topology, DiscoverError> {
+    let r = Reader::new(root, files);
     let cpu_dir = r.path("sys/devices/system/cpu");
-    if !cpu_dir.is_dir() {
+    let Some(cpu_names) = r.list_dir("sys/devices/system/cpu") else {
         return Err(DiscoverError::NotSysfs(root.to_path_buf()));
-    }
+    };
     let mut warnings = Vec::new();
 
     // Which CPUs exist: cpuN directories, plus the kernel's present/possible lists.
-    let mut ids: Vec<u32> = fs::read_dir(&cpu_dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let n = e.file_name();
-                    let n = n.to_str()?;
-                    n.strip_prefix("cpu")?.parse::<u32>().ok()
-                })
-                .filter(|&n| n < crate::cpuset::MAX_CPUS)
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut ids: Vec<u32> = cpu_names
+        .iter()
+        .filter_map(|n| n.strip_prefix("cpu")?.parse::<u32>().ok())
+        .filter(|&n| n < crate::cpuset::MAX_CPUS)
+        .collect();
     ids.sort_unstable();
     if ids.is_empty() {
         return Err(DiscoverError::NoCpus(cpu_dir));
@@ -109,7 +122,7 @@ pub fn discover(root: &Path) -> Result<Topology, DiscoverError> {
             .map(|part| {
                 let scope = &scope;
                 sc.spawn(move || {
-                    let r = Reader::new(root);
+                    let r = Reader::new(root, files);
                     part.iter().map(|&id| read_cpu(&r, id, scope)).collect()
                 })
             })
@@ -358,16 +371,18 @@ const MAX_FILE_BYTES: usize = 64 << 20;
 
 /// Paths under the root, and lenient readers: a missing file is `None`, never an error;
 /// a file that exists but holds garbage is an error naming it.
-struct Reader {
+struct Reader<'a> {
     root: PathBuf,
+    files: &'a Files<'a>,
     /// Names in directories listed by [`Reader::prefetch`] (None: the directory is absent).
     listed: std::cell::RefCell<std::collections::HashMap<String, Option<Vec<String>>>>,
 }
 
-impl Reader {
-    fn new(root: &Path) -> Self {
+impl<'a> Reader<'a> {
+    fn new(root: &Path, files: &'a Files<'a>) -> Self {
         Reader {
             root: root.to_path_buf(),
+            files,
             listed: Default::default(),
         }
     }
@@ -376,16 +391,47 @@ impl Reader {
         self.root.join(rel.trim_start_matches('/'))
     }
 
+    /// The names in directory `rel`, sorted (names that are not UTF-8 left out); None when
+    /// it is not a directory.
+    fn list_dir(&self, rel: &str) -> Option<Vec<String>> {
+        let rel = rel.trim_start_matches('/');
+        let mut v: Vec<String> = match self.files {
+            Files::Dir => fs::read_dir(self.path(rel))
+                .ok()?
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect(),
+            Files::Memory(m) => {
+                // Keys under `rel/` sort together: from `rel/` up to `rel0` ('/' + 1).
+                let (from, to) = (format!("{rel}/"), format!("{rel}0"));
+                let mut names: Vec<String> = m
+                    .range(from.clone()..to)
+                    .filter_map(|(k, _)| {
+                        let name = k[from.len()..].split('/').next()?;
+                        (!name.is_empty()).then(|| name.to_string())
+                    })
+                    .collect();
+                if names.is_empty() {
+                    return None;
+                }
+                names.dedup();
+                names
+            }
+        };
+        v.sort_unstable();
+        Some(v)
+    }
+
+    fn is_dir(&self, rel: &str) -> bool {
+        match self.files {
+            Files::Dir => self.path(rel).is_dir(),
+            Files::Memory(_) => self.list_dir(rel).is_some(),
+        }
+    }
+
     /// Lists `dir` once, so reads of files absent from it cost no syscall. Returns whether
     /// the directory exists.
     fn prefetch(&self, dir: &str) -> bool {
-        let names = fs::read_dir(self.path(dir)).ok().map(|rd| {
-            let mut v: Vec<String> = rd
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .collect();
-            v.sort_unstable();
-            v
-        });
+        let names = self.list_dir(dir);
         let exists = names.is_some();
         self.listed.borrow_mut().insert(dir.to_string(), names);
         exists
@@ -408,10 +454,23 @@ impl Reader {
     /// Read with plain `read` calls: sysfs files are small, and `fs::read_to_string` would
     /// add a `statx` per file.
     fn text(&self, rel: &str) -> Option<String> {
-        use std::io::Read;
         if !self.may_exist(rel) {
             return None;
         }
+        let buf = match self.files {
+            Files::Dir => self.read_file(rel)?,
+            Files::Memory(m) => m.get(rel.trim_start_matches('/'))?.clone(),
+        };
+        let mut t = String::from_utf8(buf)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        let end = t.trim_end_matches(['\0', '\n', ' ', '\t', '\r']).len();
+        t.truncate(end);
+        Some(t)
+    }
+
+    /// The bytes of file `rel` on disk; None when it cannot be read or never ends.
+    fn read_file(&self, rel: &str) -> Option<Vec<u8>> {
+        use std::io::Read;
         // Non-blocking, so that a FIFO in a dump reads as empty instead of waiting forever
         // for a writer; no effect on regular, sysfs and procfs files.
         let mut f = fs::OpenOptions::new()
@@ -443,11 +502,7 @@ impl Reader {
                 Err(_) => return None,
             }
         }
-        let mut t = String::from_utf8(buf)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        let end = t.trim_end_matches(['\0', '\n', ' ', '\t', '\r']).len();
-        t.truncate(end);
-        Some(t)
+        Some(buf)
     }
 
     /// A decimal number file; negative or unparsable values are `None` (the kernel writes
@@ -560,16 +615,13 @@ fn read_caches(
     if !r.may_exist(&format!("{base}/cache")) {
         return Ok(out);
     }
-    let dir = r.path(&format!("{base}/cache"));
-    let Ok(rd) = fs::read_dir(&dir) else {
+    let Some(names) = r.list_dir(&format!("{base}/cache")) else {
         return Ok(out);
     };
-    let mut idx: Vec<String> = rd
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().map(String::from))
+    let idx: Vec<String> = names
+        .into_iter()
         .filter(|n| n.starts_with("index"))
         .collect();
-    idx.sort();
     for i in idx {
         let d = format!("{base}/cache/{i}");
         // A missing file is a sparse dump (nothing to say); a file holding garbage is named.
@@ -697,15 +749,14 @@ fn read_numa(
     let node_dir = "sys/devices/system/node";
     let mut ids: Vec<u32> = match r.list(&format!("{node_dir}/online"))? {
         Some(s) => s.iter().collect(),
-        None => fs::read_dir(r.path(node_dir))
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .filter_map(|e| e.file_name().to_str()?.strip_prefix("node")?.parse().ok())
-                    // Node numbers share the CPU numbers' bound (a CpuSet lists them).
-                    .filter(|&n| n < crate::cpuset::MAX_CPUS)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        None => r
+            .list_dir(node_dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| n.strip_prefix("node")?.parse().ok())
+            // Node numbers share the CPU numbers' bound (a CpuSet lists them).
+            .filter(|&n| n < crate::cpuset::MAX_CPUS)
+            .collect(),
     };
     ids.sort_unstable();
     let mut nodes: Vec<NumaNode> = Vec::new();
@@ -714,7 +765,7 @@ fn read_numa(
     for n in ids {
         let base = format!("{node_dir}/node{n}");
         // `node/online` may list nodes without a directory (hand-trimmed dumps).
-        if !r.path(&base).is_dir() {
+        if !r.is_dir(&base) {
             continue;
         }
         let set = r
@@ -875,12 +926,11 @@ fn read_machine(r: &Reader, possible: Option<CpuSet>, present: Option<CpuSet>) -
             }
         }
     }
-    if let Ok(rd) = fs::read_dir(r.path("sys/kernel/mm/hugepages")) {
-        let mut sizes: Vec<u64> = rd
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let n = e.file_name();
-                let kb = n.to_str()?.strip_prefix("hugepages-")?.strip_suffix("kB")?;
+    if let Some(names) = r.list_dir("sys/kernel/mm/hugepages") {
+        let mut sizes: Vec<u64> = names
+            .iter()
+            .filter_map(|n| {
+                let kb = n.strip_prefix("hugepages-")?.strip_suffix("kB")?;
                 kb.parse::<u64>().ok()?.checked_mul(1024)
             })
             .collect();

@@ -8,7 +8,7 @@
 mod discover;
 pub mod render;
 
-pub use discover::{DiscoverError, discover};
+pub use discover::{DiscoverError, discover, discover_in_memory};
 
 use crate::cpuset::CpuSet;
 use serde::{Deserialize, Serialize};

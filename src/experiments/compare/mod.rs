@@ -256,6 +256,7 @@ pub fn assemble(
         smt_yield,
         pairs_slowdown,
         interrupted: measured.interrupted,
+        interrupted_by: crate::interrupt::signal().filter(|_| measured.interrupted),
         notes: ctx.notes,
         counters: ctx.counters,
     }

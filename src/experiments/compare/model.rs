@@ -44,8 +44,11 @@ pub struct CompareReport {
     /// How much longer each run takes on both siblings of half the cores than on one
     /// thread per core with as many threads: what SMT costs each thread.
     pub pairs_slowdown: Option<PairRatio>,
-    /// True when Ctrl-C ended the run early: the numbers cover the rounds that finished.
+    /// True when a signal ended the run early: the numbers cover the rounds that finished.
     pub interrupted: bool,
+    /// Which signal, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<crate::interrupt::Signal>,
     /// Facts the user should know (machine, hygiene, placement notes).
     pub notes: Vec<String>,
     /// The event counters' mode and every event not counted, with the reason; None with

@@ -329,7 +329,10 @@ pub fn lines(r: &CompareReport) -> Vec<String> {
         out.extend(crate::counters::text::status_lines(st));
     }
     if r.interrupted {
-        out.push("interrupted: these numbers cover the runs that finished before Ctrl-C".into());
+        out.push(format!(
+            "interrupted by {}: these numbers cover the runs that finished before it",
+            crate::interrupt::name(r.interrupted_by)
+        ));
     }
     out
 }
@@ -655,6 +658,7 @@ pub(crate) mod tests {
                 reason: "CPUs 0-3 already use every sibling of their cores".into(),
             }],
             interrupted: false,
+            interrupted_by: None,
             notes: vec!["made up for the renderer tests".into()],
             counters: None,
         }

@@ -386,6 +386,7 @@ mod tests {
                 involuntary_ctx_switches: 2,
                 runqueue_delay_ns: None,
                 counters: None,
+                counters_span_ns: 1_000_000_000,
             })
             .collect();
         Run {

@@ -89,12 +89,27 @@ pub fn step(
     let threads = &r.threads[..workers.min(r.threads.len())];
     let ops: u64 = threads.iter().map(|t| t.ops).sum();
     let ops_per_sec = ops as f64 / secs;
+    // Each thread's counters cover its own span (from its first operation of the
+    // measurement to its return after the stop), which with hundreds of threads per CPU
+    // is seconds longer than the window: every rate and share below is over those spans,
+    // so a share stays a share (dividing by the window instead once read 1,167 %).
+    let span = |t: &crate::engine::ThreadResult| t.counters_span_or(r.measured_ns).max(1) as f64;
+    let spans: f64 = threads.iter().map(span).sum();
+    // Switches of all workers per second of a worker's mean span.
+    let span_secs = spans / threads.len().max(1) as f64 / 1e9;
     let invol: u64 = threads.iter().map(|t| t.involuntary_ctx_switches).sum();
     let vol: u64 = threads.iter().map(|t| t.voluntary_ctx_switches).sum();
+    let invol_per_sec = invol as f64 / span_secs;
+    let vol_per_sec = vol as f64 / span_secs;
     // Unmeasured for one thread is unmeasured for the step: a partial sum would look
     // like less waiting.
     let delay: Option<u64> = threads.iter().map(|t| t.runqueue_delay_ns).sum();
-    let delay_share = delay.map(|d| d as f64 / (r.measured_ns.max(1) as f64 * workers as f64));
+    // Clamped: a thread reads its counters while on a CPU, so every wait it counts lies
+    // inside its span; only a preemption between two reads of one snapshot can push the
+    // quotient past 1.
+    let delay_share = delay
+        .filter(|_| !threads.is_empty())
+        .map(|d| (d as f64 / spans).min(1.0));
     let worker_sets: Vec<CpuSet> = m.plan.threads[..workers.min(m.plan.threads.len())]
         .iter()
         .map(|t| t.cpus.clone())
@@ -114,7 +129,7 @@ pub fn step(
         burners_on_worker_siblings: on_siblings,
         burners_maybe_on_worker_siblings: maybe_siblings,
         burners_on_worker_cpus: on_cpus,
-        worker_involuntary_switches_per_sec: invol as f64 / secs,
+        worker_involuntary_switches_per_sec: invol_per_sec,
         worker_run_delay_share: delay_share,
         holder_preemptions: m.preemptions.map(|(h, w)| h + w),
         time_slice_ns: slice,
@@ -134,13 +149,14 @@ pub fn step(
         } else {
             f64::INFINITY
         },
+        measured_ns: r.measured_ns,
         latency_p50_ns: m.latency_ns.value_at_quantile(0.5),
         latency_p99_ns: m.latency_ns.value_at_quantile(0.99),
         latency_max_ns: m.latency_ns.max(),
         runnable_threads: runnable,
         cpus,
-        worker_involuntary_switches_per_sec: invol as f64 / secs,
-        worker_voluntary_switches_per_sec: vol as f64 / secs,
+        worker_involuntary_switches_per_sec: invol_per_sec,
+        worker_voluntary_switches_per_sec: vol_per_sec,
         worker_run_delay_share: delay_share,
         holder_preemptions: m.preemptions.map(|p| p.0),
         long_waits: m.preemptions.map(|p| p.1),
@@ -260,6 +276,7 @@ mod tests {
                     involuntary_ctx_switches: 3,
                     runqueue_delay_ns: d,
                     counters: None,
+                    counters_span_ns: 1_000_000_000,
                 })
                 .collect(),
             pinning_violations: Vec::new(),
@@ -334,6 +351,43 @@ mod tests {
             s.reason
                 .contains("20% of time waiting for a CPU, 5 preempted/long holds")
         );
+    }
+
+    #[test]
+    fn waits_and_switches_are_over_each_workers_own_span_not_the_window() {
+        // A 1 s window; the two workers took 3 s and 1 s from their first operation to
+        // their return after the stop (a slow stop at hundreds of threads per CPU), and
+        // waited 2.7 s and 0.5 s of it.
+        let topo = topology(4, 1, false);
+        let plan = plan(&[0, 1]);
+        let mut r = result(&[10, 10], &[Some(2_700_000_000), Some(500_000_000)]);
+        r.threads[0].counters_span_ns = 3_000_000_000;
+        let lat = latencies();
+        let step_of = |r: &RunResult| {
+            let m = StepRun {
+                burners: 0,
+                burner_cpus: &[],
+                plan: &plan,
+                result: r,
+                latency_ns: &lat,
+                preemptions: None,
+                burner_ops_per_sec: 0.0,
+            };
+            step(&topo, 2, &m, None, 1.5e6)
+        };
+        let s = step_of(&r);
+        // 3.2 s of waiting in 4 s of the workers' time; over the 1 s window × 2 workers
+        // it would read 160 %.
+        let share = s.worker_run_delay_share.unwrap();
+        assert!((share - 0.8).abs() < 1e-12, "{share}");
+        // 6 switches in a mean span of 2 s.
+        assert!((s.worker_involuntary_switches_per_sec - 3.0).abs() < 1e-12);
+        assert_eq!(s.measured_ns, 1_000_000_000);
+        // Files from before the span was recorded (0) read it as the window.
+        r.threads[0].counters_span_ns = 0;
+        r.threads[0].runqueue_delay_ns = Some(900_000_000);
+        let share = step_of(&r).worker_run_delay_share.unwrap();
+        assert!((share - 0.7).abs() < 1e-12, "{share}");
     }
 
     #[test]

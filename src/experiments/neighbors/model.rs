@@ -24,6 +24,12 @@ pub struct Step {
     pub ratio_to_first: f64,
     /// Mean time per operation across the workers (wall ÷ ops × workers), ns.
     pub time_per_op_ns: f64,
+    /// The measured window, ns: every rate is over it (0 in files written before it was
+    /// recorded).
+    #[serde(default)]
+    pub measured_ns: u64,
+    /// Latency percentiles of the worker operations that started and ended inside the
+    /// measured window (so the max never exceeds the window), ns.
     pub latency_p50_ns: u64,
     pub latency_p99_ns: u64,
     pub latency_max_ns: u64,
@@ -34,10 +40,15 @@ pub struct Step {
     /// Logical CPUs those threads may use (the union of their allowed sets); every usable
     /// CPU when any of them is unpinned.
     pub cpus: usize,
+    /// The workers' context switches, summed, per second of a worker's mean time; each
+    /// worker's counts and time run from its first operation of the measurement to its
+    /// return after the stop.
     pub worker_involuntary_switches_per_sec: f64,
     pub worker_voluntary_switches_per_sec: f64,
-    /// Share of the workers' time spent runnable but waiting for a CPU, 0–1; None when
-    /// schedstat is unavailable.
+    /// Share of the workers' time spent runnable but waiting for a CPU, 0–1: their
+    /// run-queue waits summed ÷ their times summed (the mean share per worker, weighted
+    /// by time), each worker's time as for the switches; None when schedstat is
+    /// unavailable.
     pub worker_run_delay_share: Option<f64>,
     /// Lock holds longer than 1 ms (holder preempted); None when the worker cannot see its
     /// lock (a database's internal locks).

@@ -107,6 +107,7 @@ pub fn run(
     match result {
         Err(e) if e.chain().any(|c| c.is::<Interrupted>()) => {
             rep.interrupted = true;
+            rep.interrupted_by = crate::interrupt::signal();
         }
         Err(e) => return Err(e),
         Ok(()) => closed?,
@@ -146,6 +147,7 @@ fn empty_report(
         scope: plans.iter().find_map(|l| l.plan.scope.clone()),
         interrupted: false,
         counters: None,
+        interrupted_by: None,
     }
 }
 

@@ -398,6 +398,7 @@ pub(super) mod tests {
                     involuntary_ctx_switches: 0,
                     runqueue_delay_ns: None,
                     counters: None,
+                    counters_span_ns: 1_000_000_000,
                 })
                 .collect(),
             pinning_violations: vec![],

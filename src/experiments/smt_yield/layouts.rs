@@ -176,6 +176,7 @@ fn choose_workloads(
                     total,
                     mem_available,
                     &format!("{} `{k}` buffers in `all`", all.threads.len()),
+                    crate::limits::Force::NotOffered,
                 ) {
                     Ok(()) => run.push(*s),
                     Err(e) => out.push(LeftOut {

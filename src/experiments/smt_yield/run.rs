@@ -365,8 +365,9 @@ fn workload_result(
     let cut = runs.iter().filter(|r| r.interrupted).count();
     if cut > 0 {
         notes.push(format!(
-            "{} cut short by Ctrl-C left out of the comparisons",
-            crate::render::count(cut, "run")
+            "{} cut short by {} left out of the comparisons",
+            crate::render::count(cut, "run"),
+            crate::interrupt::name(crate::interrupt::signal())
         ));
     }
     notes.extend(crate::hygiene::steal_note(

@@ -271,6 +271,7 @@ mod tests {
             ops_per_sec,
             ratio_to_first: 0.0,
             time_per_op_ns: 0.0,
+            measured_ns: 0,
             latency_p50_ns: 0,
             latency_p99_ns: burners as u64,
             latency_max_ns: 0,

@@ -139,6 +139,8 @@ pub struct Config {
     pub noise: f64,
     /// The smtlab binary burners re-execute (None = this one); tests set it.
     pub exe: Option<PathBuf>,
+    /// How the fake executor makes runs up (synthetic engines only); tests set it.
+    pub fake: super::fake::Behaviour,
 }
 
 impl Config {
@@ -168,6 +170,7 @@ impl Config {
             burners: None,
             noise: DEFAULT_NOISE,
             exe: None,
+            fake: super::fake::Behaviour::default(),
         }
     }
 

@@ -723,14 +723,10 @@ struct CommandArgs {
     /// Where the burners go: siblings (of the placement's CPUs), same-cpus, other-cores, os.
     #[arg(long, value_name = "WHERE", default_value = "siblings")]
     burner_placement: String,
-    /// Changes smaller than this many percent are "no difference".
-    #[arg(
-        long,
-        value_name = "PERCENT",
-        default_value_t = 2.0,
-        allow_hyphen_values = true
-    )]
-    noise: f64,
+    /// Changes smaller than this many percent are "no difference" [default: 2; study: 5,
+    /// the band of its other answer rows, used by the command's section and row alike].
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    noise: Option<f64>,
 }
 
 impl CommandArgs {
@@ -796,8 +792,8 @@ impl CommandArgs {
         if self.burner_placement != "siblings" {
             opt("burner-placement", Some(self.burner_placement.clone()));
         }
-        if self.noise != 2.0 {
-            opt("noise", Some(self.noise.to_string()));
+        if let Some(n) = self.noise {
+            opt("noise", Some(n.to_string()));
         }
         w
     }
@@ -808,6 +804,7 @@ impl CommandArgs {
         self,
         words: Vec<String>,
         within: crate::placement::Scope,
+        default_noise: f64,
     ) -> Result<crate::experiments::compare::Config> {
         use crate::experiments::compare::{self as cmp, PlacementChoice};
         let a = self;
@@ -858,13 +855,13 @@ impl CommandArgs {
             .burners
             .map(|b| cmp::BurnerChoice::parse(&b, burner_placement))
             .transpose()?;
-        if !a.noise.is_finite() {
-            return Err(bad(format!(
-                "--noise {}: expected a percentage such as 2",
-                a.noise
-            )));
-        }
-        exp.noise = a.noise / 100.0;
+        exp.noise = match a.noise {
+            Some(n) if !n.is_finite() => {
+                return Err(bad(format!("--noise {n}: expected a percentage such as 2")));
+            }
+            Some(n) => n / 100.0,
+            None => default_noise,
+        };
         Ok(exp)
     }
 }
@@ -913,7 +910,11 @@ fn compare_command(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<()> {
     if a.internal_guard {
         return commands::compare::guard_main();
     }
-    let mut exp = a.cmd.config(a.command, a.within.within)?;
+    let mut exp = a.cmd.config(
+        a.command,
+        a.within.within,
+        crate::experiments::compare::config::DEFAULT_NOISE,
+    )?;
     exp.max_time = crate::duration::parse_measured(&a.max_time, "--max-time")?;
     exp.counters = a.counters.counters;
     exp.validate()?;
@@ -1019,7 +1020,12 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
         command.push_str(&crate::experiments::compare::render::shell_words(
             &a.command,
         ));
-        let mut exp = a.cmd.config(a.command, a.within.within)?;
+        // One band for the command's section and its answer row: the other rows' ±5 %.
+        let mut exp = a.cmd.config(
+            a.command,
+            a.within.within,
+            crate::stats::Thresholds::YIELD.noise,
+        )?;
         exp.counters = a.counters.counters;
         exp.validate()?;
         Some(exp)

@@ -19,6 +19,11 @@ struct Row {
     unprivileged: bool,
     /// Send SIGINT this long after the start.
     interrupt_after: Option<Duration>,
+    /// A program and its arguments that run smtlab (appended), e.g. in another namespace;
+    /// it exits 97 or 98 when it cannot set up what the row needs.
+    wrap: Vec<String>,
+    /// Why this row cannot run here (it is then skipped, saying so).
+    skip: Option<String>,
     code: i32,
     stderr_has: &'static str,
     within: Duration,
@@ -31,6 +36,8 @@ fn row(name: &'static str, args: &[&str], code: i32, stderr_has: &'static str) -
         one_cpu: false,
         unprivileged: false,
         interrupt_after: None,
+        wrap: Vec::new(),
+        skip: None,
         code,
         stderr_has,
         within: Duration::from_secs(5),
@@ -340,20 +347,103 @@ fn every_row_of_the_exit_code_table() {
     compare.one_cpu = true;
     rows.push(compare);
 
-    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    // compare's 4 and 3: as `nobody`, a root-owned process may not be pinned
+    // (sched_setaffinity EPERM) and the root-owned cpuset hierarchy takes no new cgroup;
+    // with every cgroup mount hidden in a private mount namespace there is none at all.
     let cpu = first_usable_cpu().to_string();
+    // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
+    let needs_root = (!root).then(|| "dropping to another user needs root".to_string());
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let sleeper_pid = sleeper.id().to_string();
+    rows.push(Row {
+        unprivileged: true,
+        skip: needs_root.clone(),
+        ..row(
+            "compare: --pin-pids of a process we may not pin",
+            &[
+                "compare",
+                "--cpus",
+                &cpu,
+                "--runs",
+                "1",
+                "--pin-pids",
+                &sleeper_pid,
+                "--",
+                "true",
+            ],
+            4,
+            "belongs to another user",
+        )
+    });
+    let no_hierarchy = if root {
+        smtlab::experiments::compare::cgroup::find()
+            .err()
+            .map(|e| format!("{e:#}"))
+    } else {
+        needs_root.clone()
+    };
+    rows.push(Row {
+        unprivileged: true,
+        skip: no_hierarchy,
+        ..row(
+            "compare: --cgroup without permission to create one",
+            &[
+                "compare", "--cgroup", "--cpus", &cpu, "--runs", "1", "--", "true",
+            ],
+            4,
+            "cannot create a cgroup",
+        )
+    });
+    rows.push(Row {
+        wrap: [
+            "unshare",
+            "--mount",
+            "sh",
+            "-c",
+            "for m in $(awk '$3 ~ /^cgroup2?$/ {print $2}' /proc/self/mounts | sort -r); do \
+             umount \"$m\" || exit 97; done; \
+             grep -q ' cgroup2\\? ' /proc/self/mounts && exit 98; exec \"$@\"",
+            "sh",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        skip: (!root).then(|| "hiding the cgroup mounts needs root".to_string()),
+        ..row(
+            "compare: --cgroup with no cgroup file system",
+            &[
+                "compare", "--cgroup", "--cpus", &cpu, "--runs", "1", "--", "true",
+            ],
+            3,
+            "no cgroup file system with the cpuset controller is mounted",
+        )
+    });
+
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
     let mut failures = Vec::new();
     let mut covered = std::collections::BTreeSet::new();
     for r in &rows {
-        let mut cmd = if r.one_cpu {
+        if let Some(why) = &r.skip {
+            eprintln!("{}: skipped, {why}", r.name);
+            continue;
+        }
+        let mut cmd = if !r.wrap.is_empty() {
+            let mut c = Command::new(&r.wrap[0]);
+            c.args(&r.wrap[1..]).arg(&bin);
+            c
+        } else if r.one_cpu {
             let mut c = Command::new("taskset");
             c.args(["-c", &cpu]).arg(&bin);
             c
         } else if r.unprivileged && root {
             let mut c = Command::new("setpriv");
             c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(&bin);
+                .arg(&bin)
+                .current_dir("/");
             c
         } else {
             Command::new(&bin)
@@ -379,6 +469,18 @@ fn every_row_of_the_exit_code_table() {
             covered.insert(r.code);
             continue;
         }
+        if !r.wrap.is_empty()
+            && (matches!(out.status.code(), Some(97 | 98))
+                || String::from_utf8_lossy(&out.stderr).contains(&format!("{}:", r.wrap[0])))
+        {
+            eprintln!(
+                "{}: skipped, {} could not set it up: {}",
+                r.name,
+                r.wrap[0],
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            continue;
+        }
         covered.insert(r.code);
         let err = String::from_utf8_lossy(&out.stderr);
         let ok = out.status.code() == Some(r.code)
@@ -395,6 +497,8 @@ fn every_row_of_the_exit_code_table() {
             ));
         }
     }
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
         !Path::new(&p("study-out")).join("results.json").exists(),

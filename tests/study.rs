@@ -211,6 +211,8 @@ fn an_smt_machine_gets_sibling_findings() {
 /// A study with the user's command: `smtlab study --quick [OPTIONS] -- my-app --bench`.
 fn config_with_command(f: impl FnOnce(&mut smtlab::experiments::compare::Config)) -> study::Config {
     let mut c = smtlab::experiments::compare::Config::new(vec!["my-app".into(), "--bench".into()]);
+    // The band `smtlab study` gives the command without `--noise`: its answer rows' ±5 %.
+    c.noise = smtlab::stats::Thresholds::YIELD.noise;
     f(&mut c);
     study::Config {
         command: "smtlab study --quick --out out -- my-app --bench".into(),
@@ -368,6 +370,154 @@ fn ctrl_c_in_the_command_phase_keeps_the_rounds_that_finished() {
             assert!(r.compare.is_none());
         }
     );
+}
+
+/// The command's answer row.
+fn command_row(r: &Report) -> &report::Answer {
+    r.verdict
+        .answers
+        .iter()
+        .find(|a| a.class == report::WorkloadClass::Command)
+        .expect("a row for the command")
+}
+
+#[test]
+fn a_three_percent_yield_is_the_same_call_in_the_section_and_the_row() {
+    use smtlab::experiments::compare::{Call, PlacementChoice, metric::MetricSpec};
+    use smtlab::placement::Request;
+    // Every sibling adds 3 % and runs vary by ±0.1 %: a tight interval around 1.03×,
+    // outside compare's own ±2 % and inside the study's ±5 %. The section once called it
+    // "faster" (±2 %) beside a row saying "no difference" (±5 %).
+    for (noise, call, answer) in [
+        (0.05, Call::NoDifference, report::HtAnswer::NoDifference),
+        (0.02, Call::Faster, report::HtAnswer::KeepHtOn),
+    ] {
+        let cfg = config_with_command(|c| {
+            c.placements = vec![
+                PlacementChoice::Named(Request::OnePerCore),
+                PlacementChoice::Named(Request::All),
+            ];
+            c.metric = Some(MetricSpec::Pgbench);
+            c.runs = Some(8);
+            c.noise = noise;
+            c.fake.sibling_gain = 0.03;
+            c.fake.jitter = 0.002;
+        });
+        let r = fake_report_with(4, 2, &cfg, &NoProgress);
+        let c = r.compare.as_ref().unwrap();
+        let section = &c.result.comparisons[0];
+        assert!((section.speedup.low - 1.03).abs() < 0.01, "{section:?}");
+        assert!((section.speedup.high - 1.03).abs() < 0.01, "{section:?}");
+        assert_eq!(section.call, call, "±{noise}: {section:?}");
+        let a = command_row(&r);
+        assert_eq!(a.answer, answer, "±{noise}: {a:?}");
+        let band = format!("±{:.0} %", noise * 100.0);
+        assert!(a.reason.contains(&band), "{}", a.reason);
+        // Both in every output, each naming the band.
+        let md = report::render_json(&r.to_json().unwrap()).unwrap().markdown;
+        let sec = markdown_section(&md);
+        assert!(sec.contains(&format!("beyond {band}")), "{sec}");
+        let words = if call == Call::NoDifference {
+            "no difference"
+        } else {
+            "faster"
+        };
+        assert!(
+            sec.contains(&format!("all vs one-per-core: 1.03× {words}"))
+                || sec.contains(&format!("all vs one-per-core: {words}")),
+            "{sec}"
+        );
+    }
+}
+
+#[test]
+fn a_command_that_fails_mid_phase_keeps_its_runs_and_the_row_its_complete_rounds() {
+    use smtlab::experiments::compare::{PlacementChoice, metric::MetricSpec};
+    use smtlab::placement::Request;
+    let cfg = config_with_command(|c| {
+        c.placements = vec![
+            PlacementChoice::Named(Request::OnePerCore),
+            PlacementChoice::Named(Request::All),
+        ];
+        c.metric = Some(MetricSpec::Pgbench);
+        c.runs = Some(8);
+        // Runs 1-2 warm up, 3-12 are rounds 1-5, 13 is `one-per-core` in round 6, and
+        // `all` fails after it.
+        c.fake.fail_on_run = Some(14);
+    });
+    let r = fake_report_with(4, 2, &cfg, &NoProgress);
+    assert_eq!(r.status, Status::Partial);
+    let p = r
+        .phases
+        .iter()
+        .find(|p| p.phase == PhaseName::Compare)
+        .unwrap();
+    assert_eq!(p.status, PhaseStatus::Failed, "{p:?}");
+    let why = p.reason.as_deref().unwrap();
+    assert!(
+        why.starts_with(
+            "after 11 runs (5 complete rounds; kept): `my-app --bench` failed on all (round 6)"
+        ),
+        "{why}"
+    );
+    assert!(
+        r.partial_reason()
+            .unwrap()
+            .contains("compare failed (after 11 runs"),
+        "{:?}",
+        r.partial_reason()
+    );
+    let c = r.compare.as_ref().expect("the finished runs are kept");
+    let runs: Vec<usize> = c.result.placements.iter().map(|p| p.runs.len()).collect();
+    assert_eq!(runs, [6, 5]);
+    assert_eq!(c.medians.iter().map(|m| m.n).collect::<Vec<_>>(), [6, 5]);
+    // The row pairs the 5 rounds both placements finished, and still answers.
+    let a = command_row(&r);
+    let e = a.evidence.as_ref().unwrap();
+    assert_eq!(
+        (e.comparison.n, e.runs.as_str()),
+        (5, "compare, 5 paired rounds")
+    );
+    assert_eq!(a.answer, report::HtAnswer::KeepHtOn, "{a:?}");
+    let rendered = report::render_json(&r.to_json().unwrap()).unwrap();
+    assert!(rendered.markdown.contains("**Partial**"));
+    assert!(markdown_section(&rendered.markdown).contains("| one-per-core |"));
+}
+
+/// Records the steps the compare phase announced and took.
+#[derive(Default)]
+struct Steps {
+    current: std::cell::Cell<Option<PhaseName>>,
+    units: std::cell::Cell<u64>,
+    advanced: std::cell::Cell<u64>,
+}
+
+impl Progress for Steps {
+    fn start(&self, phase: PhaseName, units: u64, _: Duration) {
+        self.current.set(Some(phase));
+        if phase == PhaseName::Compare {
+            self.units.set(units);
+        }
+    }
+    fn advance(&self, n: u64) {
+        if self.current.get() == Some(PhaseName::Compare) {
+            self.advanced.set(self.advanced.get() + n);
+        }
+    }
+    fn finish(&self, _: PhaseName, _: PhaseStatus, _: Option<&str>, _: Duration) {}
+}
+
+#[test]
+fn with_runs_the_command_phase_counts_its_runs() {
+    let steps = Steps::default();
+    let r = fake_report_with(4, 2, &config_with_command(|c| c.runs = Some(7)), &steps);
+    assert!(r.compare.is_some());
+    // (7 rounds + 1 warm-up) × (one-per-core, all), each run one step.
+    assert_eq!((steps.units.get(), steps.advanced.get()), (16, 16));
+    // Without --runs the rounds are sized as it goes: progress by time, no steps.
+    let steps = Steps::default();
+    fake_report_with(4, 2, &config_with_command(|_| {}), &steps);
+    assert_eq!((steps.units.get(), steps.advanced.get()), (0, 0));
 }
 
 #[test]
@@ -654,6 +804,10 @@ fn study_with_a_command_runs_it_as_its_last_phase() {
         assert!(p.runs.iter().all(|x| x.metric == Some(100.0)), "{p:?}");
     }
     assert_eq!(c.sized_to_ns, None);
+    assert_eq!(
+        c.result.noise_threshold, 0.05,
+        "a study judges the command by its answer rows' band"
+    );
     let a = r
         .verdict
         .answers
@@ -669,6 +823,65 @@ fn study_with_a_command_runs_it_as_its_last_phase() {
     assert!(md.contains("| your command |"), "{md}");
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("data-chart=\"compare-placements\""));
+}
+
+#[test]
+fn a_real_command_failing_mid_study_exits_1_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let first = smtlab::affinity::process_affinity()
+        .unwrap()
+        .first()
+        .unwrap()
+        .to_string();
+    // Run 1 warms up, runs 2-4 are rounds 1-3, run 5 (round 4) exits 3.
+    let script = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
+         [ $n -ge 5 ] && {{ echo broken >&2; exit 3; }}; echo tps = 100",
+        c = count.display()
+    );
+    let out_dir = dir.path().join("out");
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+        .args(["study", "--budget", "10s", "--out"])
+        .arg(&out_dir)
+        .args([
+            "--cpus",
+            &first,
+            "--runs",
+            "6",
+            "--metric",
+            "tps = ([0-9]+)",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("compare failed (after 3 runs"), "{stderr}");
+    let r =
+        Report::from_json(&std::fs::read_to_string(out_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(r.status, Status::Partial);
+    let p = r
+        .phases
+        .iter()
+        .find(|p| p.phase == PhaseName::Compare)
+        .unwrap();
+    assert_eq!(p.status, PhaseStatus::Failed, "{p:?}");
+    let why = p.reason.as_deref().unwrap();
+    assert!(
+        why.contains("(round 4): exit code 3") && why.contains("broken"),
+        "{why}"
+    );
+    let c = r
+        .compare
+        .as_ref()
+        .expect("the runs before the failure are kept");
+    assert_eq!(c.result.placements[0].runs.len(), 3);
+    assert!(out_dir.join("summary.md").exists() && out_dir.join("report.html").exists());
 }
 
 #[test]

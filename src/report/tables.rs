@@ -539,7 +539,7 @@ pub fn compare_settings(c: &super::CompareSection) -> String {
         None => "`--runs` fixed the rounds".to_string(),
     };
     format!(
-        "`{}`{}: {}; {sized}. Each placement's median has a {:.0} % percentile bootstrap interval (indicative with fewer than {} runs); each placement is compared with the first by the ratio of medians, called faster or slower only when the whole interval lies beyond ±{:.0} %.",
+        "`{}`{}: {}; {sized}. Each placement's median has a {:.0} % percentile bootstrap interval (indicative with fewer than {} runs); each placement is compared with the first by the ratio of medians, called faster or slower only when the whole interval lies beyond {}, no difference when it lies inside; the answer row for your command uses the same band.",
         render::shell_words(&r.command),
         r.scope
             .as_ref()
@@ -548,8 +548,18 @@ pub fn compare_settings(c: &super::CompareSection) -> String {
         render::how(r),
         r.confidence * 100.0,
         crate::stats::MIN_RUNS_FOR_CI,
-        r.noise_threshold * 100.0
+        band(r.noise_threshold)
     )
+}
+
+/// A noise band as `±5 %` (`±2.5 %`).
+pub(crate) fn band(noise: f64) -> String {
+    let p = noise * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("±{p:.0} %")
+    } else {
+        format!("±{p:.1} %")
+    }
 }
 
 /// compare: one row per placement.

@@ -644,29 +644,38 @@ fn command_value(c: &super::CompareSection) -> String {
         .map_or_else(|| "wall time".to_string(), |m| m.unit.clone())
 }
 
+/// The band every call about the user's command is judged against: the comparison's own
+/// noise band (`--noise`; a study's default is [`Thresholds::YIELD`]'s ±5 %), a loss
+/// below it. The section's calls use the same band, so the two never disagree on it.
+fn command_thresholds(c: &super::CompareSection) -> Thresholds {
+    let noise = c.result.noise_threshold;
+    Thresholds::new(1.0 - noise, noise).unwrap_or(Thresholds::YIELD)
+}
+
 /// Per round, the speed of placement `a` over placement `b` (> 1 = `a` faster): the
 /// metric's ratio for a throughput, the inverse ratio for a time or wall time. Paired by
-/// round, as each round ran every placement back to back.
+/// round, as each round ran every placement back to back; only rounds every placement
+/// finished count (a failure or Ctrl-C can end the last one part-way).
 fn command_paired(c: &super::CompareSection, a: &str, b: &str) -> Option<Comparison> {
     use crate::experiments::compare::analysis::Basis;
     let basis = Basis::of(c.result.metric.as_ref());
     let find = |l: &str| c.result.placements.iter().find(|p| p.label == l);
     let (pa, pb) = (find(a)?, find(b)?);
+    let complete = crate::study::phases::compare::complete_rounds(&c.result);
     let value = |p: &crate::experiments::compare::model::PlacementResult, round: usize| {
         let run = p.runs.iter().find(|x| x.round == round)?;
         basis.values(std::slice::from_ref(run)).first().copied()
     };
     let higher = basis.better() == crate::stats::Better::Higher;
-    let ratios: Vec<f64> = pa
-        .runs
+    let ratios: Vec<f64> = complete
         .iter()
-        .filter_map(|x| {
-            let (va, vb) = (value(pa, x.round)?, value(pb, x.round)?);
+        .filter_map(|&k| {
+            let (va, vb) = (value(pa, k)?, value(pb, k)?);
             Some(if higher { va / vb } else { vb / va })
         })
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
-    Comparison::of_paired_ratios(&ratios, Thresholds::YIELD, CONFIDENCE, RESAMPLES, 19)
+    Comparison::of_paired_ratios(&ratios, command_thresholds(c), CONFIDENCE, RESAMPLES, 19)
 }
 
 /// The user's command: SMT on vs off is every sibling of some cores against one thread
@@ -715,10 +724,12 @@ fn command_answer(r: &Report, smt: bool) -> Answer {
         answer: decide(&cmp, yield_answer),
         reason: format!(
             "SMT yield for `{}`: `{}` (every sibling of the cores) ÷ `{}` (one thread per \
-             core), speed by {value}, paired by round: {}{}",
+             core), speed by {value}, paired by round, against the section's {} noise band: \
+             {}{}",
             crate::experiments::compare::render::shell_words(&c.result.command),
             y.placement,
             y.reference,
+            super::tables::band(cmp.thresholds.noise),
             cmp_text(&cmp),
             indicative_note(&cmp)
         ),
@@ -1528,7 +1539,7 @@ fn command_finding(c: &super::CompareSection, smt: bool) -> Finding {
                     ""
                 }
             ),
-            Effect::NoEffect => "The second sibling of each core neither helped nor hurt your command beyond ±5 %: SMT adds no capacity for it, and costs none.".to_string(),
+            Effect::NoEffect => format!("The second sibling of each core neither helped nor hurt your command beyond {}: SMT adds no capacity for it, and costs none.", super::tables::band(cmp.thresholds.noise)),
             Effect::Loss => "Your command was slower on every sibling than on one thread per core of the same cores: SMT costs it throughput; keep it to one thread per core, or turn HT off for it.".to_string(),
             Effect::Inconclusive => "The interval is too wide to say whether SMT helps your command: more rounds (`--runs`, or a longer `--budget`) or a quieter machine are needed.".to_string(),
         });
@@ -2290,6 +2301,17 @@ mod tests {
     /// `r` with a compare section from the fake executor: `placements` by name, then
     /// `cpus` lists, `runs` rounds each.
     fn with_command(r: &Report, placements: &[&str], cpus: &[&[u32]], runs: usize) -> Report {
+        with_command_as(r, placements, cpus, runs, |_| {})
+    }
+
+    /// As [`with_command`], `edit` changing the comparison's settings last.
+    fn with_command_as(
+        r: &Report,
+        placements: &[&str],
+        cpus: &[&[u32]],
+        runs: usize,
+        edit: impl FnOnce(&mut crate::experiments::compare::Config),
+    ) -> Report {
         use crate::experiments::compare::{self, PlacementChoice};
         let mut c = compare::Config::new(vec!["my-app".into(), "--bench".into()]);
         for p in placements {
@@ -2303,6 +2325,9 @@ mod tests {
         }
         c.runs = Some(runs);
         c.metric = Some(compare::metric::MetricSpec::Pgbench);
+        // A study's band (`smtlab study` without `--noise`).
+        c.noise = Thresholds::YIELD.noise;
+        edit(&mut c);
         let result = compare::fake::run(&r.topology, &c, &compare::Quiet).unwrap();
         let mut r = r.clone();
         r.compare = Some(super::super::CompareSection {
@@ -2311,6 +2336,65 @@ mod tests {
             result,
         });
         r
+    }
+
+    #[test]
+    fn the_command_row_and_the_section_judge_against_one_band() {
+        use crate::experiments::compare::Call;
+        // Every sibling adds 3 %, each run within ±0.1 %: an interval near 1.03, outside
+        // ±2 % and inside ±5 %. Once the section said "faster" (its ±2 %) while the row
+        // said "no difference" (±5 %).
+        for (noise, call, answer, band) in [
+            (0.05, Call::NoDifference, HtAnswer::NoDifference, "±5 %"),
+            (0.02, Call::Faster, HtAnswer::KeepHtOn, "±2 %"),
+        ] {
+            let r = with_command_as(smt(), &["one-per-core", "all"], &[], 8, |c| {
+                c.noise = noise;
+                c.fake.sibling_gain = 0.03;
+                c.fake.jitter = 0.002;
+            });
+            let c = r.compare.as_ref().unwrap();
+            let section = &c.result.comparisons[0];
+            assert!(
+                (section.speedup.estimate - 1.03).abs() < 0.005,
+                "{section:?}"
+            );
+            assert_eq!(section.call, call, "band {band}: {section:?}");
+            let v = build(&r);
+            let a = answer_of(&v);
+            assert_eq!(a.answer, answer, "band {band}: {a:?}");
+            let e = a.evidence.as_ref().unwrap();
+            assert_eq!(e.comparison.thresholds.noise, noise);
+            assert!(a.reason.contains(band), "{}", a.reason);
+            assert!(
+                crate::report::tables::compare_settings(c).contains(&format!("beyond {band}")),
+                "{}",
+                crate::report::tables::compare_settings(c)
+            );
+        }
+    }
+
+    fn answer_of(v: &Verdict) -> &Answer {
+        answer(v, WorkloadClass::Command)
+    }
+
+    #[test]
+    fn the_command_row_pairs_only_rounds_every_placement_finished() {
+        let mut r = with_command(smt(), &["one-per-core", "all"], &[], 7);
+        // A failure in round 7 after `one-per-core` ran: `all` has 6 runs.
+        r.compare.as_mut().unwrap().result.placements[1].runs.pop();
+        let v = build(&r);
+        let e = answer_of(&v).evidence.clone().unwrap();
+        assert_eq!(
+            (e.comparison.n, e.runs.as_str()),
+            (6, "compare, 6 paired rounds")
+        );
+        // Round 3 of `one-per-core` lost as well: 5 rounds have both.
+        r.compare.as_mut().unwrap().result.placements[0]
+            .runs
+            .remove(2);
+        let e = answer_of(&build(&r)).evidence.clone().unwrap();
+        assert_eq!(e.comparison.n, 5);
     }
 
     #[test]

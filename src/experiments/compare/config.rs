@@ -141,6 +141,8 @@ pub struct Config {
     pub exe: Option<PathBuf>,
     /// Event counters over each run's process tree.
     pub counters: crate::counters::Mode,
+    /// How the fake executor makes runs up (synthetic engines only); tests set it.
+    pub fake: super::fake::Behaviour,
 }
 
 impl Config {
@@ -171,6 +173,7 @@ impl Config {
             noise: DEFAULT_NOISE,
             exe: None,
             counters: crate::counters::Mode::default(),
+            fake: super::fake::Behaviour::default(),
         }
     }
 

@@ -8,19 +8,18 @@
 //! placement's speed is one unit per core plus a quarter for every further sibling it
 //! runs on that core, seven tenths of it beside burners, with ±2 % jitter — and
 //! *reproducible*: the same placements give the same runs. Never numbers anyone reads as
-//! measurements; the report says so in a note.
+//! measurements; the report says so in a note. [`Behaviour`] changes the sibling's gain,
+//! the jitter, and makes one run fail as a command exiting 1 would.
 
 use super::config::{self, Config, Variant};
 use super::model::{CompareReport, Run};
-use super::{Context, Ui};
+use super::{Context, Kept, Ui};
 use crate::stats::SplitMix64;
 use crate::topology::Topology;
 use anyhow::Result;
 use std::cell::Cell;
 use std::time::Duration;
 
-/// Speed a second (third, …) sibling adds to its core, in cores.
-const SIBLING_GAIN: f64 = 0.25;
 /// Speed left beside burners.
 const BESIDE_BURNERS: f64 = 0.7;
 /// Wall time of one run on one core, ns.
@@ -32,14 +31,36 @@ const ONE_CORE_METRIC: f64 = 1000.0;
 pub const NOTE: &str =
     "synthetic: the command was not run; these runs were made up by compare's fake executor";
 
+/// How the fake executor makes its runs up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Behaviour {
+    /// Speed a second (third, …) sibling adds to its core, in cores.
+    pub sibling_gain: f64,
+    /// Width of each run's uniform speed jitter (0.04 = ±2 %).
+    pub jitter: f64,
+    /// The execution (1-based, in order, warm-up included) that fails as a command
+    /// exiting 1 would; None = none fails.
+    pub fail_on_run: Option<usize>,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            sibling_gain: 0.25,
+            jitter: 0.04,
+            fail_on_run: None,
+        }
+    }
+}
+
 /// How many cores' worth of work `v` does at once.
-fn speed(topo: &Topology, v: &Variant) -> f64 {
+fn speed(topo: &Topology, v: &Variant, gain: f64) -> f64 {
     let cores = config::cores_of(topo, &v.cpus);
     let s: f64 = cores
         .iter()
         .map(|core| {
             let on = core.intersection(&v.cpus).len().max(1);
-            1.0 + SIBLING_GAIN * (on - 1) as f64
+            1.0 + gain * (on - 1) as f64
         })
         .sum();
     if v.burner_cpus.is_empty() {
@@ -53,8 +74,9 @@ fn speed(topo: &Topology, v: &Variant) -> f64 {
 fn made_up(topo: &Topology, cfg: &Config, v: &Variant, index: usize, round: Option<usize>) -> Run {
     let seed = 0x00C0_FFEE ^ ((index as u64) << 32) ^ round.unwrap_or(0) as u64;
     let mut rng = SplitMix64::new(seed);
-    let jitter = 1.0 + 0.04 * (rng.next_f64() - 0.5);
-    let speed = speed(topo, v) * jitter;
+    let b = &cfg.fake;
+    let jitter = 1.0 + b.jitter * (rng.next_f64() - 0.5);
+    let speed = speed(topo, v, b.sibling_gain) * jitter;
     let wall_ns = ONE_CORE_NS / speed;
     let metric = cfg.metric.as_ref().map(|m| {
         if m.info().higher_is_better {
@@ -83,14 +105,21 @@ fn made_up(topo: &Topology, cfg: &Config, v: &Variant, index: usize, round: Opti
 }
 
 /// The comparison of `cfg` on `topo` with made-up runs. Errors as [`super::run`] for
-/// placements this machine cannot run; Ctrl-C ([`crate::interrupt`]) ends it as it ends a
-/// real comparison. A server (`--with-postgres`, `--pin-pids`) is neither started nor
-/// placed; a note says so.
+/// placements this machine cannot run and for a failing run; Ctrl-C
+/// ([`crate::interrupt`]) ends it as it ends a real comparison. A server
+/// (`--with-postgres`, `--pin-pids`) is neither started nor placed; a note says so.
 pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> {
+    run_keeping(topo, cfg, ui)?.into_result()
+}
+
+/// As [`run`], but a run that fails after others were measured ends the comparison with
+/// the report of those runs and the failure, as [`super::run_keeping`] does.
+pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
     let resolved = config::resolve(topo, cfg)?;
     let pairs = super::smt_pairs(topo, &resolved.variants);
     let labels: Vec<String> = resolved.variants.iter().map(|v| v.label.clone()).collect();
     let now = Cell::new(Duration::ZERO);
+    let executed = Cell::new(0usize);
     let measured = super::measure(
         resolved.variants.len(),
         cfg.warmup,
@@ -99,13 +128,28 @@ pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> 
         &mut || now.get(),
         &mut |p, round| {
             crate::interrupt::check()?;
-            let r = made_up(topo, cfg, &resolved.variants[p], p, round);
+            executed.set(executed.get() + 1);
+            let v = &resolved.variants[p];
+            if cfg.fake.fail_on_run == Some(executed.get()) {
+                let when = round.map_or("warm-up".to_string(), |r| format!("round {r}"));
+                anyhow::bail!(
+                    "`{}` failed on {} ({when}): exit code 1 (made up by the fake executor)",
+                    cfg.command.words.join(" "),
+                    v.label
+                );
+            }
+            let r = made_up(topo, cfg, v, p, round);
             now.set(now.get() + Duration::from_nanos(r.wall_time_ns));
             Ok(r)
         },
         &labels,
         ui,
-    )?;
+    );
+    let (measured, failure) = match measured {
+        Ok(m) => (m, None),
+        Err(f) if f.measured.runs.iter().all(Vec::is_empty) => return Err(f.error),
+        Err(f) => (f.measured, Some(f.error)),
+    };
     if measured.interrupted && measured.runs.iter().all(Vec::is_empty) {
         return Err(crate::error::Interrupted.into());
     }
@@ -113,7 +157,7 @@ pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> 
     if cfg.with_postgres || !cfg.pin_pids.is_empty() {
         notes.push("synthetic: no server was started or placed".into());
     }
-    Ok(super::assemble(
+    let report = super::assemble(
         cfg,
         &resolved,
         measured,
@@ -126,7 +170,8 @@ pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> 
             metric_unit: None,
             counters: None,
         },
-    ))
+    );
+    Ok(Kept { report, failure })
 }
 
 #[cfg(test)]
@@ -159,5 +204,29 @@ mod tests {
         assert!((s.ratio.estimate - 1.6).abs() < 0.1, "{s:?}");
         assert!(a.placements.iter().all(|p| p.runs.len() == 5));
         assert!(a.notes.iter().any(|n| n.starts_with("synthetic")));
+    }
+
+    #[test]
+    fn a_run_that_fails_keeps_the_runs_before_it() {
+        let topo = crate::report::fixture::topology(2, 2, false);
+        let mut c = cfg(4);
+        c.warmup = 0;
+        // Three placements: execution 8 is `pairs` in round 3.
+        c.fake.fail_on_run = Some(8);
+        let kept = run_keeping(&topo, &c, &super::super::Quiet).unwrap();
+        let e = kept.failure.expect("the failure");
+        assert!(e.to_string().contains("failed on pairs (round 3)"), "{e}");
+        let runs: Vec<usize> = kept
+            .report
+            .placements
+            .iter()
+            .map(|p| p.runs.len())
+            .collect();
+        assert_eq!(runs, [3, 2, 2]);
+        // `run` (what `smtlab compare` uses) gives the error alone.
+        assert!(run(&topo, &c, &super::super::Quiet).is_err());
+        // Failing on the first run keeps nothing: an error.
+        c.fake.fail_on_run = Some(1);
+        assert!(run_keeping(&topo, &c, &super::super::Quiet).is_err());
     }
 }

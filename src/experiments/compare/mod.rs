@@ -67,6 +67,31 @@ pub struct Measured {
     pub interrupted: bool,
 }
 
+/// A run failed: the error, and the runs measured before it.
+#[derive(Debug)]
+pub struct Failed {
+    pub error: anyhow::Error,
+    pub measured: Measured,
+}
+
+/// What [`run_keeping`] returns: the report, and the failure that ended the runs early
+/// (the report then covers the runs before it).
+#[derive(Debug)]
+pub struct Kept {
+    pub report: CompareReport,
+    pub failure: Option<anyhow::Error>,
+}
+
+impl Kept {
+    /// The report, or the failure when there was one (what `smtlab compare` does).
+    pub fn into_result(self) -> Result<CompareReport> {
+        match self.failure {
+            None => Ok(self.report),
+            Some(e) => Err(e),
+        }
+    }
+}
+
 /// The number of measured rounds that fills `max_time`, after `timed` rounds (warm-up or
 /// measured) took `spent`, `measured` of them already measured; clamped to
 /// [`config::MIN_AUTO_RUNS`]..=[`config::MAX_AUTO_RUNS`].
@@ -86,7 +111,7 @@ pub fn auto_rounds(max_time: Duration, spent: Duration, timed: usize, measured: 
 /// = warm-up); `clock()` reads elapsed time. Without `runs`, the round count is chosen
 /// from the first rounds' time so that everything takes about `max_time`. Ctrl-C
 /// ([`Interrupted`] from `exec`) ends the loop with what was measured; other errors end it
-/// with the error.
+/// with the error and what was measured before it ([`Failed`]).
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
     placements: usize,
@@ -97,7 +122,7 @@ pub fn measure(
     exec: &mut dyn FnMut(usize, Option<usize>) -> Result<Run>,
     labels: &[String],
     ui: &dyn Ui,
-) -> Result<Measured> {
+) -> Result<Measured, Failed> {
     let mut m = Measured {
         runs: vec![Vec::new(); placements],
         ..Measured::default()
@@ -116,7 +141,7 @@ pub fn measure(
                     m.interrupted = true;
                     return Ok(m);
                 }
-                Err(e) => return Err(e),
+                Err(error) => return Err(Failed { error, measured: m }),
             }
         }
         m.warmup_rounds += 1;
@@ -146,7 +171,10 @@ pub fn measure(
                     m.rounds = total.unwrap_or(round);
                     return Ok(m);
                 }
-                Err(e) => return Err(e),
+                Err(error) => {
+                    m.rounds = total.unwrap_or(round);
+                    return Err(Failed { error, measured: m });
+                }
             }
         }
         if total.is_none() {
@@ -277,6 +305,14 @@ pub fn smt_pairs(topo: &Topology, variants: &[Variant]) -> SmtPairs {
 /// the report of what was measured with `interrupted` set (or [`Interrupted`] when
 /// nothing was).
 pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> {
+    session::run(topo, cfg, ui)?.into_result()
+}
+
+/// As [`run`], but a run that fails (the command exits non-zero, its metric is missing)
+/// after others were measured ends the comparison with the report of the runs before it
+/// and the failure, everything undone as on every other path: a study keeps them. A
+/// failure before any measured run is an error, as for [`run`].
+pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
     session::run(topo, cfg, ui)
 }
 
@@ -305,7 +341,8 @@ mod tests {
     /// The (placement, round) of every execution, in order.
     type Log = std::rc::Rc<std::cell::RefCell<Vec<(usize, Option<usize>)>>>;
 
-    /// A fake executor on a fake clock: each run advances the clock by 1 s.
+    /// A fake executor on a fake clock: each run advances the clock by 1 s; execution
+    /// `fail_at` (1-based) is Ctrl-C.
     fn fake(
         fail_at: Option<usize>,
     ) -> (
@@ -442,5 +479,49 @@ mod tests {
         )
         .unwrap();
         assert!(m.interrupted && m.runs.iter().all(Vec::is_empty));
+    }
+
+    #[test]
+    fn a_failing_run_keeps_the_runs_before_it() {
+        let labels = vec![String::new(); 2];
+        // Execution 6 = warm-up (1, 2), round 1 (3, 4), round 2 (5, 6): placement 1 of
+        // round 2 fails.
+        let mut n = 0;
+        let mut exec = |p: usize, _: Option<usize>| -> Result<Run> {
+            n += 1;
+            if n == 6 {
+                anyhow::bail!("`app` failed on b (round 2): exit code 1");
+            }
+            Ok(sample(100 + p as u64))
+        };
+        let f = measure(
+            2,
+            1,
+            Some(5),
+            Duration::from_secs(60),
+            &mut || Duration::ZERO,
+            &mut exec,
+            &labels,
+            &Quiet,
+        )
+        .unwrap_err();
+        assert!(f.error.to_string().contains("exit code 1"), "{}", f.error);
+        assert!(!f.measured.interrupted);
+        assert_eq!((f.measured.runs[0].len(), f.measured.runs[1].len()), (2, 1));
+        assert_eq!((f.measured.rounds, f.measured.warmup_rounds), (5, 1));
+        // A failure in the warm-up keeps nothing.
+        let mut exec = |_: usize, _: Option<usize>| -> Result<Run> { anyhow::bail!("no") };
+        let f = measure(
+            2,
+            1,
+            Some(5),
+            Duration::from_secs(60),
+            &mut || Duration::ZERO,
+            &mut exec,
+            &labels,
+            &Quiet,
+        )
+        .unwrap_err();
+        assert!(f.measured.runs.iter().all(Vec::is_empty));
     }
 }

@@ -12,10 +12,10 @@ use super::cgroup::{self, Cpuset};
 use super::config::{self, Config, Variant};
 use super::guard::Guard;
 use super::metric::last_lines;
-use super::model::{CompareReport, Run, ServerInfo};
+use super::model::{Run, ServerInfo};
 use super::pins::TreePins;
 use super::runner::{self, Launch};
-use super::{Context, Measured, Ui};
+use super::{Context, Failed, Kept, Measured, Ui};
 use crate::burn::{BurnSpec, ProcessBurners, ProcessOptions};
 use crate::cpuset::CpuSet;
 use crate::error::{BadInput, Interrupted};
@@ -31,7 +31,7 @@ const BURNER_START_LIMIT: Duration = Duration::from_secs(10);
 /// Lines of output quoted in error messages.
 const QUOTED_LINES: usize = 8;
 
-pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> {
+pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
     cfg.validate()?;
     let resolved = config::resolve(topo, cfg)?;
     let pairs = super::smt_pairs(topo, &resolved.variants);
@@ -146,11 +146,16 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareR
     };
     let labels: Vec<String> = resolved.variants.iter().map(|v| v.label.clone()).collect();
     let mut setup_started = false;
-    let outcome = (|| -> Result<Measured> {
+    let outcome = (|| -> Result<Measured, Failed> {
         if let Some(s) = &cfg.setup {
             setup_started = true;
             ui.note(&format!("setup: {s}"));
-            session.shell("--setup", s, true, None)?;
+            session
+                .shell("--setup", s, true, None)
+                .map_err(|error| Failed {
+                    error,
+                    measured: Measured::default(),
+                })?;
         }
         let t0 = Instant::now();
         super::measure(
@@ -199,7 +204,12 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareR
         r?;
     }
     guard.finish();
-    let measured = outcome?;
+    // A failing run after measured ones keeps them; before any, it is the error.
+    let (measured, failure) = match outcome {
+        Ok(m) => (m, None),
+        Err(f) if f.measured.runs.iter().all(Vec::is_empty) => return Err(f.error),
+        Err(f) => (f.measured, Some(f.error)),
+    };
     if measured.interrupted && measured.runs.iter().all(Vec::is_empty) {
         return Err(Interrupted.into());
     }
@@ -209,7 +219,7 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareR
              and were killed then (each run ends with its whole process tree)"
         ));
     }
-    Ok(super::assemble(
+    let report = super::assemble(
         cfg,
         &resolved,
         measured,
@@ -222,7 +232,8 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareR
             metric_unit,
             counters,
         },
-    ))
+    );
+    Ok(Kept { report, failure })
 }
 
 struct Session<'a> {

@@ -6,7 +6,12 @@
 //! Placements this machine cannot run (`all` or `pairs` without SMT siblings, more cores
 //! than it has) are left out with the reason and the others run; a phase left with none
 //! is skipped. The rounds fill the phase's share of the budget, unless `--runs` fixes
-//! them.
+//! them; then the progress bar counts the runs and its ETA follows their pace.
+//!
+//! Every call in the section and the answer row use one noise band, the comparison's
+//! `--noise` (a study's default is the ±5 % of its other answer rows). A run that fails
+//! part-way keeps the runs before it: the phase is recorded as failed with the reason, as
+//! other phases that fail part-way are, and the section shows what finished.
 //!
 //! A synthetic engine runs no process: there the runs are made up by
 //! [`compare::fake`](crate::experiments::compare::fake), and the section says so.
@@ -36,6 +41,8 @@ pub struct ComparePhase {
     pub skip: Option<String>,
     /// What it should take.
     pub estimate: Duration,
+    /// Runs planned (warm-up included) when `--runs` fixes them; 0 otherwise.
+    pub planned_runs: u64,
 }
 
 pub fn size(ctx: &SizeCtx<'_>) -> Result<Box<dyn Phase>> {
@@ -61,6 +68,7 @@ impl ComparePhase {
             left_out: Vec::new(),
             skip: Some(why),
             estimate: Duration::ZERO,
+            planned_runs: 0,
         };
         let Some(given) = &ctx.cfg.compare else {
             return Ok(skipped(
@@ -94,35 +102,47 @@ impl ComparePhase {
             }
             cfg.placements = kept;
         }
-        match compare::config::resolve(ctx.topo, &cfg) {
-            Ok(_) => {}
+        let variants = match compare::config::resolve(ctx.topo, &cfg) {
+            Ok(r) => r.variants.len(),
             Err(e) if not_possible_here(&e) => return Ok(skipped(format!("{e:#}"))),
             Err(e) => return Err(e),
-        }
+        };
         let setup = if cfg.with_postgres {
             CLUSTER_START
         } else {
             Duration::ZERO
         };
         cfg.max_time = ctx.budget.saturating_sub(setup).max(MIN_SIZED_TO);
+        // With `--runs` the runs are counted; how long they take is known only once the
+        // first ones ran, so the estimate before the study stays the share.
+        let planned_runs = cfg.runs.map_or(0, |n| ((n + cfg.warmup) * variants) as u64);
         Ok(ComparePhase {
             estimate: setup + cfg.max_time,
             config: Some(cfg),
             left_out,
             skip: None,
+            planned_runs,
         })
     }
 }
 
-/// Shows the comparison's steps as the phase's notes.
-struct Notes<'a>(&'a dyn crate::study::Progress);
+/// Shows the comparison's steps as the phase's notes, and each run as a step when the
+/// runs are counted.
+struct Notes<'a> {
+    progress: &'a dyn crate::study::Progress,
+    counted: bool,
+}
 
 impl compare::Ui for Notes<'_> {
     fn note(&self, msg: &str) {
-        self.0.note(msg)
+        self.progress.note(msg)
     }
     fn planned(&self, _: u64) {}
-    fn advance(&self, _: &str) {}
+    fn advance(&self, _: &str) {
+        if self.counted {
+            self.progress.advance(1)
+        }
+    }
 }
 
 impl Phase for ComparePhase {
@@ -133,7 +153,7 @@ impl Phase for ComparePhase {
         self.estimate
     }
     fn units(&self) -> u64 {
-        0
+        self.planned_runs
     }
     fn skip_reason(&self) -> Option<String> {
         self.skip.clone()
@@ -142,12 +162,16 @@ impl Phase for ComparePhase {
         let Some(cfg) = &self.config else {
             return Ok(Outcome::done());
         };
-        let ui = Notes(ctx.progress);
-        let mut r = if ctx.engine.synthetic() {
-            compare::fake::run(ctx.topo, cfg, &ui)?
-        } else {
-            compare::run(ctx.topo, cfg, &ui)?
+        let ui = Notes {
+            progress: ctx.progress,
+            counted: self.planned_runs > 0,
         };
+        let kept = if ctx.engine.synthetic() {
+            compare::fake::run_keeping(ctx.topo, cfg, &ui)?
+        } else {
+            compare::run_keeping(ctx.topo, cfg, &ui)?
+        };
+        let mut r = kept.report;
         for (label, reason) in &self.left_out {
             r.skipped.push(compare::model::Skipped {
                 label: label.clone(),
@@ -155,13 +179,34 @@ impl Phase for ComparePhase {
             });
         }
         let interrupted = r.interrupted;
+        let outcome = match &kept.failure {
+            Some(e) => Outcome::failed(format!(
+                "after {} ({}; kept): {e:#}",
+                crate::render::count(r.placements.iter().map(|p| p.runs.len()).sum(), "run"),
+                crate::render::count(complete_rounds(&r).len(), "complete round"),
+            )),
+            None => Outcome::interrupted_if(interrupted),
+        };
         rep.compare = Some(CompareSection {
             sized_to_ns: cfg.runs.is_none().then_some(cfg.max_time.as_nanos() as u64),
             medians: medians(&r),
             result: r,
         });
-        Ok(Outcome::interrupted_if(interrupted))
+        Ok(outcome)
     }
+}
+
+/// The rounds every placement finished (a failure or Ctrl-C can end the last one part-way).
+pub fn complete_rounds(r: &compare::CompareReport) -> Vec<usize> {
+    let Some((first, rest)) = r.placements.split_first() else {
+        return Vec::new();
+    };
+    first
+        .runs
+        .iter()
+        .map(|x| x.round)
+        .filter(|&k| rest.iter().all(|p| p.runs.iter().any(|x| x.round == k)))
+        .collect()
 }
 
 /// Each placement's compared value: the median of its runs with a percentile bootstrap
@@ -245,9 +290,16 @@ mod tests {
         let c = s.config.as_ref().unwrap();
         assert_eq!(c.max_time, share);
         assert_eq!(c.runs, None);
+        assert_eq!(
+            s.units(),
+            0,
+            "progress by time: the rounds are not known yet"
+        );
         let mut fixed = command(Vec::new());
         fixed.runs = Some(9);
         let s = sized(4, 2, Some(fixed)).unwrap();
+        // (9 rounds + 1 warm-up) × (one-per-core, all): the bar counts the runs.
+        assert_eq!(s.units(), 20);
         assert_eq!(s.config.unwrap().runs, Some(9), "--runs is honoured");
         // A managed cluster's start comes out of the share.
         let mut pg = command(Vec::new());

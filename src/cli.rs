@@ -176,6 +176,10 @@ enum Command {
     /// Per-CPU and per-core utilisation, like `mpstat -P ALL 1` but per core: what "50 %
     /// CPU" means when two threads share a core, and the capacity left in cores' worth.
     Top(TopArgs),
+    /// Memory settings in plain words (overcommit and commit headroom, page cache, swap,
+    /// huge pages, cgroup limits, OOM victims), and what page size costs on this CPU.
+    #[command(subcommand)]
+    Mem(MemAction),
     /// Plan thread placements (which CPUs each thread gets) without running anything.
     Plan {
         /// one-per-core (one thread per core: SMT off), pairs (N threads on both siblings
@@ -302,6 +306,7 @@ pub fn main() -> Result<()> {
         ),
         Command::Smt(action) => commands::smt::run(&smt_config(action)?, &mut out),
         Command::Top(args) => commands::top::run(&top_config(args)?, &mut out),
+        Command::Mem(action) => commands::mem::run(&mem_config(action)?, &mut out),
         Command::Plan {
             request,
             list,
@@ -1355,6 +1360,35 @@ fn smt_config(a: SmtAction) -> Result<commands::smt::Config> {
                 method: crate::smt::plan::Method::Auto,
                 step_delay: std::time::Duration::ZERO,
             },
+        }),
+    }
+}
+
+/// `smtlab mem` subcommands.
+#[derive(Subcommand, Debug)]
+enum MemAction {
+    /// Overcommit mode, CommitLimit and headroom with what each mode means; MemTotal,
+    /// MemAvailable, page cache, dirty data; swap and swappiness; THP; hugetlb pages per
+    /// size and node; reclaim and NUMA settings; this process's cgroup limits; the ten
+    /// processes the OOM killer would pick first; findings in plain words.
+    Report {
+        #[command(flatten)]
+        root: RootArg,
+        /// Machine-readable JSON: `{overcommit: {mode, commit_limit_bytes,
+        /// committed_as_bytes, headroom_bytes, …}, memory, swap, thp, hugetlb: {sizes:
+        /// [{page_bytes, total, free, reserved, surplus, nodes}]}, reclaim, cgroup, oom:
+        /// {top: [{pid, name, oom_score, oom_score_adj, rss_bytes}]}, findings,
+        /// not_available}`.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn mem_config(a: MemAction) -> Result<commands::mem::Config> {
+    match a {
+        MemAction::Report { root, json } => Ok(commands::mem::Config::Report {
+            root: root.sysfs_root,
+            json,
         }),
     }
 }

@@ -1382,6 +1382,30 @@ enum MemAction {
         #[arg(long)]
         json: bool,
     },
+    /// Measures what page size does here: dependent-load latency and sequential read
+    /// bandwidth vs working set (16 KiB to --max) with 4 KiB pages, THP, and hugetlb 2 MiB /
+    /// 1 GiB pages when reserved; first-touch cost per page size; the TLB table from CPUID
+    /// and its reach beside where the curves bend.
+    Pages {
+        /// Largest working set (default 1GiB, less when MemAvailable is smaller); larger
+        /// than memory allows is refused.
+        #[arg(long, value_name = "SIZE", value_parser = values::bytes_or_auto)]
+        max: Option<values::Bytes>,
+        /// Samples per working set and page size (after one discarded warm-up).
+        #[arg(long, default_value_t = crate::stats::MIN_RUNS_FOR_CI, value_name = "N",
+              allow_hyphen_values = true,
+              value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
+        repeat: usize,
+        /// As root: add the hugetlb pages the run needs to the pools, and put the pools
+        /// back when it ends (also on Ctrl-C; after a SIGKILL the next run does).
+        #[arg(long)]
+        reserve: bool,
+        /// Machine-readable JSON: `{kinds: [{kind, skipped, backing, points:
+        /// [{working_set_bytes, latency_ns, bandwidth_bytes_per_sec}], first_touch, bends}],
+        /// tlb: {entries: [{level, kind, page_bytes, entries, reach_bytes}]}, departure, …}`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn mem_config(a: MemAction) -> Result<commands::mem::Config> {
@@ -1390,6 +1414,23 @@ fn mem_config(a: MemAction) -> Result<commands::mem::Config> {
             root: root.sysfs_root,
             json,
         }),
+        MemAction::Pages {
+            max,
+            repeat,
+            reserve,
+            json,
+        } => {
+            let max = match max {
+                None | Some(values::Bytes::Auto) => None,
+                Some(values::Bytes::Exactly(n)) => Some(n as u64),
+            };
+            Ok(commands::mem::Config::Pages {
+                max,
+                repeat,
+                reserve,
+                json,
+            })
+        }
     }
 }
 

@@ -10,9 +10,11 @@
 pub mod findings;
 pub mod fixture;
 pub mod model;
+pub mod pages;
 pub mod read;
 pub mod render;
 pub mod source;
+pub mod tlb;
 
 pub use model::MemReport;
 pub use read::read;

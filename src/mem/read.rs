@@ -48,6 +48,14 @@ pub fn read(src: &dyn Source) -> MemReport {
     rep
 }
 
+/// `MemAvailable` from /proc/meminfo, bytes.
+pub fn mem_available(src: &dyn Source) -> Option<u64> {
+    let t = src.read("proc/meminfo").ok()?;
+    let line = t.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 struct Reader<'a> {
     src: &'a dyn Source,
     na: Vec<NotAvailable>,

@@ -290,14 +290,29 @@ pub fn run(cfg: &PagesConfig, progress: &dyn Progress) -> Result<PagesReport> {
     for kind in [PageKind::Huge2M, PageKind::Huge1G] {
         if cfg.reserve
             && !skipped.iter().any(|(k, _)| *k == kind)
-            && let Some(short) = hugetlb_shortfall(kind, cfg.max_bytes)
+            && hugetlb_shortfall(kind, cfg.max_bytes).is_some()
         {
-            let granted = reservation
+            let pool = kind.hugetlb_dir().unwrap_or_default();
+            let (asked, got) = reservation
                 .as_ref()
-                .and_then(|r| r.changes.iter().find(|c| Some(c.pool.as_str()) == kind.hugetlb_dir()))
-                .map(|c| format!("the kernel granted {} of the {} pages asked for (memory too fragmented?); ", c.granted.saturating_sub(c.before), c.asked - c.before))
-                .unwrap_or_default();
-            skipped.push((kind, format!("{granted}{short}")));
+                .and_then(|r| r.changes.iter().find(|c| c.pool == pool))
+                .map_or((0, 0), |c| {
+                    (c.asked - c.before, c.granted.saturating_sub(c.before))
+                });
+            let size = bytes(kind.page_bytes());
+            let boot = if kind == PageKind::Huge1G {
+                ": 1 GiB pages are rarely free at run time; boot with `hugepagesz=1G hugepages=N`"
+            } else {
+                ""
+            };
+            skipped.push((
+                kind,
+                format!(
+                    "--reserve asked for {asked} more {size} page{} and the kernel granted {got} \
+                     (each needs {size} of contiguous free memory){boot}",
+                    if asked == 1 { "" } else { "s" }
+                ),
+            ));
         }
     }
     let measured: Vec<PageKind> = PageKind::ALL

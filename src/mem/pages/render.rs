@@ -17,7 +17,7 @@ fn pm(median: f64, mad: f64) -> String {
 
 /// Decimal GB/s, as bandwidth is quoted.
 fn gbs(v: f64) -> String {
-    format!("{}", sig(v / 1e9, 3))
+    sig(v / 1e9, 3)
 }
 
 /// One character per point of each curve, on one log scale for all of them.

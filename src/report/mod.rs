@@ -78,6 +78,9 @@ pub struct Report {
     /// SMT on vs off on the same cores: the yield per workload.
     #[serde(default)]
     pub smt_yield: Option<YieldSection>,
+    /// The memory settings (`smtlab mem report`); None in files written before it existed.
+    #[serde(default)]
+    pub memory: Option<MemorySection>,
     /// The answer in plain words.
     pub verdict: Verdict,
     /// Study-wide notes (budget overruns, skipped CPUs, …).
@@ -171,6 +174,7 @@ pub struct StudySettings {
 #[serde(rename_all = "kebab-case")]
 pub enum PhaseName {
     Topology,
+    Memory,
     C2c,
     Lockscan,
     Neighbors,
@@ -180,8 +184,9 @@ pub enum PhaseName {
 }
 
 impl PhaseName {
-    pub const ALL: [PhaseName; 7] = [
+    pub const ALL: [PhaseName; 8] = [
         PhaseName::Topology,
+        PhaseName::Memory,
         PhaseName::C2c,
         PhaseName::Lockscan,
         PhaseName::Neighbors,
@@ -193,6 +198,7 @@ impl PhaseName {
     pub fn label(self) -> &'static str {
         match self {
             PhaseName::Topology => "topology",
+            PhaseName::Memory => "memory",
             PhaseName::C2c => "c2c",
             PhaseName::Lockscan => "lockscan",
             PhaseName::Neighbors => "neighbors",
@@ -399,6 +405,13 @@ pub struct YieldSection {
     /// The experiment's own report: the plan, every run, and per workload the yield and
     /// shared-core speed with their intervals and classes.
     pub result: crate::experiments::smt_yield::YieldReport,
+}
+
+/// `mem report` as the study read it: overcommit, page cache, huge pages, cgroup limits,
+/// OOM candidates and the findings (nothing measured, so no budget).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySection {
+    pub report: crate::mem::MemReport,
 }
 
 /// The answer, in plain words, with what it rests on.

@@ -130,6 +130,7 @@ pub fn run(
         oltp: None,
         rwcache: None,
         smt_yield: None,
+        memory: None,
         verdict: report::Verdict {
             headline: String::new(),
             answers: Vec::new(),

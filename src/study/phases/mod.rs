@@ -9,6 +9,7 @@ use crate::study::phase::Sizer;
 
 pub mod c2c;
 pub mod lockscan;
+pub mod memory;
 pub mod neighbors;
 pub mod oltp;
 pub mod rwcache;
@@ -23,11 +24,16 @@ pub struct Entry {
 }
 
 /// Every phase, in order. The shares add up to 1.
-pub const ALL: [Entry; 7] = [
+pub const ALL: [Entry; 8] = [
     Entry {
         name: PhaseName::Topology,
         share: 0.0,
         size: topology::size,
+    },
+    Entry {
+        name: PhaseName::Memory,
+        share: 0.0,
+        size: memory::size,
     },
     Entry {
         name: PhaseName::C2c,

@@ -468,25 +468,6 @@ pub fn smt_yield(y: &super::YieldSection) -> Table {
     t
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
-        assert_eq!(utc(1_700_000_000), "2023-11-14 22:13:20 UTC");
-    }
-
-    #[test]
-    fn numbers_never_print_nan() {
-        assert_eq!(num2(f64::NAN), "–");
-        assert_eq!(num2(f64::INFINITY), "–");
-        assert_eq!(ci(None), "–");
-    }
-}
-
 /// The memory section's facts as key/value rows (`mem report`'s headline values).
 pub fn memory(m: &super::MemorySection) -> Table {
     use crate::mem::render::{bytes, signed_bytes};
@@ -600,4 +581,23 @@ pub fn memory(m: &super::MemorySection) -> Table {
         );
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_700_000_000), "2023-11-14 22:13:20 UTC");
+    }
+
+    #[test]
+    fn numbers_never_print_nan() {
+        assert_eq!(num2(f64::NAN), "–");
+        assert_eq!(num2(f64::INFINITY), "–");
+        assert_eq!(ci(None), "–");
+    }
 }

@@ -12,6 +12,7 @@
 //! buffers are unmapped before the restore anyway.
 
 use crate::error::{BadInput, NeedsPrivilege};
+
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -154,6 +155,8 @@ pub fn recover(root: &Path, dir: &Path) -> Result<Vec<String>> {
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        // Another user's (root's) journal directory: only its owner can put pools back.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(Vec::new()),
         Err(e) => return Err(e).with_context(|| format!("reading `{}`", path.display())),
     };
     let j: Journal = serde_json::from_str(&text).map_err(|e| {
@@ -174,26 +177,34 @@ pub fn recover(root: &Path, dir: &Path) -> Result<Vec<String>> {
         )]);
     }
     let mut said = Vec::new();
+    let mut failed = false;
     for p in &j.pools {
         let f = root.join(&p.file);
-        write_u64(&f, p.nr_hugepages).map_err(|e| {
-            NeedsPrivilege(format!(
-                "smtlab (pid {}) reserved hugetlb pages and died before giving them back; \
-                 putting {} back to {} failed ({e}): run `sudo smtlab mem pages` once, or \
-                 `echo {} > {}`",
-                j.pid,
+        match write_u64(&f, p.nr_hugepages) {
+            Ok(()) => said.push(format!(
+                "put {} back to {} (smtlab pid {} reserved pages and died before restoring)",
                 f.display(),
                 p.nr_hugepages,
-                p.nr_hugepages,
-                f.display()
-            ))
-        })?;
-        said.push(format!(
-            "put {} back to {} (smtlab pid {} reserved pages and died before restoring)",
-            f.display(),
-            p.nr_hugepages,
-            j.pid
-        ));
+                j.pid
+            )),
+            // Not this user's to fix: say so and measure anyway; root's next run restores.
+            Err(e) => {
+                failed = true;
+                said.push(format!(
+                    "smtlab (pid {}) reserved hugetlb pages and died before giving them back; \
+                     putting {} back to {} needs root ({e}): `echo {} | sudo tee {}`, or run \
+                     `sudo smtlab mem pages` once",
+                    j.pid,
+                    f.display(),
+                    p.nr_hugepages,
+                    p.nr_hugepages,
+                    f.display()
+                ));
+            }
+        }
+    }
+    if failed {
+        return Ok(said);
     }
     std::fs::remove_file(&path).with_context(|| format!("removing `{}`", path.display()))?;
     Ok(said)
@@ -203,18 +214,20 @@ impl Reservation {
     /// Raises each pool in `wants` (pool directory, free pages needed) by what it lacks.
     /// Refuses (exit 4) when a pool file is not writable, before anything changes.
     pub fn reserve(root: &Path, dir: &Path, wants: &[(&str, u64)]) -> Result<Reservation> {
-        let lock = take_lock(dir)?;
-        let mut plan = Vec::new();
-        for &(pool, need) in wants {
+        let short = |pool: &str, need: u64| -> Result<Option<(u64, u64)>> {
             let d = root.join("sys/kernel/mm/hugepages").join(pool);
             let nr = read_u64(&d.join("nr_hugepages"))?;
             let free = read_u64(&d.join("free_hugepages"))?;
-            if free >= need {
+            Ok((free < need).then_some((nr, free)))
+        };
+        // Privileges first, before the lock and the journal (which live in a root-owned
+        // directory), so a normal user gets exit 4 and nothing changes.
+        for &(pool, need) in wants {
+            if short(pool, need)?.is_none() {
                 continue;
             }
-            let file = d.join("nr_hugepages");
-            let probe = std::fs::OpenOptions::new().write(true).open(&file);
-            if let Err(e) = probe {
+            let file = pool_file(root, pool);
+            if let Err(e) = std::fs::OpenOptions::new().write(true).open(&file) {
                 return Err(NeedsPrivilege(format!(
                     "--reserve writes `{}` ({e}): run as root (sudo smtlab mem pages --reserve), \
                      or reserve the pages beforehand: `sudo sysctl vm.nr_hugepages=N` for the \
@@ -224,7 +237,13 @@ impl Reservation {
                 ))
                 .into());
             }
-            plan.push((pool.to_string(), nr, nr + (need - free)));
+        }
+        let lock = take_lock(dir)?;
+        let mut plan = Vec::new();
+        for &(pool, need) in wants {
+            if let Some((nr, free)) = short(pool, need)? {
+                plan.push((pool.to_string(), nr, nr + (need - free)));
+            }
         }
         let journal = Journal {
             schema_version: 1,

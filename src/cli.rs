@@ -191,6 +191,10 @@ enum Command {
     /// Per-CPU and per-core utilisation, like `mpstat -P ALL 1` but per core: what "50 %
     /// CPU" means when two threads share a core, and the capacity left in cores' worth.
     Top(TopArgs),
+    /// Memory settings in plain words (overcommit and commit headroom, page cache, swap,
+    /// huge pages, cgroup limits, OOM victims), and what page size costs on this CPU.
+    #[command(subcommand)]
+    Mem(MemAction),
     /// Plan thread placements (which CPUs each thread gets) without running anything.
     Plan {
         /// one-per-core (one thread per core: SMT off), pairs (N threads on both siblings
@@ -319,6 +323,7 @@ pub fn main() -> Result<()> {
         ),
         Command::Smt(action) => commands::smt::run(&smt_config(action)?, &mut out),
         Command::Top(args) => commands::top::run(&top_config(args)?, &mut out),
+        Command::Mem(action) => commands::mem::run(&mem_config(action)?, &mut out),
         Command::Plan {
             request,
             list,
@@ -1537,6 +1542,76 @@ fn smt_config(a: SmtAction) -> Result<commands::smt::Config> {
                 step_delay: std::time::Duration::ZERO,
             },
         }),
+    }
+}
+
+/// `smtlab mem` subcommands.
+#[derive(Subcommand, Debug)]
+enum MemAction {
+    /// Overcommit mode, CommitLimit and headroom with what each mode means; MemTotal,
+    /// MemAvailable, page cache, dirty data; swap and swappiness; THP; hugetlb pages per
+    /// size and node; reclaim and NUMA settings; this process's cgroup limits; the ten
+    /// processes the OOM killer would pick first; findings in plain words.
+    Report {
+        #[command(flatten)]
+        root: RootArg,
+        /// Machine-readable JSON: `{overcommit: {mode, commit_limit_bytes,
+        /// committed_as_bytes, headroom_bytes, …}, memory, swap, thp, hugetlb: {sizes:
+        /// [{page_bytes, total, free, reserved, surplus, nodes}]}, reclaim, cgroup, oom:
+        /// {top: [{pid, name, oom_score, oom_score_adj, rss_bytes}]}, findings,
+        /// not_available}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measures what page size does here: dependent-load latency and sequential read
+    /// bandwidth vs working set (16 KiB to --max) with 4 KiB pages, THP, and hugetlb 2 MiB /
+    /// 1 GiB pages when reserved; first-touch cost per page size; the TLB table from CPUID
+    /// and its reach beside where the curves bend.
+    Pages {
+        /// Largest working set (default 1GiB, less when MemAvailable is smaller); larger
+        /// than memory allows is refused.
+        #[arg(long, value_name = "SIZE", value_parser = values::bytes_or_auto)]
+        max: Option<values::Bytes>,
+        /// Samples per working set and page size (after one discarded warm-up).
+        #[arg(long, default_value_t = crate::stats::MIN_RUNS_FOR_CI, value_name = "N",
+              allow_hyphen_values = true,
+              value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
+        repeat: usize,
+        /// As root: add the hugetlb pages the run needs to the pools, and put the pools
+        /// back when it ends (also on Ctrl-C; after a SIGKILL the next run does).
+        #[arg(long)]
+        reserve: bool,
+        /// Machine-readable JSON: `{kinds: [{kind, skipped, backing, points:
+        /// [{working_set_bytes, latency_ns, bandwidth_bytes_per_sec}], first_touch, bends}],
+        /// tlb: {entries: [{level, kind, page_bytes, entries, reach_bytes}]}, departure, …}`.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn mem_config(a: MemAction) -> Result<commands::mem::Config> {
+    match a {
+        MemAction::Report { root, json } => Ok(commands::mem::Config::Report {
+            root: root.sysfs_root,
+            json,
+        }),
+        MemAction::Pages {
+            max,
+            repeat,
+            reserve,
+            json,
+        } => {
+            let max = match max {
+                None | Some(values::Bytes::Auto) => None,
+                Some(values::Bytes::Exactly(n)) => Some(n as u64),
+            };
+            Ok(commands::mem::Config::Pages {
+                max,
+                repeat,
+                reserve,
+                json,
+            })
+        }
     }
 }
 

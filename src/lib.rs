@@ -22,6 +22,7 @@
 //! - [`interrupt`]: Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
 //! - [`limits`]: The upper bounds on counts, sizes and times users may ask for, with one refusal wording.
 //! - [`locks`]: The lock library: every measured lock behind one trait, with switchable instrumentation.
+//! - [`mem`]: Overcommit, OOM risk, page cache, huge pages; and what page size costs on this CPU.
 //! - [`oltp`]: Singleton inserts on real databases (SQLite, PostgreSQL by URL or managed).
 //! - [`placement`]: The placement planner: topology + request → CPUs per thread.
 //! - [`quote`]: User input quoted in messages once, shortened when long.
@@ -63,6 +64,7 @@ pub mod hygiene;
 pub mod interrupt;
 pub mod limits;
 pub mod locks;
+pub mod mem;
 pub mod oltp;
 pub mod placement;
 pub mod quote;

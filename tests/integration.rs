@@ -25,6 +25,7 @@ mod exit_codes;
 mod hardening;
 mod limits;
 mod locks;
+mod mem;
 mod oltp;
 mod rwcache;
 mod signals;

@@ -4,6 +4,8 @@ pub mod burn;
 pub mod c2c;
 pub mod compare;
 pub mod lockscan;
+/// `smtlab mem`: memory settings in plain words, and what page size costs on this CPU.
+pub mod mem;
 pub mod neighbors;
 pub mod oltp;
 pub mod plan;

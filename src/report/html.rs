@@ -57,6 +57,7 @@ pub fn render(r: &Report) -> String {
     }
     verdict(&mut o, r);
     machine(&mut o, r);
+    memory(&mut o, r);
     c2c(&mut o, r);
     lockscan(&mut o, r);
     neighbors(&mut o, r);
@@ -651,6 +652,35 @@ fn rwcache(o: &mut String, r: &Report) {
     for n in w.result.verdict.iter().chain(&w.result.notes) {
         para(o, "note", n);
     }
+    o.push_str("</section>\n");
+}
+
+fn memory(o: &mut String, r: &Report) {
+    o.push_str("<section id=\"memory\">\n<h2>Memory settings</h2>\n");
+    let Some(m) = &r.memory else {
+        missing(o, r, super::PhaseName::Memory);
+        o.push_str("</section>\n");
+        return;
+    };
+    table(o, &tables::memory(m));
+    if !m.report.findings.is_empty() {
+        o.push_str("<dl>\n");
+        for f in &m.report.findings {
+            let _ = writeln!(
+                o,
+                "<dt>{}: {}</dt><dd>{}</dd>",
+                esc(f.level.label()),
+                inline(&f.observed),
+                inline(&f.meaning)
+            );
+        }
+        o.push_str("</dl>\n");
+    }
+    para(
+        o,
+        "note",
+        "Read from procfs and sysfs; `smtlab mem report` shows every value, `smtlab mem pages` measures what page size costs.",
+    );
     o.push_str("</section>\n");
 }
 

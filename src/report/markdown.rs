@@ -123,6 +123,25 @@ pub fn render(r: &Report) -> String {
     o.push_str("### Phases\n\n");
     table(&mut o, &tables::phases(r));
 
+    o.push_str("## Memory settings\n\n");
+    match &r.memory {
+        Some(m) => {
+            table(&mut o, &tables::memory(m));
+            for f in &m.report.findings {
+                let _ = writeln!(
+                    o,
+                    "- **{}**: {}\n  *Meaning:* {}",
+                    f.level.label(),
+                    md(&f.observed),
+                    md(&f.meaning)
+                );
+            }
+            if !m.report.findings.is_empty() {
+                o.push('\n');
+            }
+        }
+        None => missing(&mut o, r, PhaseName::Memory),
+    }
     o.push_str("## c2c: cache-line handoff latency\n\n");
     match &r.c2c {
         Some(c) => table(&mut o, &tables::c2c(c)),

@@ -82,6 +82,9 @@ pub struct Report {
     /// The user's own command under SMT placements (`smtlab study -- CMD`).
     #[serde(default)]
     pub compare: Option<CompareSection>,
+    /// The memory settings (`smtlab mem report`); None in files written before it existed.
+    #[serde(default)]
+    pub memory: Option<MemorySection>,
     /// The signal that stopped the study, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<crate::interrupt::Signal>,
@@ -178,6 +181,7 @@ pub struct StudySettings {
 #[serde(rename_all = "kebab-case")]
 pub enum PhaseName {
     Topology,
+    Memory,
     C2c,
     Lockscan,
     Neighbors,
@@ -189,8 +193,9 @@ pub enum PhaseName {
 }
 
 impl PhaseName {
-    pub const ALL: [PhaseName; 8] = [
+    pub const ALL: [PhaseName; 9] = [
         PhaseName::Topology,
+        PhaseName::Memory,
         PhaseName::C2c,
         PhaseName::Lockscan,
         PhaseName::Neighbors,
@@ -203,6 +208,7 @@ impl PhaseName {
     pub fn label(self) -> &'static str {
         match self {
             PhaseName::Topology => "topology",
+            PhaseName::Memory => "memory",
             PhaseName::C2c => "c2c",
             PhaseName::Lockscan => "lockscan",
             PhaseName::Neighbors => "neighbors",
@@ -440,6 +446,13 @@ pub struct PlacementMedian {
     pub median: Option<crate::stats::Ci>,
     /// Runs behind it.
     pub n: usize,
+}
+
+/// `mem report` as the study read it: overcommit, page cache, huge pages, cgroup limits,
+/// OOM candidates and the findings (nothing measured, so no budget).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySection {
+    pub report: crate::mem::MemReport,
 }
 
 /// The answer, in plain words, with what it rests on.

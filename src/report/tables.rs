@@ -690,6 +690,121 @@ pub fn counters_not_measured(r: &super::Report) -> Option<String> {
     Some(format!("IPC and per-core CPI: not measured ({why})."))
 }
 
+/// The memory section's facts as key/value rows (`mem report`'s headline values).
+pub fn memory(m: &super::MemorySection) -> Table {
+    use crate::mem::render::{bytes, signed_bytes};
+    let r = &m.report;
+    let na = |source: &str| r.why(source);
+    let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
+    let mut t = Table::new(&["", ""]);
+    let mut kv = |k: &str, v: String| t.rows.push(vec![k.to_string(), v]);
+    let o = &r.overcommit;
+    kv(
+        "Overcommit",
+        o.mode.map_or_else(
+            || na("/proc/sys/vm/overcommit_memory"),
+            |mode| format!("{} (vm.overcommit_memory = {})", mode.label(), mode.value()),
+        ),
+    );
+    kv(
+        "CommitLimit",
+        match (o.commit_limit_bytes, &o.limit_formula) {
+            (Some(l), Some(f)) => format!("{} ({f})", bytes(l)),
+            (Some(l), None) => bytes(l),
+            (None, _) => na("/proc/meminfo CommitLimit"),
+        },
+    );
+    kv(
+        "Committed_AS, headroom",
+        match (o.committed_as_bytes, o.headroom_bytes) {
+            (Some(c), Some(h)) => format!("{}; headroom {}", bytes(c), signed_bytes(h)),
+            (Some(c), None) => bytes(c),
+            (None, _) => na("/proc/meminfo Committed_AS"),
+        },
+    );
+    kv(
+        "MemTotal, MemAvailable",
+        format!(
+            "{}, {}",
+            b(r.memory.total_bytes, "/proc/meminfo MemTotal"),
+            b(r.memory.available_bytes, "/proc/meminfo MemAvailable")
+        ),
+    );
+    kv(
+        "Swap, swappiness",
+        format!(
+            "{}, {}",
+            b(r.swap.total_bytes, "/proc/meminfo SwapTotal"),
+            r.swap
+                .swappiness
+                .map_or_else(|| na("/proc/sys/vm/swappiness"), |s| s.to_string())
+        ),
+    );
+    kv(
+        "THP enabled, defrag",
+        format!(
+            "{}, {}",
+            r.thp
+                .enabled
+                .clone()
+                .unwrap_or_else(|| na("/sys/kernel/mm/transparent_hugepage/enabled")),
+            r.thp
+                .defrag
+                .clone()
+                .unwrap_or_else(|| na("/sys/kernel/mm/transparent_hugepage/defrag"))
+        ),
+    );
+    kv(
+        "hugetlb pages",
+        if r.hugetlb.sizes.is_empty() {
+            na("/sys/kernel/mm/hugepages")
+        } else {
+            r.hugetlb
+                .sizes
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{}: {} total, {} free",
+                        bytes(s.page_bytes),
+                        s.total.map_or("?".into(), |v| v.to_string()),
+                        s.free.map_or("?".into(), |v| v.to_string())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    );
+    let hard = r
+        .cgroup
+        .limits
+        .iter()
+        .find(|l| l.file == "memory.max" || l.file == "memory.limit_in_bytes");
+    kv(
+        "cgroup memory limit",
+        match (&r.cgroup.version, hard) {
+            (Some(v), Some(l)) => format!(
+                "{} ({v} {})",
+                l.limit_bytes.map_or("none".into(), bytes),
+                l.file
+            ),
+            _ => r.cgroup.note.clone().unwrap_or_else(|| "none found".into()),
+        },
+    );
+    if let Some(p) = r.oom.top.first() {
+        kv(
+            "OOM killer's first pick",
+            format!(
+                "{} (pid {}): oom_score {}, RSS {}",
+                p.name,
+                p.pid,
+                p.oom_score,
+                bytes(p.rss_bytes)
+            ),
+        );
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -137,6 +137,7 @@ pub fn run(
         oltp: None,
         rwcache: None,
         smt_yield: None,
+        memory: None,
         compare: None,
         interrupted_by: None,
         verdict: report::Verdict {

@@ -14,6 +14,7 @@ use crate::study::phase::Sizer;
 pub mod c2c;
 pub mod compare;
 pub mod lockscan;
+pub mod memory;
 pub mod neighbors;
 pub mod oltp;
 pub mod rwcache;
@@ -29,11 +30,16 @@ pub struct Entry {
 
 /// Every phase, in order. The shares of the built-in phases add up to 1; `compare`'s is
 /// what it takes from them when the study has a command ([`share_in`]).
-pub const ALL: [Entry; 8] = [
+pub const ALL: [Entry; 9] = [
     Entry {
         name: PhaseName::Topology,
         share: 0.0,
         size: topology::size,
+    },
+    Entry {
+        name: PhaseName::Memory,
+        share: 0.0,
+        size: memory::size,
     },
     Entry {
         name: PhaseName::C2c,

@@ -170,3 +170,60 @@ fn html_in_any_text_of_results_json_is_escaped_in_both_reports() {
         );
     }
 }
+
+/// A scan buffer of several GiB no longer holds up the end of a run: the scanner looks at
+/// the stop flag every 16 MiB of its pass (a 16 GiB buffer once turned `-d 1s` into 34 s),
+/// both at the end of the measured window and on SIGINT.
+#[test]
+fn a_multi_gib_scan_buffer_ends_on_time_and_on_sigint() {
+    const GIB: u64 = 1 << 30;
+    let available = smtlab::limits::mem_available_bytes().unwrap_or(0);
+    // 4 GiB, and the limits module asks for --force above half of what is available.
+    if available < 10 * GIB {
+        eprintln!(
+            "skipped: {} MiB available, this test allocates 4 GiB",
+            available >> 20
+        );
+        return;
+    }
+    let _cpu = crate::common::cpu_heavy();
+    let lockscan = |extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_smtlab"));
+        cmd.args(["lockscan", "--scan-bytes", "4GiB", "--repeat", "1"])
+            .args(["--warmup", "0", "--lock-cpus", &two_cpus()])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    };
+    // The end of the window: a baseline and a scanner run of 1 s each, plus allocating
+    // and touching 4 GiB once; 34 s before the fix, a few seconds after.
+    let t0 = std::time::Instant::now();
+    let out = lockscan(&["--duration", "1"]).output().unwrap();
+    let took = t0.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < Duration::from_secs(20), "a 1 s run took {took:?}");
+    // SIGINT in the middle of a 60 s run.
+    let child = lockscan(&["--duration", "60"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = std::time::Instant::now();
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stopped = sent.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stopped < Duration::from_secs(3),
+        "stopped {stopped:?} after SIGINT"
+    );
+}

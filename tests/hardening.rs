@@ -110,7 +110,7 @@ fn html_in_any_text_of_results_json_is_escaped_in_both_reports() {
     use serde_json::Value;
     const INJECT: &str = "<img src=x onerror=alert(1)>";
     let snap = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots/study__fake_results_json.snap");
+        .join("tests/snapshots/integration__study__fake_results_json.snap");
     let snap = std::fs::read_to_string(snap).unwrap();
     // insta's header ends at the second `---` line.
     let json = snap.splitn(3, "---\n").nth(2).unwrap();

@@ -4,6 +4,7 @@
 //! `name{label="value"} number` lines) for node_exporter's textfile collector.
 
 use super::model::{TopSample, pct, pct_range};
+use crate::render::Table;
 use std::fmt::Write;
 
 /// The terminal view of one interval. `header` adds the lines said once per run.
@@ -175,13 +176,7 @@ fn pid_text(p: &super::model::PidReport) -> String {
             ""
         }
     );
-    let mut rows = vec![vec![
-        "tid".to_string(),
-        "name".into(),
-        "cpu %".into(),
-        "ran on".into(),
-        "shared a core with".into(),
-    ]];
+    let mut table = Table::new(&["tid", "name", "cpu %", "ran on", "shared a core with"]);
     for t in &p.threads {
         let cpus: Vec<String> = t
             .cpus
@@ -206,7 +201,7 @@ fn pid_text(p: &super::model::PidReport) -> String {
                 _ => o.tid.to_string(),
             })
             .collect();
-        rows.push(vec![
+        table.push(vec![
             t.tid.to_string(),
             t.comm.clone(),
             t.cpu_share.map_or("-".into(), pct),
@@ -222,7 +217,7 @@ fn pid_text(p: &super::model::PidReport) -> String {
             },
         ]);
     }
-    out.push_str(&crate::render::table(&rows));
+    out.push_str(&table.text());
     out
 }
 

@@ -121,7 +121,7 @@ mod tests {
         t.push(vec!["b".into(), "1,024 x".into()]);
         assert_eq!(
             t.text(),
-            "a          count\nlong name      5\nb          1,024 x\n"
+            "a          count\nlong name        5\nb          1,024 x\n"
         );
     }
 

@@ -5,7 +5,7 @@ use super::sched::Policy;
 use super::workload::{BurnSpec, Burners};
 use crate::cpuset::CpuSet;
 use crate::engine::RunResult;
-use crate::render;
+use crate::render::{self, Table};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -232,7 +232,7 @@ impl BurnReport {
             "CPU%".into(),
             "PREEMPTED".into(),
         ]);
-        let mut rows = vec![header];
+        let mut table = Table::with_header(header);
         for b in &self.burners {
             let mut r = vec![
                 b.burner.to_string(),
@@ -251,7 +251,7 @@ impl BurnReport {
                 format!("{:.1}", 100.0 * b.cpu_share()),
                 render::thousands(b.involuntary_ctx_switches),
             ]);
-            rows.push(r);
+            table.push(r);
         }
         let mut total = vec![
             "total".to_string(),
@@ -266,8 +266,8 @@ impl BurnReport {
             total.push(String::new());
         }
         total.push(fmt_rate(self.total_ops_per_sec));
-        rows.push(total);
-        out.push_str(&render::table(&rows));
+        table.push(total);
+        out.push_str(&table.text());
         if self.unit == Unit::Bytes {
             out.push_str(&format!(
                 "total bandwidth: {}\n",
@@ -305,15 +305,15 @@ impl BurnReport {
             return String::new();
         }
         let hw = text::any_hardware(counts());
-        let mut rows = vec![
+        let mut table = Table::with_header(
             ["BURNER", "CPUS"]
                 .map(String::from)
                 .into_iter()
                 .chain(text::header(hw))
                 .collect::<Vec<_>>(),
-        ];
+        );
         for b in &self.burners {
-            rows.push(
+            table.push(
                 [b.burner.to_string(), b.cpus.to_string()]
                     .into_iter()
                     .chain(text::cells(b.counters.as_ref().map(|m| &m.counts), hw))
@@ -321,7 +321,7 @@ impl BurnReport {
             );
         }
         let mut out = String::from("counters:\n");
-        out.push_str(&render::table(&rows));
+        out.push_str(&table.text());
         if let Some(n) = text::multiplexing_note(counts()) {
             out.push_str(&format!("note: {n}\n"));
         }

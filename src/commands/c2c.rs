@@ -6,7 +6,7 @@ use crate::engine::PingPongSpec;
 use crate::error::{BadInput, NotPossible};
 use crate::experiments::c2c::{self, C2c};
 use crate::placement::PlanError;
-use crate::render;
+use crate::render::{self, Table};
 use anyhow::Result;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -180,11 +180,11 @@ pub fn render_text(r: &C2c, hypervisor: bool) -> String {
     s.push('\n');
     let list = r.cpus.to_vec();
     let small = list.len() <= 8;
-    let mut rows = vec![
+    let mut table = Table::with_header(
         std::iter::once("CPU".to_string())
             .chain(list.iter().map(u32::to_string))
             .collect::<Vec<_>>(),
-    ];
+    );
     for (i, &a) in list.iter().enumerate() {
         let mut row = vec![a.to_string()];
         for (j, &b) in list.iter().enumerate() {
@@ -206,21 +206,21 @@ pub fn render_text(r: &C2c, hypervisor: bool) -> String {
                 }
             });
         }
-        rows.push(row);
+        table.push(row);
     }
-    s.push_str(&render::table(&rows));
+    s.push_str(&table.text());
     if small && !r.pairs.is_empty() {
         s.push('\n');
-        let mut rows = vec![
+        let mut table = Table::with_header(
             [
                 "PAIR", "RELATION", "MEDIAN", "±MAD", "MIN", "MAX", "MEAN", "OUTLIERS",
             ]
             .map(String::from)
             .to_vec(),
-        ];
+        );
         for p in &r.pairs {
             let l = &p.latency_ns;
-            rows.push(vec![
+            table.push(vec![
                 format!("{}-{}", p.a, p.b),
                 p.proximity.label().into(),
                 format!("{:.1}", l.median),
@@ -231,17 +231,17 @@ pub fn render_text(r: &C2c, hypervisor: bool) -> String {
                 format!("{}/{}", l.outliers.total(), l.n),
             ]);
         }
-        s.push_str(&render::table(&rows));
+        s.push_str(&table.text());
     }
     if !r.classes.is_empty() {
         s.push_str("\nCeiling on contended lock handoffs, 1 / (k × latency):\n");
-        let mut rows = vec![
+        let mut table = Table::with_header(
             ["RELATION", "PAIRS", "LATENCY", "RANGE", "K=1", "K=2"]
                 .map(String::from)
                 .to_vec(),
-        ];
+        );
         for c in &r.classes {
-            rows.push(vec![
+            table.push(vec![
                 c.proximity.label().into(),
                 c.pairs.to_string(),
                 render::duration_ns(c.median_latency_ns),
@@ -250,7 +250,7 @@ pub fn render_text(r: &C2c, hypervisor: bool) -> String {
                 format!("{}/s", render::si(c.ceiling.k2_handoffs_per_sec)),
             ]);
         }
-        s.push_str(&render::table(&rows));
+        s.push_str(&table.text());
         s.push_str(
             "k=1: the lock line alone moves per handoff; k=2: plus one data line. \
              Real contended locks reach a fraction of this.\n",

@@ -8,7 +8,7 @@ use crate::experiments::lockscan::{
     self, Layout, LockscanConfig, LockscanReport, Scenario, ThreadRole,
 };
 use crate::locks::{LockKind, StatsMode};
-use crate::render::{self, si};
+use crate::render::{self, Table, si};
 use anyhow::Result;
 use std::io::Write;
 use std::path::PathBuf;
@@ -98,17 +98,11 @@ fn dry_run(topo: &crate::topology::Topology, scen: &[Scenario], out: &mut dyn Wr
     for s in scen {
         let scan: crate::cpuset::CpuSet = s.scan_cpus.iter().copied().collect();
         writeln!(out, "\n{}", s.label)?;
-        let mut rows = vec![vec![
-            "THREAD".to_string(),
-            "ROLE".into(),
-            "CPU".into(),
-            "CORE".into(),
-            "SHARES CORE WITH SCANNER".into(),
-        ]];
+        let mut table = Table::new(&["THREAD", "ROLE", "CPU", "CORE", "SHARES CORE WITH SCANNER"]);
         let nl = s.lock_cpus.len();
         for (i, &c) in s.lock_cpus.iter().chain(&s.scan_cpus).enumerate() {
             let core = topo.core_of(c);
-            rows.push(vec![
+            table.push(vec![
                 i.to_string(),
                 if i < nl {
                     ThreadRole::Lock
@@ -131,7 +125,7 @@ fn dry_run(topo: &crate::topology::Topology, scen: &[Scenario], out: &mut dyn Wr
                 },
             ]);
         }
-        out.write_all(render::table(&rows).as_bytes())?;
+        out.write_all(table.text().as_bytes())?;
     }
     Ok(())
 }
@@ -207,19 +201,19 @@ pub fn human(r: &LockscanReport) -> String {
     }
     if r.results.len() > 1 {
         o.push_str("\n== comparison ==\n");
-        let mut rows = vec![vec![
-            "LOCK".to_string(),
-            "SCENARIO".into(),
-            "ACQ/S".into(),
-            "±MAD".into(),
-            "HANDOFFS/S".into(),
-            "OF CEILING".into(),
-            "JAIN".into(),
-            "MAX/MIN".into(),
-            "SHARING ÷ OWN BASELINE".into(),
-        ]];
+        let mut table = Table::new(&[
+            "LOCK",
+            "SCENARIO",
+            "ACQ/S",
+            "±MAD",
+            "HANDOFFS/S",
+            "OF CEILING",
+            "JAIN",
+            "MAX/MIN",
+            "SHARING ÷ OWN BASELINE",
+        ]);
         for s in &r.results {
-            rows.push(vec![
+            table.push(vec![
                 s.lock.to_string(),
                 s.scenario.label.clone(),
                 si(s.acquisitions_per_sec.map(|x| x.median).unwrap_or(0.0)),
@@ -237,7 +231,7 @@ pub fn human(r: &LockscanReport) -> String {
                 }),
             ]);
         }
-        o.push_str(&render::table(&rows));
+        o.push_str(&table.text());
     }
     // Said once here only when no scenario line carried it (lock stats off).
     let shown = r
@@ -279,13 +273,13 @@ fn counters_text(s: &crate::experiments::lockscan::ScenarioResult) -> String {
     }
     let hw = text::any_hardware(counts());
     let mut o = String::from("counters (median run):\n");
-    let mut rows = vec![
+    let mut table = Table::with_header(
         ["THREAD", "ROLE", "CPU", "SHARES"]
             .map(String::from)
             .into_iter()
             .chain(text::header(hw))
             .collect::<Vec<_>>(),
-    ];
+    );
     for t in &s.threads {
         let shares = if !t.is_lock() {
             "-"
@@ -294,7 +288,7 @@ fn counters_text(s: &crate::experiments::lockscan::ScenarioResult) -> String {
         } else {
             "no"
         };
-        rows.push(
+        table.push(
             [
                 t.thread.to_string(),
                 t.role.to_string(),
@@ -306,7 +300,7 @@ fn counters_text(s: &crate::experiments::lockscan::ScenarioResult) -> String {
             .collect(),
         );
     }
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
     if let Some(n) = text::multiplexing_note(counts()) {
         o.push_str(&format!("note: {n}\n"));
     }

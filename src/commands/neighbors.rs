@@ -4,7 +4,7 @@
 use crate::engine::RealEngine;
 use crate::experiments::neighbors::{self, HotPage, NeighborsConfig, NeighborsReport, Worker};
 use crate::locks::LockKind;
-use crate::render::{self, duration_ns, si};
+use crate::render::{self, Table, duration_ns, si};
 use anyhow::Result;
 use std::io::Write;
 use std::path::PathBuf;
@@ -172,25 +172,25 @@ pub fn human(r: &NeighborsReport) -> String {
         }
     ));
     let rounds = r.repeat > 1;
-    let mut rows = vec![vec![
-        "BURNERS".to_string(),
-        "WORKERS".into(),
-        "RUNNABLE".into(),
-        "OPS/S".into(),
-        "SHARE".into(),
-        "TIME/OP".into(),
-        "P50".into(),
-        "P99".into(),
-        "MAX".into(),
-        "INVOL/S".into(),
-        "RUNQ WAIT".into(),
-        "LONG HOLDS".into(),
-        "LONG WAITS".into(),
-        "BURNER OPS/S".into(),
-        "DIAGNOSIS".into(),
-    ]];
+    let mut table = Table::new(&[
+        "BURNERS",
+        "WORKERS",
+        "RUNNABLE",
+        "OPS/S",
+        "SHARE",
+        "TIME/OP",
+        "P50",
+        "P99",
+        "MAX",
+        "INVOL/S",
+        "RUNQ WAIT",
+        "LONG HOLDS",
+        "LONG WAITS",
+        "BURNER OPS/S",
+        "DIAGNOSIS",
+    ]);
     if rounds {
-        rows[0].insert(0, "ROUND".into());
+        table.header.insert(0, "ROUND".into());
     }
     let row = |label: String, s: &neighbors::Step| -> Vec<String> {
         let mut v = vec![
@@ -222,12 +222,12 @@ pub fn human(r: &NeighborsReport) -> String {
         v
     };
     if let Some(rf) = &r.reference {
-        rows.push(row("ref".into(), rf));
+        table.push(row("ref".into(), rf));
     }
     for s in &r.steps {
-        rows.push(row(s.burners.to_string(), s));
+        table.push(row(s.burners.to_string(), s));
     }
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
     o.push_str("SHARE is relative to ");
     o.push_str(if r.reference.is_some() {
         "the reference run (`ref`: as many workers as CPUs, no burners)"
@@ -245,16 +245,9 @@ pub fn human(r: &NeighborsReport) -> String {
             "\nOver {} rounds (RATIO: each round's ops/s ÷ its own first step, paired):\n",
             r.repeat
         ));
-        let mut rows = vec![vec![
-            "BURNERS".to_string(),
-            "RUNNABLE".into(),
-            "OPS/S".into(),
-            "±MAD".into(),
-            "RATIO".into(),
-            "DIAGNOSIS".into(),
-        ]];
+        let mut table = Table::new(&["BURNERS", "RUNNABLE", "OPS/S", "±MAD", "RATIO", "DIAGNOSIS"]);
         for s in &r.summary {
-            rows.push(vec![
+            table.push(vec![
                 s.burners.to_string(),
                 format!("{}/{}", s.runnable_threads, s.cpus),
                 si(s.ops_per_sec.median),
@@ -263,7 +256,7 @@ pub fn human(r: &NeighborsReport) -> String {
                 s.diagnosis.label().into(),
             ]);
         }
-        o.push_str(&render::table(&rows));
+        o.push_str(&table.text());
         o.push_str("\nDiagnosis (most rounds; evidence of the round nearest the median):\n");
         for s in &r.summary {
             o.push_str(&format!(
@@ -328,17 +321,18 @@ fn counters_text(r: &NeighborsReport) -> String {
     if rounds {
         head.insert(0, "ROUND".into());
     }
-    let mut rows = vec![head.into_iter().chain(text::header(hw)).collect::<Vec<_>>()];
+    let mut table =
+        Table::with_header(head.into_iter().chain(text::header(hw)).collect::<Vec<_>>());
     for (label, s) in &steps {
         let mut row = vec![label.clone()];
         if rounds {
             row.insert(0, (s.round + 1).to_string());
         }
         row.extend(text::cells(s.worker_counters.as_ref(), hw));
-        rows.push(row);
+        table.push(row);
     }
     let mut o = String::from("\nWorker counters per step (summed over the workers):\n");
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
     if let Some(n) = text::multiplexing_note(counts()) {
         o.push_str(&format!("note: {n}\n"));
     }

@@ -5,7 +5,7 @@ use crate::engine::RealEngine;
 use crate::experiments::oltp::{self as experiment, PlannedLayout, same_placements};
 use crate::oltp::OltpConfig;
 use crate::oltp::report::{OltpReport, SkippedLayout};
-use crate::render;
+use crate::render::{self, Table};
 use anyhow::Result;
 use std::io::Write;
 
@@ -69,16 +69,16 @@ fn dry_run(
                 ""
             }
         )?;
-        let mut rows = vec![vec!["THREAD".to_string(), "CPUS".into(), "CORE".into()]];
+        let mut table = Table::new(&["THREAD", "CPUS", "CORE"]);
         for t in &p.threads {
             let core = if t.cpus.len() == 1 {
                 topo.core_of(t.cpus.first().expect("non-empty")).to_string()
             } else {
                 "-".into()
             };
-            rows.push(vec![t.thread.to_string(), t.cpus.to_string(), core]);
+            table.push(vec![t.thread.to_string(), t.cpus.to_string(), core]);
         }
-        out.write_all(render::table(&rows).as_bytes())?;
+        out.write_all(table.text().as_bytes())?;
         for n in &p.notes {
             writeln!(out, "note: {n}")?;
         }
@@ -113,7 +113,7 @@ pub fn render_text(r: &OltpReport) -> String {
         render::thousands(r.prefill_rows),
         r.backend_pinning
     ));
-    let mut rows = vec![
+    let mut table = Table::with_header(
         [
             "PLACEMENT",
             "THREADS",
@@ -131,10 +131,10 @@ pub fn render_text(r: &OltpReport) -> String {
         ]
         .map(String::from)
         .to_vec(),
-    ];
+    );
     for run in &r.runs {
         let d = |ns: u64| render::duration_ns(ns as f64);
-        rows.push(vec![
+        table.push(vec![
             run.placement.to_string(),
             run.threads.to_string(),
             run.round.to_string(),
@@ -155,7 +155,7 @@ pub fn render_text(r: &OltpReport) -> String {
         ]);
     }
     if !r.runs.is_empty() {
-        out.push_str(&render::table(&rows));
+        out.push_str(&table.text());
     }
     for s in &r.skipped {
         out.push_str(&format!("skipped {}: {}\n", s.placement, s.reason));
@@ -195,16 +195,16 @@ fn counters_text(r: &OltpReport) -> String {
         return String::new();
     }
     let hw = text::any_hardware(counts());
-    let mut rows = vec![
+    let mut table = Table::with_header(
         ["PLACEMENT", "ROUND", "THREAD", "CPUS"]
             .map(String::from)
             .into_iter()
             .chain(text::header(hw))
             .collect::<Vec<_>>(),
-    ];
+    );
     for run in &r.runs {
         for t in &run.per_thread {
-            rows.push(
+            table.push(
                 [
                     run.placement.to_string(),
                     run.round.to_string(),
@@ -222,7 +222,7 @@ fn counters_text(r: &OltpReport) -> String {
     } else {
         "\nclient thread counters (the server's backend processes are not counted):\n"
     });
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
     if let Some(n) = text::multiplexing_note(counts()) {
         o.push_str(&format!("note: {n}\n"));
     }

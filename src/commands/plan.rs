@@ -1,7 +1,7 @@
 //! `smtlab plan`: which CPUs each thread would get, for this machine or a dump.
 
 use crate::placement::{self, Plan, Request};
-use crate::render;
+use crate::render::{self, Table};
 use crate::topology::Topology;
 use anyhow::Result;
 use std::fmt::Write as _;
@@ -37,18 +37,12 @@ fn render_text(topo: &Topology, plan: &Plan) -> String {
         plan.request,
         render::count(plan.threads.len(), "thread")
     );
-    let mut rows = vec![vec![
-        "THREAD".to_string(),
-        "CPUS".into(),
-        "CORE".into(),
-        "L3 GROUP".into(),
-        "PACKAGE".into(),
-    ]];
+    let mut table = Table::new(&["THREAD", "CPUS", "CORE", "L3 GROUP", "PACKAGE"]);
     let llcs = topo.llc_groups();
     for t in &plan.threads {
         let first = t.cpus.first().expect("plans never hold empty sets");
         let single = t.cpus.len() == 1;
-        rows.push(vec![
+        table.push(vec![
             t.thread.to_string(),
             t.cpus.to_string(),
             if single {
@@ -74,7 +68,7 @@ fn render_text(topo: &Topology, plan: &Plan) -> String {
             },
         ]);
     }
-    out.push_str(&render::table(&rows));
+    out.push_str(&table.text());
     let cores_used = plan
         .threads
         .iter()

@@ -5,7 +5,7 @@
 
 use crate::engine::RealEngine;
 use crate::experiments::rwcache::{self, BeforeAfter, RwcacheConfig, RwcacheReport, SchemeResult};
-use crate::render::{self, si, thousands};
+use crate::render::{self, Table, si, thousands};
 use crate::rwcache::SchemeKind;
 use anyhow::Result;
 use std::io::Write;
@@ -98,15 +98,15 @@ fn counters_table(r: &RwcacheReport) -> String {
         return String::new();
     }
     let hw = text::any_hardware(counts());
-    let mut rows = vec![
+    let mut table = Table::with_header(
         ["THREADS", "SCHEME"]
             .map(String::from)
             .into_iter()
             .chain(text::header(hw))
             .collect::<Vec<_>>(),
-    ];
+    );
     for x in &r.results {
-        rows.push(
+        table.push(
             [x.threads.to_string(), x.scheme.to_string()]
                 .into_iter()
                 .chain(text::cells(x.counters.as_ref(), hw))
@@ -114,7 +114,7 @@ fn counters_table(r: &RwcacheReport) -> String {
         );
     }
     let mut o = String::from("\n== counters (all threads summed, median over runs) ==\n");
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
     if let Some(n) = text::multiplexing_note(counts()) {
         o.push_str(&format!("note: {n}\n"));
     }
@@ -152,21 +152,21 @@ fn header(r: &RwcacheReport) -> String {
 /// Requests, CPU and CPU in the lock per scheme and thread count, then the reference.
 fn schemes_table(r: &RwcacheReport) -> String {
     let mut o = String::from("\n== requests and CPU in the lock ==\n");
-    let mut rows = vec![vec![
-        "THREADS".to_string(),
-        "SCHEME".into(),
-        "CPUS".into(),
-        "REQ/S".into(),
-        "±MAD".into(),
-        "LOOKUPS/S".into(),
-        "CPU%".into(),
-        "CPU NS/REQ".into(),
-        "LOCK NS/REQ".into(),
-        "LOCK %CPU".into(),
-        "WAIT %CPU".into(),
-    ]];
+    let mut table = Table::new(&[
+        "THREADS",
+        "SCHEME",
+        "CPUS",
+        "REQ/S",
+        "±MAD",
+        "LOOKUPS/S",
+        "CPU%",
+        "CPU NS/REQ",
+        "LOCK NS/REQ",
+        "LOCK %CPU",
+        "WAIT %CPU",
+    ]);
     for s in &r.results {
-        rows.push(vec![
+        table.push(vec![
             s.threads.to_string(),
             s.scheme.to_string(),
             s.cpus.to_string(),
@@ -183,7 +183,7 @@ fn schemes_table(r: &RwcacheReport) -> String {
         ]);
     }
     if let Some(x) = &r.reference {
-        rows.push(vec![
+        table.push(vec![
             x.threads.to_string(),
             format!("{} (no lock: reference)", x.scheme),
             x.cpus.to_string(),
@@ -197,34 +197,34 @@ fn schemes_table(r: &RwcacheReport) -> String {
             "".into(),
         ]);
     }
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
     o
 }
 
 /// Read and write lock stats per scheme and thread count.
 fn lock_stats_table(r: &RwcacheReport) -> String {
     let mut o = String::from("\n== lock stats (totals over runs; R = reads, W = writes) ==\n");
-    let mut rows = vec![vec![
-        "THREADS".to_string(),
-        "SCHEME".into(),
-        "R ACQ".into(),
-        "R COLL".into(),
-        "R SPINS".into(),
-        "R SPINS/COLL".into(),
-        "R BACKOFFS".into(),
-        "W ACQ".into(),
-        "W COLL".into(),
-        "W SPINS".into(),
-        "W BACKOFFS".into(),
-        "SLEEP".into(),
-        "W WAIT P99".into(),
-        "W WAIT MAX".into(),
-        "RETRIES".into(),
-    ]];
+    let mut table = Table::new(&[
+        "THREADS",
+        "SCHEME",
+        "R ACQ",
+        "R COLL",
+        "R SPINS",
+        "R SPINS/COLL",
+        "R BACKOFFS",
+        "W ACQ",
+        "W COLL",
+        "W SPINS",
+        "W BACKOFFS",
+        "SLEEP",
+        "W WAIT P99",
+        "W WAIT MAX",
+        "RETRIES",
+    ]);
     for s in &r.results {
         let v = s.spins_visible;
         let hide = |x: u64| if v { thousands(x) } else { "-".into() };
-        rows.push(vec![
+        table.push(vec![
             s.threads.to_string(),
             s.scheme.to_string(),
             thousands(s.reads.acquisitions),
@@ -254,7 +254,7 @@ fn lock_stats_table(r: &RwcacheReport) -> String {
             },
         ]);
     }
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
     o
 }
 
@@ -265,14 +265,8 @@ fn before_after_table(b: &BeforeAfter) -> String {
         b.threads,
         if b.threads == 1 { "" } else { "s" }
     );
-    let rows = vec![
-        vec![
-            "".to_string(),
-            "% CPU".into(),
-            "% CPU IN LOCK".into(),
-            "REQUESTS/S".into(),
-            "CPU NS/REQ".into(),
-        ],
+    let mut table = Table::new(&["", "% CPU", "% CPU IN LOCK", "REQUESTS/S", "CPU NS/REQ"]);
+    table.rows = vec![
         vec![
             format!("{} (before)", b.before.scheme),
             format!("{:.1}", b.before.cpu_pct),
@@ -295,7 +289,7 @@ fn before_after_table(b: &BeforeAfter) -> String {
             format!("{:+.1} %", b.cpu_per_request_change_pct),
         ],
     ];
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
     if let (Some(c), Some(v)) = (b.requests_ratio, b.verdict) {
         o.push_str(&format!(
             "requests/s ratio {:.3} (95% CI {:.3}–{:.3}): {v}\n",
@@ -326,7 +320,7 @@ fn read_cost_table(r: &RwcacheReport) -> String {
             head.push(format!("REQ/S/THR @{t}"));
         }
         head.push("SCALING".into());
-        let mut rows = vec![head];
+        let mut table = Table::with_header(head);
         for c in &r.read_cost {
             let mut row = vec![
                 c.scheme.to_string(),
@@ -349,9 +343,9 @@ fn read_cost_table(r: &RwcacheReport) -> String {
                     .map(|x| format!("{x:.2}×"))
                     .unwrap_or_else(|| "-".into()),
             );
-            rows.push(row);
+            table.push(row);
         }
-        o.push_str(&render::table(&rows));
+        o.push_str(&table.text());
     }
     o
 }

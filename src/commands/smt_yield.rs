@@ -4,7 +4,7 @@
 use crate::engine::RealEngine;
 use crate::experiments::smt_yield::model::{Layout, LayoutRatio, LayoutSummary};
 use crate::experiments::smt_yield::{self as experiment, YieldPlan, YieldReport};
-use crate::render::{self, Caveat};
+use crate::render::{self, Caveat, Table};
 use crate::stats::{Summary, ratio_text};
 use anyhow::Result;
 use std::io::Write;
@@ -74,16 +74,16 @@ pub fn dry_run_text(p: &YieldPlan) -> String {
             l.cpus,
             l.layout.meaning()
         ));
-        let mut rows = vec![vec!["THREAD".to_string(), "CPU".into(), "CORE".into()]];
+        let mut table = Table::new(&["THREAD", "CPU", "CORE"]);
         for (i, c) in l.thread_cpus.iter().enumerate() {
             let core = l
                 .cores
                 .iter()
                 .find(|k| c.is_subset(k))
                 .map_or_else(|| "-".to_string(), ToString::to_string);
-            rows.push(vec![i.to_string(), c.to_string(), core]);
+            table.push(vec![i.to_string(), c.to_string(), core]);
         }
-        o.push_str(&render::table(&rows));
+        o.push_str(&table.text());
         for n in &l.notes {
             o.push_str(&format!("note: {n}\n"));
         }
@@ -213,7 +213,7 @@ fn split_text(r: &YieldReport) -> String {
         "\nSMT yield = IPC change × cycle share ÷ instructions per operation (all ÷ one-per-core, \
          medians over rounds)\n",
     );
-    let mut rows = vec![
+    let mut table = Table::with_header(
         [
             "WORKLOAD",
             "IPC ONE-PER-CORE",
@@ -224,7 +224,7 @@ fn split_text(r: &YieldReport) -> String {
         ]
         .map(String::from)
         .to_vec(),
-    ];
+    );
     for w in &r.workloads {
         let mut row = vec![w.workload.clone()];
         match &w.yield_split {
@@ -237,9 +237,9 @@ fn split_text(r: &YieldReport) -> String {
             ]),
             None => row.extend(std::iter::repeat_n("-".to_string(), 5)),
         }
-        rows.push(row);
+        table.push(row);
     }
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
     o.push_str(
         "IPC below 1× is what the siblings cost each other (shared execution units and \
          caches); cycles/s is the CPU time they add (2× with two busy threads per core).\n",
@@ -280,16 +280,16 @@ pub fn human(r: &YieldReport) -> String {
     o.push_str("\nThroughput per second (median ± MAD over rounds)\n");
     let mut head = vec!["WORKLOAD".to_string(), "UNIT".into()];
     head.extend(cols.iter().map(|l| l.name().to_uppercase()));
-    let mut rows = vec![head];
+    let mut table = Table::with_header(head);
     for w in &r.workloads {
         let mut row = vec![w.workload.clone(), w.unit.clone()];
         row.extend(
             cols.iter()
                 .map(|l| with_spread(&w.layout(*l).and_then(|s| s.ops_per_sec))),
         );
-        rows.push(row);
+        table.push(row);
     }
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
 
     o.push_str(&format!(
         "\nSMT yield = all ÷ one-per-core (gain above {}×, loss below {}×); shared-core speed = \
@@ -298,7 +298,7 @@ pub fn human(r: &YieldReport) -> String {
         ratio_text(r.yield_thresholds.effective_loss_below()),
         ratio_text(r.shared_core_thresholds.effective_loss_below())
     ));
-    let mut rows = vec![
+    let mut table = Table::with_header(
         [
             "WORKLOAD",
             "YIELD",
@@ -310,27 +310,27 @@ pub fn human(r: &YieldReport) -> String {
         ]
         .map(String::from)
         .to_vec(),
-    ];
+    );
     for w in &r.workloads {
         let mut row = vec![w.workload.clone()];
         row.extend(ratio_cells(&w.smt_yield));
         row.extend(ratio_cells(&w.shared_core_speed));
-        rows.push(row);
+        table.push(row);
     }
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
 
     o.push_str(&split_text(r));
 
     o.push_str("\nLatency per operation (median over rounds): p50 / p99 where each operation is timed, else the mean time per operation of one thread\n");
     let mut head = vec!["WORKLOAD".to_string()];
     head.extend(cols.iter().map(|l| l.name().to_uppercase()));
-    let mut rows = vec![head];
+    let mut table = Table::with_header(head);
     for w in &r.workloads {
         let mut row = vec![w.workload.clone()];
         row.extend(cols.iter().map(|l| latency_cell(w.layout(*l))));
-        rows.push(row);
+        table.push(row);
     }
-    o.push_str(&render::table(&rows));
+    o.push_str(&table.text());
 
     let n = r
         .workloads

@@ -4,6 +4,7 @@
 //! `partial`, and exits 130.
 
 use crate::engine::RealEngine;
+use crate::render::Table;
 use crate::report::{self, PhaseName, PhaseStatus};
 use crate::study::{self, Progress};
 use anyhow::Result;
@@ -73,13 +74,9 @@ fn answer_table(v: &crate::report::Verdict) -> String {
     if v.answers.is_empty() {
         return String::new();
     }
-    let mut rows = vec![vec![
-        "WORKLOAD CLASS".to_string(),
-        "ANSWER".to_string(),
-        "EVIDENCE".to_string(),
-    ]];
+    let mut table = Table::new(&["WORKLOAD CLASS", "ANSWER", "EVIDENCE"]);
     for a in &v.answers {
-        rows.push(vec![
+        table.push(vec![
             a.class.label().to_string(),
             a.answer.label().to_string(),
             a.evidence
@@ -87,7 +84,7 @@ fn answer_table(v: &crate::report::Verdict) -> String {
                 .map_or_else(|| "-".to_string(), |e| e.comparison.to_string()),
         ]);
     }
-    let mut s = crate::render::table(&rows);
+    let mut s = table.text();
     for a in &v.answers {
         s.push_str(&format!("  {}: {}\n", a.class.label(), a.reason));
     }

@@ -3,7 +3,7 @@
 //! when some row counted them; a missing value is `-`, never 0.
 
 use super::{CoreCpi, Counts, Status};
-use crate::render::{self, thousands};
+use crate::render::{self, Table, thousands};
 
 /// True when any of `rows` counted a hardware event.
 pub fn any_hardware<'a>(rows: impl IntoIterator<Item = Option<&'a Counts>>) -> bool {
@@ -71,18 +71,18 @@ pub fn core_cpi_table(cores: &[CoreCpi]) -> String {
     if cores.is_empty() {
         return String::new();
     }
-    let mut rows = vec![vec![
-        "CORE".to_string(),
-        "THREAD".into(),
-        "CPU".into(),
-        "CYCLES".into(),
-        "INSTRUCTIONS".into(),
-        "THREAD CPI".into(),
-        "CORE CPI".into(),
-    ]];
+    let mut table = Table::new(&[
+        "CORE",
+        "THREAD",
+        "CPU",
+        "CYCLES",
+        "INSTRUCTIONS",
+        "THREAD CPI",
+        "CORE CPI",
+    ]);
     for k in cores {
         for (i, t) in k.threads.iter().enumerate() {
-            rows.push(vec![
+            table.push(vec![
                 if i == 0 {
                     k.core.to_string()
                 } else {
@@ -101,7 +101,7 @@ pub fn core_cpi_table(cores: &[CoreCpi]) -> String {
             ]);
         }
     }
-    render::table(&rows)
+    table.text()
 }
 
 /// `counters: …` lines for what was not measured (nothing when everything was).

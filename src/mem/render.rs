@@ -1,6 +1,7 @@
 //! `mem report`'s text view, and the byte and share formats every `mem` output uses.
 
 use super::model::*;
+use crate::render::Table;
 use std::fmt::Write;
 
 /// `23.5 GiB`, `512 MiB`, `4 KiB`, `0 B`: binary units, three significant digits.
@@ -235,17 +236,17 @@ pub fn human(r: &MemReport) -> String {
         line(&mut o, "sizes", na("/sys/kernel/mm/hugepages"));
     } else {
         let dash = |v: Option<u64>| v.map_or("n/a".to_string(), |x| x.to_string());
-        let mut rows = vec![vec![
-            "size".to_string(),
-            "node".into(),
-            "total".into(),
-            "free".into(),
-            "reserved".into(),
-            "surplus".into(),
-            "overcommit".into(),
-        ]];
+        let mut table = Table::new(&[
+            "size",
+            "node",
+            "total",
+            "free",
+            "reserved",
+            "surplus",
+            "overcommit",
+        ]);
         for z in &h.sizes {
-            rows.push(vec![
+            table.push(vec![
                 bytes(z.page_bytes),
                 "all".into(),
                 dash(z.total),
@@ -255,7 +256,7 @@ pub fn human(r: &MemReport) -> String {
                 dash(z.overcommit),
             ]);
             for nd in &z.nodes {
-                rows.push(vec![
+                table.push(vec![
                     String::new(),
                     format!("node {}", nd.node),
                     dash(nd.total),
@@ -266,7 +267,7 @@ pub fn human(r: &MemReport) -> String {
                 ]);
             }
         }
-        for l in crate::render::table(&rows).lines() {
+        for l in table.text().lines() {
             let _ = writeln!(o, "  {l}");
         }
     }
@@ -373,15 +374,9 @@ pub fn human(r: &MemReport) -> String {
             "  most at risk (of {} processes; highest oom_score is killed first):",
             k.processes
         );
-        let mut rows = vec![vec![
-            "pid".to_string(),
-            "name".into(),
-            "oom_score".into(),
-            "oom_score_adj".into(),
-            "RSS".into(),
-        ]];
+        let mut table = Table::new(&["pid", "name", "oom_score", "oom_score_adj", "RSS"]);
         for p in &k.top {
-            rows.push(vec![
+            table.push(vec![
                 p.pid.to_string(),
                 p.name.clone(),
                 p.oom_score.to_string(),
@@ -389,7 +384,7 @@ pub fn human(r: &MemReport) -> String {
                 bytes(p.rss_bytes),
             ]);
         }
-        for l in crate::render::table(&rows).lines() {
+        for l in table.text().lines() {
             let _ = writeln!(o, "    {l}");
         }
     }

@@ -1,45 +1,8 @@
-//! Renderers shared by every command: aligned text tables and number formatting.
+//! Renderers shared by every command: the one table type ([`Table`]) and number formatting.
 //! Pure functions from data to text.
 
-/// Aligns rows into columns. The first row is the header. Cells that look numeric are
-/// right-aligned, everything else left-aligned; two spaces between columns.
-pub fn table(rows: &[Vec<String>]) -> String {
-    let ncols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let mut widths = vec![0usize; ncols];
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            widths[i] = widths[i].max(c.chars().count());
-        }
-    }
-    // Numeric: the first word is a number (`74,635`, `5.73 M`, `4.7 ms`, `53.1%`, `1.5×`).
-    let numeric = |s: &str| {
-        let w = s.split_whitespace().next().unwrap_or("");
-        let w = w.trim_end_matches(['%', 'x', '×']).replace(',', "");
-        !w.is_empty() && w.parse::<f64>().is_ok_and(f64::is_finite)
-    };
-    let mut out = String::new();
-    for (ri, r) in rows.iter().enumerate() {
-        let mut line = String::new();
-        for (i, c) in r.iter().enumerate() {
-            let pad = widths[i] - c.chars().count();
-            if i > 0 {
-                line.push_str("  ");
-            }
-            if ri > 0 && numeric(c) {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(c);
-            } else {
-                line.push_str(c);
-                if i + 1 < r.len() {
-                    line.push_str(&" ".repeat(pad));
-                }
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
+mod table;
+pub use table::{Align, NONE, Table};
 
 /// A count with thousands separators: `74,635`.
 pub fn thousands(v: u64) -> String {
@@ -247,15 +210,6 @@ mod tests {
         assert_eq!(wall(Duration::from_secs(42)), "42 s");
         assert_eq!(wall(Duration::from_secs(492)), "8 min 12 s");
         assert_eq!(wall(Duration::from_secs(7500)), "2 h 5 min");
-    }
-
-    #[test]
-    fn aligns() {
-        let t = table(&[
-            vec!["a".into(), "count".into()],
-            vec!["long name".into(), "5".into()],
-        ]);
-        assert_eq!(t, "a          count\nlong name      5\n");
     }
 
     #[test]

@@ -5,40 +5,7 @@ use super::{Report, RwcacheSection};
 use crate::render::{duration_ns, si, thousands};
 use crate::stats::{Ci, Summary};
 
-/// A header row and body rows; cells are plain text (renderers escape).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table {
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
-/// What a cell holds for a value that was not measured or does not apply. HTML and
-/// Markdown print it as it is; the terminal prints `-`, as its other tables do.
-pub const NONE: &str = "–";
-
-impl Table {
-    fn new(header: &[&str]) -> Self {
-        Table {
-            header: header.iter().map(|s| s.to_string()).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    /// The table as aligned terminal text ([`crate::render::table`]), [`NONE`] as `-`.
-    pub fn text(&self) -> String {
-        let cell = |c: &String| {
-            if c == NONE {
-                "-".to_string()
-            } else {
-                c.clone()
-            }
-        };
-        let rows: Vec<Vec<String>> = std::iter::once(self.header.clone())
-            .chain(self.rows.iter().map(|r| r.iter().map(cell).collect()))
-            .collect();
-        crate::render::table(&rows)
-    }
-}
+pub use crate::render::{NONE, Table};
 
 /// `5.2 M ± 0.1 M` (median ± MAD), or `–`.
 pub fn summary(s: &Summary) -> String {
@@ -808,14 +775,6 @@ pub fn memory(m: &super::MemorySection) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn terminal_text_marks_what_was_not_measured_with_a_hyphen() {
-        let mut t = Table::new(&["THREAD", "SPINS"]);
-        t.rows.push(vec!["0".into(), NONE.into()]);
-        t.rows.push(vec!["1".into(), "1,024".into()]);
-        assert_eq!(t.text(), "THREAD  SPINS\n     0  -\n     1  1,024\n");
-    }
 
     #[test]
     fn utc_dates() {

@@ -4,6 +4,7 @@
 //! `name{label="value"} number` lines) for node_exporter's textfile collector.
 
 use super::model::{TopSample, pct, pct_range};
+use crate::render::{Align, Table};
 use std::fmt::Write;
 
 /// The terminal view of one interval. `header` adds the lines said once per run.
@@ -50,7 +51,8 @@ pub fn text(s: &TopSample, header: bool) -> String {
             .and_then(|c| c.busy_share)
             .map_or("-".to_string(), pct)
     };
-    let mut rows = Vec::new();
+    // Numbers and ranges (`62-81`, `3 100`) right, the header too; the CPU lists left.
+    let mut table;
     if s.smt {
         let traced = s.cores.iter().any(|c| c.traced.is_some());
         let mut head: Vec<String> = ["core", "cpus", "cpu busy %", "core busy %", "both busy %"]
@@ -61,7 +63,7 @@ pub fn text(s: &TopSample, header: bool) -> String {
             head.push("idle/one/both % (traced)".into());
         }
         head.push("core used %".into());
-        rows.push(head);
+        table = Table::with_header(head);
         for i in order {
             let c = &s.cores[i];
             let per: Vec<String> = c.cpus.iter().map(cpu_busy).collect();
@@ -84,20 +86,24 @@ pub fn text(s: &TopSample, header: bool) -> String {
                 });
             }
             r.push(range(c.used_min_share, c.used_max_share));
-            rows.push(r);
+            table.push(r);
         }
     } else {
-        rows.push(vec!["core".into(), "cpu".into(), "busy %".into()]);
+        table = Table::new(&["core", "cpu", "busy %"]);
         for i in order {
             let c = &s.cores[i];
-            rows.push(vec![
+            table.push(vec![
                 c.core.to_string(),
                 c.cpus.to_string(),
                 range(c.busy_min_share, c.busy_max_share),
             ]);
         }
     }
-    out.push_str(&align(&rows, 1));
+    for col in 0..table.header.len() {
+        let side = if col == 1 { Align::Left } else { Align::Right };
+        table = table.align(col, side);
+    }
+    out.push_str(&table.text());
     for n in s
         .notes
         .iter()
@@ -107,35 +113,6 @@ pub fn text(s: &TopSample, header: bool) -> String {
     }
     if let Some(p) = &s.pid {
         out.push_str(&pid_text(p));
-    }
-    out
-}
-
-/// Aligns a table whose cells are numbers and ranges (`62-81`, `3 100`): every column
-/// right-aligned but `left_col` (the CPU lists), two spaces apart; the header row as well.
-fn align(rows: &[Vec<String>], left_col: usize) -> String {
-    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let mut w = vec![0usize; n];
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i == left_col {
-                    format!("{c:<width$}", width = w[i])
-                } else {
-                    format!("{c:>width$}", width = w[i])
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
     }
     out
 }
@@ -175,13 +152,7 @@ fn pid_text(p: &super::model::PidReport) -> String {
             ""
         }
     );
-    let mut rows = vec![vec![
-        "tid".to_string(),
-        "name".into(),
-        "cpu %".into(),
-        "ran on".into(),
-        "shared a core with".into(),
-    ]];
+    let mut table = Table::new(&["tid", "name", "cpu %", "ran on", "shared a core with"]);
     for t in &p.threads {
         let cpus: Vec<String> = t
             .cpus
@@ -206,7 +177,7 @@ fn pid_text(p: &super::model::PidReport) -> String {
                 _ => o.tid.to_string(),
             })
             .collect();
-        rows.push(vec![
+        table.push(vec![
             t.tid.to_string(),
             t.comm.clone(),
             t.cpu_share.map_or("-".into(), pct),
@@ -222,7 +193,7 @@ fn pid_text(p: &super::model::PidReport) -> String {
             },
         ]);
     }
-    out.push_str(&crate::render::table(&rows));
+    out.push_str(&table.text());
     out
 }
 

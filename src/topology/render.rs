@@ -1,6 +1,7 @@
 //! Text and JSON views of a [`Topology`] for `smtlab topo`. Pure: topology in, text out.
 
 use super::*;
+use crate::render::Table;
 use serde::Serialize;
 
 /// The `topo --json` document: the model, the oracle-shaped partitions and an SMT summary.
@@ -300,23 +301,10 @@ pub fn cpu_table(t: &Topology) -> String {
             .unwrap_or_else(|| "-".into())
     };
     let opt = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
-    let mut rows = vec![vec![
-        "CPU".to_string(),
-        "ONLINE".into(),
-        "ALLOWED".into(),
-        "PKG".into(),
-        "DIE".into(),
-        "CLUSTER".into(),
-        "CORE".into(),
-        "SIBLINGS".into(),
-        "NODE".into(),
-        "L1d".into(),
-        "L1i".into(),
-        "L2".into(),
-        "L3".into(),
-        "KIND".into(),
-        "FLAGS".into(),
-    ]];
+    let mut table = Table::new(&[
+        "CPU", "ONLINE", "ALLOWED", "PKG", "DIE", "CLUSTER", "CORE", "SIBLINGS", "NODE", "L1d",
+        "L1i", "L2", "L3", "KIND", "FLAGS",
+    ]);
     for c in &t.cpus {
         let mut flags = Vec::new();
         if c.isolated {
@@ -334,7 +322,7 @@ pub fn cpu_table(t: &Topology) -> String {
         } else {
             CacheType::Data
         };
-        rows.push(vec![
+        table.push(vec![
             c.cpu.to_string(),
             if c.online { "yes" } else { "no" }.into(),
             if allowed.contains(c.cpu) { "yes" } else { "no" }.into(),
@@ -362,7 +350,7 @@ pub fn cpu_table(t: &Topology) -> String {
             },
         ]);
     }
-    let mut out = crate::render::table(&rows);
+    let mut out = table.text();
     for w in &t.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }

@@ -5,7 +5,7 @@
 use super::buffer::PageKind;
 use super::model::*;
 use crate::mem::render::bytes;
-use crate::render::{sig, table};
+use crate::render::{Table, sig};
 use std::fmt::Write;
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -66,12 +66,12 @@ pub fn human(r: &PagesReport) -> String {
         r.chase_sample_ns / 1_000_000
     );
     if let Some(first) = measured.first() {
-        let mut rows = vec![
+        let mut table = Table::with_header(
             std::iter::once("working set".to_string())
                 .chain(measured.iter().map(|k| k.kind.label().to_string()))
                 .chain(measured.iter().map(|k| format!("{} GB/s", k.kind.label())))
                 .collect::<Vec<_>>(),
-        ];
+        );
         for (i, p) in first.points.iter().enumerate() {
             let mut row = vec![bytes(p.working_set_bytes)];
             for k in &measured {
@@ -88,9 +88,9 @@ pub fn human(r: &PagesReport) -> String {
                         .map_or("-".into(), |q| gbs(q.bandwidth_bytes_per_sec.median)),
                 );
             }
-            rows.push(row);
+            table.push(row);
         }
-        o.push_str(&table(&rows));
+        o.push_str(&table.text());
         let _ = writeln!(
             o,
             "\nLatency vs working set ({} → {}, log scale ▁ {} ns … █ {} ns):",
@@ -155,16 +155,10 @@ pub fn human(r: &PagesReport) -> String {
     }
 
     o.push_str("\nFirst touch (fresh mapping, one write per 4 KiB; median ± MAD)\n");
-    let mut rows = vec![vec![
-        "pages".to_string(),
-        "mapping".into(),
-        "faults".into(),
-        "ns per fault".into(),
-        "ns per MiB".into(),
-    ]];
+    let mut table = Table::new(&["pages", "mapping", "faults", "ns per fault", "ns per MiB"]);
     for k in &measured {
         if let Some(t) = &k.first_touch {
-            rows.push(vec![
+            table.push(vec![
                 k.kind.label().into(),
                 bytes(t.bytes),
                 t.faults.to_string(),
@@ -173,7 +167,7 @@ pub fn human(r: &PagesReport) -> String {
             ]);
         }
     }
-    for l in table(&rows).lines() {
+    for l in table.text().lines() {
         let _ = writeln!(o, "  {l}");
     }
 
@@ -202,16 +196,9 @@ pub fn human(r: &PagesReport) -> String {
         }
     );
     if !r.tlb.entries.is_empty() {
-        let mut rows = vec![vec![
-            "level".to_string(),
-            "kind".into(),
-            "page".into(),
-            "entries".into(),
-            "ways".into(),
-            "reach".into(),
-        ]];
+        let mut table = Table::new(&["level", "kind", "page", "entries", "ways", "reach"]);
         for e in &r.tlb.entries {
-            rows.push(vec![
+            table.push(vec![
                 format!("L{}", e.level),
                 e.kind.label().into(),
                 bytes(e.page_bytes),
@@ -220,7 +207,7 @@ pub fn human(r: &PagesReport) -> String {
                 bytes(e.reach_bytes),
             ]);
         }
-        for l in table(&rows).lines() {
+        for l in table.text().lines() {
             let _ = writeln!(o, "  {l}");
         }
     }

@@ -38,7 +38,7 @@ pub const ALL: [Entry; 9] = [
     },
     Entry {
         name: PhaseName::Memory,
-        share: 0.0,
+        share: 0.03,
         size: memory::size,
     },
     Entry {
@@ -48,7 +48,7 @@ pub const ALL: [Entry; 9] = [
     },
     Entry {
         name: PhaseName::Lockscan,
-        share: 0.25,
+        share: 0.22,
         size: lockscan::size,
     },
     Entry {

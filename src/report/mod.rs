@@ -19,6 +19,7 @@ pub mod html;
 pub mod lenient;
 pub mod machine;
 pub mod markdown;
+pub mod pages;
 pub mod svg;
 pub mod tables;
 pub mod verdict;

@@ -48,7 +48,7 @@ pub const ALL: [Entry; 9] = [
     },
     Entry {
         name: PhaseName::Lockscan,
-        share: 0.22,
+        share: 0.25,
         size: lockscan::size,
     },
     Entry {
@@ -68,7 +68,7 @@ pub const ALL: [Entry; 9] = [
     },
     Entry {
         name: PhaseName::Yield,
-        share: 0.10,
+        share: 0.07,
         size: smt_yield::size,
     },
     Entry {

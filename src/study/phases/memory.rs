@@ -173,7 +173,9 @@ impl Phase for Memory {
         };
         // The settings are kept even when the curves fail.
         report.memory = Some(section);
-        let pages = pages::run(&cfg, &Steps(ctx.progress))?;
+        let mut pages = pages::run(&cfg, &Steps(ctx.progress))?;
+        // The debug-build caveat is the study's already.
+        pages.notes.retain(|n| !report.notes.contains(n));
         let stopped = pages.interrupted;
         if let Some(m) = report.memory.as_mut() {
             m.pages = Some(pages);
@@ -221,5 +223,39 @@ mod tests {
         let why = fit(&p, Some(20 << 20)).unwrap_err();
         assert!(why.contains("MemAvailable is 20 MiB"), "{why}");
         assert_eq!(floor_pow2(100), 64);
+    }
+
+    /// The part the study runs, on this machine with a 1 MiB cap: structure, never speed.
+    #[test]
+    fn a_tiny_cap_measures_a_curve_per_page_size_on_this_machine() {
+        let plan = PagesPlan {
+            max_bytes: 1 << 20,
+            repeat: 1,
+            chase_sample: ms(1),
+            bandwidth_sample: ms(1),
+        };
+        let cfg = fit(&plan, None).unwrap();
+        assert_eq!(cfg.max_bytes, 1 << 20);
+        let p = pages::run(&cfg, &Steps(&crate::study::NoProgress)).unwrap();
+        assert!(!p.interrupted);
+        let sets = analysis::working_sets(1 << 20);
+        let measured: Vec<_> = p.kinds.iter().filter(|k| k.skipped.is_none()).collect();
+        assert!(!measured.is_empty());
+        for k in &measured {
+            assert_eq!(k.points.len(), sets.len(), "{:?}", k.kind);
+            for q in &k.points {
+                assert!(q.latency_ns.median > 0.0 && q.latency_ns.median.is_finite());
+            }
+        }
+        for k in p.kinds.iter().filter(|k| k.skipped.is_some()) {
+            assert!(k.points.is_empty() && !k.skipped.as_deref().unwrap().is_empty());
+        }
+        let svg = crate::report::pages::chart(&p);
+        assert_eq!(svg.matches("<polyline").count(), measured.len());
+        assert_eq!(
+            crate::report::pages::latency(&p).rows.len(),
+            sets.len(),
+            "one row per working set"
+        );
     }
 }

@@ -690,9 +690,10 @@ fn memory_pages(o: &mut String, m: &super::MemorySection) {
     use super::pages;
     o.push_str("<h3>Page size: latency vs working set</h3>\n");
     let Some(p) = &m.pages else {
-        let why = m.pages_skipped.as_deref().unwrap_or(
-            "this results.json was written before the study measured page sizes",
-        );
+        let why = m
+            .pages_skipped
+            .as_deref()
+            .unwrap_or("this results.json was written before the study measured page sizes");
         para(o, "note", &format!("Not measured: {why}."));
         return;
     };
@@ -704,7 +705,11 @@ fn memory_pages(o: &mut String, m: &super::MemorySection) {
         );
     }
     o.push_str(&pages::chart(p));
-    let _ = writeln!(o, "<p><strong>{}</strong></p>", inline(&pages::departure(p)));
+    let _ = writeln!(
+        o,
+        "<p><strong>{}</strong></p>",
+        inline(&pages::departure(p))
+    );
     para(o, "note", &pages::settings(p));
     table(o, &pages::backing(p));
     o.push_str("<h4>TLBs (CPUID)</h4>\n");

@@ -241,9 +241,10 @@ fn memory_pages(o: &mut String, m: &super::MemorySection) {
     use super::pages;
     o.push_str("### Page size: latency vs working set\n\n");
     let Some(p) = &m.pages else {
-        let why = m.pages_skipped.as_deref().unwrap_or(
-            "this results.json was written before the study measured page sizes",
-        );
+        let why = m
+            .pages_skipped
+            .as_deref()
+            .unwrap_or("this results.json was written before the study measured page sizes");
         let _ = writeln!(o, "Not measured: {}.\n", md(why));
         return;
     };
@@ -280,4 +281,3 @@ mod tests {
         assert_eq!(md("odd ` <x>"), "odd ` &lt;x&gt;");
     }
 }
-

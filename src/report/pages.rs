@@ -305,10 +305,21 @@ mod tests {
     fn the_chart_has_one_line_and_band_per_measured_page_size_and_its_axes() {
         let p = report();
         let s = chart(&p);
-        assert_eq!(s.matches("<polyline").count(), 2, "4 KiB and THP, not hugetlb");
+        assert_eq!(
+            s.matches("<polyline").count(),
+            2,
+            "4 KiB and THP, not hugetlb"
+        );
         assert_eq!(s.matches("<polygon").count(), 2, "a MAD band per line");
         assert!(s.contains(r#"data-chart="memory-pages""#));
-        for label in ["ns per load", "working set", "16 KiB", "64 MiB", "4 KiB", "THP"] {
+        for label in [
+            "ns per load",
+            "working set",
+            "16 KiB",
+            "64 MiB",
+            "4 KiB",
+            "THP",
+        ] {
             assert!(s.contains(&format!(">{label}<")), "{label}");
         }
         assert!(s.contains("4 KiB falls behind THP"));
@@ -329,7 +340,13 @@ mod tests {
         assert!(backing(&p).rows[2][1].starts_with("skipped: needs 32"));
         assert!(departure(&p).starts_with("Where 4 KiB pages fall behind: from a 16 MiB"));
         let line = summary_line(&p);
-        assert!(line.contains("4 KiB vs THP, working sets to 64 MiB"), "{line}");
-        assert!(line.contains("fall behind THP from 16 MiB (1.90× at 64 MiB)"), "{line}");
+        assert!(
+            line.contains("4 KiB vs THP, working sets to 64 MiB"),
+            "{line}"
+        );
+        assert!(
+            line.contains("fall behind THP from 16 MiB (1.90× at 64 MiB)"),
+            "{line}"
+        );
     }
 }

@@ -762,7 +762,9 @@ pub fn log_log_chart(
         .map(|p| p.x)
         .chain(x_ticks.iter().map(|t| t.0))
         .filter(|x| *x > 0.0 && x.is_finite());
-    let (x0, x1) = xs.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let (x0, x1) = xs.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
     let (l0, l1) = if x1 > x0 {
         (x0.log2(), x1.log2())
     } else if x1 > 0.0 {
@@ -815,7 +817,13 @@ pub fn log_log_chart(
             x = f(px)
         );
         // Staggered so neighbouring marks' labels do not overlap.
-        d.text(px + 3.0, a.y + 12.0 + 12.0 * (i % 3) as f64, "start", 10.0, &m.label);
+        d.text(
+            px + 3.0,
+            a.y + 12.0 + 12.0 * (i % 3) as f64,
+            "start",
+            10.0,
+            &m.label,
+        );
     }
     for (i, s) in series.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
@@ -852,7 +860,14 @@ pub fn log_log_chart(
             );
         }
         for p in &s.points {
-            d.circle(xpos(p.x), a.y_of(&axis, p.y), 2.5, colour, colour, &p.tooltip);
+            d.circle(
+                xpos(p.x),
+                a.y_of(&axis, p.y),
+                2.5,
+                colour,
+                colour,
+                &p.tooltip,
+            );
         }
     }
     d.finish(name, title)

@@ -253,9 +253,10 @@ pub fn departure(r: &PagesReport) -> String {
                 bytes(t)
             ))
         ),
-        None if r.kinds.iter().any(|k| {
-            k.kind != PageKind::Small && k.skipped.is_none() && !k.points.is_empty()
-        }) =>
+        None if r
+            .kinds
+            .iter()
+            .any(|k| k.kind != PageKind::Small && k.skipped.is_none() && !k.points.is_empty()) =>
         {
             format!(
                 "nowhere up to {}: the 4 KiB curve stays within the huge-page one's spread \

@@ -137,7 +137,9 @@ impl Phase for Memory {
         PhaseName::Memory
     }
     fn estimate(&self) -> Duration {
-        self.pages.as_ref().map_or(Duration::ZERO, PagesPlan::estimate)
+        self.pages
+            .as_ref()
+            .map_or(Duration::ZERO, PagesPlan::estimate)
     }
     fn units(&self) -> u64 {
         // With curves to measure: progress by the estimate, steps as notes.
@@ -199,7 +201,10 @@ mod tests {
     fn the_cap_fits_the_share_and_quick_is_smaller() {
         let q = plan(QUICK);
         let d = plan(DEFAULT);
-        assert!(q.max_bytes <= QUICK_CAP && q.max_bytes >= PAGES_FLOOR, "{q:?}");
+        assert!(
+            q.max_bytes <= QUICK_CAP && q.max_bytes >= PAGES_FLOOR,
+            "{q:?}"
+        );
         assert_eq!(d.max_bytes, PAGES_CAP, "{d:?}");
         let share = crate::study::phases::share(PhaseName::Memory);
         assert!(d.estimate() <= DEFAULT.mul_f64(share), "{d:?}");
@@ -218,8 +223,16 @@ mod tests {
         assert_eq!(c.max_bytes, PAGES_CAP);
         assert!(c.note.is_none());
         let c = fit(&p, Some(200 << 20)).unwrap();
-        assert!(c.max_bytes.is_power_of_two() && c.max_bytes < PAGES_CAP, "{c:?}");
-        assert!(c.note.as_deref().unwrap().contains("MemAvailable is 200 MiB"));
+        assert!(
+            c.max_bytes.is_power_of_two() && c.max_bytes < PAGES_CAP,
+            "{c:?}"
+        );
+        assert!(
+            c.note
+                .as_deref()
+                .unwrap()
+                .contains("MemAvailable is 200 MiB")
+        );
         let why = fit(&p, Some(20 << 20)).unwrap_err();
         assert!(why.contains("MemAvailable is 20 MiB"), "{why}");
         assert_eq!(floor_pow2(100), 64);

@@ -1,7 +1,7 @@
 //! The memory phase: `mem report`'s reading of procfs and sysfs (overcommit, page cache,
 //! huge pages, cgroup limits, OOM candidates) with its findings, then a bounded `mem pages`:
-//! dependent-load latency vs working set with 4 KiB pages and THP (hugetlb too when its pools
-//! already have the free pages; the study never reserves any), up to a cap its small share
+//! dependent-load latency vs working set with 4 KiB pages and THP (never hugetlb: see
+//! [`LEAVE_HUGETLB`]), up to a cap its small share
 //! of the budget allows — 256 MiB at most, 64 MiB with `--quick`, less when MemAvailable is
 //! small. A cap that low misses where 4 KiB pages fall behind on CPUs with large TLBs;
 //! `smtlab mem pages` (default 1 GiB) goes further.
@@ -23,12 +23,20 @@ pub const QUICK_CAP: u64 = 64 << 20;
 /// Below this the curves stop inside the last-level cache of most servers and say nothing
 /// about TLBs: the part is skipped instead.
 pub const PAGES_FLOOR: u64 = 16 << 20;
-/// Page sizes the estimate counts: 4 KiB and THP (hugetlb only runs when pages are free).
+/// Page sizes measured: 4 KiB and THP.
 const KINDS: u32 = 2;
 /// Mapping, faulting in, first-touch rounds and writing each working set's cycle into
 /// both buffers, per MiB of the cap (measured: 11 ms in a debug build on a loaded 2-vCPU
 /// guest, 256 MiB in 5.4 s of which 2.4 s were samples; a release build needs less).
 const PER_MIB: Duration = Duration::from_millis(10);
+
+/// Free hugetlb pages are usually someone's: a database that maps them when it starts
+/// (PostgreSQL `huge_pages = on`, Oracle's SGA) fails to start if they are taken, and
+/// another `mem pages --reserve` run cannot give its pool back while the study holds pages
+/// of it. So the study measures 4 KiB and THP only.
+pub const LEAVE_HUGETLB: &str = "the study leaves hugetlb pools alone (their free pages are \
+     usually a database's); `smtlab mem pages` measures them when pages are free, or with \
+     --reserve as root";
 
 /// What the page-size part measures.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +132,7 @@ fn fit(plan: &PagesPlan, available: Option<u64>) -> Result<PagesConfig, String> 
     cfg.chase_sample = plan.chase_sample;
     cfg.bandwidth_sample = plan.bandwidth_sample;
     cfg.note = note;
+    cfg.leave_hugetlb = Some(LEAVE_HUGETLB.into());
     Ok(cfg)
 }
 
@@ -189,6 +198,7 @@ impl Phase for Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mem::pages::buffer::PageKind;
     use crate::study::tests::{DEFAULT, QUICK, sized};
 
     fn plan(budget: Duration) -> PagesPlan {
@@ -262,6 +272,10 @@ mod tests {
         }
         for k in p.kinds.iter().filter(|k| k.skipped.is_some()) {
             assert!(k.points.is_empty() && !k.skipped.as_deref().unwrap().is_empty());
+        }
+        for k in [PageKind::Huge2M, PageKind::Huge1G] {
+            let r = p.kinds.iter().find(|r| r.kind == k).unwrap();
+            assert_eq!(r.skipped.as_deref(), Some(LEAVE_HUGETLB), "{k:?}");
         }
         let svg = crate::report::pages::chart(&p);
         assert_eq!(svg.matches("<polyline").count(), measured.len());

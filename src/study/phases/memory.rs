@@ -89,16 +89,16 @@ pub fn size(ctx: &SizeCtx<'_>) -> Result<Box<dyn Phase>> {
     }))
 }
 
-/// `mem pages`' steps as notes on the phase's progress bar.
+/// `mem pages`' changes to the machine (none without `--reserve`, but a journal left by a
+/// killed `--reserve` run is put back) as notes; not its steps, which would be some 30
+/// lines in a log for a phase of a few seconds.
 struct Steps<'a>(&'a dyn crate::study::Progress);
 
 impl pages::Progress for Steps<'_> {
     fn change(&self, msg: &str) {
         self.0.note(msg);
     }
-    fn step(&self, msg: &str) {
-        self.0.note(msg);
-    }
+    fn step(&self, _: &str) {}
 }
 
 /// The cap lowered to what half of MemAvailable holds (the study should not push the

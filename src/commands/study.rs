@@ -56,6 +56,13 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     }
     write!(out, "{}", answer_table(&rep.verdict))?;
     writeln!(out, "Verdict: {}", rep.verdict.headline)?;
+    if let Some(m) = &rep.memory {
+        match (&m.pages, &m.pages_skipped) {
+            (Some(p), _) => writeln!(out, "{}", report::pages::summary_line(p))?,
+            (None, Some(why)) => writeln!(out, "Page size: not measured: {why}")?,
+            (None, None) => {}
+        }
+    }
     for p in &written {
         writeln!(out, "wrote {}", p.display())?;
     }

@@ -681,7 +681,50 @@ fn memory(o: &mut String, r: &Report) {
         "note",
         "Read from procfs and sysfs; `smtlab mem report` shows every value, `smtlab mem pages` measures what page size costs.",
     );
+    memory_pages(o, m);
     o.push_str("</section>\n");
+}
+
+/// The page-size curves: chart, where 4 KiB falls behind, backing, TLB table, latencies.
+fn memory_pages(o: &mut String, m: &super::MemorySection) {
+    use super::pages;
+    o.push_str("<h3>Page size: latency vs working set</h3>\n");
+    let Some(p) = &m.pages else {
+        let why = m
+            .pages_skipped
+            .as_deref()
+            .unwrap_or("this results.json was written before the study measured page sizes");
+        para(o, "note", &format!("Not measured: {why}."));
+        return;
+    };
+    if p.interrupted {
+        para(
+            o,
+            "note",
+            "Interrupted: the working sets below are the ones that finished.",
+        );
+    }
+    o.push_str(&pages::chart(p));
+    let _ = writeln!(
+        o,
+        "<p><strong>{}</strong></p>",
+        inline(&pages::departure(p))
+    );
+    para(o, "note", &pages::settings(p));
+    table(o, &pages::backing(p));
+    o.push_str("<h4>TLBs (CPUID)</h4>\n");
+    if let Some(t) = pages::tlb(p) {
+        table(o, &t);
+    }
+    for n in pages::tlb_notes(p) {
+        para(o, "note", &n);
+    }
+    o.push_str("<details><summary>Latency per working set (ns per load, median ± MAD)</summary>\n");
+    table(o, &pages::latency(p));
+    o.push_str("</details>\n");
+    for n in &p.notes {
+        para(o, "note", n);
+    }
 }
 
 fn smt_yield(o: &mut String, r: &Report) {

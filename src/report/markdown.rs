@@ -139,6 +139,7 @@ pub fn render(r: &Report) -> String {
             if !m.report.findings.is_empty() {
                 o.push('\n');
             }
+            memory_pages(&mut o, m);
         }
         None => missing(&mut o, r, PhaseName::Memory),
     }
@@ -233,6 +234,36 @@ pub fn render(r: &Report) -> String {
         r.provenance.command.replace('`', "'")
     );
     o
+}
+
+/// The page-size curves as tables: where 4 KiB falls behind, latencies, backing, TLBs.
+fn memory_pages(o: &mut String, m: &super::MemorySection) {
+    use super::pages;
+    o.push_str("### Page size: latency vs working set\n\n");
+    let Some(p) = &m.pages else {
+        let why = m
+            .pages_skipped
+            .as_deref()
+            .unwrap_or("this results.json was written before the study measured page sizes");
+        let _ = writeln!(o, "Not measured: {}.\n", md(why));
+        return;
+    };
+    if p.interrupted {
+        o.push_str("Interrupted: the working sets below are the ones that finished.\n\n");
+    }
+    let _ = writeln!(o, "**{}**\n", md(&pages::departure(p)));
+    let _ = writeln!(o, "{}\n", md(&pages::settings(p)));
+    table(o, &pages::latency(p));
+    table(o, &pages::backing(p));
+    if let Some(t) = pages::tlb(p) {
+        table(o, &t);
+    }
+    for n in pages::tlb_notes(p).iter().chain(&p.notes) {
+        let _ = writeln!(o, "- {}", md(n));
+    }
+    if !(p.notes.is_empty() && pages::tlb_notes(p).is_empty()) {
+        o.push('\n');
+    }
 }
 
 #[cfg(test)]

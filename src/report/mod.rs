@@ -19,6 +19,7 @@ pub mod html;
 pub mod lenient;
 pub mod machine;
 pub mod markdown;
+pub mod pages;
 pub mod svg;
 pub mod tables;
 pub mod verdict;
@@ -449,10 +450,18 @@ pub struct PlacementMedian {
 }
 
 /// `mem report` as the study read it: overcommit, page cache, huge pages, cgroup limits,
-/// OOM candidates and the findings (nothing measured, so no budget).
+/// OOM candidates and the findings; and `mem pages`' latency curves for 4 KiB pages and THP
+/// over working sets up to a cap the phase's budget share allows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemorySection {
     pub report: crate::mem::MemReport,
+    /// The page-size curves; None when not measured (`pages_skipped` says why) and in files
+    /// written before the study measured them.
+    #[serde(default)]
+    pub pages: Option<crate::mem::pages::model::PagesReport>,
+    /// Why the curves were not measured (a synthetic report, too little MemAvailable).
+    #[serde(default)]
+    pub pages_skipped: Option<String>,
 }
 
 /// The answer, in plain words, with what it rests on.

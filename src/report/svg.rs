@@ -728,6 +728,151 @@ pub fn topology(name: &str, title: &str, packages: &[PackageBox]) -> String {
     d.finish(name, title)
 }
 
+/// A vertical mark on [`log_log_chart`]'s x axis (a TLB's reach, where two curves part).
+#[derive(Debug, Clone, PartialEq)]
+pub struct XMark {
+    pub x: f64,
+    pub label: String,
+}
+
+/// Lines over a log₂ x axis and a log₁₀ y axis, each point's spread drawn as a band around
+/// its line: for values spanning orders of magnitude on both axes, such as latency vs
+/// working set. `x_ticks` are the caller's (value, label) pairs, e.g. byte sizes in powers
+/// of two; `marks` are dashed vertical lines with a label at the top.
+pub fn log_log_chart(
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    x_ticks: &[(f64, String)],
+    marks: &[XMark],
+) -> String {
+    let a = Area {
+        x: 70.0,
+        y: 52.0,
+        w: 560.0,
+        h: 260.0,
+    };
+    let w = a.x + a.w + 30.0;
+    let h = a.y + a.h + 48.0;
+    let pts: Vec<&Point> = series.iter().flat_map(|s| &s.points).collect();
+    let xs = pts
+        .iter()
+        .map(|p| p.x)
+        .chain(x_ticks.iter().map(|t| t.0))
+        .filter(|x| *x > 0.0 && x.is_finite());
+    let (x0, x1) = xs.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    let (l0, l1) = if x1 > x0 {
+        (x0.log2(), x1.log2())
+    } else if x1 > 0.0 {
+        (x1.log2() - 1.0, x1.log2() + 1.0)
+    } else {
+        (0.0, 1.0)
+    };
+    let xpos = |x: f64| {
+        let t = if x > 0.0 && x.is_finite() {
+            ((x.log2() - l0) / (l1 - l0)).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        a.x + 10.0 + (a.w - 20.0) * t
+    };
+    let ys: Vec<f64> = pts
+        .iter()
+        .flat_map(|p| {
+            let (lo, hi) = p.range.unwrap_or((p.y, p.y));
+            [p.y, lo, hi]
+        })
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .collect();
+    let axis = Axis::log(
+        ys.iter().copied().fold(f64::INFINITY, f64::min),
+        ys.iter().copied().fold(0.0, f64::max),
+    );
+    let mut d = Doc::new(w, h);
+    d.text(a.x, 18.0, "start", 13.0, title);
+    let items: Vec<(String, String)> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.clone(), PALETTE[i % PALETTE.len()].to_string()))
+        .collect();
+    legend(&mut d, a.x + 10.0, 36.0, &items);
+    y_axis(&mut d, &a, &axis, y_label);
+    for (x, label) in x_ticks {
+        let px = xpos(*x);
+        d.line(px, a.y + a.h, px, a.y + a.h + 4.0, "#555", 1.0);
+        d.text(px, a.y + a.h + 16.0, "middle", 11.0, label);
+    }
+    d.text(a.x + a.w / 2.0, a.y + a.h + 36.0, "middle", 12.0, x_label);
+    for (i, m) in marks.iter().enumerate() {
+        let px = xpos(m.x);
+        let _ = writeln!(
+            d.body,
+            r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#777" stroke-width="1" stroke-dasharray="4 3"/>"##,
+            f(a.y),
+            f(a.y + a.h),
+            x = f(px)
+        );
+        // Staggered so neighbouring marks' labels do not overlap.
+        d.text(
+            px + 3.0,
+            a.y + 12.0 + 12.0 * (i % 3) as f64,
+            "start",
+            10.0,
+            &m.label,
+        );
+    }
+    for (i, s) in series.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        // The spread as a band: along the tops, back along the bottoms.
+        let band: Vec<String> = s
+            .points
+            .iter()
+            .map(|p| (p.x, p.range.map_or(p.y, |r| r.1)))
+            .chain(
+                s.points
+                    .iter()
+                    .rev()
+                    .map(|p| (p.x, p.range.map_or(p.y, |r| r.0))),
+            )
+            .map(|(x, y)| format!("{},{}", f(xpos(x)), f(a.y_of(&axis, y))))
+            .collect();
+        if s.points.len() > 1 && s.points.iter().any(|p| p.range.is_some()) {
+            let _ = writeln!(
+                d.body,
+                r#"<polygon points="{}" fill="{colour}" fill-opacity="0.2" stroke="none"/>"#,
+                band.join(" ")
+            );
+        }
+        let path: Vec<String> = s
+            .points
+            .iter()
+            .map(|p| format!("{},{}", f(xpos(p.x)), f(a.y_of(&axis, p.y))))
+            .collect();
+        if !path.is_empty() {
+            let _ = writeln!(
+                d.body,
+                r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
+                path.join(" ")
+            );
+        }
+        for p in &s.points {
+            d.circle(
+                xpos(p.x),
+                a.y_of(&axis, p.y),
+                2.5,
+                colour,
+                colour,
+                &p.tooltip,
+            );
+        }
+    }
+    d.finish(name, title)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -76,6 +76,7 @@ pub fn size(topo: &Topology, cfg: &Config, synthetic: bool) -> Result<Vec<Box<dy
                     .mul_f64(phases::share_in(e.name, cfg.compare.is_some())),
                 repeat,
                 burner_mode,
+                synthetic,
             })
         })
         .collect()
@@ -275,6 +276,7 @@ pub(crate) mod tests {
                 5
             },
             burner_mode: BurnerMode::Process,
+            synthetic: false,
         })
     }
 

@@ -25,6 +25,9 @@ pub struct SizeCtx<'a> {
     pub repeat: usize,
     /// How neighbors runs its burners (processes on the real engine).
     pub burner_mode: BurnerMode,
+    /// The engine makes its numbers up: a phase that measures outside the engine (the
+    /// memory phase's page-size curves) plans nothing.
+    pub synthetic: bool,
 }
 
 /// What a running phase uses.

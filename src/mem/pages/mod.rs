@@ -50,6 +50,9 @@ pub struct PagesConfig {
     pub bandwidth_sample: Duration,
     /// A note when `max_bytes` is smaller than asked (the default shrunk to fit).
     pub note: Option<String>,
+    /// Why hugetlb pages are left alone even when the pools have them free (the study);
+    /// None: measured when free or reserved.
+    pub leave_hugetlb: Option<String>,
 }
 
 /// Bytes a run with this `--max` maps beside hugetlb pages: the 4 KiB and THP buffers,
@@ -132,6 +135,7 @@ impl PagesConfig {
             chase_sample: Duration::from_millis(10),
             bandwidth_sample: Duration::from_millis(5),
             note,
+            leave_hugetlb: None,
         })
     }
 }
@@ -253,6 +257,9 @@ pub fn run(cfg: &PagesConfig, progress: &dyn Progress) -> Result<PagesReport> {
                 ),
                 _ => None,
             },
+            PageKind::Huge2M | PageKind::Huge1G if cfg.leave_hugetlb.is_some() => {
+                cfg.leave_hugetlb.clone()
+            }
             PageKind::Huge2M | PageKind::Huge1G => match hugetlb_shortfall(kind, cfg.max_bytes) {
                 Some(_)
                     if cfg.reserve

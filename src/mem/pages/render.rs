@@ -107,32 +107,7 @@ pub fn human(r: &PagesReport) -> String {
     }
 
     o.push_str("\nWhere 4 KiB pages fall behind\n");
-    match &r.departure {
-        Some(d) => {
-            let _ = writeln!(
-                o,
-                "  from a {} working set on, 4 KiB pages are slower than {} at every size: {} vs {} ns \
-                 per load there, {:.2}× at {}{}",
-                bytes(d.working_set_bytes),
-                d.reference.label(),
-                sig(d.latency_4k_ns, 3),
-                sig(d.latency_ref_ns, 3),
-                d.ratio_at_max,
-                bytes(r.max_bytes),
-                d.tlb_reach_bytes.map_or(String::new(), |t| format!(
-                    " (CPUID's largest 4 KiB data-TLB reach below it: {})",
-                    bytes(t)
-                ))
-            );
-        }
-        None if measured.iter().any(|k| k.kind != PageKind::Small) => {
-            o.push_str(
-                "  nowhere in the sizes measured: the 4 KiB curve stays within the huge-page one's \
-                 spread (or 10%); try a larger --max\n",
-            );
-        }
-        None => o.push_str("  not measured: no huge-page curve to compare with (see below)\n"),
-    }
+    let _ = writeln!(o, "  {}", departure(r));
 
     o.push_str("\nBends (latency up ≥ 25% from one working set to the next)\n");
     for k in &measured {
@@ -246,6 +221,38 @@ pub fn human(r: &PagesReport) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     o
+}
+
+/// Where 4 KiB pages fall behind huge pages, as one sentence (also the study report's).
+pub fn departure(r: &PagesReport) -> String {
+    match &r.departure {
+        Some(d) => format!(
+            "from a {} working set on, 4 KiB pages are slower than {} at every size: {} vs {} ns \
+             per load there, {:.2}× at {}{}",
+            bytes(d.working_set_bytes),
+            d.reference.label(),
+            sig(d.latency_4k_ns, 3),
+            sig(d.latency_ref_ns, 3),
+            d.ratio_at_max,
+            bytes(r.max_bytes),
+            d.tlb_reach_bytes.map_or(String::new(), |t| format!(
+                " (CPUID's largest 4 KiB data-TLB reach below it: {})",
+                bytes(t)
+            ))
+        ),
+        None if r
+            .kinds
+            .iter()
+            .any(|k| k.kind != PageKind::Small && k.skipped.is_none() && !k.points.is_empty()) =>
+        {
+            format!(
+                "nowhere up to {}: the 4 KiB curve stays within the huge-page one's spread \
+                 (or 10%); a larger working set (`smtlab mem pages --max`) may show it",
+                bytes(r.max_bytes)
+            )
+        }
+        None => "not measured: no huge-page curve to compare with".into(),
+    }
 }
 
 fn lowest(k: &[&KindResult]) -> f64 {

@@ -262,6 +262,7 @@ mod tests {
             )),
             repeat: 3,
             burner_mode: BurnerMode::Process,
+            synthetic: false,
         })
     }
 

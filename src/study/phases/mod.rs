@@ -38,7 +38,7 @@ pub const ALL: [Entry; 9] = [
     },
     Entry {
         name: PhaseName::Memory,
-        share: 0.0,
+        share: 0.03,
         size: memory::size,
     },
     Entry {
@@ -68,7 +68,7 @@ pub const ALL: [Entry; 9] = [
     },
     Entry {
         name: PhaseName::Yield,
-        share: 0.10,
+        share: 0.07,
         size: smt_yield::size,
     },
     Entry {

@@ -114,6 +114,7 @@ pub fn latency(p: &PagesReport) -> Table {
             .chain(kinds.iter().map(|k| format!("{} ns/load", k.kind.label())))
             .collect(),
         rows: Vec::new(),
+        align: Vec::new(),
     };
     let mut sizes: Vec<u64> = kinds
         .iter()
@@ -141,6 +142,7 @@ pub fn backing(p: &PagesReport) -> Table {
     let mut t = Table {
         header: vec!["Pages".into(), "Backing".into()],
         rows: Vec::new(),
+        align: Vec::new(),
     };
     for k in &p.kinds {
         let what = match (&k.skipped, &k.backing) {
@@ -164,6 +166,7 @@ pub fn tlb(p: &PagesReport) -> Option<Table> {
             .map(|s| s.to_string())
             .collect(),
         rows: Vec::new(),
+        align: Vec::new(),
     };
     for e in &p.tlb.entries {
         t.rows.push(vec![

@@ -226,8 +226,10 @@ enum Command {
 
 /// Parses the process arguments and runs the command.
 pub fn main() -> Result<()> {
-    let cli = Cli::try_parse().map_err(from_clap)?;
+    // Before parsing, so a signal that arrives in the first milliseconds (a supervisor's
+    // quick SIGTERM) ends the run with exit 130 and cleanup, not by the default action.
     crate::interrupt::install();
+    let cli = Cli::try_parse().map_err(from_clap)?;
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Topo { root, cpus, json } => {

@@ -662,7 +662,8 @@ enum NeighborsBurnerMode {
 struct CommandArgs {
     /// Named placements, run in this order: one-per-core (one thread on each of K cores),
     /// pairs (both siblings of K/2 cores), all (every sibling of K cores). Default
-    /// one-per-core,all on a machine with SMT.
+    /// one-per-core,all on a machine with SMT; without siblings, `compare` measures the
+    /// command on every CPU of the K cores, with nothing to compare.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     placements: Vec<String>,
     /// K, the cores of the named placements (default: every core of the --within unit).

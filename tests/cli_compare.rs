@@ -273,9 +273,52 @@ fn placements_needing_smt_exit_3_on_a_machine_without_it() {
         let named = p.rsplit(',').next().unwrap();
         assert!(err.contains(&format!("`{named}`")), "{err}");
     }
-    let out = smtlab().args(["compare", "--", "true"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert!(stderr_of(&out).contains("--cpus 0 --cpus 0-1"));
+}
+
+#[test]
+fn without_smt_the_default_measures_the_command_on_every_cpu_and_says_why_not_compared() {
+    let topo = smtlab::topology::discover(Path::new("/")).unwrap();
+    if topo.threads_per_core() > 1 {
+        eprintln!("skipped: this machine has SMT siblings (the default compares placements)");
+        return;
+    }
+    let (all, _) = cpus();
+    let out = smtlab()
+        .args(["compare", "--runs", "3", "--json", "--shell", "--"])
+        .arg("i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let j = json_of(&out);
+    let ps = j["placements"].as_array().unwrap();
+    assert_eq!(ps.len(), 1, "{j}");
+    assert_eq!(ps[0]["label"], format!("cpus:{all}"));
+    assert_eq!(ps[0]["cpus"], serde_json::to_value(&all).unwrap());
+    assert_eq!(ps[0]["runs"].as_array().unwrap().len(), 3);
+    assert!(ps[0]["wall_time_ns"]["median"].as_f64().unwrap() > 0.0);
+    assert_eq!(j["comparisons"], serde_json::json!([]));
+    assert!(j["smt_yield"].is_null() && j["pairs_slowdown"].is_null());
+    let why = j["no_comparison"].as_str().unwrap();
+    assert!(
+        why.contains("no SMT comparison was possible") && why.contains("--cpus"),
+        "{why}"
+    );
+    // The text says it too, under the per-run table; no comparison line.
+    let out = smtlab()
+        .args(["compare", "--runs", "2", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("cpus:{all}")), "{text}");
+    assert!(text.contains("no SMT comparison was possible"), "{text}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("cpus:") && l.contains(" vs "))
+            && !text.contains("SMT yield"),
+        "{text}"
+    );
 }
 
 #[test]

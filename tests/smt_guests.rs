@@ -175,6 +175,50 @@ fn guest(s: Shape, extra: Vec<GuestCommand>, files: &[&str], limit: Duration) ->
     Some(run)
 }
 
+/// Counters attach to each worker thread, not to the process or another thread: the
+/// guest has no PMU under TCG, but its kernel counts software events, and each thread's
+/// task-clock is its own CPU time over the window (cpu_share × the duration, from
+/// CLOCK_THREAD_CPUTIME_ID), within margins wide enough for TCG's slow clocks.
+fn check_thread_counters(ls: &Value) {
+    let status = &ls["counters"];
+    assert_eq!(status["mode"], "all", "{status}");
+    let reasons = status["unavailable"].as_array().unwrap();
+    let duration = ls["duration_ns"].as_f64().unwrap();
+    for r in ls["results"].as_array().unwrap() {
+        for t in r["threads"].as_array().unwrap() {
+            let c = &t["counters"];
+            for f in [
+                "task_clock_ns",
+                "context_switches",
+                "cpu_migrations",
+                "page_faults",
+            ] {
+                assert!(c[f].is_u64(), "{f} not counted in the guest: {t}");
+            }
+            let tc = c["task_clock_ns"].as_f64().unwrap();
+            let cpu = t["cpu_share"].as_f64().unwrap() * duration;
+            assert!(
+                cpu > 0.0 && (tc - cpu).abs() <= 0.5 * cpu + 20e6,
+                "thread {} on CPU {}: task-clock {tc} ns vs its CPU time {cpu} ns",
+                t["thread"],
+                t["cpu"]
+            );
+            for f in ["cycles", "instructions", "ipc"] {
+                assert!(c[f].is_null(), "{f} counted without a PMU: {c}");
+            }
+        }
+    }
+    for event in ["cycles", "instructions"] {
+        let why = reasons
+            .iter()
+            .find(|u| u["event"] == event)
+            .and_then(|u| u["reason"].as_str())
+            .unwrap_or_else(|| panic!("{event} null without a reason: {status}"));
+        assert!(!why.is_empty(), "{status}");
+        eprintln!("guest: {event} not counted: {why}");
+    }
+}
+
 #[test]
 fn one_package_two_cores_two_threads_runs_every_experiment() {
     let s = Shape::new(1, 2, 2, 0);
@@ -254,6 +298,8 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
             assert_eq!(t["shares_core_with_scanner"], sibling, "{t}");
         }
     }
+
+    check_thread_counters(&ls);
 
     // Burners on the workers' siblings, never on the workers' CPUs; every step ran pinned.
     let dry = &run.cmd("neighbors siblings dry").ok().stdout;

@@ -300,6 +300,20 @@ pub struct Resolved {
     pub variants: Vec<Variant>,
     pub skipped: Vec<(String, String)>,
     pub scope: Option<ScopeUnit>,
+    /// Why nothing is compared: the default on a machine without SMT siblings runs one
+    /// placement only. None when placements are compared.
+    pub no_comparison: Option<String>,
+}
+
+/// Why the default comparison (one-per-core vs all) cannot run on `topo`: no placements
+/// were given and every core has one usable thread, so both would be the same CPUs.
+/// None when placements were given or the machine has siblings.
+pub fn no_smt_default(topo: &Topology, cfg: &Config) -> Option<String> {
+    (cfg.placements.is_empty() && topo.threads_per_core() <= 1).then(|| {
+        "no SMT siblings on this machine (1 thread per core), so the default one-per-core \
+         vs all comparison would run the same CPUs twice"
+            .to_string()
+    })
 }
 
 /// Resolves the placements (and burner variants) on `topo`.
@@ -307,17 +321,12 @@ pub struct Resolved {
 /// Errors: a placement needing SMT on a machine without it (exit 3, naming it), too few
 /// cores (exit 3), CPUs that are not usable here (exit 2).
 pub fn resolve(topo: &Topology, cfg: &Config) -> Result<Resolved> {
-    let smt = topo.threads_per_core() > 1;
+    let (unit, unit_cores) = placement::scoped_cores(topo, cfg.within);
+    let k = cfg.cores.unwrap_or(unit_cores.len().max(1));
+    if let Some(why) = no_smt_default(topo, cfg) {
+        return single_without_smt(topo, cfg, k, why);
+    }
     let choices = if cfg.placements.is_empty() {
-        if !smt {
-            return Err(NotPossible(
-                "no placements given, and this machine shows no SMT siblings (1 thread per \
-                 core), so the default one-per-core vs all comparison would run the same CPUs \
-                 twice; compare CPU sets instead, e.g. --cpus 0 --cpus 0-1"
-                    .into(),
-            )
-            .into());
-        }
         vec![
             PlacementChoice::Named(Request::OnePerCore),
             PlacementChoice::Named(Request::All),
@@ -325,8 +334,6 @@ pub fn resolve(topo: &Topology, cfg: &Config) -> Result<Resolved> {
     } else {
         cfg.placements.clone()
     };
-    let (unit, unit_cores) = placement::scoped_cores(topo, cfg.within);
-    let k = cfg.cores.unwrap_or(unit_cores.len().max(1));
     let mut scope = None;
     let mut bases = Vec::new();
     for c in &choices {
@@ -414,6 +421,46 @@ pub fn resolve(topo: &Topology, cfg: &Config) -> Result<Resolved> {
         variants,
         skipped,
         scope,
+        no_comparison: None,
+    })
+}
+
+/// The default without SMT siblings: the command still runs and is measured, on every
+/// usable CPU of the `--cores` cores (one per core is all there is), labelled by its CPU
+/// list; there is nothing to compare it with. Burners need a placement to stand beside,
+/// so they are refused as they would be for the comparison.
+fn single_without_smt(topo: &Topology, cfg: &Config, k: usize, why: String) -> Result<Resolved> {
+    if let Some(b) = &cfg.burners {
+        return Err(NotPossible(format!(
+            "--burners {}:{} without --placements or --cpus: {why}; give the CPU sets to \
+             compare, e.g. --cpus 0 --cpus 0-1",
+            b.kind, b.count
+        ))
+        .into());
+    }
+    let plan = placement::plan_within(topo, &Request::OnePerCore, k, cfg.within)?;
+    let cpus = plan.cpus();
+    let request = Request::Cpus(cpus.clone()).to_string();
+    let example = match cpus.first() {
+        Some(first) if cpus.len() > 1 => format!("--cpus {first} --cpus {cpus}"),
+        _ => "--cpus 0 --cpus 0-1".to_string(),
+    };
+    Ok(Resolved {
+        variants: vec![Variant {
+            label: request.clone(),
+            request,
+            cores: cores_of(topo, &cpus).len(),
+            cpus,
+            burner_cpus: Vec::new(),
+            notes: plan.notes,
+        }],
+        skipped: Vec::new(),
+        scope: plan.scope,
+        no_comparison: Some(format!(
+            "no SMT comparison was possible: {why}; the command ran on every usable CPU \
+             instead. To compare placements give two CPU sets ({example}), or run on a \
+             machine with SMT siblings"
+        )),
     })
 }
 
@@ -587,9 +634,37 @@ mod tests {
             assert_eq!(crate::error::exit_code(&e), 3, "{e:#}");
             assert!(format!("{e:#}").contains(needle), "{e:#}");
         }
-        let e = resolve(&topo, &cfg(&[], 2)).unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 3);
+        // No placements: the command still runs, once per round on every usable CPU of
+        // the cores, and the report says why nothing is compared and how to compare.
+        let mut d = cfg(&[], 2);
+        d.cores = None;
+        let r = resolve(&topo, &d).unwrap();
+        let got: Vec<(&str, Vec<u32>, usize)> = r
+            .variants
+            .iter()
+            .map(|v| (v.label.as_str(), cpus(v), v.cores))
+            .collect();
+        assert_eq!(got, [("cpus:0-3", vec![0, 1, 2, 3], 4)]);
+        let why = r.no_comparison.unwrap();
+        assert!(
+            why.contains("no SMT comparison was possible")
+                && why.contains("--cpus 0 --cpus 0-3")
+                && why.contains("machine with SMT"),
+            "{why}"
+        );
+        assert_eq!(
+            resolve(&topo, &cfg(&[], 2)).unwrap().variants[0].label,
+            "cpus:0-1"
+        );
+        // With burners there is no placement to stand beside: exit 3, as before.
+        let mut b = cfg(&[], 2);
+        b.burners = Some(BurnerChoice::parse("prime:1", BurnerPlacement::OtherCores).unwrap());
+        let e = resolve(&topo, &b).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 3, "{e:#}");
         assert!(format!("{e:#}").contains("--cpus 0 --cpus 0-1"), "{e:#}");
+        // On a machine with siblings the default compares: no such sentence.
+        let smt = crate::report::fixture::topology(2, 2, false);
+        assert_eq!(resolve(&smt, &cfg(&[], 2)).unwrap().no_comparison, None);
         // Explicit CPU lists run anywhere they are usable; unusable ones are bad input.
         let mut c = cfg(&[], 2);
         c.placements = vec![

@@ -281,6 +281,7 @@ pub fn assemble(
             })
             .collect(),
         comparisons,
+        no_comparison: resolved.no_comparison.clone(),
         smt_yield,
         pairs_slowdown,
         interrupted: measured.interrupted,

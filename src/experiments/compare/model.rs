@@ -38,6 +38,11 @@ pub struct CompareReport {
     pub skipped: Vec<Skipped>,
     /// Each placement against the first.
     pub comparisons: Vec<Comparison>,
+    /// Why there are no comparisons, and how to get one: without placements on a machine
+    /// without SMT siblings the command runs on one placement only. None when placements
+    /// were compared (and in older files).
+    #[serde(default)]
+    pub no_comparison: Option<String>,
     /// Throughput of every sibling of some cores over one thread per core on the same
     /// cores: what SMT adds for this command.
     pub smt_yield: Option<PairRatio>,

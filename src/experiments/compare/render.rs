@@ -158,8 +158,14 @@ fn describe_runs(r: &CompareReport) -> String {
         ),
         None => "wall time (lower is better)".to_string(),
     };
+    // One placement and nothing to compare it with: measured, not compared.
+    let verb = if r.no_comparison.is_some() {
+        "measured"
+    } else {
+        "compared"
+    };
     format!(
-        "compared by {metric}; {} after {}, interleaved; CPUs set by {}",
+        "{verb} by {metric}; {} after {}, interleaved; CPUs set by {}",
         render::count(r.rounds, "round"),
         render::count(r.warmup_rounds, "warm-up round"),
         r.enforcement
@@ -308,6 +314,9 @@ pub fn lines(r: &CompareReport) -> Vec<String> {
     for c in &r.comparisons {
         out.push(comparison_line(c, r.noise_threshold));
     }
+    if let Some(n) = &r.no_comparison {
+        out.push(n.clone());
+    }
     if let Some(y) = &r.smt_yield {
         out.push(yield_line(y));
     }
@@ -356,15 +365,35 @@ fn counters_table(r: &CompareReport) -> String {
             .chain(text::header(hw))
             .collect::<Vec<_>>(),
     ];
+    // One placement and nothing to compare: each run is worth a row, so the counts can
+    // be checked against `perf stat` on one run of the same command.
+    let per_run = r.placements.len() == 1;
     for p in &r.placements {
+        if per_run {
+            for run in &p.runs {
+                rows.push(
+                    std::iter::once(format!("{} run {}", p.label, run.round))
+                        .chain(text::cells(run.counters.as_ref(), hw))
+                        .collect(),
+                );
+            }
+        }
         rows.push(
-            std::iter::once(p.label.clone())
-                .chain(text::cells(p.counters.as_ref(), hw))
-                .collect(),
+            std::iter::once(if per_run {
+                format!("{} median", p.label)
+            } else {
+                p.label.clone()
+            })
+            .chain(text::cells(p.counters.as_ref(), hw))
+            .collect(),
         );
     }
     let right: Vec<bool> = (0..rows[0].len()).map(|i| i >= 1).collect();
-    let mut out = String::from("\ncounters (median per run, the command's whole process tree):\n");
+    let mut out = String::from(if per_run {
+        "\ncounters (each run and the median, the command's whole process tree):\n"
+    } else {
+        "\ncounters (median per run, the command's whole process tree):\n"
+    });
     out.push_str(&aligned(&rows, &right));
     if let Some(n) = text::multiplexing_note(counts()) {
         out.push_str(&format!("note: {n}\n"));
@@ -650,6 +679,7 @@ pub(crate) mod tests {
             server: None,
             burners: None,
             comparisons: analysis::comparisons(&placements, basis, 0.02),
+            no_comparison: None,
             smt_yield: analysis::pair_speedup(&placements, (2, 0), basis),
             pairs_slowdown: analysis::pair_slowdown(&placements, (1, 0), basis),
             placements,
@@ -723,6 +753,43 @@ pub(crate) mod tests {
             2_000_000_000u64
         );
         assert!(j["placements"][0]["runs"][0]["counters"]["cycles"].is_null());
+    }
+
+    #[test]
+    fn one_placement_without_smt_is_measured_each_run_shown_and_not_compared() {
+        use crate::counters::{Counts, Event, Scaled};
+        let mut r = fixture();
+        r.placements.truncate(1);
+        r.comparisons.clear();
+        r.smt_yield = None;
+        r.pairs_slowdown = None;
+        r.no_comparison = Some("no SMT comparison was possible: no SMT siblings".into());
+        for (i, run) in r.placements[0].runs.iter_mut().enumerate() {
+            run.counters = Some(Counts::from_scaled(&[(
+                Event::TaskClock,
+                Scaled {
+                    value: 1_000_000_000 + i as u64 * 10_000_000,
+                    counted_share: 1.0,
+                },
+            )]));
+        }
+        super::super::analysis::summarize(&mut r.placements[0]);
+        let t = text(&r);
+        assert!(
+            t.contains("measured by") && !t.contains("compared by"),
+            "{t}"
+        );
+        assert!(t.contains("no SMT comparison was possible"), "{t}");
+        assert!(!t.contains(" vs ") && !t.contains("SMT yield"), "{t}");
+        assert!(t.contains("counters (each run and the median"), "{t}");
+        assert!(
+            t.contains("one-per-core run 1") && t.contains("one-per-core run 7"),
+            "{t}"
+        );
+        assert!(t.contains("one-per-core median"), "{t}");
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j["no_comparison"].as_str().unwrap().contains("no SMT"));
+        assert_eq!(j["comparisons"], serde_json::json!([]));
     }
 
     #[test]

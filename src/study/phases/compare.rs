@@ -78,6 +78,13 @@ impl ComparePhase {
             ));
         };
         let mut cfg = given.clone();
+        // `smtlab compare` alone measures the command anyway; the study's phase is there to
+        // compare placements, so without siblings and without placements it has nothing to do.
+        if let Some(why) = compare::config::no_smt_default(ctx.topo, &cfg) {
+            return Ok(skipped(format!(
+                "{why}; compare CPU sets instead, e.g. --cpus 0 --cpus 0-1"
+            )));
+        }
         // Each named placement alone (burners aside): the ones this machine cannot run
         // are left out with the reason; a bad option is still an error.
         let mut left_out = Vec::new();

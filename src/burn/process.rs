@@ -105,6 +105,9 @@ impl ProcessBurners {
     /// children started so far and returns `Interrupted`.
     pub fn spawn(spec: &BurnSpec, cpus: &[CpuSet], opts: &ProcessOptions) -> Result<Self> {
         spec.validate()?;
+        // The children open counters of their own; holding the kernel's perf static keys
+        // here keeps their openings from switching them (see `counters::prepare`).
+        crate::counters::prepare(spec.counters);
         // Here, so that a refused nice value is this process's exit code, not a child's.
         super::workload::preflight(spec.policy, spec.nice)?;
         let nice_offset = crate::engine::nice_offset_for(cpus, spec.nice);

@@ -329,6 +329,49 @@ fn raise_fd_limit() {
     });
 }
 
+/// Opens, once per process, one disabled software event of each kind smtlab counts and
+/// keeps it open until the process exits, so that the kernel switches its perf static
+/// keys on once instead of at every run.
+///
+/// The first event of a software kind switches the static key
+/// `perf_swevent_enabled[kind]` on and closing the last switches it off
+/// (`perf_swevent_init` and `sw_perf_event_destroy` in Linux `kernel/events/core.c`);
+/// the first per-task event also enables `perf_sched_events` (`account_event`, switched
+/// off a second after the last one closes). Each switch rewrites kernel text
+/// (`text_poke_bp`) and waits for an interrupt on every CPU. Opening and closing counters
+/// at every run would make each run's start stop every CPU of the machine, the
+/// neighbours' included; in QEMU's TCG guests it hung a worker's perf_event_open for 45 s
+/// (soft lockup in `smp_call_function_many_cond`) while the other vCPUs spun.
+fn hold_static_keys(user_only: bool) {
+    static HELD: std::sync::OnceLock<Vec<OwnedFd>> = std::sync::OnceLock::new();
+    HELD.get_or_init(|| {
+        let target = Target {
+            inherit: false,
+            enable_on_exec: false,
+        };
+        [
+            Event::PageFaults,
+            Event::ContextSwitches,
+            Event::CpuMigrations,
+        ]
+        .into_iter()
+        .filter(|e| !(user_only && e.kernel_only()))
+        .filter_map(|e| sys::open(&Counters::spec(e, target, user_only, false), None).ok())
+        .collect()
+    });
+}
+
+/// Gets the process ready to open counters in `mode`: raises the open-file limit and
+/// switches the kernel's perf static keys on for good ([`hold_static_keys`]). Call it
+/// before starting threads that spin; [`Counters`] also does it on its first opening.
+pub fn prepare(mode: Mode) {
+    if mode == Mode::Off {
+        return;
+    }
+    raise_fd_limit();
+    hold_static_keys(!kernel_counting_allowed());
+}
+
 /// One opened group (or a single event).
 struct Group {
     leader: OwnedFd,
@@ -385,7 +428,7 @@ impl Counters {
         if mode == Mode::Off {
             return None;
         }
-        raise_fd_limit();
+        prepare(mode);
         let user_only = !kernel_counting_allowed();
         let mut c = Counters {
             groups: Vec::new(),

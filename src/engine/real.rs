@@ -124,6 +124,9 @@ pub fn run_observed(
     if n == 0 {
         return Err(anyhow!("the plan has no threads"));
     }
+    // Once per process, before any thread of this run spins: the workers' openings then
+    // switch no kernel static key (see `counters::prepare`).
+    crate::counters::prepare(spec.counters);
     let load = threads_per_cpu(plan.threads.iter().map(|t| &t.cpus));
     let nice_offset = nice_offset(load, headroom(workload.requested_nice()));
     let shared = Shared {

@@ -33,6 +33,8 @@ const QUOTED_LINES: usize = 8;
 
 pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
     cfg.validate()?;
+    // Before burners start spinning (see `counters::prepare`).
+    crate::counters::prepare(cfg.counters);
     let resolved = config::resolve(topo, cfg)?;
     let pairs = super::smt_pairs(topo, &resolved.variants);
     let mut notes: Vec<String> = Vec::new();

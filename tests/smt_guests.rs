@@ -923,7 +923,8 @@ fn compare_cgroup_v2_places_the_command_and_removes_its_cgroups() {
              echo \"during $(ls -d /sys/fs/cgroup/smtlab-* 2>/dev/null | wc -l)\"; \
              kill -INT $pid; wait $pid; echo \"exit $?\"; \
              echo \"after $(ls -d /sys/fs/cgroup/smtlab-* 2>/dev/null | wc -l)\"; \
-             echo \"sleeps $(pgrep -f 'sleep 300' | wc -l)\"; cat /tmp/int.err >&2",
+             echo \"sleeps $(for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done \
+             | grep -c '^sleep 300 ')\"; cat /tmp/int.err >&2",
         ),
         cmd(
             "study",
@@ -1016,4 +1017,39 @@ fn compare_cgroup_v2_places_the_command_and_removes_its_cgroups() {
     assert_eq!(row["evidence"]["comparison"]["n"], 5, "{row}");
     assert_ne!(row["answer"], "not-measured", "{row}");
     assert_eq!(run.cmd("left after study").ok().stdout.trim(), "none");
+}
+
+/// A guest for looking into something by hand, not a check: boots the shape in
+/// `SMTLAB_GUEST_SHAPE` (`SOCKETSxCORESxTHREADS`, default 1x2x2) and runs each line of
+/// `SMTLAB_GUEST_CMDS` as a command, printing what each printed and how long it took.
+/// `SMTLAB_GUEST_CMDS='smtlab topo' cargo test --test smt_guests by_hand -- --ignored --nocapture`
+#[test]
+#[ignore = "for investigating by hand: set SMTLAB_GUEST_CMDS"]
+fn by_hand() {
+    let Some(p) = guest::prereqs_or_skip() else {
+        return;
+    };
+    let dims: Vec<u32> = std::env::var("SMTLAB_GUEST_SHAPE")
+        .unwrap_or_else(|_| "1x2x2".into())
+        .split('x')
+        .map(|d| {
+            d.parse()
+                .expect("SMTLAB_GUEST_SHAPE: SOCKETSxCORESxTHREADS")
+        })
+        .collect();
+    let [sockets, cores, threads] = dims[..] else {
+        panic!("SMTLAB_GUEST_SHAPE: SOCKETSxCORESxTHREADS, e.g. 1x2x2");
+    };
+    let s = Shape::new(sockets, cores, threads, 0);
+    let lines = std::env::var("SMTLAB_GUEST_CMDS").expect("SMTLAB_GUEST_CMDS: one command a line");
+    let cmds: Vec<GuestCommand> = lines
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| cmd(format!("{i}"), l))
+        .collect();
+    let run = run_guest(&p, s, &cmds, &[], Duration::from_secs(1800));
+    for c in &run.commands {
+        println!("$ {}\n{}{}exit {:?}\n", c.shell, c.stdout, c.stderr, c.code);
+    }
 }

@@ -399,8 +399,11 @@ fn init_script(n_cmds: usize, files: &[&str]) -> String {
          echo @@SMTLAB-BOOTED\n",
     );
     for i in 0..n_cmds {
+        // The start marker carries the guest's uptime, so a time-out can say which
+        // command was running and how long each before it took.
         s.push_str(&format!(
-            "sh /cmds/{i} >/tmp/.o 2>/tmp/.e; c=$?\n\
+            "echo \"@@SMTLAB-START {i} $(cut -d' ' -f1 /proc/uptime)\"\n\
+             sh /cmds/{i} >/tmp/.o 2>/tmp/.e; c=$?\n\
              echo @@SMTLAB-OUT {i}; base64 /tmp/.o; echo @@SMTLAB-END\n\
              echo @@SMTLAB-ERR {i}; base64 /tmp/.e; echo @@SMTLAB-END\n\
              echo @@SMTLAB-CODE {i} $c\n"
@@ -479,36 +482,87 @@ pub fn run_guest(
     let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
     let kill = Kill(child);
+    // The console is collected as it arrives, so a guest that runs out of time still
+    // shows how far it got.
+    // `SMTLAB_GUEST_CONSOLE=FILE` copies it there as it comes, to watch a guest live.
+    let console = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let mut copy =
+        std::env::var_os("SMTLAB_GUEST_CONSOLE").and_then(|f| std::fs::File::create(f).ok());
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = stdout.read_to_end(&mut buf);
-        let _ = tx.send(buf);
-    });
+    {
+        let console = console.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match stdout.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if let Some(f) = copy.as_mut() {
+                            use std::io::Write;
+                            let _ = f.write_all(&chunk[..n]);
+                        }
+                        console
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .extend_from_slice(&chunk[..n])
+                    }
+                }
+            }
+            let _ = tx.send(());
+        });
+    }
     let err_thread = std::thread::spawn(move || {
         let mut buf = String::new();
         let _ = stderr.read_to_string(&mut buf);
         buf
     });
-    let out = match rx.recv_timeout(limit) {
-        Ok(b) => b,
-        Err(_) => {
-            drop(kill); // closes the pipe, so the reader ends
-            panic!("the {shape} guest did not finish within {limit:?}: QEMU killed");
-        }
-    };
+    if rx.recv_timeout(limit).is_err() {
+        drop(kill); // closes the pipe, so the reader ends
+        let so_far = console.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let serial = clean(&String::from_utf8_lossy(&so_far));
+        panic!(
+            "the {shape} guest did not finish within {limit:?}: QEMU killed\n{}\nserial tail:\n{}",
+            progress(&serial, cmds, true),
+            tail(&serial, 40)
+        );
+    }
+    let out = std::mem::take(&mut *console.lock().unwrap_or_else(|e| e.into_inner()));
     let mut kill = kill;
     let _ = kill.0.wait();
     let qemu_err = err_thread.join().unwrap_or_default();
     let serial = clean(&String::from_utf8_lossy(&out));
     let mut run = parse(&serial, cmds, files);
     run.wall = t0.elapsed();
+    eprintln!("the {shape} guest: {}", progress(&serial, cmds, false));
     assert!(
         serial.contains("@@SMTLAB-DONE"),
         "the {shape} guest stopped before the end; QEMU said: {qemu_err}\nserial tail:\n{}",
         tail(&serial, 60)
     );
     run
+}
+
+/// Which commands started, at what guest uptime, and how long each took: what a
+/// time-out message needs to name the command that was still running.
+fn progress(serial: &str, cmds: &[GuestCommand], killed: bool) -> String {
+    let starts: Vec<(usize, f64)> = serial
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("@@SMTLAB-START ")?.split_whitespace();
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect();
+    let mut out = String::from("commands started (guest uptime, seconds taken):\n");
+    for (k, &(i, at)) in starts.iter().enumerate() {
+        let name = cmds.get(i).map_or("?", |c| c.name.as_str());
+        let took = match starts.get(k + 1) {
+            Some(&(_, next)) => format!("{:.1} s", next - at),
+            None if killed => "still running when QEMU was killed".to_string(),
+            None => "the last".to_string(),
+        };
+        out.push_str(&format!("  {i:>2} {name:<28} at {at:>7.1}: {took}\n"));
+    }
+    out
 }
 
 /// The console without carriage returns and terminal escape sequences.

@@ -1108,6 +1108,34 @@ fn ctrl_c_during_setup_prepare_and_run_removes_the_cluster() {
     interrupt_postgres_at("setup:", &["--setup", "sleep 30"], &["true"]);
     interrupt_postgres_at("warm-up round", &["--prepare", "sleep 30"], &["true"]);
     interrupt_postgres_at("warm-up round", &[], &["sleep", "30"]);
+    // A measured round (after the warm-up one), and the cleanup after the last round.
+    interrupt_postgres_at("round 1/2", &[], &["sleep", "30"]);
+    interrupt_postgres_at("cleanup:", &["--cleanup", "sleep 30"], &["true"]);
+}
+
+/// The command killed by SIGKILL (here by itself) mid-run: the comparison fails with the
+/// signal named, and the cluster and its server are gone.
+#[test]
+fn a_command_killed_by_sigkill_fails_the_run_and_the_cluster_is_removed() {
+    if !have_postgres() {
+        return;
+    }
+    let (_, first) = cpus();
+    let out = smtlab()
+        .args(["compare", "--with-postgres", "--cpus", &first.to_string()])
+        .args(["--runs", "2", "--warmup", "0", "--"])
+        .args(["sh", "-c", "kill -9 $$"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("SIGKILL"), "the signal is named:\n{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("managed cluster in "))
+        .unwrap_or_else(|| panic!("no cluster line:\n{err}"));
+    let dir = cluster_dir(line);
+    assert!(!dir.exists(), "{} left", dir.display());
 }
 
 #[test]

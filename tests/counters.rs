@@ -270,3 +270,103 @@ fn compare_counts_each_runs_process_tree() {
         "the placement's median"
     );
 }
+
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = smtlab()
+        .args(args)
+        .args(["--warmup", "0", "--repeat", "1", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// A thread's task-clock cannot exceed the wall time it ran: `threads` × `window`, with
+/// room for start-up and the kernel's accounting granularity.
+fn within_cpu_budget(counts: &serde_json::Value, threads: u64, window_ns: u64) {
+    let tc = counts["task_clock_ns"].as_u64().unwrap();
+    assert!(tc > 0, "nothing counted: {counts}");
+    assert!(
+        tc <= threads * window_ns * 3 / 2 + 50_000_000,
+        "task-clock {tc} ns for {threads} threads over {window_ns} ns: {counts}"
+    );
+}
+
+#[test]
+fn neighbors_counts_the_workers_of_every_step() {
+    let r = json_of(&["neighbors", "--burners", "0,1", "-d", "300ms"]);
+    let status = &r["counters"];
+    assert_eq!(status["mode"], "all");
+    let steps = r["steps"].as_array().unwrap();
+    assert!(!steps.is_empty());
+    for s in steps {
+        let c = &s["worker_counters"];
+        check(c, status);
+        within_cpu_budget(
+            c,
+            s["workers"].as_u64().unwrap(),
+            s["measured_ns"].as_u64().unwrap(),
+        );
+    }
+    let off = json_of(&[
+        "neighbors",
+        "--burners",
+        "0",
+        "-d",
+        "200ms",
+        "--counters",
+        "off",
+    ]);
+    assert!(off["counters"].is_null());
+    assert!(off["steps"][0]["worker_counters"].is_null());
+}
+
+#[test]
+fn rwcache_counts_each_scheme_run() {
+    let r = json_of(&["rwcache", "-t", "2", "-d", "300ms"]);
+    let status = &r["counters"];
+    assert_eq!(status["mode"], "all");
+    let results = r["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for s in results {
+        check(&s["counters"], status);
+        within_cpu_budget(&s["counters"], 2, 300_000_000);
+    }
+    let sw = json_of(&[
+        "rwcache",
+        "-t",
+        "2",
+        "-d",
+        "200ms",
+        "--counters",
+        "software",
+    ]);
+    let c = &sw["results"][0]["counters"];
+    assert!(c["task_clock_ns"].is_u64() && c["cycles"].is_null(), "{c}");
+    assert!(
+        sw["counters"]["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|u| u["reason"] == "not counted (`--counters software`)")
+    );
+}
+
+#[test]
+fn oltp_counts_each_insert_thread() {
+    let r = json_of(&["oltp", "-t", "2", "-d", "300ms"]);
+    let status = &r["counters"];
+    assert_eq!(status["mode"], "all");
+    let runs = r["runs"].as_array().unwrap();
+    assert!(!runs.is_empty());
+    for run in runs {
+        let threads = run["per_thread"].as_array().unwrap();
+        assert_eq!(threads.len(), 2, "one entry per insert thread: {run}");
+        for t in threads {
+            check(&t["counters"], status);
+            within_cpu_budget(&t["counters"], 1, 300_000_000);
+        }
+    }
+}

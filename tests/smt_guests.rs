@@ -325,6 +325,16 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         // Pinned on both sides: never the unpinned "possibly".
         assert_ne!(step["diagnosis"], "possibly-smt-sharing", "{step}");
         assert_ne!(step["diagnosis"], "oversubscribed", "{step}");
+        // The counters are the workers' alone: with burners on the siblings, counting
+        // them too would double the task-clock past 2 workers × the window.
+        let c = &step["worker_counters"];
+        let tc = c["task_clock_ns"].as_f64().unwrap();
+        let window = step["measured_ns"].as_f64().unwrap();
+        assert!(
+            tc > 0.0 && tc <= 2.0 * window * 1.4 + 50e6,
+            "workers' task-clock {tc} ns over a {window} ns window: {step}"
+        );
+        assert!(c["cycles"].is_null(), "{c}");
     }
     let summary = nb["summary"].as_array().unwrap();
     assert_eq!(summary.len(), 3, "{nb}");
@@ -427,7 +437,22 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
             );
             assert_eq!(r["pinning_ok"], true, "{r}");
             assert_eq!(r["synthetic"], false, "{r}");
+            // The run's counters are its own threads' sum: software events counted,
+            // task-clock no more than threads × the measured window (wide margins for
+            // TCG's clocks), hardware events null (no PMU in the guest).
+            let c = &r["counters"];
+            for f in ["task_clock_ns", "context_switches", "cpu_migrations"] {
+                assert!(c[f].is_u64(), "{f} not counted in the guest: {r}");
+            }
+            let tc = c["task_clock_ns"].as_f64().unwrap();
+            let budget = r["threads"].as_f64().unwrap() * r["measured_ns"].as_f64().unwrap();
+            assert!(
+                tc > 0.0 && tc <= 1.5 * budget + 50e6,
+                "task-clock {tc} ns for a {budget} ns thread budget: {r}"
+            );
+            assert!(c["cycles"].is_null() && c["ipc"].is_null(), "{c}");
         }
+        assert_eq!(y["counters"]["mode"], "all", "{y}");
         let c = &w["smt_yield"]["comparison"];
         assert_eq!(c["n"], 2, "a yield from both rounds: {w}");
         assert_eq!(c["indicative"], true, "{w}");

@@ -69,12 +69,21 @@ pub fn marks(
     m
 }
 
-/// Steps of [`BEND_RATIO`] or more, consecutive steps merged into one; each names the
-/// largest capacity in `marks` from the size before the step up to the size after,
+/// Steps of [`BEND_RATIO`] or more, consecutive steps merged into one climb; each names
+/// the largest capacity in `marks` from the size before the climb up to its last size,
 /// inclusive (random access starts missing a level at its capacity or a little before, as
 /// other data and conflicts share it).
 pub fn bends(points: &[Point], marks: &[(u64, String)]) -> Vec<Bend> {
+    let near = |lo: u64, hi: u64| {
+        marks
+            .iter()
+            .rev()
+            .find(|(c, _)| *c >= lo && *c <= hi)
+            .map(|(_, name)| name.clone())
+    };
     let mut out: Vec<Bend> = Vec::new();
+    // The working set before the current climb's first step.
+    let mut climb_lo = 0;
     let mut prev_step = false;
     for w in points.windows(2) {
         let (a, b) = (&w[0], &w[1]);
@@ -82,19 +91,17 @@ pub fn bends(points: &[Point], marks: &[(u64, String)]) -> Vec<Bend> {
         if step && prev_step {
             if let Some(last) = out.last_mut() {
                 last.to_ns = b.latency_ns.median;
+                last.last_working_set_bytes = b.working_set_bytes;
+                last.near = near(climb_lo, b.working_set_bytes);
             }
         } else if step {
-            let lo = a.working_set_bytes;
-            let near = marks
-                .iter()
-                .rev()
-                .find(|(c, _)| *c >= lo && *c <= b.working_set_bytes)
-                .map(|(_, name)| name.clone());
+            climb_lo = a.working_set_bytes;
             out.push(Bend {
                 working_set_bytes: b.working_set_bytes,
+                last_working_set_bytes: b.working_set_bytes,
                 from_ns: a.latency_ns.median,
                 to_ns: b.latency_ns.median,
-                near,
+                near: near(climb_lo, b.working_set_bytes),
             });
         }
         prev_step = step;
@@ -222,7 +229,24 @@ mod tests {
         assert_eq!((b[1].from_ns, b[1].to_ns), (3.2, 40.0));
         assert_eq!(b[1].working_set_bytes, 1 << 20);
         assert_eq!(b[1].near.as_deref(), Some("L2 1 MiB"));
+        assert_eq!(b[1].last_working_set_bytes, 2 << 20, "the climb's end");
+        assert_eq!(b[0].last_working_set_bytes, 64 << 10, "a single step");
         assert!(bends(&pts[..2], &marks).is_empty());
+        // A climb whose capacity lies past its first step is still named by it.
+        let climb = vec![
+            pt(512 << 10, 3.8, 0.0),
+            pt(768 << 10, 4.8, 0.0),
+            pt(1 << 20, 6.4, 0.0),
+            pt(1536 << 10, 11.6, 0.0),
+        ];
+        let b = bends(&climb, &marks);
+        assert_eq!(b.len(), 1, "{b:?}");
+        assert_eq!((b[0].from_ns, b[0].to_ns), (3.8, 11.6));
+        assert_eq!(
+            (b[0].working_set_bytes, b[0].last_working_set_bytes),
+            (768 << 10, 1536 << 10)
+        );
+        assert_eq!(b[0].near.as_deref(), Some("L2 1 MiB"));
     }
 
     #[test]

@@ -95,7 +95,12 @@ pub struct FirstTouch {
 pub struct Bend {
     /// The first working set after the step.
     pub working_set_bytes: u64,
-    /// Median latency before and after, ns.
+    /// The last working set of the climb: consecutive steps of ≥ 25 % are one bend, from
+    /// the set before the first to this one (equal to `working_set_bytes` for a single
+    /// step; 0 in older files).
+    #[serde(default)]
+    pub last_working_set_bytes: u64,
+    /// Median latency before the climb and at its last working set, ns.
     pub from_ns: f64,
     pub to_ns: f64,
     /// A capacity just below it that likely explains it (`L2 1 MiB`, `L2 TLB reach 512 KiB`).

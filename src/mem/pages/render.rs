@@ -109,7 +109,9 @@ pub fn human(r: &PagesReport) -> String {
     o.push_str("\nWhere 4 KiB pages fall behind\n");
     let _ = writeln!(o, "  {}", departure(r));
 
-    o.push_str("\nBends (latency up ≥ 25% from one working set to the next)\n");
+    o.push_str(
+        "\nBends (latency up ≥ 25% from one working set to the next; ns before the step → at the bend's last working set)\n",
+    );
     for k in &measured {
         if k.bends.is_empty() {
             let _ = writeln!(o, "  {:<14} none", k.kind.label());
@@ -117,9 +119,9 @@ pub fn human(r: &PagesReport) -> String {
         for (i, b) in k.bends.iter().enumerate() {
             let _ = writeln!(
                 o,
-                "  {:<14} at {}: {} → {} ns{}",
+                "  {:<14} {}: {} → {} ns{}",
                 if i == 0 { k.kind.label() } else { "" },
-                bytes(b.working_set_bytes),
+                bend_span(b),
                 sig(b.from_ns, 3),
                 sig(b.to_ns, 3),
                 b.near
@@ -265,4 +267,18 @@ fn highest(k: &[&KindResult]) -> f64 {
     k.iter()
         .flat_map(|k| k.points.iter().map(|p| p.latency_ns.median))
         .fold(0.0, f64::max)
+}
+
+/// Where a bend happened: one working set for a single step, the range for a climb of
+/// several consecutive steps (whose latencies are those of the range's two ends).
+fn bend_span(b: &super::model::Bend) -> String {
+    if b.last_working_set_bytes > b.working_set_bytes {
+        format!(
+            "from {} to {}",
+            bytes(b.working_set_bytes),
+            bytes(b.last_working_set_bytes)
+        )
+    } else {
+        format!("at {}", bytes(b.working_set_bytes))
+    }
 }

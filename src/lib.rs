@@ -26,8 +26,9 @@
 //! - `tempstate`: `$TMPDIR/smtlab-*` directories with an owner lock, and removing those of
 //!   owners that are gone.
 //! - `interrupt`: the SIGINT, SIGTERM and SIGHUP handlers.
-//! - files the user asked for: `report::write_all` (the study's files), `commands::compare`
-//!   (`--export-csv`, `--export-markdown`), `commands::top` (`--textfile`).
+//! - files the user asked for, each through [`fsutil::replace`]: `report::write_all` (the
+//!   study's files), `commands::compare` (`--export-csv`, `--export-markdown`),
+//!   `commands::top` (`--textfile`).
 //! - reading sysfs and procfs: `topology::discover`, `hygiene` (0.25 s of `/proc/stat`),
 //!   `mem` (`mem report`), `counters::reason`.
 //!
@@ -41,6 +42,7 @@
 //! - [`duration`]: Durations as users type them (`5`, `500ms`, `250us`, `1.5s`, `1h`), one grammar for every option.
 //! - [`engine`]: The `Engine` trait: measurement threads spawned, pinned and timed for real, or made up.
 //! - [`error`]: Exit codes and error classes.
+//! - [`fsutil`]: Replacing a file whole (temporary file, fsync, rename), for every file smtlab writes.
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
 //! - [`hygiene`]: Is other work or the hypervisor already using the CPUs about to be measured?
 //! - [`interrupt`]: Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
@@ -84,6 +86,7 @@ pub mod duration;
 pub mod engine;
 pub mod error;
 pub mod experiments;
+pub mod fsutil;
 pub mod hygiene;
 pub mod interrupt;
 pub mod limits;

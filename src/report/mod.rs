@@ -574,6 +574,44 @@ pub struct Finding {
 }
 
 impl Report {
+    /// A complete report of this layout version with no phase run yet: every experiment's
+    /// section None (each phase fills its own), no verdict, no notes.
+    pub fn new(
+        synthetic: bool,
+        provenance: Provenance,
+        machine: MachineInfo,
+        topology: Topology,
+        study: StudySettings,
+    ) -> Self {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            status: Status::Complete,
+            synthetic,
+            provenance,
+            machine,
+            smt: self::machine::smt_facts(&topology),
+            topology,
+            study,
+            phases: Vec::new(),
+            c2c: None,
+            lockscan: None,
+            neighbors: None,
+            oltp: None,
+            rwcache: None,
+            smt_yield: None,
+            memory: None,
+            compare: None,
+            interrupted_by: None,
+            verdict: Verdict {
+                headline: String::new(),
+                answers: Vec::new(),
+                findings: Vec::new(),
+                not_measured: Vec::new(),
+            },
+            notes: Vec::new(),
+        }
+    }
+
     /// Why the report is partial, in one sentence; None when it is complete.
     pub fn partial_reason(&self) -> Option<String> {
         if self.status != Status::Partial {

@@ -11,7 +11,8 @@
 //!
 //! A bare `8` is ambiguous (CPU 8 as a list, CPU 3 as a decimal mask), so callers choose the
 //! form: [`CpuSet::parse_list`] and [`CpuSet::parse_user`] treat it as a list; only
-//! [`CpuSet::parse_mask`] (for the seed's `-l/-s` syntax) reads it as a decimal mask.
+//! [`CpuSet::parse_mask`] (for lockscan's `-l/-s`, the masks of SQL Server's "To Hyper or not
+//! to Hyper" test program, Slava Oks, 2005) reads it as a decimal mask.
 
 use std::fmt;
 use std::str::FromStr;
@@ -250,7 +251,8 @@ impl CpuSet {
         if let Some(bad) = t.chars().find(|c| !c.is_ascii_digit()) {
             return Err(err(format!("`{bad}` is not a decimal digit")));
         }
-        // Decimal masks are for small machines (the seed's DWORD_PTR); u128 covers 128 CPUs.
+        // Decimal masks are for small machines (a Windows affinity mask is one DWORD_PTR,
+        // 64 bits); u128 covers 128 CPUs.
         let v: u128 = t
             .parse()
             .map_err(|_| err(format!("`{t}` is larger than a 128-CPU mask")))?;
@@ -606,7 +608,7 @@ mod tests {
     }
 
     #[test]
-    fn decimal_masks_as_in_seed_000() {
+    fn decimal_masks_as_windows_affinity_masks() {
         assert_eq!(CpuSet::parse_mask("8").unwrap().to_vec(), [3]);
         assert_eq!(CpuSet::parse_mask("7").unwrap().to_vec(), [0, 1, 2]);
         assert_eq!(CpuSet::parse_mask("0x8").unwrap().to_vec(), [3]);

@@ -2,10 +2,35 @@
 //! oversubscription — speeds up or wrecks real workloads.
 //!
 //! Data flows `cli → Config → topology → placement → engine → samples → stats → Report →
-//! renderers`; see ARCHITECTURE.md for the module map. Side effects (threads, pinning,
-//! child processes, databases, files) live in `engine`, `burn`, `oltp`, `tempstate` and
-//! `report::write_all`; sizing, planning, statistics, analysis and rendering are pure and
-//! tested without the hardware, on the [`engine::FakeEngine`].
+//! renderers`; see ARCHITECTURE.md for the module map. Sizing, planning, statistics,
+//! analysis and rendering are pure and tested without the hardware, on the
+//! [`engine::FakeEngine`]. What reaches outside the process lives in these modules:
+//! - `engine`: measurement threads, their pinning and priority (setpriority), clocks.
+//! - `burn`: burner threads and child processes (`burn::process`), their scheduling policy
+//!   and nice value (`burn::sched`).
+//! - `counters`: perf_event_open(2) per thread and per command tree; `counters::prepare`
+//!   raises the open-file limit and holds one event of each kind for the process's life.
+//! - `oltp`: database connections and SQLite files; managed PostgreSQL clusters (`initdb`,
+//!   `postgres` child processes, their data directory); pinning server backends and restoring
+//!   them (`oltp::pin`).
+//! - `smt`: `smt::apply` writes CPU online and SMT control files in sysfs, after
+//!   `smt::journal` writes the journal file that `restore` reads.
+//! - `top::trace`: creates a tracefs instance, enables `sched_switch` in it, removes it.
+//! - `experiments::compare`: runs the user's command in its own process group with its CPUs
+//!   set (`runner`); pins server processes and starts burners per run (`session`, `pins`);
+//!   creates and removes cpuset cgroups (`cgroup`); starts a guard process that undoes all
+//!   that if smtlab is killed (`guard`). `experiments::neighbors` and `experiments::oltp`
+//!   start burners and databases through `burn` and `oltp`; `study` through its phases.
+//! - `mem::pages`: `mmap`ed buffers; with `--reserve`, hugetlb pool sizes in sysfs and
+//!   their journal (`mem::pages::reserve`).
+//! - `tempstate`: `$TMPDIR/smtlab-*` directories with an owner lock, and removing those of
+//!   owners that are gone.
+//! - `interrupt`: the SIGINT, SIGTERM and SIGHUP handlers.
+//! - files the user asked for, each through [`fsutil::replace`]: `report::write_all` (the
+//!   study's files), `commands::compare` (`--export-csv`, `--export-markdown`),
+//!   `commands::top` (`--textfile`).
+//! - reading sysfs and procfs: `topology::discover`, `hygiene` (0.25 s of `/proc/stat`),
+//!   `mem` (`mem report`), `counters::reason`.
 //!
 //! Modules (each file opens with a `//!` line saying what it owns):
 //! - [`affinity`]: Affinity syscalls sized for > 1024 CPUs.
@@ -17,6 +42,7 @@
 //! - [`duration`]: Durations as users type them (`5`, `500ms`, `250us`, `1.5s`, `1h`), one grammar for every option.
 //! - [`engine`]: The `Engine` trait: measurement threads spawned, pinned and timed for real, or made up.
 //! - [`error`]: Exit codes and error classes.
+//! - [`fsutil`]: Replacing a file whole (temporary file, fsync, rename), for every file smtlab writes.
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
 //! - [`hygiene`]: Is other work or the hypervisor already using the CPUs about to be measured?
 //! - [`interrupt`]: Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
@@ -60,6 +86,7 @@ pub mod duration;
 pub mod engine;
 pub mod error;
 pub mod experiments;
+pub mod fsutil;
 pub mod hygiene;
 pub mod interrupt;
 pub mod limits;

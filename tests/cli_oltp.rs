@@ -218,7 +218,7 @@ fn configs_run_interleaved_and_skip_impossible_layouts() {
 }
 
 #[test]
-fn dry_run_on_an_smt_dump_shows_seed_001_layouts() {
+fn dry_run_on_an_smt_dump_shows_the_three_comparison_layouts() {
     let tmp = tempfile::tempdir().unwrap();
     let Some(root) = common::smt_dump(tmp.path()) else {
         return;
@@ -241,7 +241,8 @@ fn dry_run_on_an_smt_dump_shows_seed_001_layouts() {
         text.contains("pairs: 6 threads on CPUs 0-2,8-10 (3 cores)"),
         "{text}"
     );
-    // Seed 001's third layout: every sibling of the same 6 cores, 12 threads.
+    // The third layout of the `seed-001` insert test (the blog post "SQL Server,
+    // Hyper-Threading and OLTP Workloads"): every sibling of the same 6 cores, 12 threads.
     assert!(
         text.contains("all: 12 threads on CPUs 0-5,8-13 (6 cores)"),
         "{text}"

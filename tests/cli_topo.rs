@@ -81,7 +81,7 @@ fn topo_on_this_machine() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("CPUs online"), "{text}");
     if this_machine_online() == "0-1" {
-        // The project's 2-vCPU guest (REFERENCE: G2).
+        // A 2-vCPU guest that shows no SMT siblings: two cores, one L3.
         assert!(text.contains("2 CPUs online, 2 cores"), "{text}");
         let l3_lines = text
             .lines()
@@ -204,7 +204,7 @@ fn plan_on_a_two_thread_per_core_dump() {
     assert!(text.contains("6 threads on 6 CPUs of 3 cores"), "{text}");
     assert!(text.contains("within the whole machine"), "{text}");
 
-    // By default seed layouts stay in one package: package 0 has two cores, {0,8} and
+    // By default the comparison layouts stay in one package: package 0 has two cores, {0,8} and
     // {4,12}, so 6 threads one per core do not fit, and the message says how to widen.
     smtlab()
         .args(["plan", "one-per-core", "--threads", "6", "--sysfs-root"])

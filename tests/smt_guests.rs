@@ -139,7 +139,7 @@ fn check_common(s: Shape, run: &GuestRun) {
                 "burn {req} (t={t}): burner seen on {seen:?}, pinned to {planned:?}"
             );
         }
-        // Seed layouts stay in one package.
+        // The comparison layouts stay in one package.
         if [
             "one-per-core",
             "all",
@@ -269,7 +269,8 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         return;
     };
 
-    // Seed 000's sweep: the scanner on each lock thread's real sibling in turn, and each
+    // The sweep of SQL Server's "To Hyper or not to Hyper" test (Slava Oks, 2005): the
+    // scanner on each lock thread's real sibling in turn, and each
     // thread seen on the CPU it was pinned to.
     let ls = run.cmd("lockscan sweep").ok().json();
     assert_eq!(ls["smt"], true);
@@ -583,7 +584,7 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
 }
 
 #[test]
-fn two_packages_two_nodes_keep_seed_layouts_in_one_package() {
+fn two_packages_two_nodes_keep_comparison_layouts_in_one_package() {
     let s = Shape::new(2, 2, 2, 2);
     let extra = vec![
         cmd(

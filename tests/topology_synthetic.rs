@@ -158,7 +158,7 @@ fn two_sockets_interleaved_siblings() {
         order,
         ["0,8", "4,12", "1,9", "5,13", "2,10", "6,14", "3,11", "7,15"]
     );
-    // Seed layouts stay in one package by default (mixing sockets into an SMT comparison
+    // The comparison layouts stay in one package by default (mixing sockets into an SMT comparison
     // measures the socket too) ...
     assert_eq!(placed(&topo, "pairs", 4).unwrap(), ["0", "8", "1", "9"]);
     assert_eq!(
@@ -309,7 +309,7 @@ fn hybrid_p_and_e_cores() {
         placed(&topo, "pairs", 14),
         Err(PlanError::NotEnough { have: 6, .. })
     ));
-    // Seed layouts stay on one core kind: the P-cores, whatever the request.
+    // The comparison layouts stay on one core kind: the P-cores, whatever the request.
     assert_eq!(
         placed(&topo, "one-per-core", 6).unwrap(),
         ["0", "2", "4", "6", "8", "10"]

@@ -43,11 +43,15 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let rep = experiment::run(&topo, &cfg.exp, &ui);
     ui.close();
     let rep = rep?;
+    let export = |p: &Path, text: String| {
+        crate::fsutil::replace(p, text.as_bytes())
+            .with_context(|| format!("writing {}", p.display()))
+    };
     if let Some(p) = &cfg.export_csv {
-        write_atomically(p, &render::csv(&rep))?;
+        export(p, render::csv(&rep))?;
     }
     if let Some(p) = &cfg.export_markdown {
-        write_atomically(p, &render::markdown(&rep))?;
+        export(p, render::markdown(&rep))?;
     }
     super::emit(out, cfg.json, &rep, render::text, rep.interrupted)
 }
@@ -78,26 +82,6 @@ fn check_writable(p: &Path) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Writes `text` to a temporary file beside `p`, then renames it over `p`: a reader never
-/// sees half a file.
-fn write_atomically(p: &Path, text: &str) -> Result<()> {
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = p
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.smtlab-{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, p))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
-        .with_context(|| format!("writing {}", p.display()))
 }
 
 /// The progress bar with ETA on a terminal (drawn from the moment the runs are planned,

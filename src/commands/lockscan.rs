@@ -160,13 +160,11 @@ pub fn human(r: &LockscanReport) -> String {
         o.push_str(&crate::report::tables::lockscan_threads(s).text());
         o.push_str(&counters_text(s));
         let nl = s.scenario.lock_cpus.len();
-        o.push_str(&format!(
-            "total {} acquisitions/s{}",
-            si(s.acquisitions_per_sec.map(|x| x.median).unwrap_or(0.0)),
-            s.acquisitions_per_sec
-                .map(|x| format!(" ± {}", si(x.mad)))
-                .unwrap_or_default(),
-        ));
+        o.push_str(&match s.acquisitions_per_sec {
+            Some(x) => format!("total {} acquisitions/s ± {}", si(x.median), si(x.mad)),
+            // No run finished (Ctrl-C before the first): nothing to summarise.
+            None => "total acquisitions/s not measured".into(),
+        });
         if let Some(h) = s.handoffs_per_sec {
             o.push_str(&format!(", {} handoffs/s", si(h)));
         }
@@ -216,10 +214,8 @@ pub fn human(r: &LockscanReport) -> String {
             table.push(vec![
                 s.lock.to_string(),
                 s.scenario.label.clone(),
-                si(s.acquisitions_per_sec.map(|x| x.median).unwrap_or(0.0)),
-                s.acquisitions_per_sec
-                    .map(|x| si(x.mad))
-                    .unwrap_or_else(|| "-".into()),
+                render::or_dash(s.acquisitions_per_sec.map(|x| x.median), si),
+                render::or_dash(s.acquisitions_per_sec.map(|x| x.mad), si),
                 render::or_dash(s.handoffs_per_sec, si),
                 render::or_dash(s.handoffs_share_of_ceiling, |x| {
                     format!("{:.0}%", x * 100.0)
@@ -333,5 +329,74 @@ fn join(v: &[u32]) -> String {
         "-".into()
     } else {
         v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::lockscan::ScenarioResult;
+
+    fn scenario(label: &str, acquisitions: Option<f64>) -> ScenarioResult {
+        ScenarioResult {
+            scenario: Scenario {
+                label: label.into(),
+                lock_cpus: vec![0, 1],
+                scan_cpus: vec![2],
+            },
+            lock: LockKind::Ttas,
+            runs: 1,
+            threads: Vec::new(),
+            acquisitions_per_sec: acquisitions.and_then(|x| crate::stats::Summary::of(&[x])),
+            jain_index: 1.0,
+            max_min_ratio: 1.0,
+            handoffs_per_sec: None,
+            sharing_vs_own_baseline: None,
+            sharing_ratios: Vec::new(),
+            sharing_vs_others: None,
+            cross_core_vs_baseline: None,
+            c2c_latency_ns: None,
+            c2c_latency_by_proximity: Vec::new(),
+            handoffs_share_of_ceiling: None,
+            pinning_ok: true,
+            interrupted: true,
+            core_cpi: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn acquisitions_not_measured_print_as_not_measured_and_stay_null_in_json() {
+        let r = LockscanReport {
+            schema_version: 1,
+            smt: true,
+            hypervisor: false,
+            cs_ns: 0,
+            scan_bytes: 1 << 20,
+            scan_l2_bytes: None,
+            duration_ns: 1_000_000_000,
+            repeat: 1,
+            lock_stats: StatsMode::Counters,
+            c2c_latency_ns: None,
+            scope: None,
+            results: vec![
+                scenario("measured", Some(2_000_000.0)),
+                scenario("cut", None),
+            ],
+            verdict: Vec::new(),
+            notes: Vec::new(),
+            counters: None,
+        };
+        let text = human(&r);
+        assert!(text.contains("total 2 M acquisitions/s"), "{text}");
+        assert!(text.contains("total acquisitions/s not measured"), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("ttas") && l.contains("cut"))
+            .expect("a comparison row for the cut scenario");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(&cells[2..4], ["-", "-"], "ACQ/S and ±MAD in `{row}`");
+        assert!(!text.contains(" 0 acquisitions"), "{text}");
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j["results"][1]["acquisitions_per_sec"].is_null());
     }
 }

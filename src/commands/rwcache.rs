@@ -4,7 +4,7 @@
 //! scheme; `--json` for the model.
 
 use crate::engine::RealEngine;
-use crate::experiments::rwcache::{self, BeforeAfter, RwcacheConfig, RwcacheReport, SchemeResult};
+use crate::experiments::rwcache::{self, BeforeAfter, RwcacheConfig, RwcacheReport};
 use crate::render::{self, Table, si, thousands};
 use crate::rwcache::SchemeKind;
 use anyhow::Result;
@@ -55,10 +55,6 @@ fn ns(x: f64) -> String {
     } else {
         format!("{x:.0}")
     }
-}
-
-fn rps(r: &SchemeResult) -> f64 {
-    r.requests_per_sec.map(|s| s.median).unwrap_or(0.0)
 }
 
 /// The end-of-run text.
@@ -170,10 +166,8 @@ fn schemes_table(r: &RwcacheReport) -> String {
             s.threads.to_string(),
             s.scheme.to_string(),
             s.cpus.to_string(),
-            si(rps(s)),
-            s.requests_per_sec
-                .map(|x| si(x.mad))
-                .unwrap_or_else(|| "-".into()),
+            render::or_dash(s.requests_per_sec.map(|x| x.median), si),
+            render::or_dash(s.requests_per_sec.map(|x| x.mad), si),
             si(s.lookups_per_sec),
             pct(s.cpu_share),
             ns(s.cpu_ns_per_request),
@@ -348,4 +342,41 @@ fn read_cost_table(r: &RwcacheReport) -> String {
         o.push_str(&table.text());
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{FakeEngine, RunSpec};
+    use crate::experiments::rwcache::TableSpec;
+    use crate::placement::{Request, Scope};
+    use std::time::Duration;
+
+    #[test]
+    fn requests_not_measured_print_as_a_hyphen_and_stay_null_in_json() {
+        let cfg = RwcacheConfig::new(
+            vec![SchemeKind::Spin],
+            vec![1],
+            Request::Spread,
+            Scope::Package,
+            TableSpec::default(),
+            RunSpec::new(Duration::ZERO, Duration::from_millis(100)),
+            1,
+            1,
+        )
+        .unwrap();
+        let topo = crate::report::fixture::topology(2, 2, false);
+        let mut r = rwcache::run(&FakeEngine::new(5), &topo, &cfg, &mut |_, _, _, _| {}).unwrap();
+        r.results[0].requests_per_sec = None;
+        let text = human(&r);
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq(["1", "spin"]))
+            .unwrap_or_else(|| panic!("a row for spin at 1 thread in\n{text}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // THREADS SCHEME CPUS REQ/S ±MAD: the CPU list is one word.
+        assert_eq!(&cells[3..5], ["-", "-"], "REQ/S and ±MAD in `{row}`");
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j["results"][0]["requests_per_sec"].is_null());
+    }
 }

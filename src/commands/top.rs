@@ -7,7 +7,7 @@ use crate::top::model::{self, Inputs, PidInput, TraceInput};
 use crate::top::{render, sample, trace};
 use anyhow::{Context, Result};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Output format.
@@ -142,7 +142,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             Format::Prometheus => render::prometheus(&s),
         };
         match &cfg.textfile {
-            Some(path) => replace_file(path, &text)?,
+            Some(path) => crate::fsutil::replace(path, text.as_bytes())
+                .with_context(|| format!("writing `{}`", path.display()))?,
             None => {
                 out.write_all(text.as_bytes())?;
                 out.flush()?;
@@ -152,19 +153,4 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     }
     drop(tracer);
     Ok(())
-}
-
-/// Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader
-/// never sees half a file.
-fn replace_file(path: &Path, text: &str) -> Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "smtlab.prom".into());
-    let tmp = path.with_file_name(format!(".{name}.{}", std::process::id()));
-    let res = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res.with_context(|| format!("writing `{}`", path.display()))
 }

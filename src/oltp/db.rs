@@ -1,5 +1,5 @@
 //! The engine-agnostic database layer: open a [`Db`] (SQLite file, PostgreSQL by URL, or a
-//! managed cluster), create the seed table, open one [`Session`] per client thread, count
+//! managed cluster), create the insert test's table, open one [`Session`] per client thread, count
 //! rows. Every message that names a PostgreSQL connection string goes through
 //! [`super::target::redact`], and driver errors are scrubbed of the password.
 
@@ -432,7 +432,8 @@ impl Db {
                 c.prepare(&table.pg_insert(), &types)
                     .context("preparing the INSERT")?;
                 if table.schema == Schema::Seed002 {
-                    // spid = the backend's pid, as the seed's @@spid; fixed per session.
+                    // spid = the backend's pid, as SQL Server's @@SPID (the session id) in the
+                    // original insert test; fixed per session.
                     let pid = c.backend_pid();
                     c.set_param(0, i64::from(pid));
                 }

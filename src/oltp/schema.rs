@@ -351,7 +351,7 @@ mod tests {
     }
 
     #[test]
-    fn keys_follow_the_seed() {
+    fn sequential_keys_are_the_thread_times_ten_to_the_ten_plus_i() {
         assert_eq!(key(KeyMode::Sequential, 0, 0), 10_000_000_000);
         assert_eq!(key(KeyMode::Sequential, 2, 5), 30_000_000_005);
         let r = key(KeyMode::Random, 0, 0);

@@ -24,7 +24,8 @@ use std::time::Instant;
 pub enum StopRule {
     /// When the engine's duration is over.
     Duration,
-    /// After this many rows (as `seed-001`'s procedure: each session a fixed count), or
+    /// After this many rows (as the `seed-001` test of the blog post "SQL Server,
+    /// Hyper-Threading and OLTP Workloads" ran: each session a fixed count), or
     /// earlier if the engine stops it.
     RowsPerThread(u64),
 }

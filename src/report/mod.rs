@@ -34,7 +34,6 @@ use crate::stats::Summary;
 use crate::topology::Topology;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Version of the `results.json` layout; bumped on incompatible changes.
@@ -575,6 +574,44 @@ pub struct Finding {
 }
 
 impl Report {
+    /// A complete report of this layout version with no phase run yet: every experiment's
+    /// section None (each phase fills its own), no verdict, no notes.
+    pub fn new(
+        synthetic: bool,
+        provenance: Provenance,
+        machine: MachineInfo,
+        topology: Topology,
+        study: StudySettings,
+    ) -> Self {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            status: Status::Complete,
+            synthetic,
+            provenance,
+            machine,
+            smt: self::machine::smt_facts(&topology),
+            topology,
+            study,
+            phases: Vec::new(),
+            c2c: None,
+            lockscan: None,
+            neighbors: None,
+            oltp: None,
+            rwcache: None,
+            smt_yield: None,
+            memory: None,
+            compare: None,
+            interrupted_by: None,
+            verdict: Verdict {
+                headline: String::new(),
+                answers: Vec::new(),
+                findings: Vec::new(),
+                not_measured: Vec::new(),
+            },
+            notes: Vec::new(),
+        }
+    }
+
     /// Why the report is partial, in one sentence; None when it is complete.
     pub fn partial_reason(&self) -> Option<String> {
         if self.status != Status::Partial {
@@ -697,58 +734,15 @@ pub fn check_out_dir(dir: &Path) -> Result<(), crate::error::BadInput> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` via a temporary file in the same directory and `rename`, so
-/// readers see the old file or the whole new one, never a part. The temporary file is
-/// removed on any error.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .with_context(|| format!("`{}` names no file", path.display()))?
-        .to_string_lossy()
-        .into_owned();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("writing `{}`", path.display()));
-    }
+/// Writes `bytes` to `path` whole ([`crate::fsutil::replace`]) and returns the path.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
+    crate::fsutil::replace(path, bytes).with_context(|| format!("writing `{}`", path.display()))?;
     Ok(path.to_path_buf())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn atomic_write_replaces_whole_and_leaves_no_temp() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("x.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "{names:?}");
-    }
-
-    #[test]
-    fn atomic_write_into_a_missing_dir_fails_cleanly() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("nope/x.json");
-        assert!(write_atomic(&p, b"x").is_err());
-        assert!(!dir.path().join("nope").exists());
-    }
 
     #[test]
     fn wrong_schema_version_is_bad_input() {

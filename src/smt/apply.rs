@@ -341,7 +341,8 @@ fn write_all(
             crate::interrupt::check()?;
         }
         let path = dir.join(w.target.rel_path());
-        // No `create`: a CPU without an online file is never given one.
+        // Into the sysfs file itself, not `crate::fsutil::replace`: the write is a request to
+        // the kernel. No `create`: a CPU without an online file is never given one.
         let res = std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)

@@ -15,7 +15,6 @@ use super::state::SmtState;
 use crate::cpuset::CpuSet;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Bumped when the journal's layout changes incompatibly.
@@ -178,20 +177,9 @@ pub fn write(dir: &Path, journal: &Journal) -> Result<PathBuf> {
         .create(dir)
         .with_context(|| format!("creating the journal directory `{}`", dir.display()))?;
     let path = dir.join(FILE);
-    let tmp = dir.join(format!(".{FILE}.{}", std::process::id()));
     let body = serde_json::to_string_pretty(journal)? + "\n";
-    let res = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(body.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(anyhow::Error::new(e))
-            .with_context(|| format!("writing the SMT journal `{}`", path.display()));
-    }
+    crate::fsutil::replace(&path, body.as_bytes())
+        .with_context(|| format!("writing the SMT journal `{}`", path.display()))?;
     Ok(path)
 }
 

@@ -117,38 +117,19 @@ pub fn run(
     let t0 = engine.now_ns();
     let phases = size(topo, cfg, engine.synthetic())?;
     let total: Duration = phases.iter().map(|p| p.estimate()).sum();
-    let mut rep = Report {
-        schema_version: report::SCHEMA_VERSION,
-        status: Status::Complete,
-        synthetic: engine.synthetic(),
-        provenance: provenance.clone(),
-        machine,
-        smt: report::machine::smt_facts(topo),
-        topology: topo.clone(),
-        study: StudySettings {
-            quick: cfg.quick,
-            budget_ns: cfg.budget.as_nanos() as u64,
-            estimate_ns: total.as_nanos() as u64,
-            db: cfg.db.to_string(),
-        },
-        phases: Vec::new(),
-        c2c: None,
-        lockscan: None,
-        neighbors: None,
-        oltp: None,
-        rwcache: None,
-        smt_yield: None,
-        memory: None,
-        compare: None,
-        interrupted_by: None,
-        verdict: report::Verdict {
-            headline: String::new(),
-            answers: Vec::new(),
-            findings: Vec::new(),
-            not_measured: Vec::new(),
-        },
-        notes: Vec::new(),
+    let settings = StudySettings {
+        quick: cfg.quick,
+        budget_ns: cfg.budget.as_nanos() as u64,
+        estimate_ns: total.as_nanos() as u64,
+        db: cfg.db.to_string(),
     };
+    let mut rep = Report::new(
+        engine.synthetic(),
+        provenance.clone(),
+        machine,
+        topo.clone(),
+        settings,
+    );
     if total > cfg.budget + cfg.budget / 2 {
         rep.notes.push(format!(
             "this machine needs about {:.0} s even with the shortest runs, more than the {:.0} s budget",

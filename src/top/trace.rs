@@ -228,6 +228,8 @@ impl Tracer {
         Ok(t)
     }
 
+    /// Writes `value` into a tracefs control file (a request to the kernel, so into the
+    /// file itself, never a temporary file renamed over it).
     fn write(&self, rel: &str, value: &str) -> Result<(), String> {
         let p = self.dir.join(rel);
         std::fs::OpenOptions::new()

@@ -130,6 +130,8 @@ pub struct Cpuset {
     removed: bool,
 }
 
+/// Writes `value` into a cgroupfs control file (a request to the kernel, so into the file
+/// itself, never a temporary file renamed over it).
 fn write(path: &Path, value: &str) -> std::io::Result<()> {
     std::fs::write(path, value)
 }

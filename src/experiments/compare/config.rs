@@ -600,7 +600,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_layouts_on_two_cores_of_two_siblings() {
+    fn comparison_layouts_on_two_cores_of_two_siblings() {
         // Cores {0,2} and {1,3}, as Linux numbers x86 siblings.
         let topo = crate::report::fixture::topology(2, 2, false);
         let r = resolve(&topo, &cfg(&["one-per-core", "pairs", "all"], 2)).unwrap();

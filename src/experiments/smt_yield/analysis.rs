@@ -206,7 +206,7 @@ mod tests {
             ]));
             r
         };
-        // The seed's numbers: IPC 0.39 on one thread per core, 0.25 with both siblings
+        // A core whose IPC falls from 0.39 with one thread to 0.25 with both siblings
         // busy; both siblings run, so twice the cycles. 1,000 instructions per operation:
         // one-per-core 4 cores × 1 G cycles × 0.39 / 1000 = 1.56 M ops/s.
         let mut v = Vec::new();

@@ -72,6 +72,8 @@ fn read_u64(path: &Path) -> Result<u64> {
         .with_context(|| format!("`{}` holds `{}`, not a number", path.display(), t.trim()))
 }
 
+/// Writes `v` into an existing sysfs file: a request to the kernel, which a temporary file
+/// and rename (`crate::fsutil::replace`) could not make.
 fn write_u64(path: &Path, v: u64) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -101,19 +103,9 @@ fn write_journal(dir: &Path, j: &Journal) -> Result<PathBuf> {
         .create(dir)
         .with_context(|| format!("creating `{}`", dir.display()))?;
     let path = dir.join(JOURNAL);
-    let tmp = dir.join(format!(".{JOURNAL}.{}", std::process::id()));
     let body = serde_json::to_string_pretty(j)? + "\n";
-    let res = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(body.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("writing the hugetlb journal `{}`", path.display()));
-    }
+    crate::fsutil::replace(&path, body.as_bytes())
+        .with_context(|| format!("writing the hugetlb journal `{}`", path.display()))?;
     Ok(path)
 }
 

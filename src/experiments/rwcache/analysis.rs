@@ -198,8 +198,18 @@ pub fn summarise(
     }
 }
 
+/// The median requests/s of a measured result. Callers keep to [`measured`] results, so
+/// a scheme with no completed run never enters a comparison as 0 requests/s.
 fn median_rps(r: &SchemeResult) -> f64 {
-    r.requests_per_sec.map(|s| s.median).unwrap_or(0.0)
+    r.requests_per_sec.map_or(f64::NAN, |s| s.median)
+}
+
+/// The results with at least one completed run (Ctrl-C can leave a scheme without any).
+fn measured(results: &[SchemeResult]) -> Vec<&SchemeResult> {
+    results
+        .iter()
+        .filter(|r| r.requests_per_sec.is_some())
+        .collect()
 }
 
 fn row(r: &SchemeResult) -> BeforeAfterRow {
@@ -214,6 +224,7 @@ fn row(r: &SchemeResult) -> BeforeAfterRow {
 
 /// `spin` → `rwspin` at every thread count that ran both (pure).
 pub fn before_after(results: &[SchemeResult]) -> Vec<BeforeAfter> {
+    let results = measured(results);
     let mut out = Vec::new();
     for b in results.iter().filter(|r| r.scheme == SchemeKind::Spin) {
         let Some(a) = results
@@ -259,7 +270,10 @@ pub fn read_cost(results: &[SchemeResult], schemes: &[SchemeKind]) -> Vec<ReadCo
     schemes
         .iter()
         .filter_map(|&k| {
-            let mut rs: Vec<&SchemeResult> = results.iter().filter(|r| r.scheme == k).collect();
+            let mut rs: Vec<&SchemeResult> = measured(results)
+                .into_iter()
+                .filter(|r| r.scheme == k)
+                .collect();
             if rs.is_empty() {
                 return None;
             }
@@ -287,12 +301,14 @@ pub fn read_cost(results: &[SchemeResult], schemes: &[SchemeKind]) -> Vec<ReadCo
 
 /// The best scheme per thread count and overall (pure). None without results.
 pub fn best(results: &[SchemeResult]) -> Option<Best> {
+    let results = measured(results);
     let mut threads: Vec<usize> = results.iter().map(|r| r.threads).collect();
     threads.sort_unstable();
     threads.dedup();
     let mut per_threads = Vec::new();
     for &n in &threads {
-        let mut at: Vec<&SchemeResult> = results.iter().filter(|r| r.threads == n).collect();
+        let mut at: Vec<&SchemeResult> =
+            results.iter().copied().filter(|r| r.threads == n).collect();
         at.sort_by(|a, b| median_rps(b).total_cmp(&median_rps(a)));
         let first = at[0];
         let second = at.get(1);
@@ -325,7 +341,7 @@ pub fn best(results: &[SchemeResult]) -> Option<Best> {
                 let mine = results
                     .iter()
                     .find(|r| r.scheme == k && r.threads == b.threads)
-                    .map(median_rps)
+                    .map(|r| median_rps(r))
                     .unwrap_or(0.0);
                 ratio(mine, b.requests_per_sec).max(1e-12).ln()
             })
@@ -522,6 +538,24 @@ pub(super) mod tests {
         ]);
         assert!(close(one[0].requests_change_pct, 12.5));
         assert_eq!((one[0].requests_ratio, one[0].verdict), (None, None));
+    }
+
+    #[test]
+    fn a_scheme_without_a_completed_run_enters_no_comparison() {
+        // Ctrl-C before any rwspin run completed: requests/s not measured, never 0.
+        let mut cut = result(SchemeKind::RwSpin, 1, &[9_000_000; 3]);
+        cut.requests_per_sec = None;
+        let results = [result(SchemeKind::Spin, 1, &[8_000_000; 3]), cut];
+        assert!(before_after(&results).is_empty(), "no row against nothing");
+        let b = best(&results).unwrap();
+        assert_eq!(
+            (b.per_threads[0].scheme, b.per_threads[0].runner_up),
+            (SchemeKind::Spin, None)
+        );
+        assert!(close(b.per_threads[0].requests_per_sec, 8_000_000.0));
+        let rc = read_cost(&results, &[SchemeKind::Spin, SchemeKind::RwSpin]);
+        assert_eq!(rc.len(), 1, "rwspin has no measured cost: {rc:?}");
+        assert!(best(&results[1..]).is_none());
     }
 
     #[test]

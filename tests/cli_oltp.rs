@@ -688,6 +688,35 @@ fn missing_binaries_give_the_install_hint() {
     assert!(err.contains("apt-get install postgresql"), "{err}");
 }
 
+/// A SQLite run removes what a killed managed-PostgreSQL run left (and the other way round:
+/// every run that makes a temporary directory sweeps every kind).
+#[test]
+fn a_sqlite_run_removes_a_dead_smtlabs_cluster_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A pid that existed and is gone: a child started and reaped here.
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let stale = tmp.path().join(format!("smtlab-pg-{dead}-0"));
+    std::fs::create_dir_all(stale.join("data")).unwrap();
+    std::fs::File::create(stale.join("owner.lock")).unwrap();
+    let out = smtlab()
+        .args(["oltp", "--rows-per-thread", "5"])
+        .env("TMPDIR", tmp.path())
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(!stale.exists(), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains(&format!("removed {}", stale.display())),
+        "{}",
+        stderr_of(&out)
+    );
+    // Its own SQLite directory is gone too.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
 #[test]
 fn a_sigkilled_sqlite_runs_directory_is_removed_by_the_next_run() {
     let tmp = tempfile::tempdir().unwrap();

@@ -14,8 +14,9 @@
 //! - The postmaster is smtlab's own child (not daemonized by `pg_ctl`) with a parent-death
 //!   signal of SIGQUIT, so the kernel shuts it down when smtlab dies. The signal follows the
 //!   *thread* that started it: start and drop a cluster on a thread that outlives it.
-//! - The directory stays behind; the next [`ManagedCluster::start`] removes every
-//!   `$TMPDIR/smtlab-pg-PID-N` whose smtlab (PID) is gone ([`remove_stale_clusters`]).
+//! - The directory stays behind; the next run that makes a temporary directory (a managed
+//!   cluster or a SQLite database) removes every `$TMPDIR/smtlab-pg-PID-N` whose smtlab is
+//!   gone ([`reap_stale_temp_dirs`]).
 //!
 //! **Root.** `initdb` and `postgres` refuse to run as root. When smtlab runs as root, the
 //! cluster runs as the `postgres` system user (as the distribution packages create it, or
@@ -280,9 +281,9 @@ impl ManagedCluster {
         }
         let run_as = run_as()?;
         let base = std::env::temp_dir();
-        for d in remove_stale_clusters(&base) {
+        for d in reap_stale_temp_dirs(&base) {
             crate::say!(
-                "removed `{}`: a managed cluster left by an smtlab that was killed before it could clean up",
+                "removed `{}`: left by an smtlab that is gone (killed before it could clean up)",
                 d.display()
             );
         }
@@ -290,7 +291,8 @@ impl ManagedCluster {
         // especially): take the next number.
         let dir = loop {
             let d = base.join(format!(
-                "smtlab-pg-{}-{}",
+                "{}-{}-{}",
+                crate::tempstate::PG,
                 std::process::id(),
                 COUNTER.fetch_add(1, Ordering::Relaxed)
             ));
@@ -629,12 +631,22 @@ fn output_unless_interrupted(cmd: &mut Command) -> Result<Output, ToolError> {
 /// removed. Which directories are stale is [`crate::tempstate::reap_stale`]'s rule: the
 /// owner lock decides, then the pid.
 pub fn remove_stale_clusters(base: &Path) -> Vec<PathBuf> {
-    crate::tempstate::reap_stale(base, "smtlab-pg", &mut |d| stop_stale_postmaster(d))
+    crate::tempstate::reap_stale(base, crate::tempstate::PG, &mut |d| {
+        stop_stale_postmaster(d)
+    })
+}
+
+/// Removes the stale temporary directories of every kind smtlab makes (SQLite databases
+/// and managed clusters, [`crate::tempstate::KINDS`]), stopping a postmaster still
+/// serving one first. Every run that makes a temporary directory calls it, so a SQLite run
+/// removes what a killed PostgreSQL run left, and the other way round.
+pub fn reap_stale_temp_dirs(base: &Path) -> Vec<PathBuf> {
+    crate::tempstate::reap_every_kind(base, &mut |d| stop_stale_postmaster(d))
 }
 
 /// SIGQUIT (then SIGKILL) a postmaster still serving `dir`'s data directory, if its pid
 /// file names a process whose command line mentions `dir` (so a reused pid is left alone).
-fn stop_stale_postmaster(dir: &Path) {
+pub(crate) fn stop_stale_postmaster(dir: &Path) {
     let Some(pid) = std::fs::read_to_string(dir.join("data/postmaster.pid"))
         .ok()
         .and_then(|s| s.lines().next()?.trim().parse::<i32>().ok())

@@ -270,6 +270,14 @@ impl ManagedCluster {
     /// Creates and starts a cluster for up to `clients` connections. Polls the Ctrl-C flag
     /// between steps; on any error the partial cluster is removed before returning.
     pub fn start(durability: Durability, clients: usize) -> Result<Self> {
+        Self::start_with(durability, clients, &[])
+    }
+
+    /// [`ManagedCluster::start`] with `extra` `name=value` settings after smtlab's own, which
+    /// they override (the postmaster takes the last `-c` of a name): e.g.
+    /// `listen_addresses=127.0.0.1` and `port=N` for a server reached over TCP, as the
+    /// password tests need. The socket then carries that port too.
+    pub fn start_with(durability: Durability, clients: usize, extra: &[&str]) -> Result<Self> {
         let bin = find_binaries()?;
         if let Some(v) = major_version(&bin.version).filter(|&v| v < 10) {
             return Err(NotPossible(format!(
@@ -349,12 +357,13 @@ impl ManagedCluster {
         check_tool("initdb", &out, &c.dir, c.run_as.is_some())?;
         crate::interrupt::check()?;
         c.max_wal_mb = wal_budget_mb(free_bytes(&c.dir));
-        let settings = settings(
+        let mut settings = settings(
             &c.dir,
             durability,
             (clients * 2 + 10).max(100),
             c.max_wal_mb,
         );
+        settings.extend(extra.iter().map(|s| s.to_string()));
         c.start_server(&data, &settings)?;
         crate::interrupt::check()?;
         Ok(c)

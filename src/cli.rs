@@ -377,7 +377,7 @@ struct OltpArgs {
     key: crate::oltp::KeyMode,
     /// Rows per transaction (one multi-row INSERT per commit).
     #[arg(long, default_value_t = 1, value_name = "N", allow_hyphen_values = true,
-          value_parser = whole::<u32>(1, crate::oltp::schema::MAX_ROWS_PER_TXN.into(), ""))]
+          value_parser = whole::<u32>(1, limits::MAX_ROWS_PER_TXN.into(), limits::WHY_ROWS_PER_TXN))]
     rows_per_txn: u32,
     /// full (commit waits for the log flush) or delayed (SQL Server's Delayed Durability =
     /// FORCED: SQLite synchronous=OFF, PostgreSQL synchronous_commit=off).
@@ -677,11 +677,11 @@ struct CommandArgs {
     /// (compare: --max-time; study: the command's share of --budget) after the warm-up,
     /// at least 3.
     #[arg(long, short = 'r', value_name = "N", allow_hyphen_values = true,
-          value_parser = whole::<usize>(1, crate::experiments::compare::config::MAX_RUNS as i128, ""))]
+          value_parser = whole::<usize>(1, limits::MAX_RUNS.into(), limits::WHY_RUNS))]
     runs: Option<usize>,
     /// Discarded rounds before measuring.
     #[arg(long, short = 'w', value_name = "N", default_value_t = 1, allow_hyphen_values = true,
-          value_parser = whole::<usize>(0, crate::experiments::compare::config::MAX_RUNS as i128, ""))]
+          value_parser = whole::<usize>(0, limits::MAX_RUNS.into(), limits::WHY_RUNS))]
     warmup: usize,
     /// A number read from the command's output: `pgbench` (tps), `sysbench` (events or
     /// transactions per second), or a regex whose first capture group is the number.
@@ -1272,11 +1272,11 @@ struct RwcacheArgs {
     within: WithinArg,
     /// Metadata objects in the table.
     #[arg(long, default_value_t = 10_000, value_name = "N", allow_hyphen_values = true,
-          value_parser = whole::<usize>(1, crate::rwcache::MAX_ENTRIES as i128, values::WHY_ENTRIES))]
+          value_parser = whole::<usize>(1, limits::MAX_ENTRIES.into(), limits::WHY_ENTRIES))]
     entries: usize,
     /// Lookups per request (each under its own read-side acquisition).
     #[arg(long, default_value_t = 4, value_name = "N", allow_hyphen_values = true,
-          value_parser = whole::<usize>(1, crate::experiments::rwcache::MAX_LOOKUPS as i128, ""))]
+          value_parser = whole::<usize>(1, limits::MAX_LOOKUPS.into(), limits::WHY_LOOKUPS))]
     lookups: usize,
     /// Fraction of requests that replace an entry (0..1).
     #[arg(long, default_value_t = 0.0001, value_name = "FRACTION", allow_hyphen_values = true,
@@ -1370,7 +1370,7 @@ struct YieldArgs {
     workloads: String,
     /// N: the cores every layout uses (default: every core of the unit --within picks).
     #[arg(long, value_name = "K", allow_hyphen_values = true,
-          value_parser = whole::<usize>(1, limits::MAX_THREADS.into(), limits::WHY_THREADS))]
+          value_parser = whole::<usize>(1, limits::MAX_YIELD_CORES.into(), limits::WHY_YIELD_CORES))]
     cores: Option<usize>,
     #[command(flatten)]
     within: WithinArg,
@@ -1671,12 +1671,13 @@ fn top_config(a: TopArgs) -> Result<commands::top::Config> {
     use std::io::IsTerminal;
     let interval = crate::duration::parse_duration(&a.interval)
         .map_err(|e| BadInput(format!("--interval: {e}")))?;
-    if interval < std::time::Duration::from_millis(100)
-        || interval > std::time::Duration::from_secs(3600)
-    {
+    if !(limits::MIN_TOP_INTERVAL..=limits::MAX_TOP_INTERVAL).contains(&interval) {
         return Err(BadInput(format!(
-            "--interval {}: must be between 100ms and 1h (/proc/stat counts in 10 ms ticks)",
-            a.interval
+            "--interval {}: must be between {} and {} ({})",
+            a.interval,
+            limits::duration_words(limits::MIN_TOP_INTERVAL),
+            limits::duration_words(limits::MAX_TOP_INTERVAL),
+            limits::WHY_TOP_INTERVAL
         ))
         .into());
     }

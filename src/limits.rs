@@ -8,6 +8,7 @@
 //! needs (a few hundred CPUs): thread counts well past the CPUs only measure the scheduler.
 
 use crate::error::BadInput;
+use std::time::Duration;
 
 /// Threads, workers or burners in one run.
 pub const MAX_THREADS: u64 = 4096;
@@ -29,6 +30,23 @@ pub const MAX_REPEAT: u64 = 1000;
 pub const MAX_SAMPLES: u64 = 100_000;
 /// `c2c --round-trips` per sample.
 pub const MAX_ROUND_TRIPS: u64 = 1_000_000;
+/// `rwcache --entries`: 4 Mi entries make a 384 MiB table (2 slots per entry, 48 B each).
+pub const MAX_ENTRIES: u64 = 1 << 22;
+/// `rwcache --lookups` per request.
+pub const MAX_LOOKUPS: u64 = 1024;
+/// `oltp --rows-per-txn`: rows one multi-row INSERT binds.
+pub const MAX_ROWS_PER_TXN: u64 = 1000;
+/// `compare --runs` and `--warmup`: rounds over every placement.
+pub const MAX_RUNS: u64 = 100_000;
+/// `yield --cores`: its `all` layout runs every sibling of each core.
+pub const MAX_YIELD_CORES: u64 = MAX_THREADS / 4;
+/// `top --interval`, shortest: `/proc/stat` counts in 10 ms ticks (`USER_HZ` = 100,
+/// proc(5)).
+pub const MIN_TOP_INTERVAL: Duration = Duration::from_millis(100);
+/// `top --interval`, longest.
+pub const MAX_TOP_INTERVAL: Duration = Duration::from_secs(3600);
+/// `study --budget`, shortest.
+pub const MIN_STUDY_BUDGET: Duration = Duration::from_secs(10);
 /// Share of `MemAvailable` that buffers a run allocates may take.
 pub const MEMORY_SHARE: f64 = 0.5;
 
@@ -44,55 +62,178 @@ pub const WHY_REPEAT: &str = "each repetition runs every configuration again";
 pub const WHY_SAMPLES: &str = "per pair; every pair of CPUs takes them all";
 pub const WHY_ROUND_TRIPS: &str = "per sample; 1,000,000 already take about a second";
 
-/// Every limit, for the README table: option(s), limit, why.
-pub const TABLE: &[(&str, &str, &str)] = &[
-    (
-        "`burn --threads`, `neighbors --workers` + `--burners`, `rwcache --threads`, without `--force`",
-        "64 per usable CPU",
-        "more only measures the scheduler and makes Ctrl-C slow",
-    ),
-    (
-        "`plan`/`burn --threads`, `neighbors --workers`/`--burners`, `rwcache --threads`",
-        "4096",
-        WHY_THREADS,
-    ),
-    (
-        "`burn --mode process --threads`, `neighbors --burners` with `--burner-mode process`",
-        "1024",
-        WHY_PROCESSES,
-    ),
-    ("`oltp --threads`", "1024", WHY_CONNECTIONS),
-    (
-        "`lockscan --cs-ns`, `rwcache --work-ns`",
-        "1000000000 (1 s)",
-        WHY_OP_NS,
-    ),
-    (
-        "`oltp --prefill`, `oltp --rows-per-thread`",
-        "100000000 rows",
-        WHY_ROWS,
-    ),
-    ("`burn --max-prime`", "1000000000", WHY_MAX_PRIME),
-    ("`--repeat` (lockscan, oltp, rwcache)", "1000", WHY_REPEAT),
-    ("`c2c --samples`", "100000", WHY_SAMPLES),
-    ("`c2c --round-trips`", "1000000", WHY_ROUND_TRIPS),
-    (
-        "`lockscan --scan-bytes` × scan threads; `burn --threads`, `neighbors --burners`, \
-         `compare --burners` with a `stream` or `chase` kind (a 64 MiB+ buffer each)",
-        "half of `MemAvailable` (all of it with `--force`, where offered)",
-        "the buffers are first-touched before the run; more than `MemAvailable` swaps or \
-         meets the OOM killer",
-    ),
-    (
-        "every `--duration`, `--interval`, `c2c --budget`",
-        "at least 10ms",
-        "shorter windows measure timer rounding, not the workload",
-    ),
-    (
-        "`study --budget`",
-        "at least 10s",
-        "`--quick` is the shortest study",
-    ),
+pub const WHY_ENTRIES: &str =
+    "4 Mi entries make a 384 MiB table; the default, 10000, models a metadata cache";
+pub const WHY_LOOKUPS: &str =
+    "lookups per request, each its own read-side acquisition; the default is 4";
+pub const WHY_ROWS_PER_TXN: &str = "one multi-row INSERT per commit binds every row";
+pub const WHY_RUNS: &str = "rounds over every placement, each running the command once";
+pub const WHY_YIELD_CORES: &str = "cores; `all` runs every sibling of each";
+pub const WHY_TOP_INTERVAL: &str = "/proc/stat counts in 10 ms ticks";
+
+/// What a [`Limit`] allows.
+#[derive(Debug, Clone, Copy)]
+pub enum Bound {
+    /// At most this number, then words after it (` rows`, ` (1 s)`).
+    AtMost(u64, &'static str),
+    /// At most this many per usable CPU.
+    PerCpu(u64),
+    /// At least this long.
+    AtLeast(Duration),
+    /// From the first to the second.
+    Between(Duration, Duration),
+    /// Said in words (the memory share).
+    Words(&'static str),
+}
+
+/// One limit: the options it bounds, the bound, why.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    pub options: &'static str,
+    pub bound: Bound,
+    pub why: &'static str,
+}
+
+impl Limit {
+    /// The bound as README's table shows it.
+    pub fn bound_text(&self) -> String {
+        match self.bound {
+            Bound::AtMost(n, after) => format!("{n}{after}"),
+            Bound::PerCpu(n) => format!("{n} per usable CPU"),
+            Bound::AtLeast(d) => format!("at least {}", duration_words(d)),
+            Bound::Between(lo, hi) => {
+                format!("{} to {}", duration_words(lo), duration_words(hi))
+            }
+            Bound::Words(w) => w.to_string(),
+        }
+    }
+
+    /// README's table row: `| options | bound | why |`.
+    pub fn readme_row(&self) -> String {
+        format!(
+            "| {} | {} | {} |",
+            self.options,
+            self.bound_text(),
+            self.why
+        )
+    }
+}
+
+/// A duration as a user types it: `10ms`, `10s`, `1h`.
+pub fn duration_words(d: Duration) -> String {
+    let s = d.as_secs();
+    let whole = d.subsec_nanos() == 0;
+    if whole && s >= 3600 && s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if whole && s >= 60 && s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        crate::duration::format_duration(d)
+    }
+}
+
+/// Every limit, for README's table (`tests/limits.rs` checks README against it).
+pub const TABLE: &[Limit] = &[
+    Limit {
+        options: "`burn --threads`, `neighbors --workers` + `--burners`, `rwcache --threads`, \
+                  without `--force`",
+        bound: Bound::PerCpu(MAX_THREADS_PER_CPU),
+        why: "more only measures the scheduler and makes Ctrl-C slow",
+    },
+    Limit {
+        options: "`plan`/`burn --threads`, `neighbors --workers`/`--burners`, \
+                  `rwcache --threads`, `compare --cores`",
+        bound: Bound::AtMost(MAX_THREADS, ""),
+        why: WHY_THREADS,
+    },
+    Limit {
+        options: "`yield --cores`",
+        bound: Bound::AtMost(MAX_YIELD_CORES, ""),
+        why: WHY_YIELD_CORES,
+    },
+    Limit {
+        options: "`burn --mode process --threads`, `neighbors --burners` with \
+                  `--burner-mode process`, `compare --burners` (the count)",
+        bound: Bound::AtMost(MAX_PROCESSES, ""),
+        why: WHY_PROCESSES,
+    },
+    Limit {
+        options: "`oltp --threads`",
+        bound: Bound::AtMost(MAX_CONNECTIONS, ""),
+        why: WHY_CONNECTIONS,
+    },
+    Limit {
+        options: "`lockscan --cs-ns`, `rwcache --work-ns`",
+        bound: Bound::AtMost(MAX_OP_NS, " (1 s)"),
+        why: WHY_OP_NS,
+    },
+    Limit {
+        options: "`oltp --prefill`, `oltp --rows-per-thread`",
+        bound: Bound::AtMost(MAX_PREFILL_ROWS, " rows"),
+        why: WHY_ROWS,
+    },
+    Limit {
+        options: "`oltp --rows-per-txn`",
+        bound: Bound::AtMost(MAX_ROWS_PER_TXN, " rows"),
+        why: WHY_ROWS_PER_TXN,
+    },
+    Limit {
+        options: "`burn --max-prime`",
+        bound: Bound::AtMost(MAX_MAX_PRIME, ""),
+        why: WHY_MAX_PRIME,
+    },
+    Limit {
+        options: "`--repeat` (lockscan, neighbors, oltp, rwcache, yield, mem pages)",
+        bound: Bound::AtMost(MAX_REPEAT, ""),
+        why: WHY_REPEAT,
+    },
+    Limit {
+        options: "`compare --runs`, `compare --warmup`",
+        bound: Bound::AtMost(MAX_RUNS, ""),
+        why: WHY_RUNS,
+    },
+    Limit {
+        options: "`rwcache --entries`",
+        bound: Bound::AtMost(MAX_ENTRIES, ""),
+        why: WHY_ENTRIES,
+    },
+    Limit {
+        options: "`rwcache --lookups`",
+        bound: Bound::AtMost(MAX_LOOKUPS, ""),
+        why: WHY_LOOKUPS,
+    },
+    Limit {
+        options: "`c2c --samples`",
+        bound: Bound::AtMost(MAX_SAMPLES, ""),
+        why: WHY_SAMPLES,
+    },
+    Limit {
+        options: "`c2c --round-trips`",
+        bound: Bound::AtMost(MAX_ROUND_TRIPS, ""),
+        why: WHY_ROUND_TRIPS,
+    },
+    Limit {
+        options: "`lockscan --scan-bytes` × scan threads; `burn --threads`, `neighbors --burners`, \
+                  `compare --burners` with a `stream` or `chase` kind (a 64 MiB+ buffer each)",
+        bound: Bound::Words("half of `MemAvailable` (all of it with `--force`, where offered)"),
+        why: "the buffers are first-touched before the run; more than `MemAvailable` swaps or \
+              meets the OOM killer",
+    },
+    Limit {
+        options: "every `--duration`, `lockscan --interval`, `c2c --budget`",
+        bound: Bound::AtLeast(crate::duration::MIN_MEASURED),
+        why: "shorter windows measure timer rounding, not the workload",
+    },
+    Limit {
+        options: "`top --interval`",
+        bound: Bound::Between(MIN_TOP_INTERVAL, MAX_TOP_INTERVAL),
+        why: WHY_TOP_INTERVAL,
+    },
+    Limit {
+        options: "`study --budget`",
+        bound: Bound::AtLeast(MIN_STUDY_BUDGET),
+        why: "`--quick` is the shortest study",
+    },
 ];
 
 /// Runnable threads per usable CPU above which a run needs `--force`. Past it a run only

@@ -1,6 +1,7 @@
-//! smtlab's temporary directories (`$TMPDIR/smtlab-KIND-PID-N`): each holds an
-//! `owner.lock` that its smtlab keeps `flock`ed while it lives, and every run that makes
-//! one first removes those whose owner is gone (SIGKILLed, so its `Drop` never ran).
+//! smtlab's temporary directories (`$TMPDIR/smtlab-KIND-PID-N`, KIND one of [`KINDS`]):
+//! each holds an `owner.lock` that its smtlab keeps `flock`ed while it lives, and every run
+//! that makes one first removes those of every kind whose owner is gone (SIGKILLed, so its
+//! `Drop` never ran): a SQLite run sweeps the clusters of a killed PostgreSQL run too.
 //!
 //! The kernel releases an `flock` with its holder however the holder ends, and the lock is
 //! seen across pid namespaces (a `/tmp` shared with a container, where the owner's pid
@@ -15,6 +16,13 @@ use std::time::Duration;
 /// The file whose `flock` marks a directory as in use.
 pub const OWNER_LOCK: &str = "owner.lock";
 
+/// The prefix of an `oltp` SQLite database's directory.
+pub const SQLITE: &str = "smtlab-sqlite";
+/// The prefix of a managed PostgreSQL cluster's directory.
+pub const PG: &str = "smtlab-pg";
+/// Every kind of temporary directory smtlab makes.
+pub const KINDS: &[&str] = &[SQLITE, PG];
+
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A temporary directory owned by this process: locked while it exists, removed on drop.
@@ -26,10 +34,11 @@ pub struct OwnedDir {
 
 impl OwnedDir {
     /// Creates `$TMPDIR/<prefix>-<pid>-<n>` with its owner lock held, after removing the
-    /// stale directories of the same prefix. `prefix` is e.g. `smtlab-sqlite`.
-    pub fn create(prefix: &str) -> Result<Self> {
+    /// stale directories of every kind ([`reap_every_kind`], with `before` for each).
+    /// `prefix` is one of [`KINDS`].
+    pub fn create(prefix: &str, before: &mut dyn FnMut(&Path)) -> Result<Self> {
         let base = std::env::temp_dir();
-        for d in reap_stale(&base, prefix, &mut |_| {}) {
+        for d in reap_every_kind(&base, before) {
             crate::say!("removed {} (left by an smtlab that is gone)", d.display());
         }
         let path = base.join(format!(
@@ -142,6 +151,15 @@ pub fn reap_stale(base: &Path, prefix: &str, before: &mut dyn FnMut(&Path)) -> V
     removed
 }
 
+/// [`reap_stale`] for every prefix of [`KINDS`]: whichever kind a run makes, it removes
+/// the stale directories of all of them.
+pub fn reap_every_kind(base: &Path, before: &mut dyn FnMut(&Path)) -> Vec<PathBuf> {
+    KINDS
+        .iter()
+        .flat_map(|k| reap_stale(base, k, before))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +185,31 @@ mod tests {
         assert_eq!(seen, vec![dead]);
         assert!(held.exists() && other.exists());
         drop(f);
+    }
+
+    #[test]
+    fn every_kind_is_reaped_whichever_kind_the_run_makes() {
+        let base = tempfile::tempdir().unwrap();
+        // Above any pid_max (at most 2^22, proc(5)): an owner that is gone.
+        let mk = |name: &str| {
+            let d = base.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::File::create(d.join(OWNER_LOCK)).unwrap();
+            d
+        };
+        let pg = mk(&format!("{PG}-999999999-0"));
+        let sqlite = mk(&format!("{SQLITE}-999999999-1"));
+        let live = mk(&format!("{PG}-{}-0", std::process::id()));
+        let other = mk("smtlab-other-999999999-0");
+        let mut seen = Vec::new();
+        let mut removed = reap_every_kind(base.path(), &mut |d| seen.push(d.to_path_buf()));
+        removed.sort();
+        let mut want = vec![pg, sqlite];
+        want.sort();
+        assert_eq!(removed, want);
+        seen.sort();
+        assert_eq!(seen, want);
+        // A live owner's (younger than a minute) and a kind smtlab does not make stay.
+        assert!(live.exists() && other.exists());
     }
 }

@@ -608,6 +608,33 @@ fn exports_are_written_whole() {
     assert_eq!(names.len(), 2, "{names:?}");
 }
 
+#[test]
+fn markdown_export_shows_html_in_the_command_as_text() {
+    let (_, first) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("out.md");
+    // `sh -c true NAME`: NAME is only $0, so the command runs whatever it holds.
+    let evil = "<img src=x onerror=alert(1)>|`<b>`";
+    let out = smtlab()
+        .args(["compare", "--cpus", &first.to_string()])
+        .args(["--runs", "1", "--warmup", "0"])
+        .arg("--export-markdown")
+        .arg(&md)
+        .args(["--", "sh", "-c", "true", evil])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let m = std::fs::read_to_string(&md).unwrap();
+    // One code span, fenced with more backticks than the command holds, so the tag inside
+    // it is literal text and the pipe is not a table separator.
+    let line = m.lines().next().unwrap();
+    assert_eq!(
+        line, "Command: ``sh -c true '<img src=x onerror=alert(1)>|`<b>`'``",
+        "{m}"
+    );
+    assert!(!m.replace(line, "").contains('<'), "{m}");
+}
+
 /// The pids of the command (the shell) and its background child, written to `file`.
 fn tree_script(file: &Path) -> String {
     format!(

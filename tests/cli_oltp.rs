@@ -511,19 +511,39 @@ fn error_mid_run_removes_the_cluster() {
     assert_cluster_gone(&dir, Some(pm));
 }
 
+/// `smtlab oltp --db postgres://pwuser@127.0.0.1:PORT/postgres` against a cluster that
+/// listens on 127.0.0.1 and requires SCRAM for that role: a wrong or missing password fails
+/// clearly, the right one from the URL, PGPASSWORD, PGPASSFILE or --db-password-file works,
+/// and only the URL form puts it on a command line.
 #[test]
 fn password_auth_failure_is_clear_fast_and_secret_free() {
     if !have_postgres() {
         return;
     }
-    // A cluster of our own with one password-protected role.
-    let cluster =
-        smtlab::oltp::ManagedCluster::start(smtlab::oltp::Durability::Delayed, 4).unwrap();
+    // A cluster of our own, listening on 127.0.0.1 at a free port, with one role that must
+    // give its password (SCRAM) over TCP: pg_hba.conf's first matching line decides, so
+    // ours goes before initdb's `trust` lines.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cluster = smtlab::oltp::ManagedCluster::start_with(
+        smtlab::oltp::Durability::Delayed,
+        4,
+        &["listen_addresses=127.0.0.1", &format!("port={port}")],
+    )
+    .unwrap();
     let hba = cluster.data_dir().join("pg_hba.conf");
     let old = std::fs::read_to_string(&hba).unwrap();
-    std::fs::write(&hba, format!("local all pwuser scram-sha-256\n{old}")).unwrap();
+    std::fs::write(
+        &hba,
+        format!("host all pwuser 127.0.0.1/32 scram-sha-256\n{old}"),
+    )
+    .unwrap();
     let mut admin = postgres::Config::new()
         .host_path(cluster.dir())
+        .port(port)
         .user("smtlab")
         .dbname("postgres")
         .connect(postgres::NoTls)
@@ -535,7 +555,28 @@ fn password_auth_failure_is_clear_fast_and_secret_free() {
         )
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let host = cluster.dir().display().to_string().replace('/', "%2F");
+    // Password authentication is really required over TCP: without one the server refuses
+    // and with it the server accepts, by a client other than smtlab.
+    let tcp = |password: Option<&str>| {
+        let mut c = postgres::Config::new();
+        c.host("127.0.0.1")
+            .port(port)
+            .user("pwuser")
+            .dbname("postgres")
+            .connect_timeout(Duration::from_secs(5));
+        if let Some(p) = password {
+            c.password(p);
+        }
+        c.connect(postgres::NoTls)
+    };
+    let refused = tcp(None)
+        .err()
+        .map(|e| format!("{e:?}"))
+        .unwrap_or_default();
+    assert!(refused.contains("password"), "{refused}");
+    assert!(tcp(Some("wrong")).is_err());
+    tcp(Some("r1ght-Pw-7788")).unwrap();
+    let host = format!("127.0.0.1:{port}");
     let t0 = Instant::now();
     let out = smtlab()
         .args(["oltp", "--rows-per-thread", "5", "--db"])
@@ -644,6 +685,34 @@ fn password_auth_failure_is_clear_fast_and_secret_free() {
             "{how}"
         );
     }
+    // A wrong password from PGPASSWORD fails (exit 1), quickly, saying why, and shows no
+    // password.
+    let t0 = Instant::now();
+    let out = smtlab()
+        .args(["oltp", "--rows-per-thread", "5", "--db"])
+        .arg(&url)
+        .env_remove("PGPASSFILE")
+        .env("PGPASSWORD", "wr0ng-Pw-1122")
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let err = stderr_of(&out);
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(!err.contains("wr0ng"), "{err}");
+    // No password at all: refused too.
+    let out = smtlab()
+        .args(["oltp", "--rows-per-thread", "5", "--db"])
+        .arg(&url)
+        .env_remove("PGPASSWORD")
+        .env("PGPASSFILE", tmp.path().join("none"))
+        .env("HOME", tmp.path())
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(stderr_of(&out).contains("password"), "{}", stderr_of(&out));
     // A password file others can read is ignored, as libpq ignores it, with a warning.
     std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o644)).unwrap();
     let out = smtlab()
@@ -687,6 +756,35 @@ fn missing_binaries_give_the_install_hint() {
     let err = stderr_of(&out);
     assert!(err.contains("no PostgreSQL server binaries"), "{err}");
     assert!(err.contains("apt-get install postgresql"), "{err}");
+}
+
+/// A SQLite run removes what a killed managed-PostgreSQL run left (and the other way round:
+/// every run that makes a temporary directory sweeps every kind).
+#[test]
+fn a_sqlite_run_removes_a_dead_smtlabs_cluster_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A pid that existed and is gone: a child started and reaped here.
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let stale = tmp.path().join(format!("smtlab-pg-{dead}-0"));
+    std::fs::create_dir_all(stale.join("data")).unwrap();
+    std::fs::File::create(stale.join("owner.lock")).unwrap();
+    let out = smtlab()
+        .args(["oltp", "--rows-per-thread", "5"])
+        .env("TMPDIR", tmp.path())
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(!stale.exists(), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains(&format!("removed {}", stale.display())),
+        "{}",
+        stderr_of(&out)
+    );
+    // Its own SQLite directory is gone too.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
 #[test]

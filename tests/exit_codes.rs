@@ -25,11 +25,11 @@ struct Row {
     /// Why this row cannot run here (it is then skipped, saying so).
     skip: Option<String>,
     code: i32,
-    stderr_has: &'static str,
+    stderr_has: String,
     within: Duration,
 }
 
-fn row(name: &'static str, args: &[&str], code: i32, stderr_has: &'static str) -> Row {
+fn row(name: &'static str, args: &[&str], code: i32, stderr_has: &str) -> Row {
     Row {
         name,
         args: args.iter().map(|s| s.to_string()).collect(),
@@ -39,7 +39,7 @@ fn row(name: &'static str, args: &[&str], code: i32, stderr_has: &'static str) -
         wrap: Vec::new(),
         skip: None,
         code,
-        stderr_has,
+        stderr_has: stderr_has.to_string(),
         within: Duration::from_secs(5),
     }
 }
@@ -60,6 +60,14 @@ fn every_row_of_the_exit_code_table() {
     std::fs::write(p("garbage.json"), "{\"schema_version\": 1, ").unwrap();
     std::fs::write(p("schema.json"), "{\"schema_version\": 1, \"status\": 3}").unwrap();
     std::fs::write(p("a-file"), "x").unwrap();
+    // A valid results.json (the fake study's), so `report` gets as far as its --out.
+    let snap = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots/integration__study__fake_results_json.snap"),
+    )
+    .unwrap();
+    std::fs::write(p("results.json"), snap.splitn(3, "---\n").nth(2).unwrap()).unwrap();
+    let results = p("results.json");
     std::fs::create_dir(p("a-dir")).unwrap();
     let sqlite_dir = format!("sqlite:{}", p("a-dir"));
     let out_file = p("a-file");
@@ -133,22 +141,40 @@ fn every_row_of_the_exit_code_table() {
             "does not match the report model: at `status`: invalid type",
         ),
         row(
-            "--out is a file",
-            &["report", &schema, "--out", &out_file],
+            "report --out is a file",
+            &["report", &results, "--out", &out_file],
             2,
-            "",
+            &format!("--out {out_file}: it is a file"),
+        ),
+        row(
+            "report --out under /proc",
+            &["report", &results, "--out", "/proc/smtlab"],
+            2,
+            "--out /proc/smtlab: cannot create it",
+        ),
+        row(
+            "report --out an existing directory under /sys",
+            &["report", &results, "--out", "/sys/kernel"],
+            2,
+            "--out /sys/kernel: cannot write in it",
         ),
         row(
             "study --out is a file",
             &["study", "--quick", "--out", &out_file],
             2,
-            "it is a file",
+            &format!("--out {out_file}: it is a file"),
         ),
         row(
             "study --out under /proc",
             &["study", "--quick", "--out", "/proc/smtlab"],
             2,
-            "cannot create",
+            "--out /proc/smtlab: cannot create it",
+        ),
+        row(
+            "study --out under /sys",
+            &["study", "--quick", "--out", "/sys/smtlab"],
+            2,
+            "--out /sys/smtlab: cannot create it",
         ),
         row(
             "URL without a host",
@@ -426,9 +452,17 @@ fn every_row_of_the_exit_code_table() {
     let bin = assert_cmd::cargo::cargo_bin("smtlab");
     let mut failures = Vec::new();
     let mut covered = std::collections::BTreeSet::new();
+    // A skipped row says why and covers nothing: its exit code counts only when another
+    // row that ran gives it.
+    let mut skipped = Vec::new();
+    let mut skip = |r: &Row, why: &str| {
+        let line = format!("{} (exit {}): skipped, {why}", r.name, r.code);
+        eprintln!("{line}");
+        skipped.push(line);
+    };
     for r in &rows {
         if let Some(why) = &r.skip {
-            eprintln!("{}: skipped, {why}", r.name);
+            skip(r, why);
             continue;
         }
         let mut cmd = if !r.wrap.is_empty() {
@@ -465,26 +499,33 @@ fn every_row_of_the_exit_code_table() {
         };
         let took = t0.elapsed();
         if r.unprivileged && root && String::from_utf8_lossy(&out.stderr).contains("setpriv") {
-            eprintln!("{}: skipped, setpriv cannot drop to nobody here", r.name);
-            covered.insert(r.code);
+            skip(
+                r,
+                &format!(
+                    "setpriv cannot drop to nobody here: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            );
             continue;
         }
         if !r.wrap.is_empty()
             && (matches!(out.status.code(), Some(97 | 98))
                 || String::from_utf8_lossy(&out.stderr).contains(&format!("{}:", r.wrap[0])))
         {
-            eprintln!(
-                "{}: skipped, {} could not set it up: {}",
-                r.name,
-                r.wrap[0],
-                String::from_utf8_lossy(&out.stderr).trim()
+            skip(
+                r,
+                &format!(
+                    "{} could not set it up: {}",
+                    r.wrap[0],
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
             );
             continue;
         }
         covered.insert(r.code);
         let err = String::from_utf8_lossy(&out.stderr);
         let ok = out.status.code() == Some(r.code)
-            && err.contains(r.stderr_has)
+            && err.contains(&r.stderr_has)
             && !err.contains("panicked")
             && took < r.within;
         if !ok {
@@ -508,7 +549,16 @@ fn every_row_of_the_exit_code_table() {
         .iter()
         .map(|(c, _)| i32::from(*c))
         .collect();
-    assert_eq!(covered, codes, "one row per exit code at least");
+    let not_run: Vec<&i32> = codes.difference(&covered).collect();
+    assert!(
+        not_run.is_empty(),
+        "exit codes no row that ran has shown: {not_run:?}; skipped rows:\n{}",
+        skipped.join("\n")
+    );
+    assert_eq!(
+        covered, codes,
+        "no row expects a code outside error::EXIT_CODES"
+    );
 }
 
 /// README's exit-code table and `--help`'s footer list the codes of `error::EXIT_CODES`.

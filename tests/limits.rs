@@ -206,9 +206,317 @@ fn readme_lists_every_limit() {
         .collect();
     let want: Vec<String> = smtlab::limits::TABLE
         .iter()
-        .map(|(o, l, w)| format!("| {o} | {l} | {w} |"))
+        .map(|l| l.readme_row())
         .collect();
-    assert_eq!(rows, want);
+    assert!(
+        rows == want,
+        "README's Limits table differs from smtlab::limits::TABLE, which reads:\n{}",
+        want.join("\n")
+    );
+}
+
+/// Every number in `smtlab::limits::TABLE` is the one the binary enforces: one past it
+/// (or just short of a shortest duration) is refused, exit 2, naming that number. Every
+/// row with a number has at least one such case.
+#[test]
+fn every_limit_in_the_table_is_the_one_enforced() {
+    use smtlab::limits::{self, Bound, duration_words};
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    let past = |n: u64| (n + 1).to_string();
+    // (a piece of the TABLE row's options, the arguments, what the refusal must say).
+    let max = |n: u64| n.to_string();
+    let cases: Vec<(&str, Vec<String>, String)> = vec![
+        (
+            "`plan`/`burn --threads`",
+            vec![
+                "plan".into(),
+                "all".into(),
+                "--threads".into(),
+                past(limits::MAX_THREADS),
+            ],
+            max(limits::MAX_THREADS),
+        ),
+        (
+            "`plan`/`burn --threads`",
+            vec![
+                "burn".into(),
+                "-k".into(),
+                "int".into(),
+                "-t".into(),
+                past(limits::MAX_THREADS),
+            ],
+            max(limits::MAX_THREADS),
+        ),
+        (
+            "`compare --cores`",
+            vec![
+                "compare".into(),
+                "--cores".into(),
+                past(limits::MAX_THREADS),
+                "--".into(),
+                "true".into(),
+            ],
+            max(limits::MAX_THREADS),
+        ),
+        (
+            "`yield --cores`",
+            vec![
+                "yield".into(),
+                "--cores".into(),
+                past(limits::MAX_YIELD_CORES),
+            ],
+            max(limits::MAX_YIELD_CORES),
+        ),
+        (
+            "`burn --mode process --threads`",
+            vec![
+                "burn".into(),
+                "-k".into(),
+                "int".into(),
+                "--mode".into(),
+                "process".into(),
+                "-t".into(),
+                past(limits::MAX_PROCESSES),
+            ],
+            max(limits::MAX_PROCESSES),
+        ),
+        (
+            "`compare --burners` (the count)",
+            vec![
+                "compare".into(),
+                "--burners".into(),
+                format!("prime:{}", past(limits::MAX_PROCESSES)),
+                "--".into(),
+                "true".into(),
+            ],
+            max(limits::MAX_PROCESSES),
+        ),
+        (
+            "`oltp --threads`",
+            vec![
+                "oltp".into(),
+                "--threads".into(),
+                past(limits::MAX_CONNECTIONS),
+            ],
+            max(limits::MAX_CONNECTIONS),
+        ),
+        (
+            "`lockscan --cs-ns`",
+            vec!["lockscan".into(), "--cs-ns".into(), past(limits::MAX_OP_NS)],
+            max(limits::MAX_OP_NS),
+        ),
+        (
+            "`rwcache --work-ns`",
+            vec![
+                "rwcache".into(),
+                "--work-ns".into(),
+                past(limits::MAX_OP_NS),
+            ],
+            max(limits::MAX_OP_NS),
+        ),
+        (
+            "`oltp --prefill`",
+            vec![
+                "oltp".into(),
+                "--prefill".into(),
+                past(limits::MAX_PREFILL_ROWS),
+            ],
+            max(limits::MAX_PREFILL_ROWS),
+        ),
+        (
+            "`oltp --rows-per-thread`",
+            vec![
+                "oltp".into(),
+                "--rows-per-thread".into(),
+                past(limits::MAX_ROWS_PER_THREAD),
+            ],
+            max(limits::MAX_ROWS_PER_THREAD),
+        ),
+        (
+            "`oltp --rows-per-txn`",
+            vec![
+                "oltp".into(),
+                "--rows-per-txn".into(),
+                past(limits::MAX_ROWS_PER_TXN),
+            ],
+            max(limits::MAX_ROWS_PER_TXN),
+        ),
+        (
+            "`burn --max-prime`",
+            vec![
+                "burn".into(),
+                "-k".into(),
+                "prime".into(),
+                "--max-prime".into(),
+                past(limits::MAX_MAX_PRIME),
+            ],
+            max(limits::MAX_MAX_PRIME),
+        ),
+        (
+            "`--repeat`",
+            vec![
+                "lockscan".into(),
+                "--repeat".into(),
+                past(limits::MAX_REPEAT),
+            ],
+            max(limits::MAX_REPEAT),
+        ),
+        (
+            "`--repeat`",
+            vec![
+                "neighbors".into(),
+                "--repeat".into(),
+                past(limits::MAX_REPEAT),
+            ],
+            max(limits::MAX_REPEAT),
+        ),
+        (
+            "`--repeat`",
+            vec!["oltp".into(), "--repeat".into(), past(limits::MAX_REPEAT)],
+            max(limits::MAX_REPEAT),
+        ),
+        (
+            "`--repeat`",
+            vec![
+                "rwcache".into(),
+                "--repeat".into(),
+                past(limits::MAX_REPEAT),
+            ],
+            max(limits::MAX_REPEAT),
+        ),
+        (
+            "`--repeat`",
+            vec!["yield".into(), "--repeat".into(), past(limits::MAX_REPEAT)],
+            max(limits::MAX_REPEAT),
+        ),
+        (
+            "`--repeat`",
+            vec![
+                "mem".into(),
+                "pages".into(),
+                "--repeat".into(),
+                past(limits::MAX_REPEAT),
+            ],
+            max(limits::MAX_REPEAT),
+        ),
+        (
+            "`compare --runs`",
+            vec![
+                "compare".into(),
+                "--runs".into(),
+                past(limits::MAX_RUNS),
+                "--".into(),
+                "true".into(),
+            ],
+            max(limits::MAX_RUNS),
+        ),
+        (
+            "`compare --warmup`",
+            vec![
+                "compare".into(),
+                "--warmup".into(),
+                past(limits::MAX_RUNS),
+                "--".into(),
+                "true".into(),
+            ],
+            max(limits::MAX_RUNS),
+        ),
+        (
+            "`rwcache --entries`",
+            vec![
+                "rwcache".into(),
+                "--entries".into(),
+                past(limits::MAX_ENTRIES),
+            ],
+            max(limits::MAX_ENTRIES),
+        ),
+        (
+            "`rwcache --lookups`",
+            vec![
+                "rwcache".into(),
+                "--lookups".into(),
+                past(limits::MAX_LOOKUPS),
+            ],
+            max(limits::MAX_LOOKUPS),
+        ),
+        (
+            "`c2c --samples`",
+            vec!["c2c".into(), "--samples".into(), past(limits::MAX_SAMPLES)],
+            max(limits::MAX_SAMPLES),
+        ),
+        (
+            "`c2c --round-trips`",
+            vec![
+                "c2c".into(),
+                "--round-trips".into(),
+                past(limits::MAX_ROUND_TRIPS),
+            ],
+            max(limits::MAX_ROUND_TRIPS),
+        ),
+        (
+            "every `--duration`",
+            vec![
+                "burn".into(),
+                "-k".into(),
+                "int".into(),
+                "-d".into(),
+                "9ms".into(),
+            ],
+            duration_words(smtlab::duration::MIN_MEASURED),
+        ),
+        (
+            "`lockscan --interval`",
+            vec!["lockscan".into(), "--interval".into(), "9ms".into()],
+            duration_words(smtlab::duration::MIN_MEASURED),
+        ),
+        (
+            "`c2c --budget`",
+            vec!["c2c".into(), "--budget".into(), "9ms".into()],
+            duration_words(smtlab::duration::MIN_MEASURED),
+        ),
+        (
+            "`top --interval`",
+            vec!["top".into(), "--interval".into(), "99ms".into()],
+            duration_words(limits::MIN_TOP_INTERVAL),
+        ),
+        (
+            "`top --interval`",
+            vec!["top".into(), "--interval".into(), "61m".into()],
+            duration_words(limits::MAX_TOP_INTERVAL),
+        ),
+        (
+            "`study --budget`",
+            vec!["study".into(), "--budget".into(), "9s".into()],
+            duration_words(limits::MIN_STUDY_BUDGET),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (_, args, number) in &cases {
+        let out = Command::new(&bin).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let says = [
+            format!("at most {number} "),
+            format!(" and {number} "),
+            format!(" and {number})"),
+            format!("between {number} and"),
+        ];
+        if out.status.code() != Some(2) || !says.iter().any(|s| err.contains(s.as_str())) {
+            failures.push(format!(
+                "{args:?}: exit {:?}, want 2 naming {number}: {err}",
+                out.status.code()
+            ));
+        }
+    }
+    // Each row with a number is probed; a new row needs a case here.
+    for l in limits::TABLE {
+        if matches!(l.bound, Bound::Words(_) | Bound::PerCpu(_)) {
+            continue; // memory and the per-CPU cap have their own tests below
+        }
+        if !cases.iter().any(|(key, _, _)| l.options.contains(key)) {
+            failures.push(format!("no case for the limit row {}", l.readme_row()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// A 20,000-character value is quoted once, shortened, in a one-line message.

@@ -14,8 +14,6 @@ use std::time::Duration;
 
 /// Why nice values stop where they do.
 pub const WHY_NICE: &str = "the kernel's nice range; negative values need CAP_SYS_NICE";
-/// Why the table size stops where it does.
-pub const WHY_ENTRIES: &str = "the default models a 10000-object metadata cache";
 
 /// A whole number between `min` and `max` (inclusive), as `T`. `why` says where the
 /// bound comes from (empty: nothing to say). Accepts `_` between digits (`100_000`).
@@ -102,7 +100,7 @@ pub fn warmup(s: &str) -> Result<Duration, String> {
 pub fn budget(s: &str) -> Result<Duration, String> {
     duration_at_least(
         s,
-        Some(Duration::from_secs(10)),
+        Some(crate::limits::MIN_STUDY_BUDGET),
         "use --quick for the shortest study",
     )
 }

@@ -131,7 +131,10 @@ impl Db {
                 let (path, tmp) = match path {
                     Some(p) => (p.clone(), None),
                     None => {
-                        let t = crate::tempstate::OwnedDir::create("smtlab-sqlite")?;
+                        let t = crate::tempstate::OwnedDir::create(
+                            crate::tempstate::SQLITE,
+                            &mut |d| super::managed::stop_stale_postmaster(d),
+                        )?;
                         (t.path().join("oltp.db"), Some(t))
                     }
                 };

@@ -14,8 +14,9 @@
 //! - The postmaster is smtlab's own child (not daemonized by `pg_ctl`) with a parent-death
 //!   signal of SIGQUIT, so the kernel shuts it down when smtlab dies. The signal follows the
 //!   *thread* that started it: start and drop a cluster on a thread that outlives it.
-//! - The directory stays behind; the next [`ManagedCluster::start`] removes every
-//!   `$TMPDIR/smtlab-pg-PID-N` whose smtlab (PID) is gone ([`remove_stale_clusters`]).
+//! - The directory stays behind; the next run that makes a temporary directory (a managed
+//!   cluster or a SQLite database) removes every `$TMPDIR/smtlab-pg-PID-N` whose smtlab is
+//!   gone ([`reap_stale_temp_dirs`]).
 //!
 //! **Root.** `initdb` and `postgres` refuse to run as root. When smtlab runs as root, the
 //! cluster runs as the `postgres` system user (as the distribution packages create it, or
@@ -269,6 +270,14 @@ impl ManagedCluster {
     /// Creates and starts a cluster for up to `clients` connections. Polls the Ctrl-C flag
     /// between steps; on any error the partial cluster is removed before returning.
     pub fn start(durability: Durability, clients: usize) -> Result<Self> {
+        Self::start_with(durability, clients, &[])
+    }
+
+    /// [`ManagedCluster::start`] with `extra` `name=value` settings after smtlab's own, which
+    /// they override (the postmaster takes the last `-c` of a name): e.g.
+    /// `listen_addresses=127.0.0.1` and `port=N` for a server reached over TCP, as the
+    /// password tests need. The socket then carries that port too.
+    pub fn start_with(durability: Durability, clients: usize, extra: &[&str]) -> Result<Self> {
         let bin = find_binaries()?;
         if let Some(v) = major_version(&bin.version).filter(|&v| v < 10) {
             return Err(NotPossible(format!(
@@ -280,9 +289,9 @@ impl ManagedCluster {
         }
         let run_as = run_as()?;
         let base = std::env::temp_dir();
-        for d in remove_stale_clusters(&base) {
+        for d in reap_stale_temp_dirs(&base) {
             crate::say!(
-                "removed `{}`: a managed cluster left by an smtlab that was killed before it could clean up",
+                "removed `{}`: left by an smtlab that is gone (killed before it could clean up)",
                 d.display()
             );
         }
@@ -290,7 +299,8 @@ impl ManagedCluster {
         // especially): take the next number.
         let dir = loop {
             let d = base.join(format!(
-                "smtlab-pg-{}-{}",
+                "{}-{}-{}",
+                crate::tempstate::PG,
                 std::process::id(),
                 COUNTER.fetch_add(1, Ordering::Relaxed)
             ));
@@ -347,12 +357,13 @@ impl ManagedCluster {
         check_tool("initdb", &out, &c.dir, c.run_as.is_some())?;
         crate::interrupt::check()?;
         c.max_wal_mb = wal_budget_mb(free_bytes(&c.dir));
-        let settings = settings(
+        let mut settings = settings(
             &c.dir,
             durability,
             (clients * 2 + 10).max(100),
             c.max_wal_mb,
         );
+        settings.extend(extra.iter().map(|s| s.to_string()));
         c.start_server(&data, &settings)?;
         crate::interrupt::check()?;
         Ok(c)
@@ -629,12 +640,22 @@ fn output_unless_interrupted(cmd: &mut Command) -> Result<Output, ToolError> {
 /// removed. Which directories are stale is [`crate::tempstate::reap_stale`]'s rule: the
 /// owner lock decides, then the pid.
 pub fn remove_stale_clusters(base: &Path) -> Vec<PathBuf> {
-    crate::tempstate::reap_stale(base, "smtlab-pg", &mut |d| stop_stale_postmaster(d))
+    crate::tempstate::reap_stale(base, crate::tempstate::PG, &mut |d| {
+        stop_stale_postmaster(d)
+    })
+}
+
+/// Removes the stale temporary directories of every kind smtlab makes (SQLite databases
+/// and managed clusters, [`crate::tempstate::KINDS`]), stopping a postmaster still
+/// serving one first. Every run that makes a temporary directory calls it, so a SQLite run
+/// removes what a killed PostgreSQL run left, and the other way round.
+pub fn reap_stale_temp_dirs(base: &Path) -> Vec<PathBuf> {
+    crate::tempstate::reap_every_kind(base, &mut |d| stop_stale_postmaster(d))
 }
 
 /// SIGQUIT (then SIGKILL) a postmaster still serving `dir`'s data directory, if its pid
 /// file names a process whose command line mentions `dir` (so a reused pid is left alone).
-fn stop_stale_postmaster(dir: &Path) {
+pub(crate) fn stop_stale_postmaster(dir: &Path) {
     let Some(pid) = std::fs::read_to_string(dir.join("data/postmaster.pid"))
         .ok()
         .and_then(|s| s.lines().next()?.trim().parse::<i32>().ok())

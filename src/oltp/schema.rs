@@ -133,7 +133,7 @@ impl fmt::Display for Durability {
 }
 
 /// Largest `--rows-per-txn`: one multi-row INSERT binds this many rows.
-pub const MAX_ROWS_PER_TXN: u32 = 1000;
+pub const MAX_ROWS_PER_TXN: u32 = crate::limits::MAX_ROWS_PER_TXN as u32;
 
 /// The table and the shape of each transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

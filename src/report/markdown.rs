@@ -3,36 +3,8 @@
 
 use super::tables::{self, Table};
 use super::{PhaseName, Report};
+use crate::render::markdown::{cell, code, md};
 use std::fmt::Write;
-
-/// Text from the model as Markdown: `<`, `>` and `&` escaped outside `code spans`, so a
-/// string that holds HTML (a hostname, a database URL, an `--out` path) shows as text
-/// instead of running in a viewer that renders inline HTML. Code spans are literal in
-/// Markdown, so they are left alone.
-fn md(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let odd = text.matches('`').count() % 2 == 1;
-    for (i, part) in text.split('`').enumerate() {
-        if i > 0 {
-            out.push('`');
-        }
-        if i % 2 == 1 && !(odd && i == text.split('`').count() - 1) {
-            out.push_str(part);
-        } else {
-            out.push_str(
-                &part
-                    .replace('&', "&amp;")
-                    .replace('<', "&lt;")
-                    .replace('>', "&gt;"),
-            );
-        }
-    }
-    out
-}
-
-fn cell(s: &str) -> String {
-    md(s).replace('|', "\\|").replace('\n', " ")
-}
 
 fn table(o: &mut String, t: &Table) {
     let header: Vec<String> = if t.header.iter().all(|h| h.is_empty()) {
@@ -227,11 +199,11 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(
         o,
-        "---\nsmtlab {} (git {}), {} build · `{}` · re-render with `smtlab report results.json`",
+        "---\nsmtlab {} (git {}), {} build · {} · re-render with `smtlab report results.json`",
         md(&r.provenance.smtlab_version),
         md(&r.provenance.git_revision),
         md(&r.provenance.build_profile),
-        r.provenance.command.replace('`', "'")
+        code(&r.provenance.command)
     );
     o
 }
@@ -263,21 +235,5 @@ fn memory_pages(o: &mut String, m: &super::MemorySection) {
     }
     if !(p.notes.is_empty() && pages::tlb_notes(p).is_empty()) {
         o.push('\n');
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::md;
-
-    #[test]
-    fn html_in_text_is_escaped_but_code_spans_are_kept() {
-        assert_eq!(
-            md("host <img src=x onerror=alert(1)> & co"),
-            "host &lt;img src=x onerror=alert(1)&gt; &amp; co"
-        );
-        assert_eq!(md("use `a<b` here <b>"), "use `a<b` here &lt;b&gt;");
-        // A lone backtick is literal, and what follows it is still escaped.
-        assert_eq!(md("odd ` <x>"), "odd ` &lt;x&gt;");
     }
 }

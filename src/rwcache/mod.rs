@@ -58,7 +58,7 @@ pub use stdrw::{ParkingLotRw, StdRw};
 pub use unlocked::Unlocked;
 
 /// Largest `--entries`: 4 Mi entries make a 384 MiB table (2 slots per entry, 48 B each).
-pub const MAX_ENTRIES: usize = 1 << 22;
+pub const MAX_ENTRIES: usize = crate::limits::MAX_ENTRIES as usize;
 
 /// Largest shard (slots). 256 slots × 48 B = 12 KiB copied per `rcu` write.
 pub const SHARD_SLOTS: usize = 256;

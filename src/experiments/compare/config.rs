@@ -21,7 +21,7 @@ pub const MIN_AUTO_RUNS: usize = 3;
 /// Most measured rounds an automatic run count gives (fast commands).
 pub const MAX_AUTO_RUNS: usize = 1000;
 /// Most rounds `--runs` and `--warmup` accept.
-pub const MAX_RUNS: usize = 100_000;
+pub const MAX_RUNS: usize = crate::limits::MAX_RUNS as usize;
 /// Default noise band: criterion's `noise_threshold` default.
 pub const DEFAULT_NOISE: f64 = 0.02;
 
@@ -194,12 +194,7 @@ impl Config {
             ("--runs", self.runs.unwrap_or(0)),
             ("--warmup", self.warmup),
         ] {
-            crate::limits::at_most(
-                opt,
-                v as u64,
-                MAX_RUNS as u64,
-                "rounds over every placement",
-            )?;
+            crate::limits::at_most(opt, v as u64, MAX_RUNS as u64, crate::limits::WHY_RUNS)?;
         }
         if self.max_time.is_zero() {
             return Err(bad("--max-time must be more than 0".into()));

@@ -4,6 +4,7 @@
 
 use super::model::{Call, CompareReport, Comparison, PairRatio, PlacementResult};
 use crate::render;
+use crate::render::markdown::{cell, code, md};
 use crate::stats::{Ci, Summary};
 
 /// The argv as a shell would need it typed: words with spaces or shell characters in
@@ -512,15 +513,10 @@ pub fn csv(r: &CompareReport) -> String {
     out
 }
 
-/// A Markdown cell: pipes escaped.
-fn md(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
 /// Markdown: the table hyperfine's `--export-markdown` writes, with CPUs, the metric and
 /// each placement's speed relative to the first, then the comparisons.
 pub fn markdown(r: &CompareReport) -> String {
-    let mut out = format!("Command: `{}`\n\n", md(&shell_words(&r.command)));
+    let mut out = format!("Command: {}\n\n", code(&shell_words(&r.command)));
     let metric = r.metric.as_ref();
     let mut head = vec!["Placement", "CPUs", "Wall median ± MAD"];
     let mhead = metric.map(|m| format!("{} median ± MAD", m.unit));
@@ -528,7 +524,8 @@ pub fn markdown(r: &CompareReport) -> String {
         head.push(h);
     }
     head.extend(["Relative", "Call"]);
-    out.push_str(&format!("| {} |\n", head.join(" | ")));
+    let head_cells: Vec<String> = head.iter().map(|h| cell(h)).collect();
+    out.push_str(&format!("| {} |\n", head_cells.join(" | ")));
     let aligns: Vec<&str> = head
         .iter()
         .enumerate()
@@ -549,7 +546,7 @@ pub fn markdown(r: &CompareReport) -> String {
             _ => ("-".into(), "-".into()),
         };
         let mut cells = vec![
-            format!("`{}`", md(&p.label)),
+            cell(&code(&p.label)),
             p.cpus.to_string(),
             p.wall_time_ns
                 .map(|s| with_mad(&s, secs))
@@ -562,7 +559,7 @@ pub fn markdown(r: &CompareReport) -> String {
                     .unwrap_or_else(|| "-".into()),
             );
         }
-        cells.extend([rel, call]);
+        cells.extend([rel, cell(&call)]);
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out.push_str(&format!(
@@ -584,7 +581,7 @@ pub fn markdown(r: &CompareReport) -> String {
     if !lines.is_empty() {
         out.push('\n');
         for l in lines {
-            out.push_str(&format!("- {}\n", md(&l)));
+            out.push_str(&format!("- {}\n", md(&l).replace(['\r', '\n'], " ")));
         }
     }
     out
@@ -806,6 +803,31 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn markdown_export_shows_html_and_pipes_as_text() {
+        let mut r = fixture();
+        r.command = vec![
+            "sh".into(),
+            "-c".into(),
+            "echo '<img src=x onerror=alert(1)>' | cat".into(),
+        ];
+        r.placements[0].label = "<b>one</b>|x".into();
+        let m = markdown(&r);
+        // The command is one code span (literal in Markdown), its pipe not backslashed: the
+        // line is not a table row.
+        let cmd = code(&shell_words(&r.command));
+        assert!(m.starts_with(&format!("Command: {cmd}\n")), "{m}");
+        assert!(cmd.contains("<img src=x onerror=alert(1)>") && cmd.contains("' | cat"));
+        // The label is a code span in its cell, the pipe escaped so the row keeps its
+        // columns.
+        let label = cell(&code("<b>one</b>|x"));
+        assert_eq!(label, "`<b>one</b>\\|x`");
+        assert!(m.contains(&format!("| {label} | 0-1 |")), "{m}");
+        // Outside those code spans no '<' is left raw.
+        let rest = m.replace(&cmd, "").replace(&label, "");
+        assert!(!rest.contains('<'), "{rest}");
+    }
+
+    #[test]
     fn json_export() {
         let j = serde_json::to_string_pretty(&fixture()).unwrap();
         // It reads back (floats to within parsing precision).
@@ -839,7 +861,6 @@ pub(crate) mod tests {
         assert_eq!(fmt_pct(0.025), "2.5");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(md("a|b"), "a\\|b");
         let argv: Vec<String> = ["sh", "-c", "echo it's | wc", "--x=1,2"]
             .iter()
             .map(|s| s.to_string())

@@ -7,7 +7,7 @@ use crate::rwcache::{MAX_ENTRIES, SchemeKind};
 use serde::{Deserialize, Serialize};
 
 /// Most lookups per request.
-pub const MAX_LOOKUPS: usize = 1024;
+pub const MAX_LOOKUPS: usize = crate::limits::MAX_LOOKUPS as usize;
 
 /// Most threads in one run.
 pub const MAX_THREADS: usize = crate::limits::MAX_THREADS as usize;

@@ -10,7 +10,7 @@ use crate::oltp::{DbTarget, Durability, TableSpec};
 use crate::placement::Scope;
 
 /// Most rounds one run may ask for.
-pub const MAX_REPEAT: usize = 1000;
+pub const MAX_REPEAT: usize = crate::limits::MAX_REPEAT as usize;
 
 /// The workloads run when none are named: a ruler per resource (divider, integer ALU,
 /// FMA, DRAM bandwidth, DRAM latency, L2) and the hot-page lock with a sleeping and a
@@ -199,8 +199,8 @@ impl Config {
             crate::limits::at_most(
                 "--cores",
                 n as u64,
-                crate::limits::MAX_THREADS / 4,
-                "cores; `all` runs every sibling of each",
+                crate::limits::MAX_YIELD_CORES,
+                crate::limits::WHY_YIELD_CORES,
             )?;
         }
         if self.repeat == 0 {

@@ -1,0 +1,160 @@
+//! Markdown escaping shared by every Markdown output (`summary.md`, `compare
+//! --export-markdown`). Strings from the model (a hostname, a database URL, an `--out`
+//! path, the user's command, a placement label) must show as text, never run as HTML in a
+//! viewer that renders inline HTML.
+//!
+//! Code spans follow CommonMark 0.31 §6.1: a backtick string opens a span only when a
+//! backtick string of the same length closes it, and a backslash-escaped backtick (§2.4)
+//! opens nothing. A span is kept verbatim only when it does not cross a line break, since a
+//! blank line would end the paragraph (and the span) first; anything else is escaped.
+
+/// Text as Markdown: `<`, `>` and `&` escaped outside code spans (which are literal in
+/// Markdown, so they are left alone).
+pub fn md(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    // `start` is where the text not yet copied begins; only ASCII bytes are inspected, so
+    // every slice boundary is a char boundary.
+    let mut start = 0;
+    let flush = |out: &mut String, s: &str| {
+        for c in s.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                c => out.push(c),
+            }
+        }
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\\' if b.get(i + 1) == Some(&b'`') => {
+                // An escaped backtick is a literal backtick, never an opener.
+                flush(&mut out, &text[start..i]);
+                out.push_str("\\`");
+                i += 2;
+                start = i;
+            }
+            b'`' => {
+                let n = run_len(b, i);
+                let close = closing_run(b, i + n, n);
+                flush(&mut out, &text[start..i]);
+                match close {
+                    Some(end) => {
+                        out.push_str(&text[i..end]);
+                        i = end;
+                    }
+                    None => {
+                        out.push_str(&text[i..i + n]);
+                        i += n;
+                    }
+                }
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    flush(&mut out, &text[start..]);
+    out
+}
+
+/// A table cell: [`md`], then `|` escaped (GFM tables split on it, even inside code
+/// spans) and line breaks turned into spaces (a row is one line).
+pub fn cell(s: &str) -> String {
+    md(s).replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+/// `s` as one code span: fenced with one backtick more than its longest backtick run,
+/// padded with a space when it starts or ends with a backtick (CommonMark 0.31 §6.1), line
+/// breaks turned into spaces. Its content then shows literally, whatever it holds.
+pub fn code(s: &str) -> String {
+    let s = s.replace(['\r', '\n'], " ");
+    let b = s.as_bytes();
+    let mut longest = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'`' {
+            let n = run_len(b, i);
+            longest = longest.max(n);
+            i += n;
+        } else {
+            i += 1;
+        }
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+fn run_len(b: &[u8], i: usize) -> usize {
+    b[i..].iter().take_while(|&&c| c == b'`').count()
+}
+
+/// The end of the first backtick run of exactly `n` at or after `from`, before any line
+/// break.
+fn closing_run(b: &[u8], from: usize, n: usize) -> Option<usize> {
+    let mut j = from;
+    while j < b.len() {
+        match b[j] {
+            b'\n' | b'\r' => return None,
+            b'`' => {
+                let m = run_len(b, j);
+                if m == n {
+                    return Some(j + m);
+                }
+                j += m;
+            }
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cell, code, md};
+
+    #[test]
+    fn html_in_text_is_escaped_but_code_spans_are_kept() {
+        assert_eq!(
+            md("host <img src=x onerror=alert(1)> & co"),
+            "host &lt;img src=x onerror=alert(1)&gt; &amp; co"
+        );
+        assert_eq!(md("use `a<b` here <b>"), "use `a<b` here &lt;b&gt;");
+        // A lone backtick is literal, and what follows it is still escaped.
+        assert_eq!(md("odd ` <x>"), "odd ` &lt;x&gt;");
+    }
+
+    #[test]
+    fn only_real_code_spans_are_left_alone() {
+        // "```" finds no closing "```": literal, and the text after it is text.
+        assert_eq!(md("```<img>`"), "```&lt;img&gt;`");
+        // An escaped backtick opens nothing.
+        assert_eq!(md("\\`<img>`"), "\\`&lt;img&gt;`");
+        // Runs match by length: "``a`<b>`c``" is one span.
+        assert_eq!(md("``a`<b>`c``"), "``a`<b>`c``");
+        // A span that would cross a line break is not trusted.
+        assert_eq!(md("`a\n\n<img>`"), "`a\n\n&lt;img&gt;`");
+    }
+
+    #[test]
+    fn cells_escape_pipes_and_line_breaks() {
+        assert_eq!(cell("a|b\n<c>"), "a\\|b &lt;c&gt;");
+    }
+
+    #[test]
+    fn code_spans_hold_any_text() {
+        assert_eq!(code("ls -l"), "`ls -l`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("`x``"), "``` `x`` ```");
+        assert_eq!(code("a\nb"), "`a b`");
+        // What code() makes, md() keeps whole.
+        let s = code("echo `<img src=x onerror=alert(1)>`");
+        assert_eq!(md(&s), s);
+    }
+}

@@ -72,7 +72,7 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
 
     use crate::render::Caveat;
     // Only the burners are smtlab's own code; the command runs as built.
-    if cfg.burners.is_some() && crate::report::machine::build_profile() == "debug" {
+    if cfg.burners.is_some() && cfg!(debug_assertions) {
         notes.push(Caveat::DebugBuild.to_string());
     }
     if topo.machine.hypervisor {

@@ -82,7 +82,7 @@ fn fake_report_with(
     cfg: &study::Config,
     progress: &dyn Progress,
 ) -> Report {
-    let topo = report::fixture::topology(cores, threads_per_core, true);
+    let topo = smtlab::topology::fixture::topology(cores, threads_per_core, true);
     let engine = FakeEngine::new(7)
         .with_topology(&topo)
         .with_rate_for("oltp ", 30_000.0);
@@ -622,7 +622,7 @@ fn ctrl_c_in_each_phase_gives_a_partial_report_of_what_finished() {
 
 #[test]
 fn a_failed_phase_makes_the_study_partial_with_the_reason() {
-    let topo = report::fixture::topology(2, 1, true);
+    let topo = smtlab::topology::fixture::topology(2, 1, true);
     let engine = FakeEngine::new(7).with_topology(&topo);
     // A database the oltp phase cannot open: the phase fails, the others still run.
     let cfg = study::Config {

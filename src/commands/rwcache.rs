@@ -365,7 +365,7 @@ mod tests {
             1,
         )
         .unwrap();
-        let topo = crate::report::fixture::topology(2, 2, false);
+        let topo = crate::topology::fixture::topology(2, 2, false);
         let mut r = rwcache::run(&FakeEngine::new(5), &topo, &cfg, &mut |_, _, _, _| {}).unwrap();
         r.results[0].requests_per_sec = None;
         let text = human(&r);

@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn summary_of_a_made_up_machine() {
-        let t = super::super::fixture::topology(4, 2, true);
+        let t = crate::topology::fixture::topology(4, 2, true);
         let m = summary(&t);
         assert_eq!(
             (m.online_cpus, m.cores, m.packages, m.l3_groups),

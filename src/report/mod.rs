@@ -11,10 +11,8 @@
 //! Codemap: [`machine`](crate::report::machine) collects the facts about this machine and build; [`verdict`](crate::report::verdict) turns
 //! results into plain words; [`svg`](crate::report::svg) draws charts; [`html`](crate::report::html) and [`markdown`](crate::report::markdown) render;
 //! [`lenient`](crate::report::lenient) reads JSON in which non-finite numbers were written as `null`;
-//! [`tables`](crate::report::tables) holds the rows both renderers print; [`fixture`](crate::report::fixture) builds made-up topologies for
-//! tests.
+//! [`tables`](crate::report::tables) holds the rows both renderers print.
 
-pub mod fixture;
 pub mod html;
 pub mod lenient;
 pub mod machine;

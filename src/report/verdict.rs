@@ -1618,8 +1618,9 @@ fn c2c_finding(c: &super::C2cSection) -> Finding {
 mod tests {
     use super::*;
     use crate::engine::FakeEngine;
-    use crate::report::{MachineInfo, Provenance, fixture};
+    use crate::report::{MachineInfo, Provenance};
     use crate::stats::Ci;
+    use crate::topology::fixture;
     use std::sync::OnceLock;
 
     #[test]

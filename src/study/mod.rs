@@ -245,7 +245,7 @@ pub(crate) mod tests {
         name: PhaseName,
         size: impl Fn(&SizeCtx<'_>) -> T,
     ) -> T {
-        let topo = report::fixture::topology(cores, threads_per_core, true);
+        let topo = crate::topology::fixture::topology(cores, threads_per_core, true);
         let cfg = config(budget);
         size(&SizeCtx {
             topo: &topo,
@@ -262,7 +262,7 @@ pub(crate) mod tests {
     }
 
     fn total(cores: u32, threads_per_core: u32, budget: Duration) -> Duration {
-        let topo = report::fixture::topology(cores, threads_per_core, true);
+        let topo = crate::topology::fixture::topology(cores, threads_per_core, true);
         let phases = size(&topo, &config(budget), false).unwrap();
         phases.iter().map(|p| p.estimate()).sum()
     }
@@ -278,7 +278,7 @@ pub(crate) mod tests {
 
     #[test]
     fn every_phase_is_sized_in_order() {
-        let topo = report::fixture::topology(4, 2, false);
+        let topo = crate::topology::fixture::topology(4, 2, false);
         let phases = size(&topo, &config(QUICK_BUDGET), true).unwrap();
         let names: Vec<PhaseName> = phases.iter().map(|p| p.name()).collect();
         assert_eq!(names, PhaseName::ALL);

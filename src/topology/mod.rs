@@ -6,6 +6,7 @@
 //! model, never sysfs, so tests run on any machine.
 
 mod discover;
+pub mod fixture;
 pub mod render;
 
 pub use discover::{DiscoverError, discover, discover_in_memory};

@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn classes_are_the_median_of_their_pairs() {
         // Two cores with two siblings each: CPUs 0 and 2 share a core, so do 1 and 3.
-        let topo = crate::report::fixture::topology(2, 2, false);
+        let topo = crate::topology::fixture::topology(2, 2, false);
         let cpus = CpuSet::from_cpus([0, 1, 2, 3]);
         let spec = PingPongSpec {
             samples: 3,

@@ -597,7 +597,7 @@ mod tests {
     #[test]
     fn comparison_layouts_on_two_cores_of_two_siblings() {
         // Cores {0,2} and {1,3}, as Linux numbers x86 siblings.
-        let topo = crate::report::fixture::topology(2, 2, false);
+        let topo = crate::topology::fixture::topology(2, 2, false);
         let r = resolve(&topo, &cfg(&["one-per-core", "pairs", "all"], 2)).unwrap();
         let got: Vec<(String, Vec<u32>, usize)> = r
             .variants
@@ -623,7 +623,7 @@ mod tests {
 
     #[test]
     fn sibling_placements_without_smt_exit_3_naming_them() {
-        let topo = crate::report::fixture::topology(4, 1, false);
+        let topo = crate::topology::fixture::topology(4, 1, false);
         for (p, needle) in [("pairs", "`pairs`"), ("all", "`all`")] {
             let e = resolve(&topo, &cfg(&["one-per-core", p], 2)).unwrap_err();
             assert_eq!(crate::error::exit_code(&e), 3, "{e:#}");
@@ -658,7 +658,7 @@ mod tests {
         assert_eq!(crate::error::exit_code(&e), 3, "{e:#}");
         assert!(format!("{e:#}").contains("--cpus 0 --cpus 0-1"), "{e:#}");
         // On a machine with siblings the default compares: no such sentence.
-        let smt = crate::report::fixture::topology(2, 2, false);
+        let smt = crate::topology::fixture::topology(2, 2, false);
         assert_eq!(resolve(&smt, &cfg(&[], 2)).unwrap().no_comparison, None);
         // Explicit CPU lists run anywhere they are usable; unusable ones are bad input.
         let mut c = cfg(&[], 2);
@@ -680,7 +680,7 @@ mod tests {
 
     #[test]
     fn burner_variants_follow_each_placement_or_say_why_not() {
-        let topo = crate::report::fixture::topology(2, 2, false);
+        let topo = crate::topology::fixture::topology(2, 2, false);
         let mut c = cfg(&["one-per-core", "all"], 1);
         c.burners = Some(BurnerChoice::parse("prime:1", BurnerPlacement::Siblings).unwrap());
         let r = resolve(&topo, &c).unwrap();
@@ -720,7 +720,7 @@ mod tests {
             [[0], [2], [0]]
         );
         // Siblings on a machine without SMT: nowhere to go at all is exit 3.
-        let flat = crate::report::fixture::topology(2, 1, false);
+        let flat = crate::topology::fixture::topology(2, 1, false);
         let mut c = Config::new(vec!["true".into()]);
         c.placements = vec![PlacementChoice::Cpus(CpuSet::from_cpus([0]))];
         c.burners = Some(BurnerChoice::parse("prime:1", BurnerPlacement::Siblings).unwrap());

@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn siblings_add_a_quarter_and_runs_repeat_exactly() {
-        let topo = crate::report::fixture::topology(2, 2, false);
+        let topo = crate::topology::fixture::topology(2, 2, false);
         let a = run(&topo, &cfg(5), &super::super::Quiet).unwrap();
         let b = run(&topo, &cfg(5), &super::super::Quiet).unwrap();
         assert_eq!(a, b, "reproducible");
@@ -208,7 +208,7 @@ mod tests {
 
     #[test]
     fn a_run_that_fails_keeps_the_runs_before_it() {
-        let topo = crate::report::fixture::topology(2, 2, false);
+        let topo = crate::topology::fixture::topology(2, 2, false);
         let mut c = cfg(4);
         c.warmup = 0;
         // Three placements: execution 8 is `pairs` in round 3.

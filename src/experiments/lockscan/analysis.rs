@@ -334,7 +334,7 @@ fn thread_rows(
 mod tests {
     use super::*;
     use crate::engine::{RunSpec, ThreadResult};
-    use crate::report::fixture::topology;
+    use crate::topology::fixture::topology;
 
     #[test]
     fn handoff_latency_weights_each_class_by_its_handoffs() {

@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn auto_scan_bytes_streams_past_the_largest_l2() {
-        use crate::report::fixture::topology;
+        use crate::topology::fixture::topology;
         // The fixture's cores report a 512 KiB L2 each: 2 MiB.
         let topo = topology(2, 2, false);
         assert_eq!(

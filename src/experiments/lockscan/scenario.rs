@@ -193,7 +193,7 @@ pub fn sweep_scope(topo: &Topology, layout: &Layout) -> Option<ScopeUnit> {
 mod tests {
     use super::*;
     use crate::placement::Scope;
-    use crate::report::fixture::topology;
+    use crate::topology::fixture::topology;
 
     #[test]
     fn the_default_layout_scans_on_the_lowest_cpu() {

@@ -247,7 +247,7 @@ mod tests {
     use crate::engine::{RunSpec, ThreadResult};
     use crate::experiments::diagnosis::Diagnosis;
     use crate::placement::ThreadPlacement;
-    use crate::report::fixture::topology;
+    use crate::topology::fixture::topology;
 
     /// A 1-second run: `ops` per thread, each with `delay` ns waiting for a CPU.
     fn result(ops: &[u64], delay: &[Option<u64>]) -> RunResult {

@@ -126,7 +126,7 @@ mod tests {
     use crate::burn::{BurnSpec, BurnerKind};
     use crate::engine::RunSpec;
     use crate::placement::Scope;
-    use crate::report::fixture::topology;
+    use crate::topology::fixture::topology;
 
     fn cfg(placement: Request, burners: BurnerPlacement, mode: BurnerMode) -> NeighborsConfig {
         let spec = RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1));

@@ -293,7 +293,7 @@ mod tests {
     #[test]
     fn layouts_that_place_alike_are_named_with_the_reason() {
         // Two cores without siblings: `all` is `one-per-core`.
-        let topo = crate::report::fixture::topology(2, 1, false);
+        let topo = crate::topology::fixture::topology(2, 1, false);
         let plans = [
             plan("one-per-core", &[0, 1]),
             plan("all", &[0, 1]),
@@ -306,7 +306,7 @@ mod tests {
             ]
         );
         // With siblings, the same CPUs are not for want of one.
-        let smt = crate::report::fixture::topology(2, 2, false);
+        let smt = crate::topology::fixture::topology(2, 2, false);
         let n = same_placements(&smt, &[plan("pairs", &[0, 2]), plan("cpus:0,2", &[0, 2])]);
         assert_eq!(n, ["`cpus:0,2` places its 2 threads exactly as `pairs`"]);
     }

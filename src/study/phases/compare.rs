@@ -257,7 +257,7 @@ mod tests {
         threads_per_core: u32,
         compare: Option<compare::Config>,
     ) -> Result<ComparePhase> {
-        let topo = crate::report::fixture::topology(cores, threads_per_core, true);
+        let topo = crate::topology::fixture::topology(cores, threads_per_core, true);
         let mut cfg = config(QUICK);
         cfg.compare = compare;
         ComparePhase::size(&SizeCtx {

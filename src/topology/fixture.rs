@@ -1,4 +1,6 @@
 //! Made-up topologies for tests and the fake study: no sysfs needed, always the same.
+//! They live beside the real discovery so that every layer's tests can use them without
+//! importing a layer above.
 
 use crate::cpuset::CpuSet;
 use crate::topology::{Cache, CacheType, Cpu, Machine, NumaNode, ProcessCpus, Topology};

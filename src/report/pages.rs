@@ -194,6 +194,12 @@ pub fn tlb_notes(p: &PagesReport) -> Vec<String> {
 pub fn summary_line(p: &PagesReport) -> String {
     let kinds: Vec<&str> = measured(p).iter().map(|k| k.kind.label()).collect();
     let what = match &p.departure {
+        Some(d) if d.working_sets == 1 => format!(
+            "4 KiB pages slower than {} only at the largest working set ({:.2}× at {})",
+            d.reference.label(),
+            d.ratio_at_max,
+            bytes(d.working_set_bytes)
+        ),
         Some(d) => format!(
             "4 KiB pages fall behind {} from {} ({:.2}× at {})",
             d.reference.label(),
@@ -297,6 +303,7 @@ mod tests {
                 latency_ref_ns: 29.0,
                 ratio_at_max: 1.9,
                 tlb_reach_bytes: Some(512 << 10),
+                working_sets: 5,
             }),
             reserved: Vec::new(),
             interrupted: false,
@@ -349,6 +356,21 @@ mod tests {
         );
         assert!(
             line.contains("fall behind THP from 16 MiB (1.90× at 64 MiB)"),
+            "{line}"
+        );
+        // A departure at the largest working set alone is not "from there on".
+        let mut one = p.clone();
+        one.departure.as_mut().unwrap().working_sets = 1;
+        one.departure.as_mut().unwrap().working_set_bytes = 64 << 20;
+        let s = departure(&one);
+        assert!(
+            s.starts_with("Where 4 KiB pages fall behind: only at the largest working set, 64 MiB"),
+            "{s}"
+        );
+        assert!(!s.contains("every size"), "{s}");
+        let line = summary_line(&one);
+        assert!(
+            line.contains("slower than THP only at the largest working set (1.90× at 64 MiB)"),
             "{line}"
         );
     }

@@ -166,6 +166,7 @@ pub fn departure(small: &KindResult, reference: &KindResult, tlb: &TlbInfo) -> O
         latency_ref_ns: q.latency_ns.median,
         ratio_at_max: lp.latency_ns.median / lq.latency_ns.median,
         tlb_reach_bytes: tlb_reach,
+        working_sets: pairs.len() - i,
     })
 }
 
@@ -280,6 +281,12 @@ mod tests {
         assert_eq!(d.working_set_bytes, 8 << 20);
         assert_eq!(d.ratio_at_max, 2.5);
         assert_eq!(d.tlb_reach_bytes, Some(512 << 10), "128 × 4 KiB");
+        assert_eq!(d.working_sets, 2, "8 and 16 MiB");
+        // Only the largest working set slower: one point, said as one.
+        let mut late = thp.clone();
+        late.points[3] = pt(8 << 20, 9.0, 0.2);
+        let d = departure(&small, &late, &tlb).unwrap();
+        assert_eq!((d.working_set_bytes, d.working_sets), (16 << 20, 1));
         // Overlapping spreads are not a departure.
         let noisy = kind(PageKind::Thp, vec![pt(16 << 20, 28.0, 3.0)]);
         assert!(departure(&small, &noisy, &tlb).is_none());

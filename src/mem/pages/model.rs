@@ -128,4 +128,8 @@ pub struct Departure {
     pub ratio_at_max: f64,
     /// The 4 KiB data TLB reach just below it, when CPUID gave one.
     pub tlb_reach_bytes: Option<u64>,
+    /// Working sets from it to the largest, all slower with 4 KiB pages; 1 means only the
+    /// largest was, which a larger `--max` may or may not confirm (0 in older files).
+    #[serde(default)]
+    pub working_sets: usize,
 }

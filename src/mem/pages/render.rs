@@ -228,6 +228,17 @@ pub fn human(r: &PagesReport) -> String {
 /// Where 4 KiB pages fall behind huge pages, as one sentence (also the study report's).
 pub fn departure(r: &PagesReport) -> String {
     match &r.departure {
+        // One point is not "every size from here on": say it is only the largest.
+        Some(d) if d.working_sets == 1 => format!(
+            "only at the largest working set, {}: 4 KiB pages are slower than {} there, {} vs \
+             {} ns per load ({:.2}×); a larger `smtlab mem pages --max` would show whether \
+             it holds beyond",
+            bytes(d.working_set_bytes),
+            d.reference.label(),
+            sig(d.latency_4k_ns, 3),
+            sig(d.latency_ref_ns, 3),
+            d.ratio_at_max,
+        ),
         Some(d) => format!(
             "from a {} working set on, 4 KiB pages are slower than {} at every size: {} vs {} ns \
              per load there, {:.2}× at {}{}",

@@ -222,271 +222,143 @@ fn readme_lists_every_limit() {
 fn every_limit_in_the_table_is_the_one_enforced() {
     use smtlab::limits::{self, Bound, duration_words};
     let bin = assert_cmd::cargo::cargo_bin("smtlab");
-    let past = |n: u64| (n + 1).to_string();
     // (a piece of the TABLE row's options, the arguments, what the refusal must say).
-    let max = |n: u64| n.to_string();
+    // `over`: `{}` in the arguments is one past the limit `n`, and the refusal names `n`.
+    let words = |args: &str| -> Vec<String> { args.split_whitespace().map(String::from).collect() };
+    let over = |row: &'static str, args: &str, n: u64| {
+        (
+            row,
+            words(&args.replace("{}", &(n + 1).to_string())),
+            n.to_string(),
+        )
+    };
+    let refused = |row: &'static str, args: &str, says: String| (row, words(args), says);
     let cases: Vec<(&str, Vec<String>, String)> = vec![
-        (
+        over(
             "`plan`/`burn --threads`",
-            vec![
-                "plan".into(),
-                "all".into(),
-                "--threads".into(),
-                past(limits::MAX_THREADS),
-            ],
-            max(limits::MAX_THREADS),
+            "plan all --threads {}",
+            limits::MAX_THREADS,
         ),
-        (
+        over(
             "`plan`/`burn --threads`",
-            vec![
-                "burn".into(),
-                "-k".into(),
-                "int".into(),
-                "-t".into(),
-                past(limits::MAX_THREADS),
-            ],
-            max(limits::MAX_THREADS),
+            "burn -k int -t {}",
+            limits::MAX_THREADS,
         ),
-        (
+        over(
             "`compare --cores`",
-            vec![
-                "compare".into(),
-                "--cores".into(),
-                past(limits::MAX_THREADS),
-                "--".into(),
-                "true".into(),
-            ],
-            max(limits::MAX_THREADS),
+            "compare --cores {} -- true",
+            limits::MAX_THREADS,
         ),
-        (
+        over(
             "`yield --cores`",
-            vec![
-                "yield".into(),
-                "--cores".into(),
-                past(limits::MAX_YIELD_CORES),
-            ],
-            max(limits::MAX_YIELD_CORES),
+            "yield --cores {}",
+            limits::MAX_YIELD_CORES,
         ),
-        (
+        over(
             "`burn --mode process --threads`",
-            vec![
-                "burn".into(),
-                "-k".into(),
-                "int".into(),
-                "--mode".into(),
-                "process".into(),
-                "-t".into(),
-                past(limits::MAX_PROCESSES),
-            ],
-            max(limits::MAX_PROCESSES),
+            "burn -k int --mode process -t {}",
+            limits::MAX_PROCESSES,
         ),
-        (
+        over(
             "`compare --burners` (the count)",
-            vec![
-                "compare".into(),
-                "--burners".into(),
-                format!("prime:{}", past(limits::MAX_PROCESSES)),
-                "--".into(),
-                "true".into(),
-            ],
-            max(limits::MAX_PROCESSES),
+            "compare --burners prime:{} -- true",
+            limits::MAX_PROCESSES,
         ),
-        (
+        over(
             "`oltp --threads`",
-            vec![
-                "oltp".into(),
-                "--threads".into(),
-                past(limits::MAX_CONNECTIONS),
-            ],
-            max(limits::MAX_CONNECTIONS),
+            "oltp --threads {}",
+            limits::MAX_CONNECTIONS,
         ),
-        (
+        over(
             "`lockscan --cs-ns`",
-            vec!["lockscan".into(), "--cs-ns".into(), past(limits::MAX_OP_NS)],
-            max(limits::MAX_OP_NS),
+            "lockscan --cs-ns {}",
+            limits::MAX_OP_NS,
         ),
-        (
+        over(
             "`rwcache --work-ns`",
-            vec![
-                "rwcache".into(),
-                "--work-ns".into(),
-                past(limits::MAX_OP_NS),
-            ],
-            max(limits::MAX_OP_NS),
+            "rwcache --work-ns {}",
+            limits::MAX_OP_NS,
         ),
-        (
+        over(
             "`oltp --prefill`",
-            vec![
-                "oltp".into(),
-                "--prefill".into(),
-                past(limits::MAX_PREFILL_ROWS),
-            ],
-            max(limits::MAX_PREFILL_ROWS),
+            "oltp --prefill {}",
+            limits::MAX_PREFILL_ROWS,
         ),
-        (
+        over(
             "`oltp --rows-per-thread`",
-            vec![
-                "oltp".into(),
-                "--rows-per-thread".into(),
-                past(limits::MAX_ROWS_PER_THREAD),
-            ],
-            max(limits::MAX_ROWS_PER_THREAD),
+            "oltp --rows-per-thread {}",
+            limits::MAX_ROWS_PER_THREAD,
         ),
-        (
+        over(
             "`oltp --rows-per-txn`",
-            vec![
-                "oltp".into(),
-                "--rows-per-txn".into(),
-                past(limits::MAX_ROWS_PER_TXN),
-            ],
-            max(limits::MAX_ROWS_PER_TXN),
+            "oltp --rows-per-txn {}",
+            limits::MAX_ROWS_PER_TXN,
         ),
-        (
+        over(
             "`burn --max-prime`",
-            vec![
-                "burn".into(),
-                "-k".into(),
-                "prime".into(),
-                "--max-prime".into(),
-                past(limits::MAX_MAX_PRIME),
-            ],
-            max(limits::MAX_MAX_PRIME),
+            "burn -k prime --max-prime {}",
+            limits::MAX_MAX_PRIME,
         ),
-        (
-            "`--repeat`",
-            vec![
-                "lockscan".into(),
-                "--repeat".into(),
-                past(limits::MAX_REPEAT),
-            ],
-            max(limits::MAX_REPEAT),
-        ),
-        (
-            "`--repeat`",
-            vec![
-                "neighbors".into(),
-                "--repeat".into(),
-                past(limits::MAX_REPEAT),
-            ],
-            max(limits::MAX_REPEAT),
-        ),
-        (
-            "`--repeat`",
-            vec!["oltp".into(), "--repeat".into(), past(limits::MAX_REPEAT)],
-            max(limits::MAX_REPEAT),
-        ),
-        (
-            "`--repeat`",
-            vec![
-                "rwcache".into(),
-                "--repeat".into(),
-                past(limits::MAX_REPEAT),
-            ],
-            max(limits::MAX_REPEAT),
-        ),
-        (
-            "`--repeat`",
-            vec!["yield".into(), "--repeat".into(), past(limits::MAX_REPEAT)],
-            max(limits::MAX_REPEAT),
-        ),
-        (
-            "`--repeat`",
-            vec![
-                "mem".into(),
-                "pages".into(),
-                "--repeat".into(),
-                past(limits::MAX_REPEAT),
-            ],
-            max(limits::MAX_REPEAT),
-        ),
-        (
+        over("`--repeat`", "lockscan --repeat {}", limits::MAX_REPEAT),
+        over("`--repeat`", "neighbors --repeat {}", limits::MAX_REPEAT),
+        over("`--repeat`", "oltp --repeat {}", limits::MAX_REPEAT),
+        over("`--repeat`", "rwcache --repeat {}", limits::MAX_REPEAT),
+        over("`--repeat`", "yield --repeat {}", limits::MAX_REPEAT),
+        over("`--repeat`", "mem pages --repeat {}", limits::MAX_REPEAT),
+        over(
             "`compare --runs`",
-            vec![
-                "compare".into(),
-                "--runs".into(),
-                past(limits::MAX_RUNS),
-                "--".into(),
-                "true".into(),
-            ],
-            max(limits::MAX_RUNS),
+            "compare --runs {} -- true",
+            limits::MAX_RUNS,
         ),
-        (
+        over(
             "`compare --warmup`",
-            vec![
-                "compare".into(),
-                "--warmup".into(),
-                past(limits::MAX_RUNS),
-                "--".into(),
-                "true".into(),
-            ],
-            max(limits::MAX_RUNS),
+            "compare --warmup {} -- true",
+            limits::MAX_RUNS,
         ),
-        (
+        over(
             "`rwcache --entries`",
-            vec![
-                "rwcache".into(),
-                "--entries".into(),
-                past(limits::MAX_ENTRIES),
-            ],
-            max(limits::MAX_ENTRIES),
+            "rwcache --entries {}",
+            limits::MAX_ENTRIES,
         ),
-        (
+        over(
             "`rwcache --lookups`",
-            vec![
-                "rwcache".into(),
-                "--lookups".into(),
-                past(limits::MAX_LOOKUPS),
-            ],
-            max(limits::MAX_LOOKUPS),
+            "rwcache --lookups {}",
+            limits::MAX_LOOKUPS,
         ),
-        (
-            "`c2c --samples`",
-            vec!["c2c".into(), "--samples".into(), past(limits::MAX_SAMPLES)],
-            max(limits::MAX_SAMPLES),
-        ),
-        (
+        over("`c2c --samples`", "c2c --samples {}", limits::MAX_SAMPLES),
+        over(
             "`c2c --round-trips`",
-            vec![
-                "c2c".into(),
-                "--round-trips".into(),
-                past(limits::MAX_ROUND_TRIPS),
-            ],
-            max(limits::MAX_ROUND_TRIPS),
+            "c2c --round-trips {}",
+            limits::MAX_ROUND_TRIPS,
         ),
-        (
+        refused(
             "every `--duration`",
-            vec![
-                "burn".into(),
-                "-k".into(),
-                "int".into(),
-                "-d".into(),
-                "9ms".into(),
-            ],
+            "burn -k int -d 9ms",
             duration_words(smtlab::duration::MIN_MEASURED),
         ),
-        (
+        refused(
             "`lockscan --interval`",
-            vec!["lockscan".into(), "--interval".into(), "9ms".into()],
+            "lockscan --interval 9ms",
             duration_words(smtlab::duration::MIN_MEASURED),
         ),
-        (
+        refused(
             "`c2c --budget`",
-            vec!["c2c".into(), "--budget".into(), "9ms".into()],
+            "c2c --budget 9ms",
             duration_words(smtlab::duration::MIN_MEASURED),
         ),
-        (
+        refused(
             "`top --interval`",
-            vec!["top".into(), "--interval".into(), "99ms".into()],
+            "top --interval 99ms",
             duration_words(limits::MIN_TOP_INTERVAL),
         ),
-        (
+        refused(
             "`top --interval`",
-            vec!["top".into(), "--interval".into(), "61m".into()],
+            "top --interval 61m",
             duration_words(limits::MAX_TOP_INTERVAL),
         ),
-        (
+        refused(
             "`study --budget`",
-            vec!["study".into(), "--budget".into(), "9s".into()],
+            "study --budget 9s",
             duration_words(limits::MIN_STUDY_BUDGET),
         ),
     ];

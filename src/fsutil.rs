@@ -1,6 +1,6 @@
 //! Replacing a file whole ([`replace`]): the one way smtlab writes a file a reader or a
-//! later run may open (the study's files, `compare`'s exports, `top --textfile`, the SMT
-//! and hugetlb journals).
+//! later run may open (the study's files, `compare`'s exports, the SMT and hugetlb
+//! journals; `top --textfile` through [`replace_unsynced`]).
 //!
 //! Kernel control files (sysfs, tracefs, cgroupfs) are not written through it: writing one
 //! is a request to the kernel, not a file's content, and they cannot be created or renamed
@@ -20,6 +20,19 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// the rename fails the temporary file is removed and `path` is untouched. The error is
 /// the step's own; callers say which file it was for.
 pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_and_rename(path, bytes, true)
+}
+
+/// [`replace`] without the two fsyncs: a reader still sees the old file or the whole new
+/// one, but after a crash the file may be either or empty. For a file rewritten every few
+/// seconds that nothing needs after a crash (`top --textfile`, which node_exporter reads):
+/// syncing it at each interval would put disk writes and their latency on the machine
+/// being measured.
+pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_and_rename(path, bytes, false)
+}
+
+fn write_and_rename(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let name = path.file_name().ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -40,14 +53,19 @@ pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         // create_new: never write through a file (or link) someone else put at that name.
         let mut f = std::fs::File::create_new(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         std::fs::rename(&tmp, path)
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    std::fs::File::open(dir)?.sync_all()
+    if sync {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -70,6 +88,8 @@ mod tests {
         replace(&p, b"one").unwrap();
         replace(&p, b"two").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        replace_unsynced(&p, b"three").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "three");
         assert_eq!(names(dir.path()), ["x.json"]);
     }
 

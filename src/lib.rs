@@ -28,7 +28,7 @@
 //! - `interrupt`: the SIGINT, SIGTERM and SIGHUP handlers.
 //! - files the user asked for, each through [`fsutil::replace`]: `report::write_all` (the
 //!   study's files), `commands::compare` (`--export-csv`, `--export-markdown`),
-//!   `commands::top` (`--textfile`).
+//!   `commands::top` (`--textfile`, through [`fsutil::replace_unsynced`]).
 //! - reading sysfs and procfs: `topology::discover`, `hygiene` (0.25 s of `/proc/stat`),
 //!   `mem` (`mem report`), `counters::reason`.
 //!

@@ -142,7 +142,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             Format::Prometheus => render::prometheus(&s),
         };
         match &cfg.textfile {
-            Some(path) => crate::fsutil::replace(path, text.as_bytes())
+            Some(path) => crate::fsutil::replace_unsynced(path, text.as_bytes())
                 .with_context(|| format!("writing `{}`", path.display()))?,
             None => {
                 out.write_all(text.as_bytes())?;

@@ -971,6 +971,10 @@ struct StudyArgs {
     command: Vec<String>,
     #[command(flatten)]
     counters: CountersArg,
+    /// Also write the answer table as Prometheus gauges to FILE (node_exporter's textfile
+    /// format, replaced whole): smtlab_answer{class,answer}, smtlab_smt_yield{class}.
+    #[arg(long, value_name = "FILE")]
+    prometheus: Option<PathBuf>,
 }
 
 /// Turns the `study` options into a validated config.
@@ -1049,6 +1053,7 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
             counters: a.counters.counters,
         },
         out: a.out,
+        prometheus: a.prometheus,
     })
 }
 

@@ -21,12 +21,17 @@ pub struct Config {
     pub study: study::Config,
     /// Directory for the three files (created if missing).
     pub out: PathBuf,
+    /// `--prometheus FILE`: the answer table as gauges, written whole after the study.
+    pub prometheus: Option<PathBuf>,
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let root = Path::new("/");
     // Fail on an unusable output directory now, not after a minute of measuring.
     report::check_out_dir(&cfg.out)?;
+    if let Some(p) = &cfg.prometheus {
+        report::check_out_file(p, "--prometheus")?;
+    }
 
     check_database(&cfg.study.db)?;
     if let Some(c) = &cfg.study.compare {
@@ -39,12 +44,19 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let busy = crate::hygiene::preflight(&topo.allowed());
     let mut rep = study::run(&RealEngine, &topo, machine, provenance, &cfg.study, &bars)?;
     rep.notes.extend(busy);
+    rep.slurm = report::slurm::from_env(report::slurm::environment(), &topo);
     bars.close();
     if bars.multi.is_some() {
         // The kept bars leave the cursor at the end of the last one.
         crate::say!();
     }
-    let written = report::write_all(&rep, &cfg.out)?;
+    let mut written = report::write_all(&rep, &cfg.out)?;
+    if let Some(p) = &cfg.prometheus {
+        written.push(report::write_atomic(
+            p,
+            report::metrics::prometheus(&rep).as_bytes(),
+        )?);
+    }
     if let Some(c) = &rep.compare {
         writeln!(out, "Your command (compare phase):")?;
         write!(

@@ -2,6 +2,7 @@
 //! Pure functions from data to text.
 
 pub mod markdown;
+pub mod prometheus;
 mod table;
 pub use table::{Align, NONE, Table};
 

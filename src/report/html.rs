@@ -216,6 +216,10 @@ pub fn topology_boxes(t: &Topology) -> Vec<PackageBox> {
 fn machine(o: &mut String, r: &Report) {
     o.push_str("<section id=\"machine\">\n<h2>Machine</h2>\n");
     table(o, &tables::machine(r));
+    if let Some(t) = tables::slurm_variables(r) {
+        o.push_str("<p>What Slurm gave the study (its <code>SLURM_*</code> variables):</p>\n");
+        table(o, &t);
+    }
     o.push_str(&svg::topology(
         "topology",
         &format!(

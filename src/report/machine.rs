@@ -59,8 +59,23 @@ pub fn machine_info(topo: &Topology, root: &Path) -> MachineInfo {
         frequency_governor: governor,
         hypervisor: hypervisor(topo, root),
         hardware_counters: pmu(root),
+        hostname: (root == Path::new("/")).then(hostname).flatten(),
+        microcode: std::fs::read_to_string(root.join("proc/cpuinfo"))
+            .ok()
+            .and_then(|t| microcode(&t)),
         ..summary(topo)
     }
+}
+
+/// The first `microcode` field of `/proc/cpuinfo` text (x86 kernels print it per CPU; a
+/// mixed revision across CPUs is a firmware bug, so the first stands for all).
+pub fn microcode(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "microcode")
+            .then(|| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    })
 }
 
 /// The topology-derived part of [`MachineInfo`] (pure); kernel, governor and hypervisor
@@ -86,6 +101,8 @@ pub fn summary(topo: &Topology) -> MachineInfo {
         packages: topo.packages().len(),
         l3_groups: topo.llc_groups().len(),
         memory_bytes: topo.machine.memory_bytes,
+        hostname: None,
+        microcode: None,
     }
 }
 
@@ -119,6 +136,22 @@ fn read_trim(p: &Path) -> Option<String> {
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
+}
+
+/// The node name (`uname -n`), None when uname fails or it is empty.
+fn hostname() -> Option<String> {
+    // SAFETY: utsname is plain old data; uname fills it with NUL-terminated strings.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let bytes: Vec<u8> = u
+        .nodename
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    Some(String::from_utf8_lossy(&bytes).into_owned()).filter(|s| !s.is_empty())
 }
 
 /// `uname -srvm`.
@@ -214,6 +247,7 @@ mod tests {
         assert_eq!(m.usable_cpus, "0-7");
         assert_eq!(smt_facts(&t).threads_per_core, 2);
         assert!(["debug", "release"].contains(&build_profile()));
+        assert_eq!((m.hostname, m.microcode), (None, None));
     }
 
     #[test]
@@ -223,5 +257,13 @@ mod tests {
         assert!(m.kernel.starts_with("Linux "), "{}", m.kernel);
         assert!(!m.frequency_governor.is_empty());
         assert!(!m.hypervisor.is_empty());
+    }
+
+    #[test]
+    fn microcode_is_the_first_cpus_revision() {
+        let text = "processor\t: 0\nmodel name\t: X\nmicrocode\t: 0xf0\n\nprocessor\t: 1\nmicrocode\t: 0xf1\n";
+        assert_eq!(microcode(text).as_deref(), Some("0xf0"));
+        assert_eq!(microcode("processor\t: 0\nmicrocode\t:\n"), None);
+        assert_eq!(microcode("processor : 0\n"), None);
     }
 }

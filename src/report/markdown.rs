@@ -86,6 +86,10 @@ pub fn render(r: &Report) -> String {
     }
     o.push_str("## Machine\n\n");
     table(&mut o, &tables::machine(r));
+    if let Some(t) = tables::slurm_variables(r) {
+        o.push_str("What Slurm gave the study (its `SLURM_*` variables):\n\n");
+        table(&mut o, &t);
+    }
     for n in &r.notes {
         let _ = writeln!(o, "- {}", md(n));
     }

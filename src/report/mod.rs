@@ -17,7 +17,9 @@ pub mod html;
 pub mod lenient;
 pub mod machine;
 pub mod markdown;
+pub mod metrics;
 pub mod pages;
+pub mod slurm;
 pub mod svg;
 pub mod tables;
 pub mod verdict;
@@ -86,6 +88,10 @@ pub struct Report {
     /// The signal that stopped the study, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<crate::interrupt::Signal>,
+    /// The Slurm job step the study ran in (`SLURM_*` variables, its cgroup cpuset); None
+    /// outside Slurm and in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<slurm::SlurmJob>,
     /// The answer in plain words.
     pub verdict: Verdict,
     /// Study-wide notes (budget overruns, skipped CPUs, …).
@@ -144,6 +150,14 @@ pub struct MachineInfo {
     pub l3_groups: usize,
     /// Total memory, bytes.
     pub memory_bytes: Option<u64>,
+    /// The host's name (`uname -n`); None when read from a dump and in files written
+    /// before it was recorded. `smtlab merge` tells hosts apart by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// The CPU microcode revision (`microcode` in `/proc/cpuinfo`, x86), when the kernel
+    /// shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microcode: Option<String>,
 }
 
 /// What the machine says about SMT.
@@ -600,6 +614,7 @@ impl Report {
             memory: None,
             compare: None,
             interrupted_by: None,
+            slurm: None,
             verdict: Verdict {
                 headline: String::new(),
                 answers: Vec::new(),
@@ -732,8 +747,44 @@ pub fn check_out_dir(dir: &Path) -> Result<(), crate::error::BadInput> {
     Ok(())
 }
 
+/// Checks, before any work, that `path` can take a file written whole: its directory
+/// exists and is writable, and `path` is missing or a regular file (a directory, FIFO or
+/// device there is refused: [`crate::fsutil::replace`] would rename over a link or fail
+/// after the run). `option` names the flag in the message (`--prometheus`).
+pub fn check_out_file(path: &Path, option: &str) -> Result<(), crate::error::BadInput> {
+    let bad = |why: String| {
+        crate::error::BadInput(format!(
+            "{option} {}: {why}; give a file path in a directory smtlab can write",
+            path.display()
+        ))
+    };
+    if path.file_name().is_none() {
+        return Err(bad("it names no file".into()));
+    }
+    if let Ok(m) = std::fs::symlink_metadata(path)
+        && !m.file_type().is_file()
+    {
+        return Err(bad(if m.is_dir() {
+            "it is a directory".into()
+        } else {
+            "it exists and is not a regular file".into()
+        }));
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(bad(format!("its directory `{}` does not exist", dir.display())));
+    }
+    let probe = dir.join(format!(".smtlab-write-test.{}", std::process::id()));
+    write_atomic(&probe, b"").map_err(|e| bad(format!("cannot write in its directory ({e:#})")))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 /// Writes `bytes` to `path` whole ([`crate::fsutil::replace`]) and returns the path.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
     crate::fsutil::replace(path, bytes).with_context(|| format!("writing `{}`", path.display()))?;
     Ok(path.to_path_buf())
 }

@@ -83,7 +83,13 @@ pub fn machine(r: &Report) -> Table {
     let m = &r.machine;
     let mut t = Table::new(&["", ""]);
     let mut kv = |k: &str, v: String| t.rows.push(vec![k.to_string(), v]);
+    if let Some(h) = &m.hostname {
+        kv("Host", h.clone());
+    }
     kv("CPU", m.cpu_model.clone());
+    if let Some(u) = &m.microcode {
+        kv("Microcode", u.clone());
+    }
     kv(
         "CPUs",
         format!(
@@ -108,6 +114,9 @@ pub fn machine(r: &Report) -> Table {
         ),
     );
     kv("Command", p.command.clone());
+    if let Some(j) = &r.slurm {
+        kv("Slurm", j.sentence());
+    }
     kv(
         "Started",
         format!("{}, took {}", utc(p.started_unix_s), secs(p.wall_ns)),
@@ -123,6 +132,16 @@ pub fn machine(r: &Report) -> Table {
         ),
     );
     t
+}
+
+/// The `SLURM_*` variables the study ran with, one row each; None outside Slurm.
+pub fn slurm_variables(r: &Report) -> Option<Table> {
+    let j = r.slurm.as_ref()?;
+    let mut t = Table::new(&["VARIABLE", "VALUE"]);
+    for (k, v) in &j.variables {
+        t.rows.push(vec![k.clone(), v.clone()]);
+    }
+    Some(t)
 }
 
 /// One row per phase.

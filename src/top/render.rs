@@ -306,7 +306,7 @@ pub fn prometheus(s: &TopSample) -> String {
     );
     family(
         "smtlab_smt_yield",
-        "SMT yield used for capacity: a core's throughput with both siblings busy over one alone.",
+        crate::render::prometheus::SMT_YIELD_HELP,
         vec![(
             format!(
                 "{{source=\"{}\"}}",

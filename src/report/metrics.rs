@@ -1,0 +1,243 @@
+//! The answer table as numbers other tools read: the names of classes and answers as they
+//! appear in JSON and labels, what ratio each class's evidence is, and the study's answer
+//! table as Prometheus gauges (`study --prometheus`, node_exporter's textfile format).
+//!
+//! `smtlab merge` reads the same names and the same effect-to-answer rule, so a fleet's
+//! answer for a machine type is decided as one host's is.
+
+use super::{HtAnswer, Report, WorkloadClass};
+use crate::render::prometheus::{Exposition, SMT_YIELD_HELP, labels};
+use crate::stats::Effect;
+
+/// Every workload class, in the answer table's order.
+pub const CLASSES: [WorkloadClass; 6] = [
+    WorkloadClass::Compute,
+    WorkloadClass::Locks,
+    WorkloadClass::LocksBesideScans,
+    WorkloadClass::Inserts,
+    WorkloadClass::ReadMostlyCache,
+    WorkloadClass::Command,
+];
+
+/// Every answer.
+pub const ANSWERS: [HtAnswer; 5] = [
+    HtAnswer::KeepHtOn,
+    HtAnswer::TurnHtOff,
+    HtAnswer::NoDifference,
+    HtAnswer::Inconclusive,
+    HtAnswer::NotMeasured,
+];
+
+/// The class as JSON spells it (`locks-beside-scans`): the label value of every gauge.
+pub fn class_slug(c: WorkloadClass) -> &'static str {
+    match c {
+        WorkloadClass::Compute => "compute",
+        WorkloadClass::Locks => "locks",
+        WorkloadClass::LocksBesideScans => "locks-beside-scans",
+        WorkloadClass::Inserts => "inserts",
+        WorkloadClass::ReadMostlyCache => "read-mostly-cache",
+        WorkloadClass::Command => "command",
+    }
+}
+
+/// The answer as JSON spells it (`turn-ht-off`).
+pub fn answer_slug(a: HtAnswer) -> &'static str {
+    match a {
+        HtAnswer::KeepHtOn => "keep-ht-on",
+        HtAnswer::TurnHtOff => "turn-ht-off",
+        HtAnswer::NoDifference => "no-difference",
+        HtAnswer::Inconclusive => "inconclusive",
+        HtAnswer::NotMeasured => "not-measured",
+    }
+}
+
+/// What the ratio behind a class's answer compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RatioKind {
+    /// Throughput with every sibling busy ÷ one thread per core on the same cores: above 1
+    /// SMT adds capacity.
+    SmtYield,
+    /// A thread's rate beside a busy sibling ÷ the same thread alone: below 1 sharing a
+    /// core costs it.
+    SiblingSharing,
+}
+
+impl RatioKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            RatioKind::SmtYield => "SMT yield",
+            RatioKind::SiblingSharing => "sibling sharing ratio",
+        }
+    }
+}
+
+/// The ratio each class's answer rests on (the verdict's rows: the yield phase for compute
+/// and locks, oltp's `all` ÷ `one-per-core` for inserts, the command's `all` ÷
+/// `one-per-core`; lockscan's thread beside a scanning sibling ÷ alone).
+pub fn ratio_kind(c: WorkloadClass) -> RatioKind {
+    match c {
+        WorkloadClass::LocksBesideScans => RatioKind::SiblingSharing,
+        _ => RatioKind::SmtYield,
+    }
+}
+
+/// The answer an interval's class gives for a workload class: for a yield a gain keeps HT
+/// on, a loss turns it off, no effect is no difference; for a sharing ratio a loss turns HT
+/// off and no effect or a gain keeps it on. The verdict applies the same mapping to each
+/// host's rows.
+pub fn answer_for(c: WorkloadClass, e: Effect) -> HtAnswer {
+    match (ratio_kind(c), e) {
+        (_, Effect::Inconclusive) => HtAnswer::Inconclusive,
+        (_, Effect::Loss) => HtAnswer::TurnHtOff,
+        (RatioKind::SmtYield, Effect::Gain) => HtAnswer::KeepHtOn,
+        (RatioKind::SmtYield, Effect::NoEffect) => HtAnswer::NoDifference,
+        (RatioKind::SiblingSharing, Effect::Gain | Effect::NoEffect) => HtAnswer::KeepHtOn,
+    }
+}
+
+/// HELP of `smtlab_answer`.
+pub const ANSWER_HELP: &str = "The study's answer for a workload class: 1 for the answer given, 0 for the others.";
+
+/// The study's answer table as gauges: per class `smtlab_answer{class,answer}` (1 for the
+/// answer given, 0 for the other four), the measured ratio with its interval and run count
+/// (`smtlab_smt_yield`, `_low`, `_high`, `_runs`; `smtlab_sibling_sharing_ratio…` for the
+/// class judged by a sharing ratio), and when and how the study ran.
+pub fn prometheus(r: &Report) -> String {
+    let mut e = Exposition::new();
+    let mut answers = Vec::new();
+    for a in &r.verdict.answers {
+        for x in ANSWERS {
+            answers.push((
+                labels(&[("class", class_slug(a.class)), ("answer", answer_slug(x))]),
+                if a.answer == x { 1.0 } else { 0.0 },
+            ));
+        }
+    }
+    e.gauge("smtlab_answer", ANSWER_HELP, &answers);
+    for (kind, name, help) in [
+        (RatioKind::SmtYield, "smtlab_smt_yield", SMT_YIELD_HELP),
+        (
+            RatioKind::SiblingSharing,
+            "smtlab_sibling_sharing_ratio",
+            "A thread's rate beside a busy SMT sibling over the same thread alone, per workload class.",
+        ),
+    ] {
+        let rows: Vec<(String, crate::stats::Comparison)> = r
+            .verdict
+            .answers
+            .iter()
+            .filter(|a| ratio_kind(a.class) == kind)
+            .filter_map(|a| {
+                let c = a.evidence.as_ref()?.comparison;
+                Some((labels(&[("class", class_slug(a.class))]), c))
+            })
+            .collect();
+        let pick = |f: fn(&crate::stats::Comparison) -> f64| -> Vec<(String, f64)> {
+            rows.iter().map(|(l, c)| (l.clone(), f(c))).collect()
+        };
+        e.gauge(name, help, &pick(|c| c.estimate));
+        e.gauge(
+            &format!("{name}_low"),
+            "Lower bound of the interval of the ratio of the same name (see smtlab_interval_confidence).",
+            &pick(|c| c.low),
+        );
+        e.gauge(
+            &format!("{name}_high"),
+            "Upper bound of the interval of the ratio of the same name.",
+            &pick(|c| c.high),
+        );
+        e.gauge(
+            &format!("{name}_runs"),
+            "Paired runs behind the ratio of the same name.",
+            &pick(|c| c.n as f64),
+        );
+    }
+    let confidence: Vec<(String, f64)> = r
+        .verdict
+        .answers
+        .iter()
+        .filter_map(|a| {
+            Some((
+                labels(&[("class", class_slug(a.class))]),
+                a.evidence.as_ref()?.comparison.confidence,
+            ))
+        })
+        .collect();
+    e.gauge(
+        "smtlab_interval_confidence",
+        "Confidence level asked of the interval behind a class's answer (0.95 = 95 %).",
+        &confidence,
+    );
+    e.gauge(
+        "smtlab_study_start_time_seconds",
+        "When the study started, seconds since the Unix epoch.",
+        &[(String::new(), r.provenance.started_unix_s as f64)],
+    );
+    e.gauge(
+        "smtlab_study_info",
+        "The study behind these gauges: smtlab version, status, and whether its numbers were made up (synthetic).",
+        &[(
+            labels(&[
+                ("version", &r.provenance.smtlab_version),
+                ("git_revision", &r.provenance.git_revision),
+                (
+                    "status",
+                    match r.status {
+                        super::Status::Complete => "complete",
+                        super::Status::Partial => "partial",
+                    },
+                ),
+                ("synthetic", if r.synthetic { "true" } else { "false" }),
+            ]),
+            1.0,
+        )],
+    );
+    e.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_the_json_names() {
+        for c in CLASSES {
+            assert_eq!(
+                serde_json::to_value(c).unwrap().as_str(),
+                Some(class_slug(c))
+            );
+        }
+        for a in ANSWERS {
+            assert_eq!(
+                serde_json::to_value(a).unwrap().as_str(),
+                Some(answer_slug(a))
+            );
+        }
+    }
+
+    #[test]
+    fn a_loss_turns_ht_off_and_a_sharing_ratio_without_loss_keeps_it() {
+        use WorkloadClass as C;
+        assert_eq!(answer_for(C::Compute, Effect::Gain), HtAnswer::KeepHtOn);
+        assert_eq!(
+            answer_for(C::Compute, Effect::NoEffect),
+            HtAnswer::NoDifference
+        );
+        assert_eq!(answer_for(C::Inserts, Effect::Loss), HtAnswer::TurnHtOff);
+        assert_eq!(
+            answer_for(C::LocksBesideScans, Effect::NoEffect),
+            HtAnswer::KeepHtOn
+        );
+        assert_eq!(
+            answer_for(C::LocksBesideScans, Effect::Loss),
+            HtAnswer::TurnHtOff
+        );
+        for c in CLASSES {
+            assert_eq!(
+                answer_for(c, Effect::Inconclusive),
+                HtAnswer::Inconclusive
+            );
+        }
+    }
+}

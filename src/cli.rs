@@ -181,6 +181,9 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Merge many hosts' studies (results.json files, or directories holding them) into one
+    /// answer per machine type: fleet.json, fleet.html and fleet.md.
+    Merge(MergeArgs),
     /// SMT's state, and switching it off and on through sysfs with a journal that `smt
     /// restore` undoes (even after the switching process was killed).
     #[command(
@@ -305,6 +308,7 @@ pub fn main() -> Result<()> {
         Command::Report { results, out: dir } => {
             commands::report::run(&commands::report::Config { results, out: dir }, &mut out)
         }
+        Command::Merge(args) => commands::merge::run(&merge_config(args), &mut out),
         Command::Oltp(args) => commands::oltp::run(&oltp_config(args)?, &mut out),
         Command::Yield(args) => commands::smt_yield::run(&yield_config(args)?, &mut out),
         Command::C2c {
@@ -975,6 +979,44 @@ struct StudyArgs {
     /// format, replaced whole): smtlab_answer{class,answer}, smtlab_smt_yield{class}.
     #[arg(long, value_name = "FILE")]
     prometheus: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct MergeArgs {
+    /// results.json files written by `smtlab study`, and directories searched for files of
+    /// that name (e.g. one directory per host).
+    #[arg(value_name = "RESULTS", required = true)]
+    inputs: Vec<PathBuf>,
+    /// Directory for fleet.json, fleet.html and fleet.md.
+    #[arg(long, value_name = "DIR", default_value = "smtlab-fleet")]
+    out: PathBuf,
+    /// Also write the answers as Prometheus gauges to FILE (node_exporter's textfile
+    /// format, replaced whole): smtlab_fleet_answer{machine_type,class,answer}, …
+    #[arg(long, value_name = "FILE")]
+    prometheus: Option<PathBuf>,
+    /// Print fleet.json instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+fn merge_config(a: MergeArgs) -> commands::merge::Config {
+    let mut command = format!("smtlab merge --out {}", a.out.display());
+    if let Some(p) = &a.prometheus {
+        command.push_str(&format!(" --prometheus {}", p.display()));
+    }
+    for i in &a.inputs {
+        command.push_str(&format!(" {}", i.display()));
+    }
+    if command.chars().count() > 400 {
+        command = command.chars().take(399).collect::<String>() + "…";
+    }
+    commands::merge::Config {
+        inputs: a.inputs,
+        out: a.out,
+        prometheus: a.prometheus,
+        json: a.json,
+        command,
+    }
 }
 
 /// Turns the `study` options into a validated config.

@@ -27,8 +27,11 @@
 //!   owners that are gone.
 //! - `interrupt`: the SIGINT, SIGTERM and SIGHUP handlers.
 //! - files the user asked for, each through [`fsutil::replace`]: `report::write_all` (the
-//!   study's files), `commands::compare` (`--export-csv`, `--export-markdown`),
+//!   study's files), `commands::study` and `commands::merge` (`--prometheus`, and merge's
+//!   fleet files), `commands::compare` (`--export-csv`, `--export-markdown`),
 //!   `commands::top` (`--textfile`, through [`fsutil::replace_unsynced`]).
+//! - reading the hosts' results.json files (`fleet::input`, on scoped threads); the
+//!   study's environment for `SLURM_*` (`report::slurm`).
 //! - reading sysfs and procfs: `topology::discover`, `hygiene` (0.25 s of `/proc/stat`),
 //!   `mem` (`mem report`), `counters::reason`.
 //!
@@ -42,6 +45,7 @@
 //! - [`duration`]: Durations as users type them (`5`, `500ms`, `250us`, `1.5s`, `1h`), one grammar for every option.
 //! - [`engine`]: The `Engine` trait: measurement threads spawned, pinned and timed for real, or made up.
 //! - [`error`]: Exit codes and error classes.
+//! - [`fleet`]: `merge`: many hosts' studies grouped by machine type, pooled across hosts, into one answer per type.
 //! - [`fsutil`]: Replacing a file whole (temporary file, fsync, rename), for every file smtlab writes.
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
 //! - [`hygiene`]: Is other work or the hypervisor already using the CPUs about to be measured?
@@ -86,6 +90,7 @@ pub mod duration;
 pub mod engine;
 pub mod error;
 pub mod experiments;
+pub mod fleet;
 pub mod fsutil;
 pub mod hygiene;
 pub mod interrupt;

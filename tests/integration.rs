@@ -14,6 +14,7 @@ mod burn;
 mod cli_c2c;
 mod cli_compare;
 mod cli_experiments;
+mod cli_merge;
 mod cli_oltp;
 mod cli_smt;
 mod cli_top;

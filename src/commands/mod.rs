@@ -6,6 +6,8 @@ pub mod compare;
 pub mod lockscan;
 /// `smtlab mem`: memory settings in plain words, and what page size costs on this CPU.
 pub mod mem;
+/// `smtlab merge`: many hosts' results.json into one answer per machine type.
+pub mod merge;
 pub mod neighbors;
 pub mod oltp;
 pub mod plan;

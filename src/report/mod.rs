@@ -775,7 +775,10 @@ pub fn check_out_file(path: &Path, option: &str) -> Result<(), crate::error::Bad
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     if !dir.is_dir() {
-        return Err(bad(format!("its directory `{}` does not exist", dir.display())));
+        return Err(bad(format!(
+            "its directory `{}` does not exist",
+            dir.display()
+        )));
     }
     let probe = dir.join(format!(".smtlab-write-test.{}", std::process::id()));
     write_atomic(&probe, b"").map_err(|e| bad(format!("cannot write in its directory ({e:#})")))?;

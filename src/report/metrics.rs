@@ -97,7 +97,8 @@ pub fn answer_for(c: WorkloadClass, e: Effect) -> HtAnswer {
 }
 
 /// HELP of `smtlab_answer`.
-pub const ANSWER_HELP: &str = "The study's answer for a workload class: 1 for the answer given, 0 for the others.";
+pub const ANSWER_HELP: &str =
+    "The study's answer for a workload class: 1 for the answer given, 0 for the others.";
 
 /// The study's answer table as gauges: per class `smtlab_answer{class,answer}` (1 for the
 /// answer given, 0 for the other four), the measured ratio with its interval and run count
@@ -234,10 +235,7 @@ mod tests {
             HtAnswer::TurnHtOff
         );
         for c in CLASSES {
-            assert_eq!(
-                answer_for(c, Effect::Inconclusive),
-                HtAnswer::Inconclusive
-            );
+            assert_eq!(answer_for(c, Effect::Inconclusive), HtAnswer::Inconclusive);
         }
     }
 }

@@ -680,3 +680,25 @@ fn node_exporter_scrapes_the_study_merge_and_top_textfiles_together() {
         body.lines().filter(|l| l.starts_with("smtlab_")).count()
     );
 }
+
+#[test]
+fn study_refuses_an_unusable_prometheus_path_before_measuring() {
+    let d = tempfile::tempdir().unwrap();
+    smtlab()
+        .current_dir(d.path())
+        .args([
+            "study",
+            "--quick",
+            "--out",
+            "out",
+            "--prometheus",
+            "no/dir/smtlab.prom",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--prometheus no/dir/smtlab.prom: its directory `no/dir` does not exist",
+        ));
+    // Refused before the phases ran: no study was written.
+    assert!(!d.path().join("out/results.json").exists());
+}

@@ -661,3 +661,239 @@ fn headline(id: &str, key: &TypeKey, n: usize, classes: &[ClassRow]) -> String {
         format!("{who}: {}.", answered.join("; "))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::fixture;
+    use crate::report::{Evidence, PhaseName, Status};
+
+    fn key() -> TypeKey {
+        TypeKey {
+            cpu_model: "X".into(),
+            packages: 1,
+            cores_per_package: 4,
+            threads_per_core: 2,
+            smt: "on".into(),
+            kernel_major: "6".into(),
+            platform: "bare metal".into(),
+        }
+    }
+
+    /// A host answering for compute at ratio `x` over `n` runs (None: not measured).
+    fn host(name: &str, x: Option<f64>, n: usize, caveats: &[CaveatKind]) -> Host {
+        let answers = x
+            .map(|x| {
+                let mut c = fixture::comparison(x, Thresholds::YIELD);
+                c.n = n;
+                vec![Answer {
+                    class: WorkloadClass::Compute,
+                    answer: answer_for(WorkloadClass::Compute, c.effect),
+                    evidence: Some(Evidence {
+                        what: "yield".into(),
+                        runs: "yield".into(),
+                        comparison: c,
+                    }),
+                    reason: "made up".into(),
+                    section: Some(PhaseName::Yield),
+                }]
+            })
+            .unwrap_or_default();
+        Host {
+            row: HostRow {
+                host: name.into(),
+                host_from: "uname -n".into(),
+                file: format!("{name}/results.json"),
+                kernel: "Linux 6.1.0-18-amd64 #1 SMP x86_64".into(),
+                microcode: Some("0x10".into()),
+                smtlab_version: "0.1.0".into(),
+                started_unix_s: 1_700_000_000,
+                status: Status::Complete,
+                synthetic: false,
+                slurm: None,
+                caveats: caveats
+                    .iter()
+                    .map(|&kind| Caveat {
+                        kind,
+                        text: format!("{} (made up)", kind.label()),
+                    })
+                    .collect(),
+            },
+            key: key(),
+            answers,
+            command: None,
+        }
+    }
+
+    fn prov() -> FleetProvenance {
+        FleetProvenance {
+            smtlab_version: "0.1.0".into(),
+            git_revision: "0".into(),
+            command: "smtlab merge".into(),
+            merged_unix_s: 0,
+        }
+    }
+
+    fn compute(f: &Fleet) -> &ClassRow {
+        f.types[0]
+            .classes
+            .iter()
+            .find(|c| c.class == WorkloadClass::Compute)
+            .unwrap()
+    }
+
+    fn agreeing(n: usize, caveats: &[CaveatKind]) -> Vec<Host> {
+        (0..n)
+            .map(|i| {
+                host(
+                    &format!("h{i:02}"),
+                    Some(1.25 * fixture::jitter(i)),
+                    10,
+                    caveats,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_outlier_with_nothing_in_its_results_to_explain_it_is_named_and_kept() {
+        let mut hosts = agreeing(12, &[]);
+        hosts.push(host("odd", Some(0.8), 10, &[]));
+        let f = build(hosts, vec![], 13, prov());
+        let c = compute(&f);
+        let odd = c.hosts.iter().find(|h| h.host == "odd").unwrap();
+        let o = odd.outlier.as_ref().unwrap();
+        assert!(o.residual < -o.bound && o.explained_by.is_empty() && !o.excluded);
+        assert!(odd.pooled);
+        assert_eq!(c.pooled.as_ref().unwrap().hosts, 13);
+        assert!(c.reason.contains("kept in the pool"), "{}", c.reason);
+        assert_eq!(c.hosts.iter().filter(|h| h.outlier.is_some()).count(), 1);
+    }
+
+    #[test]
+    fn a_caveat_every_host_shares_explains_no_outlier() {
+        let mut hosts = agreeing(12, &[CaveatKind::Synthetic]);
+        hosts.push(host("odd", Some(0.8), 10, &[CaveatKind::Synthetic]));
+        let f = build(hosts, vec![], 13, prov());
+        let odd = compute(&f).hosts.iter().find(|h| h.host == "odd").unwrap();
+        assert!(odd.outlier.as_ref().unwrap().explained_by.is_empty());
+        assert!(odd.pooled);
+        // Steal on that host alone does explain it, and it leaves the pool.
+        let mut hosts = agreeing(12, &[CaveatKind::Synthetic]);
+        hosts.push(host(
+            "odd",
+            Some(0.8),
+            10,
+            &[CaveatKind::Synthetic, CaveatKind::Steal],
+        ));
+        let f = build(hosts, vec![], 13, prov());
+        let c = compute(&f);
+        let odd = c.hosts.iter().find(|h| h.host == "odd").unwrap();
+        let kinds: Vec<CaveatKind> = odd
+            .outlier
+            .as_ref()
+            .unwrap()
+            .explained_by
+            .iter()
+            .map(|c| c.kind)
+            .collect();
+        assert_eq!(kinds, [CaveatKind::Steal]);
+        assert!(!odd.pooled && c.pooled.as_ref().unwrap().hosts == 12);
+        assert_eq!(c.answer, HtAnswer::KeepHtOn);
+    }
+
+    #[test]
+    fn another_kernel_release_or_microcode_in_a_type_is_a_caveat() {
+        let mut hosts = agreeing(4, &[]);
+        hosts[1].row.kernel = "Linux 6.1.0-17-amd64 #1 SMP x86_64".into();
+        hosts[2].row.microcode = Some("0x0f".into());
+        let f = build(hosts, vec![], 4, prov());
+        let kinds = |h: &HostRow| h.caveats.iter().map(|c| c.kind).collect::<Vec<_>>();
+        let rows = &f.types[0].hosts;
+        assert_eq!(kinds(&rows[0]), []);
+        assert_eq!(kinds(&rows[1]), [CaveatKind::Kernel]);
+        assert!(
+            rows[1].caveats[0].text.contains("6.1.0-17-amd64"),
+            "{:?}",
+            rows[1]
+        );
+        assert!(
+            rows[1].caveats[0]
+                .text
+                .contains("3 of the type's 4 hosts run 6.1.0-18-amd64")
+        );
+        assert_eq!(kinds(&rows[2]), [CaveatKind::Microcode]);
+    }
+
+    #[test]
+    fn hosts_without_an_interval_are_listed_but_not_pooled() {
+        let mut hosts = agreeing(3, &[]);
+        hosts.push(host("short", Some(1.25), 2, &[]));
+        hosts.push(host("none", None, 0, &[]));
+        let f = build(hosts, vec![], 5, prov());
+        let c = compute(&f);
+        assert_eq!(c.pooled.as_ref().unwrap().hosts, 3);
+        let why = |n: &str| {
+            c.hosts
+                .iter()
+                .find(|h| h.host == n)
+                .unwrap()
+                .not_pooled
+                .clone()
+                .unwrap()
+        };
+        assert!(why("short").contains("2 runs"), "{}", why("short"));
+        assert!(why("none").starts_with("no evidence"), "{}", why("none"));
+        let none = c.hosts.iter().find(|h| h.host == "none").unwrap();
+        assert!(none.reason.contains("older smtlab"), "{}", none.reason);
+    }
+
+    #[test]
+    fn two_hosts_pool_into_a_wide_interval_and_one_host_is_its_own_answer() {
+        let f = build(agreeing(2, &[]), vec![], 2, prov());
+        let c = compute(&f);
+        let p = c.pooled.as_ref().unwrap();
+        // t(1) = 12.7: two hosts say little about a third.
+        assert!(p.high / p.low > 1.5, "{p:?}");
+        assert_eq!(p.predict_low, None);
+        assert_eq!(c.answer, HtAnswer::Inconclusive, "{}", c.reason);
+        assert!(c.reason.contains("reaches across a threshold"));
+        let f = build(agreeing(1, &[]), vec![], 1, prov());
+        let c = compute(&f);
+        assert_eq!(c.pooled.as_ref().unwrap().method, "one host");
+        assert_eq!(c.answer, HtAnswer::KeepHtOn);
+    }
+
+    #[test]
+    fn hosts_that_ran_different_commands_get_a_row_each() {
+        let mut hosts = agreeing(3, &[]);
+        hosts[0].command = Some("pgbench -T 10".into());
+        hosts[1].command = Some("pgbench -T 10".into());
+        hosts[2].command = Some("make -j".into());
+        let f = build(hosts, vec![], 3, prov());
+        let rows: Vec<(Option<&str>, usize)> = f.types[0]
+            .classes
+            .iter()
+            .filter(|c| c.class == WorkloadClass::Command)
+            .map(|c| (c.command.as_deref(), c.hosts.len()))
+            .collect();
+        assert_eq!(rows, [(Some("make -j"), 1), (Some("pgbench -T 10"), 2)]);
+    }
+
+    #[test]
+    fn a_type_that_loses_gets_the_slurm_form_of_the_advice() {
+        let hosts: Vec<Host> = (0..6)
+            .map(|i| host(&format!("n{i}"), Some(0.8 * fixture::jitter(i)), 10, &[]))
+            .collect();
+        let f = build(hosts, vec![], 6, prov());
+        let c = compute(&f);
+        assert_eq!(c.answer, HtAnswer::TurnHtOff);
+        assert!(c.slurm.as_deref().unwrap().contains("--hint=nomultithread"));
+        assert_eq!(f.types[0].slurm_advice.len(), 1);
+        assert!(
+            f.types[0].headline.contains("turn HT off for compute"),
+            "{}",
+            f.types[0].headline
+        );
+    }
+}

@@ -470,3 +470,22 @@ fn postgres_inserts_run_in_every_layout_with_the_rows_checked() {
     }
     assert!(w.smt_yield.is_some());
 }
+
+/// AMD family 15h (Opteron 6276): the thread siblings the kernel lists are CMT modules,
+/// two integer cores each, not SMT threads: `yield` refuses (exit 3) and says so, instead
+/// of measuring an "SMT yield" of a CPU without SMT.
+#[test]
+fn yield_on_bulldozer_cmt_modules_is_refused_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(root) = common::cmt_dump(tmp.path()) else {
+        return;
+    };
+    smtlab()
+        .args(["yield", "--dry-run", "--sysfs-root"])
+        .arg(&root)
+        .assert()
+        .code(3)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("CMT module"))
+        .stderr(predicate::str::contains("nothing was run"));
+}

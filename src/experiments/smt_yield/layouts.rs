@@ -42,9 +42,17 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
                 .smt_control
                 .as_deref()
                 .filter(|c| matches!(*c, "off" | "forceoff"));
+            let modules = topo.cmt_modules();
             return Err(PlanError::NoSmt {
                 request: "yield".into(),
                 hint: match off {
+                    _ if !modules.is_empty() => format!(
+                        ": the {} pairs of CPUs Linux lists as thread siblings here are {}, \
+                         each CPU a core of its own, so there is no SMT yield to measure; \
+                         nothing was run",
+                        modules.len(),
+                        crate::topology::CMT_MODULES
+                    ),
                     Some(c) => format!(
                         ": SMT is turned off here (smt/control = {c}); the yield compares N \
                          threads on N cores with every sibling of the same cores, so turn SMT \

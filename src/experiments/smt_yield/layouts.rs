@@ -97,11 +97,21 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
     let mut layouts = vec![(Layout::OnePerCore, opc), (Layout::All, all)];
     let pairs_n = n - n % 2;
     if pairs_n < 2 {
-        notes.push(
+        // `pairs` runs N threads two to a core on N/2 cores. With two threads per core one
+        // core's pair would be `all`; with more it is a layout of its own, but N = 1 has no
+        // half.
+        let tpc = layouts[1].1.threads.len();
+        notes.push(if tpc <= 2 {
             "one core: `pairs` would be the `all` layout, so the speed of a thread on a \
              shared core is not measured separately"
-                .into(),
-        );
+                .into()
+        } else {
+            format!(
+                "one core: `pairs` not run: it puts N threads two to a core on N/2 cores, so \
+                 it needs at least two cores (--cores 2); the speed of a thread on a shared \
+                 core is not measured (`all` runs {tpc} threads on the core)"
+            )
+        });
     } else {
         match placement::plan_within(topo, &Request::Pairs, pairs_n, cfg.within) {
             Ok(p) => {

@@ -51,9 +51,16 @@ pub fn smt_summary(t: &Topology) -> SmtSummary {
         .unwrap_or_else(|| "no smt/control file".into());
     let modules = t.cmt_modules();
     let sentence = if !modules.is_empty() {
+        let control_note = match control.as_deref() {
+            Some(c @ ("on" | "off")) => format!(
+                "; the kernel's smt/control ({c}) counts the modules as SMT, and switching it \
+                 off would take cores offline"
+            ),
+            _ => format!(" ({ctl})"),
+        };
         format!(
             "no SMT: the {} pairs of CPUs Linux lists as thread siblings ({}) are {}; each CPU \
-             is a core of its own, with no SMT (Hyper-Threading) to turn off; {ctl}",
+             is a core of its own, with no SMT (Hyper-Threading) to turn off{control_note}",
             modules.len(),
             sibling_examples(&modules),
             super::CMT_MODULES
@@ -92,13 +99,14 @@ pub fn smt_summary(t: &Topology) -> SmtSummary {
     }
 }
 
-/// `0-1, 2-3, …`: the first sets, enough to show the pattern.
+/// `0-1; 2-3; …`: the first sets, enough to show the pattern (`;` between sets, as a set
+/// can be `0,4`).
 fn sibling_examples(sets: &[CpuSet]) -> String {
     let mut v: Vec<String> = sets.iter().take(2).map(CpuSet::to_string).collect();
     if sets.len() > 2 {
         v.push("…".into());
     }
-    v.join(", ")
+    v.join("; ")
 }
 
 pub fn to_json(t: &Topology) -> String {

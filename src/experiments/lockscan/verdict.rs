@@ -212,6 +212,10 @@ mod tests {
             sharing_ratios: Vec::new(),
             sharing_vs_others: vs_others,
             cross_core_vs_baseline: vs_base,
+            cross_core_ratios: Vec::new(),
+            cross_core_vs_own_baseline: None,
+            sharing_vs_cross_core_ratios: Vec::new(),
+            sharing_vs_cross_core: None,
             c2c_latency_ns: None,
             c2c_latency_by_proximity: Vec::new(),
             handoffs_share_of_ceiling: None,
@@ -238,8 +242,6 @@ mod tests {
             &r.sharing_ratios,
             crate::stats::Thresholds::SLOWDOWN,
             0.95,
-            2000,
-            44,
         );
         let v = verdict_lines(&[r], true);
         assert_eq!(v.len(), 1, "{v:?}");

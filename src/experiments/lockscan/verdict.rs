@@ -125,10 +125,11 @@ pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
                 r.lock,
                 r.scenario.label,
                 compared(ctrl, "of their rate"),
-                if matches!(ctrl.effect, Effect::Loss | Effect::SmallLoss) {
-                    "they lost more than threads elsewhere, so the loss comes with sharing the core"
-                } else {
-                    "the loss is not shown to come from sharing the core: the scanner slowed the other cores about as much"
+                match (matches!(ctrl.effect, Effect::Loss | Effect::SmallLoss), smt) {
+                    (true, true) => "they lost more than threads elsewhere, so the loss comes with sharing the core",
+                    (true, false) => "they lost more than threads elsewhere, so the loss comes with time-sharing the CPU",
+                    (false, true) => "the loss is not shown to come from sharing the core: the scanner slowed the other cores about as much",
+                    (false, false) => "the loss is not shown to come from time-sharing the CPU: the scanner slowed the other CPUs about as much",
                 }
             ));
         }

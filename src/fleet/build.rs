@@ -12,15 +12,15 @@ use super::model::*;
 use super::pool::{self, Estimate};
 use crate::report::metrics::{CLASSES, answer_for, ratio_kind};
 use crate::report::{Answer, HtAnswer, WorkloadClass};
-use crate::stats::{Thresholds, classify, ratio_text};
+use crate::stats::{IntervalMethod, Thresholds, classify, ratio_text};
 use std::collections::BTreeMap;
 
 /// Confidence of every pooled interval.
 pub const CONFIDENCE: f64 = 0.95;
-/// Fewest runs behind a host's interval for it to enter a pool: its standard error is read
-/// back from a Student-t interval on log ratios, which needs n − 1 ≥ 2 degrees of freedom
-/// to say anything about the spread.
-pub const MIN_RUNS_TO_POOL: usize = 3;
+/// Fewest runs behind a host's interval for it to enter a pool: the fewest from which a
+/// study draws a confidence interval ([`crate::stats::MIN_RUNS_FOR_CI`]); its standard
+/// error is read back from that Student-t interval on log ratios.
+pub const MIN_RUNS_TO_POOL: usize = crate::stats::MIN_RUNS_FOR_CI;
 
 /// How the hosts are pooled, as the report states it.
 pub const METHOD: &str = "Per machine type and workload class, each host's log ratio is weighted by its own interval (standard error read back from a Student-t interval on log ratios) and pooled by a random-effects model: between-host variance τ² by DerSimonian & Laird (1986), the mean's interval by Hartung & Knapp (2001) with t(k − 1) and its variance factor at least 1 (Röver, Knapp & Friede 2015); heterogeneity I² (Higgins & Thompson 2002); one more host expected within the prediction interval (Higgins, Thompson & Spiegelhalter 2009); a host is an outlier when its studentized deleted residual passes the Bonferroni bound for the hosts tested (Viechtbauer & Cheung 2010), and is left out of the pool only when its own results show why.";
@@ -265,7 +265,22 @@ fn not_poolable(a: &Answer) -> Option<String> {
         return Some("no evidence: not measured on this host".into());
     };
     let c = &e.comparison;
-    if c.n < MIN_RUNS_TO_POOL {
+    match c.method {
+        IntervalMethod::StudentTLog => {}
+        IntervalMethod::PercentileBootstrap => {
+            return Some(
+                "its interval is a percentile bootstrap of the median (a results.json written before smtlab's Student-t intervals), from which no standard error can be read back; run its study again to pool it"
+                    .into(),
+            );
+        }
+        IntervalMethod::OrderStatistic => {
+            return Some(
+                "a ratio of 0 among its runs (an order-statistic interval): no log ratio to pool"
+                    .into(),
+            );
+        }
+    }
+    if c.n < MIN_RUNS_TO_POOL || c.indicative {
         return Some(format!(
             "{} behind its interval; pooling needs at least {MIN_RUNS_TO_POOL}",
             crate::render::count(c.n, "run")
@@ -274,7 +289,10 @@ fn not_poolable(a: &Answer) -> Option<String> {
     if !(c.estimate > 0.0 && c.estimate.is_finite()) {
         return Some("no finite ratio".into());
     }
-    if pool::log_se(c.low, c.high, c.n, c.confidence).is_none() {
+    if !c
+        .log_standard_error()
+        .is_some_and(|se| se > 0.0 && se.is_finite())
+    {
         return Some("its interval has no width to weigh it by".into());
     }
     None
@@ -302,7 +320,7 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
     let eligible: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].pooled).collect();
     let est = |r: &HostAnswer| {
         let c = r.comparison.expect("eligible rows have evidence");
-        let se = pool::log_se(c.low, c.high, c.n, c.confidence).expect("checked");
+        let se = c.log_standard_error().expect("checked by not_poolable");
         Estimate {
             y: c.estimate.ln(),
             v: se * se,
@@ -414,7 +432,14 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
         .filter(|c| c.hosts > 0)
         .collect();
     tally.sort_by_key(|c| std::cmp::Reverse(c.hosts));
-    let (answer, reason) = decide(&rows, pooled.as_ref(), class, excluded, unexplained);
+    let (answer, reason) = decide(
+        &rows,
+        pooled.as_ref(),
+        thresholds.unwrap_or(Thresholds::YIELD),
+        class,
+        excluded,
+        unexplained,
+    );
     let mut reason = reason;
     if mixed_bands && let Some(t) = thresholds {
         reason.push_str(&format!(
@@ -422,13 +447,18 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
             band_text(t)
         ));
     }
-    let slurm = (answer == HtAnswer::TurnHtOff).then(|| {
+    let slurm = matches!(answer, HtAnswer::TurnHtOff | HtAnswer::SmallLoss).then(|| {
         let who = match &command {
             Some(c) => format!("jobs running `{c}`"),
             None => format!("jobs of the class \"{}\"", class.label()),
         };
         format!(
-            "{who}: `sbatch --hint=nomultithread` (or `--threads-per-core=1`) gives each task one thread per core{}",
+            "{who}{}: `sbatch --hint=nomultithread` (or `--threads-per-core=1`) gives each task one thread per core{}",
+            if answer == HtAnswer::SmallLoss {
+                " (a small loss: the pooled interval lies between the loss line and the noise band)"
+            } else {
+                ""
+            },
             pooled
                 .as_ref()
                 .map_or(String::new(), |p| format!(
@@ -458,7 +488,7 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
 /// `±5 % band, loss below 0.95×`.
 fn band_text(t: Thresholds) -> String {
     format!(
-        "{}, loss below {}×",
+        "{} band, loss below {}×",
         crate::report::tables::band(t.noise),
         ratio_text(t.effective_loss_below())
     )
@@ -483,6 +513,7 @@ pub fn tally_text(rows: &[HostAnswer]) -> String {
 fn decide(
     rows: &[HostAnswer],
     pooled: Option<&PooledRatio>,
+    band: Thresholds,
     class: WorkloadClass,
     excluded: usize,
     unexplained: usize,
@@ -551,7 +582,7 @@ fn decide(
     if p.effect == crate::stats::Effect::Inconclusive {
         s.push_str(" (the interval reaches across a threshold)");
     }
-    s.push('.');
+    s.push_str(&format!(", against the {}.", band_text(band)));
     if let (Some(tau), Some(i2)) = (p.tau, p.i2) {
         let spread = if i2 < 0.25 {
             "the hosts' ratios agree within their own noise"
@@ -686,6 +717,7 @@ mod tests {
             .map(|x| {
                 let mut c = fixture::comparison(x, Thresholds::YIELD);
                 c.n = n;
+                c.indicative = n < crate::stats::MIN_RUNS_FOR_CI;
                 vec![Answer {
                     class: WorkloadClass::Compute,
                     answer: answer_for(WorkloadClass::Compute, c.effect),

@@ -8,7 +8,7 @@ use crate::report::metrics::answer_for;
 use crate::report::{
     Answer, Evidence, HtAnswer, MachineInfo, PhaseName, Provenance, Report, WorkloadClass,
 };
-use crate::stats::{Ci, Comparison, Thresholds};
+use crate::stats::{Comparison, Thresholds};
 use std::sync::OnceLock;
 
 /// A machine type of the made-up fleet.
@@ -70,6 +70,7 @@ pub enum Disturbance {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ratios {
     pub compute: f64,
+    pub memory: f64,
     pub locks: f64,
     pub locks_beside_scans: f64,
     pub inserts: f64,
@@ -80,6 +81,7 @@ impl Ratios {
     pub fn all(x: f64) -> Self {
         Ratios {
             compute: x,
+            memory: x,
             locks: x,
             locks_beside_scans: x,
             inserts: x,
@@ -132,17 +134,23 @@ pub fn base(t: usize) -> &'static Report {
     })
 }
 
-/// The comparison a host with true ratio `x` reports over [`RUNS`] runs: `ln x ±
-/// t(RUNS − 1)·LOG_SE`, classified against `t`.
+/// The comparison a host with ratio `x` reports over [`RUNS`] runs, as the study computes
+/// one: a Student-t interval on log ratios, `ln x ± t(RUNS − 1)·LOG_SE`, classified
+/// against `t`.
 pub fn comparison(x: f64, t: Thresholds) -> Comparison {
-    let q = super::dist::t_quantile(0.975, (RUNS - 1) as f64);
-    let ci = Ci {
+    let q = crate::stats::student_t_quantile(0.975, (RUNS - 1) as f64);
+    let (low, high) = ((x.ln() - q * LOG_SE).exp(), (x.ln() + q * LOG_SE).exp());
+    Comparison {
         estimate: x,
-        low: (x.ln() - q * LOG_SE).exp(),
-        high: (x.ln() + q * LOG_SE).exp(),
+        low,
+        high,
         confidence: 0.95,
-    };
-    Comparison::from_ci(ci, RUNS, t)
+        n: RUNS,
+        indicative: false,
+        effect: crate::stats::classify(low, high, t),
+        thresholds: t,
+        method: crate::stats::IntervalMethod::StudentTLog,
+    }
 }
 
 fn answer(class: WorkloadClass, x: f64, section: PhaseName, what: &str) -> Answer {
@@ -174,6 +182,11 @@ pub fn report(t: usize, host: &str, ratios: Ratios, started_unix_s: u64, d: Dist
                     ratios.compute,
                     PhaseName::Yield,
                     "SMT yield of `prime`: throughput with every sibling ÷ one thread per core, same cores",
+                ),
+                WorkloadClass::Memory => (
+                    ratios.memory,
+                    PhaseName::Yield,
+                    "SMT yield of `stream`: throughput with every sibling ÷ one thread per core, same cores",
                 ),
                 WorkloadClass::Locks => (
                     ratios.locks,
@@ -250,12 +263,13 @@ fn write(dir: &std::path::Path, r: &Report) -> std::io::Result<std::path::PathBu
 }
 
 /// The fleet the merge tests check, one directory per host under `dir`, 200 files:
-/// - 120 `xeon-NNN` of type 0 (compute 1.28, locks 1.10, locks beside scans 0.99, inserts
-///   1.22, each within ±2 %), two of them disturbed and far below the others: `xeon-017`
+/// - 120 `xeon-NNN` of type 0 (compute 1.28, memory-bound 1.15, locks 1.10, locks beside
+///   scans 0.99, inserts 1.22, each within ±2 %), two of them disturbed and far below the others: `xeon-017`
 ///   (steal 15 % in its yield runs; every ratio 0.80) and `xeon-064` (CPUs 60 % busy
 ///   before the study; every ratio 0.85);
-/// - 50 `epyc-NN` of type 1 (compute 1.01, locks 0.80, inserts 1.00; locks beside scans
-///   0.85, 0.90, 0.95, 1.00 and 1.05 in turn: hosts that disagree beyond their noise);
+/// - 50 `epyc-NN` of type 1 (compute 1.01, memory-bound 0.97, locks 0.80, inserts 1.00;
+///   locks beside scans 0.85, 0.90, 0.95, 1.00 and 1.05 in turn: hosts that disagree
+///   beyond their noise);
 /// - 28 `desk-NN` of type 2 (no SMT: nothing measured);
 /// - `broken/results.json`: `xeon-001`'s file cut in half;
 /// - `old/results.json`: a file of schema version 0.
@@ -271,6 +285,7 @@ pub fn write_test_fleet(dir: &std::path::Path) -> std::io::Result<()> {
                 (
                     Ratios {
                         compute: 1.28 * j,
+                        memory: 1.15 * j,
                         locks: 1.10 * j,
                         locks_beside_scans: 0.99 * j,
                         inserts: 1.22 * j,
@@ -294,6 +309,7 @@ pub fn write_test_fleet(dir: &std::path::Path) -> std::io::Result<()> {
         let spread = 0.85 + 0.05 * (i % 5) as f64;
         let ratios = Ratios {
             compute: 1.01 * j,
+            memory: 0.97 * j,
             locks: 0.80 * j,
             locks_beside_scans: spread,
             inserts: 1.00 * j,
@@ -343,6 +359,7 @@ pub fn write_hosts(dir: &std::path::Path, n: usize) -> std::io::Result<()> {
         let j = jitter(i);
         let ratios = Ratios {
             compute: 1.2 * j,
+            memory: 1.1 * j,
             locks: 1.05 * j,
             locks_beside_scans: 0.97 * j,
             inserts: 1.1 * j,

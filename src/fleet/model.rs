@@ -163,8 +163,8 @@ pub struct MachineType {
     pub headline: String,
     pub hosts: Vec<HostRow>,
     pub classes: Vec<ClassRow>,
-    /// The Slurm form of the advice, one line per workload class that loses with HT (empty
-    /// when none does).
+    /// The Slurm form of the advice, one line per workload class that loses with HT, a small
+    /// loss included (empty when none does).
     pub slurm_advice: Vec<String>,
 }
 
@@ -258,7 +258,7 @@ pub struct ClassRow {
     /// Every host of the type, as its own study answered.
     pub hosts: Vec<HostAnswer>,
     /// The Slurm form of the advice for jobs of this class; None unless the type's answer
-    /// is to turn HT off.
+    /// is a loss (turn HT off, or a small loss).
     pub slurm: Option<String>,
 }
 

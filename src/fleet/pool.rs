@@ -1,7 +1,8 @@
 //! Pooling one ratio across hosts: a random-effects meta-analysis on log ratios. Pure.
 //!
-//! Each host contributes its log ratio `y` and a within-host variance `v` (from its own
-//! interval, [`log_se`]). Hosts of one machine type are not copies of one machine: firmware,
+//! Each host contributes its log ratio `y` and a within-host variance `v`: the square of
+//! the standard error its own Student-t interval on log ratios implies
+//! ([`crate::stats::Comparison::log_standard_error`]). Hosts of one machine type are not copies of one machine: firmware,
 //! background load and placement differ, so the hosts' true ratios are taken to vary around
 //! a type mean with between-host variance τ²:
 //! - τ² by DerSimonian & Laird's moment estimator (Controlled Clinical Trials 7:177, 1986);
@@ -20,26 +21,14 @@
 //!   others (Viechtbauer & Cheung, Res. Synth. Methods 1:112, 2010), beyond a Bonferroni
 //!   bound for k hosts.
 
-use super::dist::{normal_quantile, t_quantile};
+use super::dist::normal_quantile;
+use crate::stats::student_t_quantile as t_quantile;
 
 /// One host's log ratio and its variance.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
     pub y: f64,
     pub v: f64,
-}
-
-/// The standard error of a log ratio whose `confidence` interval from `n` runs is
-/// `[low, high]`, taken as a Student-t interval on log ratios, `ln r ± t(n−1)·SE`: SE =
-/// (ln high − ln low) / (2 t). None when there is no such interval (n < 2, bounds not
-/// positive and finite, or zero width).
-pub fn log_se(low: f64, high: f64, n: usize, confidence: f64) -> Option<f64> {
-    if n < 2 || !(low > 0.0 && high > low && high.is_finite()) {
-        return None;
-    }
-    let q = t_quantile(0.5 + confidence / 2.0, (n - 1) as f64);
-    let se = (high.ln() - low.ln()) / (2.0 * q);
-    (se.is_finite() && se > 0.0).then_some(se)
 }
 
 /// The pooled log ratio with its intervals and heterogeneity.
@@ -164,22 +153,6 @@ mod tests {
 
     fn est(y: f64, se: f64) -> Estimate {
         Estimate { y, v: se * se }
-    }
-
-    #[test]
-    fn the_standard_error_comes_back_from_a_t_interval() {
-        // ln r ± t(9)·0.05 around ln 1.25.
-        let t = t_quantile(0.975, 9.0);
-        let (lo, hi) = (
-            (1.25f64.ln() - t * 0.05).exp(),
-            (1.25f64.ln() + t * 0.05).exp(),
-        );
-        let se = log_se(lo, hi, 10, 0.95).unwrap();
-        assert!((se - 0.05).abs() < 1e-9, "{se}");
-        assert_eq!(log_se(lo, hi, 1, 0.95), None);
-        assert_eq!(log_se(1.2, 1.2, 10, 0.95), None);
-        assert_eq!(log_se(0.0, 1.2, 10, 0.95), None);
-        assert_eq!(log_se(f64::NAN, 1.2, 10, 0.95), None);
     }
 
     /// Q, τ² and I² recomputed here step by step from the DerSimonian–Laird formulas.

@@ -390,7 +390,7 @@ h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}.meta{color:#
 .banner{padding:.6em 1em;border-radius:6px;margin:1em 0;font-weight:600;background:#fff3cd;border:1px solid #e0c060}
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}th,td{border:1px solid #ddd;padding:.25em .55em;text-align:left;vertical-align:top}
 th{background:#f4f4f4}.headline{background:#f3f8ff;border:1px solid #b8d0f0;border-radius:8px;padding:.6em 1em}
-td.keep-ht-on{color:#17702a;font-weight:700}td.turn-ht-off{color:#b3261e;font-weight:700}td.inconclusive,td.not-measured{color:#6b6b6b}
+td.keep-ht-on{color:#17702a;font-weight:700}td.turn-ht-off{color:#b3261e;font-weight:700}td.small-loss{color:#b35c00;font-weight:700}td.inconclusive,td.not-measured,td.depends-on-workload{color:#6b6b6b}
 code{background:#f2f2f2;padding:0 .25em;border-radius:3px}details{margin:.5em 0}summary{cursor:pointer;color:#0b5394}footer{margin-top:3em;color:#777;font-size:.85em}
 ";
 

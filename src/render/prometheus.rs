@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 /// HELP of `smtlab_smt_yield`, shared by `top --prometheus` (label `source`) and `study
 /// --prometheus` (label `class`).
-pub const SMT_YIELD_HELP: &str = "SMT yield: a core's throughput with every sibling busy over one thread per core on the same cores. Label source (top): the value its capacity figures use; label class (study): measured for that workload class.";
+pub const SMT_YIELD_HELP: &str = "SMT yield: a core's throughput with all its threads busy over one thread alone, on the same cores. Label source (top): the value its capacity figures use; label class (study): measured for that workload class.";
 
 /// A sample value as the format spells it: `NaN`, `+Inf`, `-Inf`, or the shortest decimal
 /// that reads back as the same float.

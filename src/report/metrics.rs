@@ -10,8 +10,9 @@ use crate::render::prometheus::{Exposition, SMT_YIELD_HELP, labels};
 use crate::stats::Effect;
 
 /// Every workload class, in the answer table's order.
-pub const CLASSES: [WorkloadClass; 6] = [
+pub const CLASSES: [WorkloadClass; 7] = [
     WorkloadClass::Compute,
+    WorkloadClass::Memory,
     WorkloadClass::Locks,
     WorkloadClass::LocksBesideScans,
     WorkloadClass::Inserts,
@@ -20,10 +21,12 @@ pub const CLASSES: [WorkloadClass; 6] = [
 ];
 
 /// Every answer.
-pub const ANSWERS: [HtAnswer; 5] = [
+pub const ANSWERS: [HtAnswer; 7] = [
     HtAnswer::KeepHtOn,
     HtAnswer::TurnHtOff,
+    HtAnswer::SmallLoss,
     HtAnswer::NoDifference,
+    HtAnswer::DependsOnWorkload,
     HtAnswer::Inconclusive,
     HtAnswer::NotMeasured,
 ];
@@ -32,6 +35,7 @@ pub const ANSWERS: [HtAnswer; 5] = [
 pub fn class_slug(c: WorkloadClass) -> &'static str {
     match c {
         WorkloadClass::Compute => "compute",
+        WorkloadClass::Memory => "memory",
         WorkloadClass::Locks => "locks",
         WorkloadClass::LocksBesideScans => "locks-beside-scans",
         WorkloadClass::Inserts => "inserts",
@@ -45,7 +49,9 @@ pub fn answer_slug(a: HtAnswer) -> &'static str {
     match a {
         HtAnswer::KeepHtOn => "keep-ht-on",
         HtAnswer::TurnHtOff => "turn-ht-off",
+        HtAnswer::SmallLoss => "small-loss",
         HtAnswer::NoDifference => "no-difference",
+        HtAnswer::DependsOnWorkload => "depends-on-workload",
         HtAnswer::Inconclusive => "inconclusive",
         HtAnswer::NotMeasured => "not-measured",
     }
@@ -82,17 +88,20 @@ pub fn ratio_kind(c: WorkloadClass) -> RatioKind {
     }
 }
 
-/// The answer an interval's class gives for a workload class: for a yield a gain keeps HT
-/// on, a loss turns it off, no effect is no difference; for a sharing ratio a loss turns HT
-/// off and no effect or a gain keeps it on. The verdict applies the same mapping to each
-/// host's rows.
+/// The answer an interval's class gives for a workload class, as the verdict maps a
+/// host's: for a yield a gain keeps HT on, a loss turns it off, a smaller measured loss is
+/// a small loss, no effect is no difference; for a sharing ratio a loss turns HT off, a
+/// smaller one is a small loss, no slowdown is no difference (what the sibling's own work
+/// gained was not measured), and a sharing thread that ran faster answers nothing either
+/// way. An inconclusive interval is inconclusive.
 pub fn answer_for(c: WorkloadClass, e: Effect) -> HtAnswer {
     match (ratio_kind(c), e) {
         (_, Effect::Inconclusive) => HtAnswer::Inconclusive,
         (_, Effect::Loss) => HtAnswer::TurnHtOff,
+        (_, Effect::SmallLoss) => HtAnswer::SmallLoss,
+        (_, Effect::NoEffect) => HtAnswer::NoDifference,
         (RatioKind::SmtYield, Effect::Gain) => HtAnswer::KeepHtOn,
-        (RatioKind::SmtYield, Effect::NoEffect) => HtAnswer::NoDifference,
-        (RatioKind::SiblingSharing, Effect::Gain | Effect::NoEffect) => HtAnswer::KeepHtOn,
+        (RatioKind::SiblingSharing, Effect::Gain) => HtAnswer::Inconclusive,
     }
 }
 
@@ -101,7 +110,7 @@ pub const ANSWER_HELP: &str =
     "The study's answer for a workload class: 1 for the answer given, 0 for the others.";
 
 /// The study's answer table as gauges: per class `smtlab_answer{class,answer}` (1 for the
-/// answer given, 0 for the other four), the measured ratio with its interval and run count
+/// answer given, 0 for the other six), the measured ratio with its interval and run count
 /// (`smtlab_smt_yield`, `_low`, `_high`, `_runs`; `smtlab_sibling_sharing_ratio…` for the
 /// class judged by a sharing ratio), and when and how the study ran.
 pub fn prometheus(r: &Report) -> String {
@@ -218,7 +227,7 @@ mod tests {
     }
 
     #[test]
-    fn a_loss_turns_ht_off_and_a_sharing_ratio_without_loss_keeps_it() {
+    fn the_mapping_is_the_verdicts_for_yields_and_sharing_ratios() {
         use WorkloadClass as C;
         assert_eq!(answer_for(C::Compute, Effect::Gain), HtAnswer::KeepHtOn);
         assert_eq!(
@@ -228,7 +237,15 @@ mod tests {
         assert_eq!(answer_for(C::Inserts, Effect::Loss), HtAnswer::TurnHtOff);
         assert_eq!(
             answer_for(C::LocksBesideScans, Effect::NoEffect),
-            HtAnswer::KeepHtOn
+            HtAnswer::NoDifference
+        );
+        assert_eq!(
+            answer_for(C::LocksBesideScans, Effect::Gain),
+            HtAnswer::Inconclusive
+        );
+        assert_eq!(
+            answer_for(C::Memory, Effect::SmallLoss),
+            HtAnswer::SmallLoss
         );
         assert_eq!(
             answer_for(C::LocksBesideScans, Effect::Loss),

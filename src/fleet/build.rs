@@ -862,7 +862,14 @@ mod tests {
         let mut hosts = agreeing(3, &[]);
         hosts.push(host("short", Some(1.25), 2, &[]));
         hosts.push(host("none", None, 0, &[]));
-        let f = build(hosts, vec![], 5, prov());
+        let mut old = host("old", Some(1.25), 10, &[]);
+        for a in &mut old.answers {
+            if let Some(e) = &mut a.evidence {
+                e.comparison.method = IntervalMethod::PercentileBootstrap;
+            }
+        }
+        hosts.push(old);
+        let f = build(hosts, vec![], 6, prov());
         let c = compute(&f);
         assert_eq!(c.pooled.as_ref().unwrap().hosts, 3);
         let why = |n: &str| {
@@ -875,6 +882,11 @@ mod tests {
                 .unwrap()
         };
         assert!(why("short").contains("2 runs"), "{}", why("short"));
+        assert!(
+            why("old").contains("percentile bootstrap"),
+            "{}",
+            why("old")
+        );
         assert!(why("none").starts_with("no evidence"), "{}", why("none"));
         let none = c.hosts.iter().find(|h| h.host == "none").unwrap();
         assert!(none.reason.contains("older smtlab"), "{}", none.reason);

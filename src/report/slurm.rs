@@ -163,4 +163,47 @@ mod tests {
         let s = j.sentence();
         assert!(s.starts_with("job 7 step 0 on node n1: CPUs 0-1,4-5 usable (cgroup cpuset 0-1,4-5 from sys/fs/cgroup/cpuset/slurm/uid_0/job_7/step_0/cpuset.cpus"), "{s}");
     }
+
+    #[test]
+    fn the_report_shows_the_job_in_its_machine_table_and_every_variable() {
+        let topo = crate::topology::fixture::topology(2, 2, false);
+        let mut r = crate::report::Report::new(
+            false,
+            crate::report::Provenance {
+                smtlab_version: "0".into(),
+                git_revision: "0".into(),
+                build_profile: "release".into(),
+                command: "smtlab study".into(),
+                started_unix_s: 0,
+                wall_ns: 0,
+            },
+            crate::report::machine::summary(&topo),
+            topo.clone(),
+            crate::report::StudySettings {
+                quick: true,
+                budget_ns: 0,
+                estimate_ns: 0,
+                db: "sqlite".into(),
+            },
+        );
+        r.slurm = from_env(
+            vars(&[
+                ("SLURM_JOB_ID", "7"),
+                ("SLURMD_NODENAME", "n1"),
+                ("SLURM_CPUS_ON_NODE", "4"),
+            ]),
+            &topo,
+        );
+        let md = crate::report::markdown::render(&r);
+        assert!(
+            md.contains("| Slurm | job 7 on node n1: CPUs 0-3 usable"),
+            "{md}"
+        );
+        assert!(md.contains("| SLURM_CPUS_ON_NODE | 4 |"), "{md}");
+        let html = crate::report::html::render(&r);
+        assert!(html.contains("SLURM_CPUS_ON_NODE"));
+        // Outside Slurm neither appears.
+        r.slurm = None;
+        assert!(!crate::report::markdown::render(&r).contains("SLURM_"));
+    }
 }

@@ -369,11 +369,22 @@ fn json_records_placements_runs_and_the_tree_usage() {
         ["faster", "slower", "no-difference", "inconclusive"]
             .contains(&c["call"].as_str().unwrap())
     );
-    assert_eq!(c["indicative"], true, "3 runs");
-    assert!(
-        c["ratio_of_medians"]["low"].as_f64().unwrap()
-            <= c["ratio_of_medians"]["high"].as_f64().unwrap()
-    );
+    // Paired by round: the three rounds, one speed ratio each, their median's interval.
+    assert_eq!(c["rounds"], serde_json::json!([1, 2, 3]));
+    assert_eq!(c["speedups"].as_array().unwrap().len(), 3);
+    assert_eq!(c["speedup"]["n"], 3);
+    assert!(c["speedup"]["low"].as_f64().unwrap() <= c["speedup"]["high"].as_f64().unwrap());
+    // The order was counterbalanced (A B, B A, B A) and each run says where it ran.
+    let positions = |p: &serde_json::Value| -> Vec<u64> {
+        p["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["position"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(positions(&ps[0]), [1, 2, 2]);
+    assert_eq!(positions(&ps[1]), [2, 1, 1]);
 }
 
 #[test]

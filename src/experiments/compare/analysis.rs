@@ -4,8 +4,8 @@
 //!
 //! Every comparison is paired: each round runs every placement back to back, so the
 //! ratio of one round's two runs leaves out drift between rounds, which a ratio of
-//! medians counts as spread. Its interval and small-sample label are
-//! [`stats::Comparison::of_paired_ratios`], the same computation the study's answer row
+//! medians counts as spread. Its estimate, interval and small-sample label are
+//! [`stats::Comparison::of_paired_ratios`]'s, the same computation the study's answer row
 //! for the command calls ([`paired_in`]).
 //!
 //! The call follows criterion's rule (criterion `src/report.rs`, `noise_threshold`): a
@@ -21,10 +21,6 @@ use crate::stats::{self, Better, Effect, Summary, Thresholds};
 
 /// Confidence of every interval.
 pub const CONFIDENCE: f64 = 0.95;
-/// Resamples per interval, for a method that resamples.
-pub const RESAMPLES: usize = 4000;
-/// Seed of any resampling: results are reproducible from the JSON.
-const SEED: u64 = 0x5EED_C0DE;
 
 /// What a speed (> 1 = faster) is judged against: faster above `1 + noise`, slower below
 /// `1 − noise`, no difference inside.
@@ -169,8 +165,9 @@ pub struct Paired {
     pub rounds: Vec<usize>,
     /// Per round, the speed of the numerator over the denominator (> 1 = faster).
     pub speedups: Vec<f64>,
-    /// Their median with its interval, run count and class; the class is inconclusive
-    /// when the value compared cannot call it.
+    /// Their central value (`stats::Comparison`'s: the geometric mean) with its interval,
+    /// run count and class; the class is inconclusive when the value compared cannot call
+    /// it.
     pub comparison: stats::Comparison,
     /// Why the value compared cannot call it (see [`not_called`]).
     pub not_called: Option<String>,
@@ -183,19 +180,12 @@ impl Paired {
     }
 }
 
-/// Placement `num` against `den`, paired by round, seeded by the pair: the same pair gets
-/// the same interval wherever it is reported (compare's lines, the study's row). None
-/// when no complete round has both.
+/// Placement `num` against `den`, paired by round: the one computation behind compare's
+/// lines and the study's row for the pair. None when no complete round has both.
 pub fn paired(s: &Setting<'_>, pair: (usize, usize)) -> Option<Paired> {
     let (rounds, speedups) = round_speedups(s.placements, pair, s.basis);
-    let seed = SEED ^ ((pair.0 as u64) << 32 | pair.1 as u64);
-    let comparison = stats::Comparison::of_paired_ratios(
-        &speedups,
-        thresholds(s.noise),
-        CONFIDENCE,
-        RESAMPLES,
-        seed,
-    )?;
+    let comparison =
+        stats::Comparison::of_paired_ratios(&speedups, thresholds(s.noise), CONFIDENCE)?;
     let not_called = not_called(s, pair, &comparison);
     let mut comparison = comparison;
     if not_called.is_some() {
@@ -234,14 +224,7 @@ pub fn not_called(
     }
     let cpu = |r: &Run| Some((r.user_time_ns + r.system_time_ns) as f64);
     let (_, ratios) = round_ratios(s.placements, pair, cpu);
-    let seed = SEED ^ 0xC9_0000 ^ ((pair.0 as u64) << 32 | pair.1 as u64);
-    let c = stats::Comparison::of_paired_ratios(
-        &ratios,
-        thresholds(s.noise),
-        CONFIDENCE,
-        RESAMPLES,
-        seed,
-    )?;
+    let c = stats::Comparison::of_paired_ratios(&ratios, thresholds(s.noise), CONFIDENCE)?;
     if !matches!(c.effect, Effect::Gain | Effect::Loss) {
         return None;
     }

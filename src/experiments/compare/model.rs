@@ -224,7 +224,7 @@ impl Call {
         use crate::stats::Effect;
         match effect {
             Effect::Gain => Call::Faster,
-            Effect::Loss => Call::Slower,
+            Effect::Loss | Effect::SmallLoss => Call::Slower,
             Effect::NoEffect => Call::NoDifference,
             Effect::Inconclusive => Call::Inconclusive,
         }
@@ -259,8 +259,8 @@ pub struct Comparison {
     /// Per paired round, the placement's speed ÷ the baseline's (> 1 = faster): the
     /// metric's ratio for a throughput, the inverse ratio for a time.
     pub speedups: Vec<f64>,
-    /// The median of `speedups` with its interval, run count and class against the noise
-    /// band (`crate::stats::Comparison`, as the study's answer rows).
+    /// Their central value (the geometric mean) with its interval, run count and class
+    /// against the noise band: `crate::stats::Comparison`, as the study's answer rows.
     pub speedup: crate::stats::Comparison,
     pub call: Call,
     /// Why the value compared cannot call this comparison (wall time of a command that
@@ -284,8 +284,8 @@ pub struct PairRatio {
     pub rounds: Vec<usize>,
     /// Per paired round, the numerator's speed ÷ the denominator's (> 1 = faster).
     pub speedups: Vec<f64>,
-    /// Their median with its interval, run count and class. For `pairs_slowdown` each
-    /// run's slowdown is the inverse (`pairs` at 0.625× the speed = 1.6× slower).
+    /// Their central value with its interval, run count and class. For `pairs_slowdown`
+    /// each run's slowdown is the inverse (`pairs` at 0.625× the speed = 1.6× slower).
     pub ratio: crate::stats::Comparison,
     /// As [`Comparison::not_called`].
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -627,7 +627,7 @@ pub fn markdown(r: &CompareReport) -> String {
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out.push_str(&format!(
-        "\nRelative = speed against the first placement, the median of its per-round ratios (> 1 is faster), with its interval; {}.\n",
+        "\nRelative = speed against the first placement, the geometric mean of its per-round ratios (> 1 is faster), with its interval; {}.\n",
         describe_runs(r)
     ));
     let mut lines: Vec<String> = r
@@ -954,12 +954,12 @@ pub(crate) mod tests {
         let l = lines(&r);
         // pairs: about 0.61× the speed; all: 1.24× faster; each with its interval and n.
         assert!(
-            l[0].starts_with("pairs vs one-per-core: 1.65× slower: 0.60× the speed (95 % CI"),
+            l[0].starts_with("pairs vs one-per-core: 1.64× slower: 0.61× the speed (95 % CI"),
             "{l:?}"
         );
         assert!(l[0].ends_with("n = 7)"), "{l:?}");
         assert!(
-            l[1].starts_with("all vs one-per-core: 1.23× faster (95 % CI"),
+            l[1].starts_with("all vs one-per-core: 1.24× faster (95 % CI"),
             "{l:?}"
         );
         assert_eq!(fmt_pct(0.02), "2");

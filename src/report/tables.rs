@@ -392,7 +392,7 @@ pub fn smt_yield_settings(y: &super::YieldSection) -> String {
         })
         .collect();
     format!(
-        "Each workload ran as {} on the same {} cores{}; {} round(s) of {} after {} warm-up, interleaved. SMT yield = throughput of `all` ÷ `one-per-core`: a gain above {:.2}×, a loss below {:.2}×, no effect when the whole interval is within ±{:.0} %. Shared-core speed = a thread's rate in `pairs` ÷ in `one-per-core`: a loss below {:.2}×. Intervals are Student-t intervals of the per-round log ratios (the ratio shown is their geometric mean); with fewer than {} rounds there is no interval and nothing is called.",
+        "Each workload ran as {} on the same {} cores{}; {} round(s) of {} after {} warm-up, interleaved with the layout order counterbalanced from round to round. SMT yield = throughput of `all` ÷ `one-per-core`: a gain above {:.2}×, a loss below {:.2}×, no effect when the whole interval is within ±{:.0} %. Shared-core speed = a thread's rate in `pairs` ÷ in `one-per-core`: a loss below {:.2}×. Intervals are Student-t intervals of the per-round log ratios (the ratio shown is their geometric mean); with fewer than {} rounds there is no interval and nothing is called.",
         layouts.join(", "),
         p.cores,
         p.scope

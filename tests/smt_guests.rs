@@ -4,15 +4,15 @@
 //! In each guest: `topo --json` matches the declared topology; every placement request the
 //! topology supports pins where `plan` says (burners report the CPUs they were seen on);
 //! requests that need siblings fail with exit 3 where there are none. The 1 × 2 × 2 guest
-//! also runs every experiment end to end, and the study takes its SMT branch. Timing in a
-//! guest is emulated: nothing here asserts speed.
+//! also runs every experiment end to end, and the study takes its SMT branch. Timing in
+//! these guests is emulated: nothing about them asserts speed.
 //!
 //! Needs qemu-system-x86, busybox-static, cpio and a kernel (`tests/guest/fetch-kernel.sh`);
 //! skipped with the reason without them, unless `SMTLAB_REQUIRE_GUESTS=1` (CI).
 
 mod guest;
 
-use guest::{GuestCommand, GuestRun, Shape, cmd, run_guest};
+use guest::{GuestCommand, GuestRun, Shape, VcpuPins, cmd, run_guest};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -165,11 +165,19 @@ fn check_common(s: Shape, run: &GuestRun) {
     }
 }
 
-fn guest(s: Shape, extra: Vec<GuestCommand>, files: &[&str], limit: Duration) -> Option<GuestRun> {
+/// Boots `s` with the common commands and `extra`, checks the common ones. The caller
+/// holds `host` for the whole test.
+fn guest(
+    host: &guest::Shared,
+    s: Shape,
+    extra: Vec<GuestCommand>,
+    files: &[&str],
+    limit: Duration,
+) -> Option<GuestRun> {
     let p = guest::prereqs_or_skip()?;
     let mut cmds = common_commands(s);
     cmds.extend(extra);
-    let run = run_guest(&p, s, &cmds, files, limit);
+    let run = run_guest(host, &p, s, &cmds, files, limit);
     eprintln!("guest {s}: {} commands in {:.1?}", cmds.len(), run.wall);
     check_common(s, &run);
     Some(run)
@@ -221,6 +229,7 @@ fn check_thread_counters(ls: &Value) {
 
 #[test]
 fn one_package_two_cores_two_threads_runs_every_experiment() {
+    let host = guest::shared();
     let s = Shape::new(1, 2, 2, 0);
     let extra = vec![
         cmd(
@@ -265,7 +274,7 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         cmd("study", "smtlab study --quick --out /tmp/study"),
     ];
     let files = ["/tmp/study/results.json", "/tmp/study/summary.md"];
-    let Some(run) = guest(s, extra, &files, Duration::from_secs(600)) else {
+    let Some(run) = guest(&host, s, extra, &files, Duration::from_secs(600)) else {
         return;
     };
 
@@ -585,6 +594,7 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
 
 #[test]
 fn two_packages_two_nodes_keep_comparison_layouts_in_one_package() {
+    let host = guest::shared();
     let s = Shape::new(2, 2, 2, 2);
     let extra = vec![
         cmd(
@@ -603,7 +613,7 @@ fn two_packages_two_nodes_keep_comparison_layouts_in_one_package() {
         cmd("one-per-core 3", "smtlab plan one-per-core --threads 3"),
         cmd("lockscan sweep dry", "smtlab lockscan --sweep --dry-run"),
     ];
-    let Some(run) = guest(s, extra, &[], Duration::from_secs(240)) else {
+    let Some(run) = guest(&host, s, extra, &[], Duration::from_secs(240)) else {
         return;
     };
     let placed = |name: &str| -> Vec<u64> {
@@ -639,6 +649,7 @@ fn two_packages_two_nodes_keep_comparison_layouts_in_one_package() {
 
 #[test]
 fn smt4_spreads_sibling_burners_over_the_workers_cores() {
+    let host = guest::shared();
     let s = Shape::new(1, 2, 4, 0);
     let extra = vec![
         cmd(
@@ -651,7 +662,7 @@ fn smt4_spreads_sibling_burners_over_the_workers_cores() {
              --burners 4 --dry-run",
         ),
     ];
-    let Some(run) = guest(s, extra, &[], Duration::from_secs(240)) else {
+    let Some(run) = guest(&host, s, extra, &[], Duration::from_secs(240)) else {
         return;
     };
     let v: Vec<u64> = run.cmd("siblings-of 0,4").ok().json()["threads"]
@@ -674,12 +685,13 @@ fn smt4_spreads_sibling_burners_over_the_workers_cores() {
 
 #[test]
 fn no_smt_guest_refuses_sibling_placements() {
+    let host = guest::shared();
     let s = Shape::new(1, 4, 1, 0);
     let extra = vec![cmd(
         "oltp layouts dry",
         "smtlab oltp --configs one-per-core,pairs,all --threads 2 --dry-run",
     )];
-    let Some(run) = guest(s, extra, &[], Duration::from_secs(180)) else {
+    let Some(run) = guest(&host, s, extra, &[], Duration::from_secs(180)) else {
         return;
     };
     let dry = &run.cmd("oltp layouts dry").ok().stdout;
@@ -692,6 +704,7 @@ fn no_smt_guest_refuses_sibling_placements() {
 
 #[test]
 fn missing_qemu_says_what_to_install() {
+    let _host = guest::shared();
     let empty = tempfile::tempdir().unwrap();
     let e = guest::find_prereqs(empty.path().as_os_str(), None, empty.path()).unwrap_err();
     assert!(e.contains("apt-get install qemu-system-x86"), "{e}");
@@ -706,6 +719,7 @@ fn missing_qemu_says_what_to_install() {
 /// the common commands: one boot, about 20 commands.
 #[test]
 fn smt_off_restore_and_top_per_core() {
+    let host = guest::shared();
     let Some(p) = guest::prereqs_or_skip() else {
         return;
     };
@@ -785,7 +799,7 @@ fn smt_off_restore_and_top_per_core() {
         ),
         cmd("online at the end", online),
     ];
-    let run = run_guest(&p, s, &cmds, &[], Duration::from_secs(480));
+    let run = run_guest(&host, &p, s, &cmds, &[], Duration::from_secs(480));
     eprintln!("guest {s}: {} commands in {:.1?}", cmds.len(), run.wall);
 
     let st = run.cmd("status before").ok().json();
@@ -912,6 +926,7 @@ fn smt_off_restore_and_top_per_core() {
 /// commands.
 #[test]
 fn compare_cgroup_v2_places_the_command_and_removes_its_cgroups() {
+    let host = guest::shared();
     let Some(p) = guest::prereqs_or_skip() else {
         return;
     };
@@ -963,7 +978,7 @@ fn compare_cgroup_v2_places_the_command_and_removes_its_cgroups() {
         ),
     ];
     let files = ["/tmp/study/results.json"];
-    let run = run_guest(&p, s, &cmds, &files, Duration::from_secs(900));
+    let run = run_guest(&host, &p, s, &cmds, &files, Duration::from_secs(900));
     eprintln!("guest {s}: {} commands in {:.1?}", cmds.len(), run.wall);
 
     let m = run.cmd("mount cgroup2").ok();
@@ -1048,6 +1063,8 @@ fn compare_cgroup_v2_places_the_command_and_removes_its_cgroups() {
 /// A guest for looking into something by hand, not a check: boots the shape in
 /// `SMTLAB_GUEST_SHAPE` (`SOCKETSxCORESxTHREADS`, default 1x2x2) and runs each line of
 /// `SMTLAB_GUEST_CMDS` as a command, printing what each printed and how long it took.
+/// `SMTLAB_GUEST_PINS='0:0 1:0 2:1 3:1'` pins the vCPU threads to those host CPUs first
+/// and prints what the host did during each command.
 /// `SMTLAB_GUEST_CMDS='smtlab topo' cargo test --test smt_guests by_hand -- --ignored --nocapture`
 #[test]
 #[ignore = "for investigating by hand: set SMTLAB_GUEST_CMDS"]
@@ -1074,8 +1091,20 @@ fn by_hand() {
         .enumerate()
         .map(|(i, l)| cmd(format!("{i}"), l))
         .collect();
-    let run = run_guest(&p, s, &cmds, &[], Duration::from_secs(1800));
+    let limit = Duration::from_secs(1800);
+    let run = match std::env::var("SMTLAB_GUEST_PINS") {
+        Ok(pins) => {
+            let pins = VcpuPins::parse(&pins).unwrap_or_else(|e| panic!("SMTLAB_GUEST_PINS: {e}"));
+            let host = guest::exclusive();
+            let Some(run) = guest::run_pinned_guest(&host, &p, s, &pins, &cmds, &[], limit) else {
+                return;
+            };
+            run
+        }
+        Err(_) => run_guest(&guest::shared(), &p, s, &cmds, &[], limit),
+    };
     for c in &run.commands {
         println!("$ {}\n{}{}exit {:?}\n", c.shell, c.stdout, c.stderr, c.code);
     }
+    println!("{}", run.host_report());
 }

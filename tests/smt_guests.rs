@@ -7,6 +7,13 @@
 //! also runs every experiment end to end, and the study takes its SMT branch. Timing in
 //! these guests is emulated: nothing about them asserts speed.
 //!
+//! Two known-answer machines are the exception: guests whose vCPU threads are pinned to
+//! host CPUs, so their SMT is a physical fact (perfect SMT: siblings on separate host CPUs;
+//! zero-yield SMT: siblings on one host CPU). There `yield`, the quick study's yield
+//! phase, c2c and answer table are checked against the truth, each boot with nothing else
+//! of this binary running ([`guest::exclusive`]) and judged only when the rest of the host
+//! was quiet. `SMTLAB_GUEST_REPEAT=N` boots each N times and counts passes and failures.
+//!
 //! Needs qemu-system-x86, busybox-static, cpio and a kernel (`tests/guest/fetch-kernel.sh`);
 //! skipped with the reason without them, unless `SMTLAB_REQUIRE_GUESTS=1` (CI).
 
@@ -1058,6 +1065,448 @@ fn compare_cgroup_v2_places_the_command_and_removes_its_cgroups() {
     assert_eq!(row["evidence"]["comparison"]["n"], 5, "{row}");
     assert_ne!(row["answer"], "not-measured", "{row}");
     assert_eq!(run.cmd("left after study").ok().stdout.trim(), "none");
+}
+
+// Known-answer machines: guests whose vCPU threads are pinned so that their SMT behaviour
+// is a physical fact (see tests/guest/mod.rs), and the tool's measurements and answer table
+// checked against it.
+
+/// What pinning makes true of a machine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Truth {
+    /// Every vCPU on a host CPU of its own: a core's two threads each run at full speed.
+    PerfectSmt,
+    /// A core's threads on one host CPU: they take turns, SMT adds nothing.
+    ZeroYield,
+}
+
+/// A known-answer machine: its topology and truth.
+#[derive(Debug, Clone, Copy)]
+struct Machine {
+    name: &'static str,
+    shape: Shape,
+    truth: Truth,
+}
+
+const PERFECT_SMT: Machine = Machine {
+    name: "perfect SMT",
+    shape: Shape::new(1, 1, 2, 0),
+    truth: Truth::PerfectSmt,
+};
+
+const ZERO_YIELD_SMT: Machine = Machine {
+    name: "zero-yield SMT",
+    shape: Shape::new(1, 2, 2, 0),
+    truth: Truth::ZeroYield,
+};
+
+/// The yield command's rounds and run lengths: 5 paired rounds give the yield its 95 %
+/// interval; 1 s runs hold hundreds of `prime` passes even in a debug build under TCG.
+const YIELD_ARGS: &str = "--workloads prime,int --repeat 5 --duration 1s --warmup 250ms";
+
+/// The compute rulers whose yield is checked.
+const COMPUTE: [&str; 2] = ["prime", "int"];
+
+impl Machine {
+    /// The host CPUs needed: one per vCPU (perfect SMT) or one per core (zero-yield).
+    fn host_cpus(&self) -> usize {
+        match self.truth {
+            Truth::PerfectSmt => self.shape.cpus() as usize,
+            Truth::ZeroYield => (self.shape.sockets * self.shape.cores) as usize,
+        }
+    }
+
+    /// Perfect SMT: vCPU v on host CPU v. Zero-yield: every thread of core k on host CPU k
+    /// (QEMU numbers a core's threads consecutively).
+    fn pins(&self, host: &[usize]) -> VcpuPins {
+        let t = self.shape.threads;
+        VcpuPins::new((0..self.shape.cpus()).map(|v| {
+            let slot = match self.truth {
+                Truth::PerfectSmt => v as usize,
+                Truth::ZeroYield => (v / t) as usize,
+            };
+            (v, host[slot])
+        }))
+    }
+
+    fn commands(&self) -> Vec<GuestCommand> {
+        vec![
+            cmd("topo", "smtlab topo --json"),
+            cmd("yield", format!("smtlab yield {YIELD_ARGS} --json")),
+            cmd("study", "smtlab study --quick --out /tmp/study"),
+        ]
+    }
+}
+
+/// A comparison as the JSON has it, for printing and checking.
+#[derive(Debug, Clone, Copy)]
+struct Cmp {
+    estimate: f64,
+    low: f64,
+    high: f64,
+    confidence: f64,
+    n: u64,
+}
+
+impl Cmp {
+    fn of(v: &Value) -> Option<Cmp> {
+        Some(Cmp {
+            estimate: v["estimate"].as_f64()?,
+            low: v["low"].as_f64()?,
+            high: v["high"].as_f64()?,
+            confidence: v["confidence"].as_f64().unwrap_or(f64::NAN),
+            n: v["n"].as_u64()?,
+        })
+    }
+}
+
+impl std::fmt::Display for Cmp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.2}× ({:.0} % interval {:.2}–{:.2}, n = {})",
+            self.estimate,
+            self.confidence * 100.0,
+            self.low,
+            self.high,
+            self.n
+        )
+    }
+}
+
+/// Each workload's yield and shared-core speed in a yield report.
+fn yields(report: &Value) -> Vec<(String, Option<Cmp>, Option<Cmp>)> {
+    report["workloads"]
+        .as_array()
+        .map(|ws| {
+            ws.iter()
+                .map(|w| {
+                    (
+                        w["workload"].as_str().unwrap_or("?").to_string(),
+                        Cmp::of(&w["smt_yield"]["comparison"]),
+                        Cmp::of(&w["shared_core_speed"]["comparison"]),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The most the rest of the host (everything but QEMU, plus the time the hypervisor under
+/// it steals) may use during the measured commands, in host CPUs, for a boot to be judged.
+/// A busy host changes what each layout gets (the scheduler shares a CPU among all its
+/// runnable threads), so the truth pinning makes no longer holds.
+const QUIET: f64 = 0.2;
+
+/// What one boot of a known-answer machine showed, and which checks failed.
+#[derive(Debug, Default)]
+struct Boot {
+    lines: Vec<String>,
+    failures: Vec<String>,
+    /// Why the boot is not judged: the host was busy during a measured command.
+    busy: Option<String>,
+}
+
+impl Boot {
+    fn say(&mut self, line: String) {
+        self.lines.push(line);
+    }
+    fn check(&mut self, ok: bool, what: String) {
+        if !ok {
+            self.failures.push(what);
+        }
+    }
+}
+
+/// Checks one boot of `m` against its truth.
+fn judge(m: &Machine, run: &GuestRun) -> Boot {
+    let mut b = Boot::default();
+    b.say(format!("host: {}", run.host_report().trim_end()));
+    let host = run.host.as_ref().expect("a pinned guest");
+    b.check(
+        host.strays.is_empty(),
+        format!("vCPU threads ran off their host CPUs: {:?}", host.strays),
+    );
+    for (i, c) in run.commands.iter().enumerate() {
+        if c.name == "topo" {
+            continue;
+        }
+        match host.window(i) {
+            Some(w) if w.rest_of_host + w.steal > QUIET => {
+                b.busy.get_or_insert(format!(
+                    "during `{}` the rest of the host used {:.2} host CPUs and steal {:.2}, over {QUIET}",
+                    c.name, w.rest_of_host, w.steal
+                ));
+            }
+            Some(_) => {}
+            None => b.check(false, format!("no host figures for `{}`", c.name)),
+        }
+    }
+
+    // The guest shows the declared siblings.
+    let topo = run.cmd("topo").ok().json();
+    let n = m.shape.cpus();
+    assert_eq!(
+        partition(&topo["cores"]),
+        chunks(n, m.shape.threads),
+        "cores"
+    );
+
+    // `yield`: the compute rulers' yields and shared-core speeds.
+    let y = run.cmd("yield").ok().json();
+    for (w, yl, shared) in yields(&y) {
+        let shown = |c: Option<Cmp>| c.map_or("none".to_string(), |c| c.to_string());
+        b.say(format!(
+            "yield {w}: SMT yield {}; a thread on a shared core {}",
+            shown(yl),
+            shown(shared)
+        ));
+        if !COMPUTE.contains(&w.as_str()) {
+            continue;
+        }
+        let Some(yl) = yl else {
+            b.check(false, format!("yield {w}: no SMT yield"));
+            continue;
+        };
+        match m.truth {
+            Truth::PerfectSmt => b.check(
+                yl.low > 1.2,
+                format!("yield {w}: SMT yield {yl}: its interval should lie above 1.2"),
+            ),
+            // Taking turns adds nothing, and costs a little (host context switches): the
+            // interval must reach the ±5 % band around 1.0 that the answers call no effect.
+            Truth::ZeroYield => {
+                b.check(
+                    yl.low <= 1.05 && yl.high >= 0.95,
+                    format!(
+                        "yield {w}: SMT yield {yl}: its interval should reach 0.95–1.05 (no effect)"
+                    ),
+                );
+                match shared {
+                    Some(s) => b.check(
+                        s.high < 0.75,
+                        format!(
+                            "yield {w}: a thread on a shared core {s}: its interval should lie below 0.75"
+                        ),
+                    ),
+                    None => b.check(false, format!("yield {w}: no shared-core speed")),
+                }
+            }
+        }
+    }
+
+    // `study --quick`: its yield phase and the answer table.
+    let st = run.cmd("study");
+    b.check(
+        matches!(st.code, Some(0 | 1)),
+        format!("study exited {:?}: {}", st.code, st.stderr),
+    );
+    let Ok(r) = serde_json::from_str::<Value>(&run.file("/tmp/study/results.json")) else {
+        b.check(false, "study: results.json is not JSON".into());
+        return b;
+    };
+    let phase = r["phases"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["phase"] == "yield"))
+        .cloned()
+        .unwrap_or_default();
+    b.check(
+        phase["status"] == "done",
+        format!("study: yield phase {phase}"),
+    );
+    for (w, yl, shared) in yields(&r["smt_yield"]["result"]) {
+        let shown = |c: Option<Cmp>| c.map_or("none".to_string(), |c| c.to_string());
+        b.say(format!(
+            "study yield phase {w}: SMT yield {}; a thread on a shared core {}",
+            shown(yl),
+            shown(shared)
+        ));
+    }
+    let walls: Vec<String> = r["phases"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    format!(
+                        "{} {} {:.1} s",
+                        p["phase"].as_str().unwrap_or("?"),
+                        p["status"].as_str().unwrap_or("?"),
+                        p["wall_ns"].as_f64().unwrap_or(0.0) / 1e9
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    b.say(format!("study phases: {}", walls.join(", ")));
+    // c2c: siblings on two host CPUs hand a line over in nanoseconds; siblings taking
+    // turns on one host CPU wait for the host scheduler, milliseconds a handoff.
+    let siblings: Vec<&Value> = r["c2c"]["result"]["pairs"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .filter(|p| p["proximity"] == "smt-sibling")
+                .collect()
+        })
+        .unwrap_or_default();
+    b.check(
+        !siblings.is_empty(),
+        "study: c2c measured no sibling pair".into(),
+    );
+    for p in siblings {
+        let ns = p["latency_ns"]["median"].as_f64().unwrap_or(f64::NAN);
+        let limited = p["time_limited"] == true;
+        b.say(format!(
+            "study c2c siblings {}-{}: {ns:.0} ns a handoff over {} samples{}",
+            p["a"],
+            p["b"],
+            p["latency_ns"]["n"],
+            if limited {
+                ", stopped at its time limit"
+            } else {
+                ""
+            }
+        ));
+        match m.truth {
+            Truth::PerfectSmt => b.check(
+                ns < 10_000.0 && !limited,
+                format!("study c2c siblings: {ns:.0} ns a handoff, should be under 10 µs"),
+            ),
+            Truth::ZeroYield => b.check(
+                ns > 10_000.0,
+                format!("study c2c siblings: {ns:.0} ns a handoff, should be over 10 µs"),
+            ),
+        }
+    }
+    let answers = r["verdict"]["answers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for a in &answers {
+        let c = Cmp::of(&a["evidence"]["comparison"]);
+        b.say(format!(
+            "study answer: {:<22} {:<14} {}",
+            a["class"].as_str().unwrap_or("?"),
+            a["answer"].as_str().unwrap_or("?"),
+            c.map_or(String::new(), |c| c.to_string())
+        ));
+    }
+    let compute = answers.iter().find(|a| a["class"] == "compute");
+    let answer = compute.and_then(|a| a["answer"].as_str()).unwrap_or("none");
+    let reason = compute.map_or(Value::Null, |a| a["reason"].clone());
+    match m.truth {
+        Truth::PerfectSmt => b.check(
+            answer == "keep-ht-on",
+            format!("study: compute row answers {answer}, should be keep-ht-on ({reason})"),
+        ),
+        Truth::ZeroYield => b.check(
+            compute.is_some() && answer != "keep-ht-on",
+            format!("study: compute row answers {answer}, should never be keep-ht-on ({reason})"),
+        ),
+    }
+    b
+}
+
+/// Boots `m` `SMTLAB_GUEST_REPEAT` times (default 1) with nothing else of this test binary
+/// running, prints what each boot measured and a pass/fail count, and fails if any boot
+/// failed. A boot that panics (a time-out, a second soft lockup) counts as failed.
+fn known_answer(m: Machine) {
+    let host = guest::exclusive();
+    let Some(p) = guest::prereqs_or_skip() else {
+        return;
+    };
+    let Some(cpus) = guest::host_cpus_or_skip(m.host_cpus()) else {
+        return;
+    };
+    let pins = m.pins(&cpus);
+    let repeat: usize = std::env::var("SMTLAB_GUEST_REPEAT")
+        .map(|r| r.parse().expect("SMTLAB_GUEST_REPEAT: a number of boots"))
+        .unwrap_or(1);
+    let cmds = m.commands();
+    let (mut passed, mut failed, mut busy) = (0, Vec::new(), Vec::new());
+    for k in 1..=repeat {
+        let boot = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            guest::run_pinned_guest(
+                &host,
+                &p,
+                m.shape,
+                &pins,
+                &cmds,
+                &["/tmp/study/results.json"],
+                Duration::from_secs(1200),
+            )
+            .map(|run| judge(&m, &run))
+        }));
+        let b = match boot {
+            Ok(Some(b)) => b,
+            Ok(None) => return, // not pinnable here: said why
+            Err(e) => Boot {
+                failures: vec![format!(
+                    "the boot failed: {}",
+                    e.downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| e.downcast_ref::<&str>().copied())
+                        .unwrap_or("a panic")
+                )],
+                ..Default::default()
+            },
+        };
+        let outcome = match (&b.busy, b.failures.is_empty()) {
+            (Some(why), _) => format!("not judged: the host was busy ({why})"),
+            (None, true) => "pass".into(),
+            (None, false) => "FAIL".into(),
+        };
+        eprintln!(
+            "known answer, {} ({}, pins {pins}), boot {k} of {repeat}: {outcome}",
+            m.name, m.shape,
+        );
+        for l in &b.lines {
+            eprintln!("  {l}");
+        }
+        for f in &b.failures {
+            eprintln!("  failed: {f}");
+        }
+        match (b.busy, b.failures.is_empty()) {
+            (Some(why), _) => busy.push((k, why)),
+            (None, true) => passed += 1,
+            (None, false) => failed.push((k, b.failures)),
+        }
+    }
+    eprintln!(
+        "known answer, {}: {repeat} boots, {passed} passed, {} failed, {} not judged (host busy)",
+        m.name,
+        failed.len(),
+        busy.len()
+    );
+    assert!(
+        failed.is_empty(),
+        "the {} machine's known answer was missed in {} of {repeat} boots: {failed:#?}",
+        m.name,
+        failed.len()
+    );
+    if passed == 0 && !busy.is_empty() {
+        guest::skip::<()>(&format!(
+            "the {} machine's known answer could not be checked: the host was busy during every boot: {busy:?}",
+            m.name
+        ));
+    }
+}
+
+/// 1 socket × 1 core × 2 threads, each vCPU on its own host CPU: the two siblings run at
+/// full speed each. `yield` must find each compute ruler's yield interval above 1.2, the
+/// quick study's c2c sibling handoffs under 10 µs, and the study must answer keep HT on
+/// for compute.
+#[test]
+fn known_answer_perfect_smt() {
+    known_answer(PERFECT_SMT);
+}
+
+/// 1 socket × 2 cores × 2 threads, both threads of a core on one host CPU: siblings take
+/// turns. `yield` must find each compute ruler's yield interval reaching 0.95–1.05 and a
+/// thread on a shared core below 0.75×, the quick study's c2c sibling handoffs over 10 µs,
+/// and the study must never answer keep HT on for compute.
+#[test]
+fn known_answer_zero_yield_smt() {
+    known_answer(ZERO_YIELD_SMT);
 }
 
 /// A guest for looking into something by hand, not a check: boots the shape in

@@ -1381,8 +1381,8 @@ struct YieldArgs {
     /// Discarded warm-up before each run (ruler buffers are built during it).
     #[arg(long, default_value = "250ms", allow_hyphen_values = true, value_parser = values::warmup)]
     warmup: Duration,
-    /// Rounds over every workload and layout (A B C A B C …); 5 or more for 95 % CIs.
-    #[arg(long, default_value_t = crate::stats::MIN_RUNS_FOR_CI, value_name = "N",
+    /// Rounds over every workload and layout (A B C A B C …); 3 or more for confidence intervals.
+    #[arg(long, default_value_t = crate::stats::DEFAULT_ROUNDS, value_name = "N",
           allow_hyphen_values = true,
           value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
     repeat: usize,
@@ -1437,7 +1437,6 @@ fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
         spec,
         repeat: a.repeat,
         db,
-        ..Config::new()
     };
     exp.validate()?;
     Ok(commands::smt_yield::Config {
@@ -1576,7 +1575,7 @@ enum MemAction {
         #[arg(long, value_name = "SIZE", value_parser = values::bytes_or_auto)]
         max: Option<values::Bytes>,
         /// Samples per working set and page size (after one discarded warm-up).
-        #[arg(long, default_value_t = crate::stats::MIN_RUNS_FOR_CI, value_name = "N",
+        #[arg(long, default_value_t = crate::stats::DEFAULT_ROUNDS, value_name = "N",
               allow_hyphen_values = true,
               value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
         repeat: usize,

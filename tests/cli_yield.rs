@@ -328,7 +328,8 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
         assert!((y.comparison.estimate - 2.0).abs() < 0.1, "{y:?}");
         assert_eq!(y.comparison.effect, Effect::Gain);
         assert_eq!(y.comparison.n, 3);
-        assert!(y.comparison.indicative);
+        // 3 rounds give a Student-t interval, not an indicative one.
+        assert!(!y.comparison.indicative);
         assert_eq!(y.rounds, [0, 1, 2]);
         let s = w.shared_core_speed.as_ref().expect("a shared-core speed");
         assert!((s.comparison.estimate - 1.0).abs() < 0.05, "{s:?}");
@@ -339,7 +340,8 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
     for s in [
         "SMT yield on the same 2 cores within package 0",
         "SYNTHETIC",
-        "indicative (n = 3)",
+        "95 % CI",
+        "Student-t intervals of the per-round log ratios",
         "gain",
         "WORKLOAD",
         "hot-page/ttas",
@@ -349,10 +351,9 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
         assert!(text.contains(s), "missing `{s}`:\n{text}");
     }
     assert!(
-        !text
-            .lines()
+        text.lines()
             .any(|l| l.starts_with("prime") && l.contains("95 % CI")),
-        "3 rounds are not a CI:\n{text}"
+        "3 rounds give a Student-t interval:\n{text}"
     );
     let json = serde_json::to_value(&rep).unwrap();
     assert_eq!(

@@ -203,7 +203,7 @@ fn an_smt_machine_gets_sibling_findings() {
     assert!(!md.contains("SMT yield:"), "{md}");
     // The answer table comes first, one row per workload class.
     let v = &r.verdict;
-    assert_eq!(v.answers.len(), 6, "{:?}", v.answers);
+    assert_eq!(v.answers.len(), 7, "{:?}", v.answers);
     assert!(md.find("| workload class |").unwrap() < md.find("## Machine").unwrap());
     insta::assert_snapshot!("fake_smt_summary_md", md);
 }

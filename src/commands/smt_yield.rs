@@ -340,10 +340,10 @@ pub fn human(r: &YieldReport) -> String {
         .min();
     if let Some(n) = n {
         o.push_str(&format!(
-            "\nIntervals: bootstrap of the per-round ratios{}\n",
+            "\nIntervals: Student-t intervals of the per-round log ratios (the ratio shown is their geometric mean){}\n",
             if n < crate::stats::MIN_RUNS_FOR_CI {
                 format!(
-                    "; with {} they are indicative, not 95 % CIs (--repeat {} or more for those)",
+                    "; with {} there is no interval and nothing is called (--repeat {} or more)",
                     render::count(n, "round"),
                     crate::stats::MIN_RUNS_FOR_CI
                 )

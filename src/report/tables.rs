@@ -392,7 +392,7 @@ pub fn smt_yield_settings(y: &super::YieldSection) -> String {
         })
         .collect();
     format!(
-        "Each workload ran as {} on the same {} cores{}; {} round(s) of {} after {} warm-up, interleaved. SMT yield = throughput of `all` ÷ `one-per-core`: a gain above {:.2}×, a loss below {:.2}×, no effect when the whole interval is within ±{:.0} %. Shared-core speed = a thread's rate in `pairs` ÷ in `one-per-core`: a loss below {:.2}×. Intervals are bootstraps of the per-round ratios; with fewer than {} rounds they are indicative, not 95 % CIs.",
+        "Each workload ran as {} on the same {} cores{}; {} round(s) of {} after {} warm-up, interleaved. SMT yield = throughput of `all` ÷ `one-per-core`: a gain above {:.2}×, a loss below {:.2}×, no effect when the whole interval is within ±{:.0} %. Shared-core speed = a thread's rate in `pairs` ÷ in `one-per-core`: a loss below {:.2}×. Intervals are Student-t intervals of the per-round log ratios (the ratio shown is their geometric mean); with fewer than {} rounds there is no interval and nothing is called.",
         layouts.join(", "),
         p.cores,
         p.scope
@@ -514,7 +514,7 @@ pub fn compare_settings(c: &super::CompareSection) -> String {
             .unwrap_or_default(),
         render::how(r),
         r.confidence * 100.0,
-        crate::stats::MIN_RUNS_FOR_CI,
+        crate::experiments::compare::analysis::INDICATIVE_BELOW,
         band(r.noise_threshold)
     )
 }

@@ -249,6 +249,11 @@ pub struct YieldReport {
     pub shared_core_thresholds: Thresholds,
     pub workloads: Vec<WorkloadResult>,
     pub notes: Vec<String>,
+    /// What watching the measured CPUs just before the runs found (other work on them,
+    /// hypervisor steal), also among `notes`: an answer drawn from these runs is held back
+    /// while this is non-empty. Empty in older files.
+    #[serde(default)]
+    pub preflight: Vec<String>,
     pub hypervisor: bool,
     pub interrupted: bool,
     /// Made up by the fake engine, not measured.

@@ -48,9 +48,10 @@ pub fn run_planned(
         .layouts
         .iter()
         .fold(CpuSet::new(), |a, (_, p)| a.union(&p.cpus()));
-    for w in engine.hygiene(&cpus) {
+    let preflight = engine.hygiene(&cpus);
+    for w in &preflight {
         say(&format!("warning: {w}"));
-        notes.push(w);
+        notes.push(w.clone());
     }
     let db = match (planned.subjects.contains(&Subject::Insert), &cfg.db) {
         (true, Some(t)) => {
@@ -88,8 +89,7 @@ pub fn run_planned(
         .subjects
         .iter()
         .zip(records)
-        .enumerate()
-        .map(|(i, (s, runs))| workload_result(planned, *s, runs, cfg.seed ^ i as u64))
+        .map(|(s, runs)| workload_result(planned, *s, runs))
         .collect();
     Ok(YieldReport {
         schema_version: SCHEMA_VERSION,
@@ -98,6 +98,7 @@ pub fn run_planned(
         shared_core_thresholds: Thresholds::SLOWDOWN,
         workloads,
         notes,
+        preflight,
         hypervisor: topo.machine.hypervisor,
         interrupted,
         synthetic,
@@ -330,12 +331,7 @@ fn run_one(
 }
 
 /// One workload's runs, summarised and compared.
-fn workload_result(
-    planned: &Planned,
-    subject: Subject,
-    runs: Vec<RunRecord>,
-    seed: u64,
-) -> WorkloadResult {
+fn workload_result(planned: &Planned, subject: Subject, runs: Vec<RunRecord>) -> WorkloadResult {
     let threads: Vec<(Layout, usize)> = planned
         .layouts
         .iter()
@@ -380,9 +376,9 @@ fn workload_result(
         unit: subject.unit(),
         describe: subject.describe(),
         layouts: analysis::summarise(&runs, &threads),
-        smt_yield: analysis::smt_yield(&runs, seed),
+        smt_yield: analysis::smt_yield(&runs),
         shared_core_speed: if has_pairs {
-            analysis::shared_core_speed(&runs, seed.rotate_left(17))
+            analysis::shared_core_speed(&runs)
         } else {
             None
         },

@@ -1656,7 +1656,7 @@ struct TopArgs {
           value_parser = whole::<u32>(1, u32::MAX.into(), ""))]
     pid: Option<u32>,
     /// The SMT yield for the capacity figures, from a JSON file whose top-level number
-    /// `smt_yield` is a core's throughput with both siblings busy over one alone
+    /// `smt_yield` is a core's throughput with all its threads busy over one alone
     /// (default: an assumed 1.25).
     #[arg(long = "yield", value_name = "FILE")]
     yield_file: Option<PathBuf>,

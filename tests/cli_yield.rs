@@ -471,3 +471,102 @@ fn postgres_inserts_run_in_every_layout_with_the_rows_checked() {
     }
     assert!(w.smt_yield.is_some());
 }
+
+/// AMD family 15h (Opteron 6276): the thread siblings the kernel lists are CMT modules,
+/// two integer cores each, not SMT threads: `yield` refuses (exit 3) and says so, instead
+/// of measuring an "SMT yield" of a CPU without SMT.
+#[test]
+fn yield_on_bulldozer_cmt_modules_is_refused_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(root) = common::cmt_dump(tmp.path()) else {
+        return;
+    };
+    smtlab()
+        .args(["yield", "--dry-run", "--sysfs-root"])
+        .arg(&root)
+        .assert()
+        .code(3)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("CMT module"))
+        .stderr(predicate::str::contains("nothing was run"));
+}
+
+/// The fake engine's yield report of `prime` on a 2 × 2 tree, for the wording tests.
+fn fake_prime_report() -> smt_yield::YieldReport {
+    let tmp = tempfile::tempdir().unwrap();
+    tree(tmp.path(), 2, 2, "on");
+    let topo = smtlab::topology::discover(tmp.path()).unwrap();
+    let cfg = Config {
+        subjects: Subject::parse_list("prime").unwrap(),
+        repeat: 3,
+        spec: smtlab::engine::RunSpec::new(
+            std::time::Duration::from_millis(10),
+            std::time::Duration::from_millis(100),
+        ),
+        ..Config::new()
+    };
+    let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
+    smt_yield::run_planned(&FakeEngine::new(3), &topo, &cfg, &planned, &mut |_| {}).unwrap()
+}
+
+/// One core of four threads: `pairs` (two threads on each of N/2 cores) needs two cores,
+/// and it would not be `all` (four threads) anyway.
+#[test]
+fn yield_one_core_smt4_note_does_not_say_pairs_would_be_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    tree(tmp.path(), 2, 4, "on");
+    let topo = smtlab::topology::discover(tmp.path()).unwrap();
+    let cfg = Config {
+        cores: Some(1),
+        ..Config::new()
+    };
+    let p = smt_yield::plan(&topo, &cfg, None).unwrap().plan;
+    let notes = p.notes.join("\n");
+    assert!(!notes.contains("would be the `all` layout"), "{notes}");
+    assert!(notes.contains("`pairs` not run"), "{notes}");
+    assert!(notes.contains("two cores"), "{notes}");
+    // With two threads per core one core's `pairs` would indeed be `all`.
+    let tmp = tempfile::tempdir().unwrap();
+    tree(tmp.path(), 2, 2, "on");
+    let topo = smtlab::topology::discover(tmp.path()).unwrap();
+    let p = smt_yield::plan(&topo, &cfg, None).unwrap().plan;
+    assert!(
+        p.notes.iter().any(|n| n.contains("`all` layout")),
+        "{:?}",
+        p.notes
+    );
+}
+
+/// The split into IPC × cycles says how much IPC changed, not why: the note must not name
+/// shared execution units or caches as the cause, which no counter here measured.
+#[test]
+fn yield_ipc_note_names_no_unmeasured_in_core_cause() {
+    let mut rep = fake_prime_report();
+    rep.synthetic = false;
+    rep.workloads[0].yield_split = Some(smt_yield::model::YieldSplit {
+        ipc_one_per_core: 1.6,
+        ipc_all: 1.0,
+        ipc_ratio: 0.625,
+        cycles_per_sec_ratio: 2.0,
+        instructions_per_op_ratio: 1.0,
+        rounds: 3,
+    });
+    let text = smtlab::commands::smt_yield::human(&rep);
+    assert!(text.contains("IPC ×"), "{text}");
+    assert!(!text.contains("shared execution units"), "{text}");
+    assert!(text.contains("not measured"), "{text}");
+}
+
+/// `int` does an operation in well under a nanosecond per thread: "mean 0 ns" is false.
+#[test]
+fn yield_int_sub_nanosecond_mean_is_not_0_ns() {
+    let mut rep = fake_prime_report();
+    for l in &mut rep.workloads[0].layouts {
+        l.latency_p50_ns = None;
+        l.latency_p99_ns = None;
+        l.time_per_op_ns = Some(0.31);
+    }
+    let text = smtlab::commands::smt_yield::human(&rep);
+    assert!(!text.contains("mean 0 ns"), "{text}");
+    assert!(text.contains("mean 0.31 ns"), "{text}");
+}

@@ -208,6 +208,49 @@ fn an_smt_machine_gets_sibling_findings() {
     insta::assert_snapshot!("fake_smt_summary_md", md);
 }
 
+/// An AMD family 15h machine: the kernel's thread siblings are CMT modules (two integer
+/// cores sharing a front end, FPU and L2), not Hyper-Threading. The study must not answer
+/// "keep HT on / turn HT off" there: every answer row is not measured, and the reason names
+/// the modules.
+#[test]
+fn a_cmt_machine_answers_no_ht_question_and_names_the_modules() {
+    let mut topo = smtlab::topology::fixture::topology(4, 2, false);
+    topo.machine.vendor = Some("AuthenticAMD".into());
+    topo.machine.family = Some(0x15);
+    let engine = FakeEngine::new(7)
+        .with_topology(&topo)
+        .with_rate_for("oltp ", 30_000.0);
+    let r = study::run(
+        &engine,
+        &topo,
+        machine(&topo),
+        provenance(),
+        &config(),
+        &NoProgress,
+    )
+    .unwrap();
+    assert!(r.smt.sentence.contains("CMT module"), "{}", r.smt.sentence);
+    let v = &r.verdict;
+    for a in &v.answers {
+        assert_eq!(a.answer, report::HtAnswer::NotMeasured, "{a:?}");
+        // Rows with a reason of their own first (no command given, SQLite's one writer)
+        // say that instead.
+        if !matches!(
+            a.class,
+            report::WorkloadClass::Command | report::WorkloadClass::Inserts
+        ) {
+            assert!(a.reason.contains("CMT module"), "{a:?}");
+        }
+    }
+    assert!(v.headline.contains("no SMT siblings"), "{}", v.headline);
+    let y = r
+        .phases
+        .iter()
+        .find(|p| p.phase == PhaseName::Yield)
+        .unwrap();
+    assert_eq!(y.status, PhaseStatus::Skipped, "{y:?}");
+}
+
 /// A study with the user's command: `smtlab study --quick [OPTIONS] -- my-app --bench`.
 fn config_with_command(f: impl FnOnce(&mut smtlab::experiments::compare::Config)) -> study::Config {
     let mut c = smtlab::experiments::compare::Config::new(vec!["my-app".into(), "--bench".into()]);

@@ -240,10 +240,16 @@ fn split_text(r: &YieldReport) -> String {
         table.push(row);
     }
     o.push_str(&table.text());
-    o.push_str(
-        "IPC below 1× is what the siblings cost each other (shared execution units and \
-         caches); cycles/s is the CPU time they add (2× with two busy threads per core).\n",
-    );
+    // Cycles and instructions give how much IPC changed, not which shared resource made
+    // it change: no per-resource event was counted, so none is named.
+    let k = r.plan.threads_per_core.max(2);
+    o.push_str(&format!(
+        "IPC × below 1× is how much fewer instructions per cycle the threads retired with \
+         their siblings busy; which shared resource caused it was not measured (these \
+         counters do not tell execution ports, caches, memory or the front end apart). \
+         Cycles/s × is the CPU time the extra threads add (up to {k}× with {k} busy threads \
+         per core).\n"
+    ));
     o
 }
 

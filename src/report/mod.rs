@@ -157,8 +157,17 @@ pub struct SmtFacts {
     pub control: Option<String>,
     /// `smt/active`, when the kernel has it.
     pub active: Option<bool>,
+    /// AMD family 15h CMT modules (two integer cores each, which the kernel lists as
+    /// thread siblings): each CPU counts as a core and `threads_per_core` is 1. Absent
+    /// (0) on every other machine.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cmt_modules: usize,
     /// One plain sentence.
     pub sentence: String,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// How the study was asked to run.

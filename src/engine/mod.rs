@@ -41,7 +41,7 @@ mod result;
 pub mod threadstats;
 
 pub use fake::FakeEngine;
-pub use pingpong::{PingPongSpec, ping_pong};
+pub use pingpong::{PingPongSpec, SLOWEST_HANDOFF_NS, pair_time_limit, ping_pong};
 pub use real::{RealEngine, current_nice, nice_offset_for, run, run_observed};
 pub use repeat::{Order, Trial, counterbalanced, interleave, repeat, schedule};
 pub use result::{IntervalSample, PinningViolation, RunResult, RunSpec, ThreadResult};

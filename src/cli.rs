@@ -164,8 +164,9 @@ enum Command {
     /// brlock, seqlock and rcu; requests/s, % CPU in the lock, lock stats, spin → rwspin.
     Rwcache(RwcacheArgs),
     /// Your own command under SMT placements and noisy neighbours: one thread per core vs
-    /// both siblings vs every sibling (or CPU lists), interleaved, with medians, bootstrap
-    /// CIs and the SMT yield. `smtlab compare --cpus 0 --cpus 0-1 -- sysbench cpu run`.
+    /// both siblings vs every sibling (or CPU lists), interleaved and paired by round,
+    /// with medians, intervals and the SMT yield.
+    /// `smtlab compare --cpus 0 --cpus 0-1 -- sysbench cpu run`.
     Compare(CompareArgs),
     /// The main job: run every experiment this machine supports (topology, c2c, lockscan,
     /// neighbors, oltp, rwcache, yield; and your own command given after `--`) within a
@@ -689,7 +690,8 @@ struct CommandArgs {
     warmup: usize,
     /// A number read from the command's output: `pgbench` (tps), `sysbench` (events or
     /// transactions per second), or a regex whose first capture group is the number.
-    /// Without it, wall time is compared.
+    /// Without it, wall time is compared (sysbench, and pgbench -T, run for a fixed time:
+    /// their own metric is read instead).
     #[arg(long, value_name = "pgbench|sysbench|REGEX")]
     metric: Option<String>,
     /// The regex metric is a latency or a time: lower is better.

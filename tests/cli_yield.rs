@@ -319,6 +319,22 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
     assert_eq!(rep.workloads.len(), 4);
     for w in &rep.workloads {
         assert_eq!(w.runs.len(), 9, "{}", w.workload);
+        // Counterbalanced, each run recording where it ran: round 1 runs one-per-core,
+        // all, pairs; round 2 the other way round; round 3 all, pairs, one-per-core.
+        let pos = |round: usize, l: Layout| {
+            w.runs
+                .iter()
+                .find(|r| r.round == round && r.layout == l)
+                .unwrap()
+                .position
+        };
+        let order = |round| [Layout::OnePerCore, Layout::All, Layout::Pairs].map(|l| pos(round, l));
+        assert_eq!(
+            [order(0), order(1), order(2)],
+            [[1, 2, 3], [3, 2, 1], [3, 1, 2]],
+            "{}",
+            w.workload
+        );
         for r in &w.runs {
             assert!(r.observed_cpus.is_subset(&r.cpus) && r.pinning_ok);
         }

@@ -484,8 +484,9 @@ fn a_command_that_fails_mid_phase_keeps_its_runs_and_the_row_its_complete_rounds
         ];
         c.metric = Some(MetricSpec::Pgbench);
         c.runs = Some(8);
-        // Runs 1-2 warm up, 3-12 are rounds 1-5, 13 is `one-per-core` in round 6, and
-        // `all` fails after it.
+        // Runs 1-2 warm up, 3-12 are rounds 1-5, and round 6 runs `all` first
+        // (counterbalanced: A B, B A, B A, A B, A B, B A): 13 is `all`, and
+        // `one-per-core` fails after it.
         c.fake.fail_on_run = Some(14);
     });
     let r = fake_report_with(4, 2, &cfg, &NoProgress);
@@ -499,7 +500,7 @@ fn a_command_that_fails_mid_phase_keeps_its_runs_and_the_row_its_complete_rounds
     let why = p.reason.as_deref().unwrap();
     assert!(
         why.starts_with(
-            "after 11 runs (5 complete rounds; kept): `my-app --bench` failed on all (round 6)"
+            "after 11 runs (5 complete rounds; kept): `my-app --bench` failed on one-per-core (round 6)"
         ),
         "{why}"
     );
@@ -512,8 +513,8 @@ fn a_command_that_fails_mid_phase_keeps_its_runs_and_the_row_its_complete_rounds
     );
     let c = r.compare.as_ref().expect("the finished runs are kept");
     let runs: Vec<usize> = c.result.placements.iter().map(|p| p.runs.len()).collect();
-    assert_eq!(runs, [6, 5]);
-    assert_eq!(c.medians.iter().map(|m| m.n).collect::<Vec<_>>(), [6, 5]);
+    assert_eq!(runs, [5, 6]);
+    assert_eq!(c.medians.iter().map(|m| m.n).collect::<Vec<_>>(), [5, 6]);
     // The row pairs the 5 rounds both placements finished, and still answers.
     let a = command_row(&r);
     let e = a.evidence.as_ref().unwrap();

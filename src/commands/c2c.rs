@@ -263,6 +263,19 @@ pub fn render_text(r: &C2c, hypervisor: bool) -> String {
             crate::render::Caveat::Hypervisor { kind }
         ));
     }
+    for p in r.pairs.iter().filter(|p| p.time_limited) {
+        s.push_str(&format!(
+            "note: pair {}-{} stopped at its time limit after {} of {} samples: a handoff took {}, \
+             and a cache line moves in under {}, so its two threads were mostly not running at \
+             the same time (as when a hypervisor runs both vCPUs on one host CPU).\n",
+            p.a,
+            p.b,
+            p.latency_ns.n,
+            r.samples,
+            render::duration_ns(p.latency_ns.median),
+            render::duration_ns(crate::engine::SLOWEST_HANDOFF_NS),
+        ));
+    }
     if r.interrupted {
         s.push_str("note: interrupted: pairs not measured show `?`.\n");
     }
@@ -291,5 +304,31 @@ mod tests {
         assert!(t.contains("10 M/s") || t.contains("9.9"), "{t}");
         assert!(t.contains("hypervisor"));
         assert!(t.contains("interrupted"));
+        assert!(!t.contains("time limit"), "{t}");
+    }
+
+    /// Two vCPUs taking turns on one host CPU (a 1 × 2 × 2 QEMU guest whose sibling
+    /// vCPU threads were pinned to one host CPU): 7.7 ms a handoff, one partial sample.
+    #[test]
+    fn a_pair_stopped_at_its_time_limit_says_why() {
+        let topo = crate::topology::discover(Path::new("/")).unwrap();
+        let cpus = CpuSet::from_cpus([0, 1]);
+        let spec = PingPongSpec {
+            samples: 100,
+            round_trips: 1000,
+        };
+        let samples = vec![((0, 1), vec![7_748_858.3])];
+        let r = C2c::from_samples(&topo, &cpus, &spec, &samples, false);
+        assert!(r.pairs[0].time_limited);
+        let t = render_text(&r, false);
+        assert!(
+            t.contains("pair 0-1 stopped at its time limit after 1 of 100 samples"),
+            "{t}"
+        );
+        assert!(t.contains("a handoff took 7.7 ms"), "{t}");
+        assert!(
+            t.contains("under 10.0 µs") || t.contains("under 10 µs"),
+            "{t}"
+        );
     }
 }

@@ -265,7 +265,7 @@ pub fn human(r: &YieldReport) -> String {
         .map(|l| format!("{} {}", l.layout, render::count(l.threads, "thread")))
         .collect();
     o.push_str(&format!(
-        "SMT yield on the same {}{}\n{}; {} of {} after {} warm-up, interleaved{}\n",
+        "SMT yield on the same {}{}\n{}; {} of {} after {} warm-up, interleaved, layout order counterbalanced{}\n",
         render::count(p.cores, "core"),
         p.scope
             .as_ref()

@@ -939,40 +939,6 @@ fn command_value(c: &super::CompareSection) -> String {
         .map_or_else(|| "wall time".to_string(), |m| m.unit.clone())
 }
 
-/// The band every call about the user's command is judged against: the comparison's own
-/// noise band (`--noise`; a study's default is [`Thresholds::YIELD`]'s ±5 %), a loss
-/// below it. The section's calls use the same band, so the two never disagree on it.
-fn command_thresholds(c: &super::CompareSection) -> Thresholds {
-    let noise = c.result.noise_threshold;
-    Thresholds::new(1.0 - noise, noise).unwrap_or(Thresholds::YIELD)
-}
-
-/// Per round, the speed of placement `a` over placement `b` (> 1 = `a` faster): the
-/// metric's ratio for a throughput, the inverse ratio for a time or wall time. Paired by
-/// round, as each round ran every placement back to back; only rounds every placement
-/// finished count (a failure or Ctrl-C can end the last one part-way).
-fn command_paired(c: &super::CompareSection, a: &str, b: &str) -> Option<Comparison> {
-    use crate::experiments::compare::analysis::Basis;
-    let basis = Basis::of(c.result.metric.as_ref());
-    let find = |l: &str| c.result.placements.iter().find(|p| p.label == l);
-    let (pa, pb) = (find(a)?, find(b)?);
-    let complete = crate::study::phases::compare::complete_rounds(&c.result);
-    let value = |p: &crate::experiments::compare::model::PlacementResult, round: usize| {
-        let run = p.runs.iter().find(|x| x.round == round)?;
-        basis.values(std::slice::from_ref(run)).first().copied()
-    };
-    let higher = basis.better() == crate::stats::Better::Higher;
-    let ratios: Vec<f64> = complete
-        .iter()
-        .filter_map(|&k| {
-            let (va, vb) = (value(pa, k)?, value(pb, k)?);
-            Some(if higher { va / vb } else { vb / va })
-        })
-        .filter(|x| x.is_finite() && *x > 0.0)
-        .collect();
-    Comparison::of_paired_ratios(&ratios, command_thresholds(c), CONFIDENCE)
-}
-
 /// The user's command: SMT on vs off is every sibling of some cores against one thread
 /// on each of the same cores (the pair `smtlab compare` reports as its SMT yield).
 fn command_answer(r: &Report, smt: bool) -> Answer {
@@ -1003,7 +969,21 @@ fn command_answer(r: &Report, smt: bool) -> Answer {
             section,
         );
     };
-    let Some(cmp) = command_paired(c, &y.placement, &y.reference) else {
+    // The comparison compare's own lines print for this pair, computed by compare.
+    let fixed = c.result.fixed_duration.as_ref();
+    if let Some(f) = fixed.filter(|f| {
+        f.found_by == crate::experiments::compare::model::FoundBy::Arguments
+            && c.result.metric.is_none()
+    }) {
+        return not_answered(
+            class,
+            crate::experiments::compare::duration::sentence(f),
+            section,
+        );
+    }
+    let Some(p) =
+        crate::experiments::compare::analysis::paired_in(&c.result, &y.placement, &y.reference)
+    else {
         return not_answered(
             class,
             format!(
@@ -1013,20 +993,28 @@ fn command_answer(r: &Report, smt: bool) -> Answer {
             section,
         );
     };
+    let cmp = p.comparison;
     let value = command_value(c);
+    let chosen = fixed
+        .and_then(|f| f.metric_chosen.as_ref().map(|m| (f, m)))
+        .map(|(f, m)| format!(" ({}, so `--metric {m}` was read)", f.seen))
+        .unwrap_or_default();
+    let (answer, tail) = match &p.not_called {
+        Some(why) => (HtAnswer::Inconclusive, format!("; not called: {why}")),
+        None => (decide(&cmp, yield_answer), indicative_note(&cmp)),
+    };
     Answer {
         class,
-        answer: decide(&cmp, yield_answer),
+        answer,
         reason: format!(
             "SMT yield for `{}`: `{}` (every sibling of the cores) ÷ `{}` (one thread per \
-             core), speed by {value}, paired by round, against the section's {} noise band: \
-             {}{}",
+             core), speed by {value}{chosen}, paired by round, against the section's {} noise band: \
+             {}{tail}",
             crate::experiments::compare::render::shell_words(&c.result.command),
             y.placement,
             y.reference,
             super::tables::band(cmp.thresholds.noise),
             cmp_text(&cmp),
-            indicative_note(&cmp)
         ),
         evidence: Some(Evidence {
             what: format!(
@@ -1924,27 +1912,34 @@ fn command_finding(c: &super::CompareSection, smt: bool) -> Finding {
         .collect();
     let mut evidence = Vec::new();
     let mut meaning = None;
-    if let Some(y) = &c.result.smt_yield
-        && let Some(cmp) = command_paired(c, &y.placement, &y.reference)
+    if let Some(f) = &c.result.fixed_duration
+        && c.result.metric.is_none()
+        && f.found_by == crate::experiments::compare::model::FoundBy::Arguments
     {
+        meaning = Some(format!(
+            "Wall time says nothing about SMT here: {}.",
+            crate::experiments::compare::duration::sentence(f)
+        ));
+    } else if let Some(y) = &c.result.smt_yield
+        && let Some(p) =
+            crate::experiments::compare::analysis::paired_in(&c.result, &y.placement, &y.reference)
+    {
+        let cmp = p.comparison;
         obs.push(format!(
             "`{}` ran at {}",
             y.placement,
             ratio_of(&cmp, &format!("the speed of `{}`", y.reference))
         ));
-        meaning = Some(match cmp.effect {
-            Effect::Gain => format!(
+        meaning = Some(match (&p.not_called, cmp.effect) {
+            (Some(why), _) => format!("Wall time cannot tell whether SMT helps your command: {why}"),
+            (None, Effect::Gain) => format!(
                 "The second sibling of each core made your command faster: with SMT on, it \
-                 gets more done on the same cores{}.",
-                if cmp.indicative {
-                    " (indicative: fewer than 3 rounds)"
-                } else {
-                    ""
-                }
+                 gets more done on the same cores ({}).",
+                cmp.interval_text()
             ),
-            Effect::NoEffect => format!("With the second sibling of each core your command ran within {} of its speed on one thread per core: any capacity SMT adds or costs it is smaller than that band.", super::tables::band(cmp.thresholds.noise)),
-            Effect::Loss | Effect::SmallLoss => "Your command was slower on every sibling than on one thread per core of the same cores: SMT costs it throughput; keep it to one thread per core, or turn HT off for it.".to_string(),
-            Effect::Inconclusive => "The interval is too wide to say whether SMT helps your command: more rounds (`--runs`, or a longer `--budget`) or a quieter machine are needed.".to_string(),
+            (None, Effect::NoEffect) => format!("With the second sibling of each core your command ran within {} of its speed on one thread per core: any capacity SMT adds or costs it is smaller than that band.", super::tables::band(cmp.thresholds.noise)),
+            (None, Effect::Loss | Effect::SmallLoss) => "Your command was slower on every sibling than on one thread per core of the same cores: SMT costs it throughput; keep it to one thread per core, or turn HT off for it.".to_string(),
+            (None, Effect::Inconclusive) => "The interval is too wide to say whether SMT helps your command: more rounds (`--runs`, or a longer `--budget`) or a quieter machine are needed.".to_string(),
         });
         evidence.push(Evidence {
             what: format!(
@@ -2922,6 +2917,170 @@ mod tests {
         assert_eq!(a.answer, HtAnswer::NotMeasured);
         assert!(a.reason.contains("no command was given"), "{}", a.reason);
     }
+
+    /// `r` with a compare section of `one-per-core` and `all` assembled by compare itself
+    /// from hand-made runs: per round, each placement's wall time and CPU time (user), ms.
+    fn with_command_runs(r: &Report, runs: [&[(f64, f64)]; 2]) -> Report {
+        use crate::experiments::compare::{self, Context, Measured, PlacementChoice, model::Run};
+        let mut c = compare::Config::new(vec!["my-app".into(), "--bench".into()]);
+        c.placements = vec![
+            PlacementChoice::parse_named("one-per-core").unwrap(),
+            PlacementChoice::parse_named("all").unwrap(),
+        ];
+        c.runs = Some(runs[0].len());
+        c.noise = Thresholds::YIELD.noise;
+        let resolved = compare::config::resolve(&r.topology, &c).unwrap();
+        let pairs = compare::smt_pairs(&r.topology, &resolved.variants);
+        let ms = |x: f64| (x * 1e6).round() as u64;
+        let measured = Measured {
+            runs: runs
+                .iter()
+                .map(|p| {
+                    p.iter()
+                        .enumerate()
+                        .map(|(i, &(wall, cpu))| Run {
+                            round: i + 1,
+                            position: 0,
+                            wall_time_ns: ms(wall),
+                            user_time_ns: ms(cpu),
+                            system_time_ns: 0,
+                            max_rss_bytes: 8 << 20,
+                            voluntary_switches: 1,
+                            involuntary_switches: 1,
+                            exit_code: Some(0),
+                            signal: None,
+                            metric: None,
+                            burner_ops_per_sec: None,
+                            leftover_processes: 0,
+                            counters: None,
+                        })
+                        .collect()
+                })
+                .collect(),
+            rounds: runs[0].len(),
+            warmup_rounds: 1,
+            interrupted: false,
+        };
+        let result = compare::assemble(&c, &resolved, measured, pairs, Context::default());
+        let mut r = r.clone();
+        r.compare = Some(super::super::CompareSection {
+            sized_to_ns: None,
+            medians: crate::study::phases::compare::medians(&result),
+            result,
+        });
+        r
+    }
+
+    #[test]
+    fn compare_section_and_study_row_use_the_same_paired_ratio() {
+        // One-per-core takes 100, 110, 120, 130, 140 ms (drift between rounds), `all` is
+        // 1.25× faster in every round. Paired by round that is 1.25× with no spread; the
+        // section's unpaired ratio of medians once made the drift its interval (about
+        // 0.98–1.59, inconclusive) beside a row saying keep HT on, 1.25× (1.25–1.25).
+        let one = [100.0, 110.0, 120.0, 130.0, 140.0].map(|w| (w, w * 2.0));
+        let all = one.map(|(w, c)| (w / 1.25, c * 1.6));
+        let r = with_command_runs(smt(), [&one, &all]);
+        let c = r.compare.as_ref().unwrap();
+        let section = &c.result.comparisons[0];
+        assert_eq!(section.placement, "all");
+        assert!(
+            (section.speedup.estimate - 1.25).abs() < 1e-9
+                && section.speedup.low > 1.2
+                && section.speedup.high < 1.3,
+            "{section:?}"
+        );
+        assert_eq!(section.call, crate::experiments::compare::Call::Faster);
+        let y = c.result.smt_yield.as_ref().unwrap();
+        let a = answer_of(&build(&r)).clone();
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        let e = a.evidence.as_ref().unwrap().comparison;
+        // The section's comparison, its yield line and the row: one number, one interval.
+        for (what, est, low, high) in [
+            (
+                "section",
+                section.speedup.estimate,
+                section.speedup.low,
+                section.speedup.high,
+            ),
+            ("yield", y.ratio.estimate, y.ratio.low, y.ratio.high),
+        ] {
+            assert!(
+                (est - e.estimate).abs() < 1e-9
+                    && (low - e.low).abs() < 1e-9
+                    && (high - e.high).abs() < 1e-9,
+                "{what} {est} ({low}–{high}) vs row {e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_fixed_duration_command_by_wall_time_is_not_called_no_difference() {
+        // A command that runs for 2 s whatever it gets done: wall time the same on both
+        // placements while `all` used twice the CPU time. Wall time measures nothing here;
+        // once the row said "no difference … SMT adds no capacity".
+        let one = [2001.0, 2002.0, 2000.0, 2001.0, 2003.0].map(|w| (w, 3900.0 + w / 100.0));
+        let all = one.map(|(w, c)| (w + 0.5, c * 2.0));
+        let r = with_command_runs(smt(), [&one, &all]);
+        let c = r.compare.as_ref().unwrap();
+        let section = &c.result.comparisons[0];
+        assert_ne!(
+            section.call,
+            crate::experiments::compare::Call::NoDifference,
+            "{section:?}"
+        );
+        let lines = crate::experiments::compare::render::lines(&c.result).join("\n");
+        assert!(lines.contains("--metric"), "{lines}");
+        let v = build(&r);
+        let a = answer_of(&v);
+        assert!(
+            matches!(a.answer, HtAnswer::Inconclusive | HtAnswer::NotMeasured),
+            "{a:?}"
+        );
+        assert!(
+            a.reason.contains("fixed time") && a.reason.contains("--metric"),
+            "{}",
+            a.reason
+        );
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.topic.starts_with("your command"))
+            .unwrap();
+        assert!(!f.meaning.contains("adds no capacity"), "{}", f.meaning);
+        assert!(f.meaning.contains("--metric"), "{}", f.meaning);
+
+        // Known tools' time limits in the arguments: sysbench and pgbench get their own
+        // metric, with a note saying why; another tool gets no wall-time answer.
+        for (words, metric) in [
+            (
+                &["sysbench", "cpu", "--time=2", "run"][..],
+                Some("sysbench"),
+            ),
+            (&["pgbench", "-n", "-T", "5"][..], Some("pgbench")),
+            (&["stress-ng", "--cpu", "4", "--timeout", "5"][..], None),
+        ] {
+            let r = with_command_as(smt(), &["one-per-core", "all"], &[], 5, |c| {
+                c.command.words = words.iter().map(|w| w.to_string()).collect();
+                c.metric = None;
+            });
+            let res = &r.compare.as_ref().unwrap().result;
+            assert_eq!(
+                res.metric.as_ref().map(|m| m.source.as_str()),
+                metric,
+                "{words:?}"
+            );
+            let lines = crate::experiments::compare::render::lines(res).join("\n");
+            assert!(lines.contains("fixed time"), "{words:?}: {lines}");
+            let a = answer_of(&build(&r)).clone();
+            if metric.is_some() {
+                assert_eq!(a.answer, HtAnswer::KeepHtOn, "{words:?}: {a:?}");
+            } else {
+                assert_eq!(a.answer, HtAnswer::NotMeasured, "{words:?}: {a:?}");
+                assert!(a.reason.contains("--metric"), "{}", a.reason);
+            }
+        }
+    }
+
     // -----------------------------------------------------------------------------------
     // Wrong-answer paths, each from the numbers that showed it.
 

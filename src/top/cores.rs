@@ -230,9 +230,12 @@ pub fn yield_from_json(path: &std::path::Path, text: &str) -> Result<Yield, Stri
     })
 }
 
-/// The median SMT yield of the rulers in `smtlab yield --json` output (`workloads`) or in
-/// a study's results.json (`smt_yield.result.workloads`); every workload's when no ruler
-/// has one. None when the file holds no yield.
+/// The median SMT yield of the compute rulers in `smtlab yield --json` output
+/// (`workloads`) or in a study's results.json (`smt_yield.result.workloads`); of the
+/// memory rulers when no compute ruler has one, of every workload when no ruler has one.
+/// A true median (the mean of the middle two for an even count): the upper middle one
+/// took the better of two rulers. Compute and memory rulers are not pooled, their yields
+/// differing in kind. None when the file holds no yield.
 fn median_ruler_yield(v: &serde_json::Value) -> Option<f64> {
     let workloads = v
         .get("workloads")
@@ -245,26 +248,21 @@ fn median_ruler_yield(v: &serde_json::Value) -> Option<f64> {
             .as_f64()
             .filter(|x| x.is_finite())
     };
-    let rulers: Vec<f64> = workloads
-        .iter()
-        .filter(|w| {
-            matches!(
-                w.get("class").and_then(serde_json::Value::as_str),
-                Some("compute-ruler" | "memory-ruler")
-            )
-        })
-        .filter_map(estimate)
-        .collect();
-    let mut ys = if rulers.is_empty() {
-        workloads.iter().filter_map(estimate).collect()
-    } else {
-        rulers
+    let of_class = |class: &str| -> Vec<f64> {
+        workloads
+            .iter()
+            .filter(|w| w.get("class").and_then(serde_json::Value::as_str) == Some(class))
+            .filter_map(estimate)
+            .collect()
     };
-    if ys.is_empty() {
-        return None;
-    }
-    ys.sort_by(f64::total_cmp);
-    Some(ys[ys.len() / 2])
+    [
+        of_class("compute-ruler"),
+        of_class("memory-ruler"),
+        workloads.iter().filter_map(estimate).collect(),
+    ]
+    .into_iter()
+    .find(|ys| !ys.is_empty())
+    .map(|ys| crate::stats::median(&ys))
 }
 
 /// Busy time of sorted, disjoint intervals per sibling, split into idle, one and two or
@@ -505,9 +503,28 @@ mod tests {
             {"workload": "fma", "class": "compute-ruler", "smt_yield": {"comparison": {"estimate": 1.2}}},
             {"workload": "hot-page/ttas", "class": "lock", "smt_yield": {"comparison": {"estimate": 0.6}}}
         ]}"#;
-        assert_eq!(yield_from_json(p, report).unwrap().value, 1.2);
+        // Compute rulers only, and the true median of 1.3 and 1.2.
+        assert!((yield_from_json(p, report).unwrap().value - 1.25).abs() < 1e-12);
         // A study's results.json.
         let study = format!(r#"{{"smt_yield": {{"result": {report}}}}}"#);
-        assert_eq!(yield_from_json(p, &study).unwrap().value, 1.2);
+        assert!((yield_from_json(p, &study).unwrap().value - 1.25).abs() < 1e-12);
+    }
+
+    /// With two compute rulers at 1.0× and 1.4× the capacity model took the upper middle,
+    /// 1.4, and with memory rulers beside them a memory ruler could decide.
+    #[test]
+    fn top_yield_from_an_even_count_of_rulers_is_their_true_median() {
+        let p = std::path::Path::new("y.json");
+        let two = r#"{"workloads": [
+            {"workload": "int", "class": "compute-ruler", "smt_yield": {"comparison": {"estimate": 1.0}}},
+            {"workload": "fma", "class": "compute-ruler", "smt_yield": {"comparison": {"estimate": 1.4}}},
+            {"workload": "stream", "class": "memory-ruler", "smt_yield": {"comparison": {"estimate": 1.9}}},
+            {"workload": "chase", "class": "memory-ruler", "smt_yield": {"comparison": {"estimate": 1.9}}}
+        ]}"#;
+        assert!((yield_from_json(p, two).unwrap().value - 1.2).abs() < 1e-12);
+        let memory_only = r#"{"workloads": [
+            {"workload": "stream", "class": "memory-ruler", "smt_yield": {"comparison": {"estimate": 1.1}}}
+        ]}"#;
+        assert!((yield_from_json(p, memory_only).unwrap().value - 1.1).abs() < 1e-12);
     }
 }

@@ -13,8 +13,30 @@
 //! `sh -c`, then prints its stdout, stderr and exit code base64-encoded between markers on
 //! the serial console, prints the files asked for the same way, and powers off.
 //!
-//! Timing inside a guest is emulated and means nothing: tests here assert behaviour
-//! (placements, state, cleanup), never speed.
+//! **Timing.** Inside an ordinary guest timing is emulated and means nothing about SMT: the
+//! host scheduler puts the vCPU threads wherever it likes, so two "siblings" may run on two
+//! host CPUs or take turns on one. Tests of such guests assert behaviour (placements, state,
+//! cleanup), never speed.
+//!
+//! Timing becomes meaningful exactly when the vCPU threads are pinned ([`run_pinned_guest`],
+//! [`pin`]): each vCPU is one host thread (`CPU n/TCG`), and pinned with
+//! `sched_setaffinity(2)` the guest's siblings are a known physical fact. Siblings on
+//! separate host CPUs are perfect SMT (each thread of a core runs at full speed: yield ≈ 2);
+//! siblings on one host CPU are SMT that adds nothing (they take turns: yield ≈ 1, a thread
+//! on a shared core ≈ 0.5×). Such a guest is a machine whose answer is known, so the
+//! tool's measurements and answer table can be checked against the truth. QEMU is started
+//! paused (`-S`), pinned, then resumed through its monitor, so no guest code runs unpinned.
+//! QEMU's other threads (main loop: timers and devices for the vCPUs) go to host CPUs no
+//! vCPU uses when the host has any; on a host with no spare CPU they share the vCPUs' CPUs
+//! and their cost is measured and printed beside each command ([`pin::Window`]).
+//!
+//! **One at a time.** Guests boot one at a time (the host has 2 CPUs and TCG uses a thread
+//! per vCPU). A pinned guest also needs the host to itself: every test of this binary holds
+//! [`shared`] while it runs, and a known-answer test holds [`exclusive`], so nothing else of
+//! the binary runs beside it.
+//!
+//! **Soft lockups.** A guest whose kernel reports a soft lockup is stopped and booted once
+//! more (see [`run_guest`]).
 
 #![allow(dead_code)] // each test binary uses part of the harness
 
@@ -23,8 +45,12 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
+
+pub mod pin;
+
+pub use pin::VcpuPins;
 
 /// A guest's CPU topology, as QEMU is asked for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,15 +220,54 @@ pub fn prereqs_or_skip() -> Option<Prereqs> {
     let kernel = std::env::var_os("SMTLAB_GUEST_KERNEL");
     match find_prereqs(&path, kernel.as_deref(), &kernel_dir()) {
         Ok(p) => Some(p),
-        Err(why) => {
-            assert!(
-                std::env::var("SMTLAB_REQUIRE_GUESTS").as_deref() != Ok("1"),
-                "{why}"
-            );
-            eprintln!("skipped: {why}");
-            None
-        }
+        Err(why) => skip(&why),
     }
+}
+
+/// Prints why the test is skipped and returns None; with `SMTLAB_REQUIRE_GUESTS=1` (CI)
+/// fails the test with the reason instead.
+pub fn skip<T>(why: &str) -> Option<T> {
+    assert!(
+        std::env::var("SMTLAB_REQUIRE_GUESTS").as_deref() != Ok("1"),
+        "{why} (SMTLAB_REQUIRE_GUESTS=1: this must run here)"
+    );
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// The host CPUs a known-answer guest of `n` host CPUs runs on: the first `n` this process
+/// may use (`sched_getaffinity(2)`, online ones only), or None after saying why not (see
+/// [`skip`]).
+pub fn host_cpus_or_skip(n: usize) -> Option<Vec<usize>> {
+    match pin::affinity(0) {
+        Ok(cpus) if cpus.len() >= n => Some(cpus.into_iter().take(n).collect()),
+        Ok(cpus) => skip(&format!(
+            "a known-answer guest needs {n} host CPUs to pin its vCPU threads to; this process may use {} ({cpus:?})",
+            cpus.len()
+        )),
+        Err(e) => skip(&format!("cannot read this process's CPUs: {e}")),
+    }
+}
+
+/// Every test of a guest test binary holds this while it runs; see [`exclusive`].
+static HOST: RwLock<()> = RwLock::new(());
+
+/// Held by an ordinary test: others like it may run beside it, a known-answer one may not.
+pub struct Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>);
+
+/// Held by a known-answer test: no other test of the binary runs while it is held.
+pub struct Exclusive(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+
+/// Waits until no known-answer test runs, then lets the caller run beside other ordinary
+/// tests. Take it first thing in every test of the binary.
+pub fn shared() -> Shared {
+    Shared(HOST.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Waits until no other test of the binary runs, and keeps them waiting until dropped: a
+/// pinned guest's timing is only its own when nothing else shares the host CPUs.
+pub fn exclusive() -> Exclusive {
+    Exclusive(HOST.write().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// One command to run in the guest with `sh -c`.
@@ -271,6 +336,8 @@ pub struct GuestRun {
     /// The whole serial console, for failure messages.
     pub serial: String,
     pub wall: Duration,
+    /// A pinned guest: its pins and what the host did during each command.
+    pub host: Option<pin::HostUse>,
 }
 
 impl GuestRun {
@@ -285,6 +352,25 @@ impl GuestRun {
                     tail(&self.serial, 60)
                 )
             })
+    }
+
+    /// What the host did during each command of a pinned guest, one line each.
+    pub fn host_report(&self) -> String {
+        let Some(h) = &self.host else {
+            return "not pinned: the host scheduler placed the vCPU threads".into();
+        };
+        let mut s = format!("{h}\n");
+        for w in &h.windows {
+            let name = self
+                .commands
+                .get(w.command)
+                .map_or("?", |c| c.name.as_str());
+            s.push_str(&format!("  {name}: {w}\n"));
+        }
+        for stray in &h.strays {
+            s.push_str(&format!("  {stray}\n"));
+        }
+        s
     }
 
     /// A collected file as text.
@@ -429,7 +515,8 @@ impl Drop for Kill {
 }
 
 /// Boots a guest of `shape`, runs `cmds` in order, collects `files`, powers off. Panics
-/// with the serial console's tail when the guest does not finish within `limit`.
+/// with the serial console's tail when the guest does not finish within `limit`. The
+/// host scheduler places the vCPU threads: timing means nothing (see the module doc).
 ///
 /// A guest whose kernel reports a soft lockup is booted once more, saying so: under QEMU's
 /// TCG a CPU waiting for the others to acknowledge an IPI (kernel text patching when a
@@ -437,24 +524,67 @@ impl Drop for Kill {
 /// while busy vCPUs spin, which is the emulator stalling, not a result of the command.
 /// A second lockup fails the test.
 pub fn run_guest(
+    _host: &Shared,
     p: &Prereqs,
     shape: Shape,
     cmds: &[GuestCommand],
     files: &[&str],
     limit: Duration,
 ) -> GuestRun {
+    boot(p, shape, None, cmds, files, limit).unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// As [`run_guest`], with each vCPU thread pinned to the host CPU `pins` gives it before
+/// the guest runs its first instruction: a machine whose SMT behaviour is known. None
+/// after saying why (see [`skip`]) when the pins cannot be applied (`sched_setaffinity`
+/// refused, or QEMU's vCPU threads were not found).
+pub fn run_pinned_guest(
+    _host: &Exclusive,
+    p: &Prereqs,
+    shape: Shape,
+    pins: &VcpuPins,
+    cmds: &[GuestCommand],
+    files: &[&str],
+    limit: Duration,
+) -> Option<GuestRun> {
+    match boot(p, shape, Some(pins), cmds, files, limit) {
+        Ok(run) => Some(run),
+        Err(why) => skip(&why),
+    }
+}
+
+/// Why a boot stopped before the end.
+enum Stop {
+    /// The kernel reported a soft lockup: the console line, progress and tail.
+    SoftLockup(String),
+    /// The vCPU threads could not be pinned.
+    Unpinned(String),
+}
+
+/// One guest, booted once more after a soft lockup. Err: the pins could not be applied.
+fn boot(
+    p: &Prereqs,
+    shape: Shape,
+    pins: Option<&VcpuPins>,
+    cmds: &[GuestCommand],
+    files: &[&str],
+    limit: Duration,
+) -> Result<GuestRun, String> {
     let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
-    match attempt(p, shape, cmds, files, limit) {
-        Ok(run) => run,
-        Err(first) => {
+    match attempt(p, shape, pins, cmds, files, limit) {
+        Ok(run) => Ok(run),
+        Err(Stop::Unpinned(why)) => Err(why),
+        Err(Stop::SoftLockup(first)) => {
             eprintln!(
                 "the {shape} guest's kernel reported a soft lockup; booting it once more\n{first}"
             );
-            attempt(p, shape, cmds, files, limit).unwrap_or_else(|second| {
-                panic!(
+            match attempt(p, shape, pins, cmds, files, limit) {
+                Ok(run) => Ok(run),
+                Err(Stop::Unpinned(why)) => Err(why),
+                Err(Stop::SoftLockup(second)) => panic!(
                     "the {shape} guest's kernel reported a soft lockup twice\nfirst boot:\n{first}\nsecond boot:\n{second}"
-                )
-            })
+                ),
+            }
         }
     }
 }
@@ -464,14 +594,57 @@ fn soft_lockup(serial: &str) -> Option<&str> {
     serial.lines().find(|l| l.contains("BUG: soft lockup"))
 }
 
-/// One boot: the run, or (Err) what a soft lockup stopped, with the console's tail.
+/// What the console reader tells the boot loop.
+enum Event {
+    /// `/init` is about to run command `i`.
+    Start(usize),
+    /// Command `i` has exited (its output follows).
+    End(usize),
+}
+
+/// The marker events of one complete console line.
+fn event(line: &[u8]) -> Option<Event> {
+    let line = String::from_utf8_lossy(line);
+    let idx = |tag: &str| -> Option<usize> {
+        let at = line.find(tag)? + tag.len();
+        line[at..].split_whitespace().next()?.parse().ok()
+    };
+    idx("@@SMTLAB-START ")
+        .map(Event::Start)
+        .or_else(|| idx("@@SMTLAB-OUT ").map(Event::End))
+}
+
+/// QEMU's monitor socket, after QEMU made it.
+fn connect_monitor(
+    path: &Path,
+    qemu: &mut Child,
+) -> Result<std::os::unix::net::UnixStream, String> {
+    let t0 = Instant::now();
+    loop {
+        match std::os::unix::net::UnixStream::connect(path) {
+            Ok(s) => return Ok(s),
+            Err(e) => {
+                if let Ok(Some(st)) = qemu.try_wait() {
+                    return Err(format!("QEMU exited ({st}) before its monitor opened"));
+                }
+                if t0.elapsed() > Duration::from_secs(30) {
+                    return Err(format!("QEMU's monitor {}: {e}", path.display()));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// One boot: the run, or (Err) what stopped it.
 fn attempt(
     p: &Prereqs,
     shape: Shape,
+    pins: Option<&VcpuPins>,
     cmds: &[GuestCommand],
     files: &[&str],
     limit: Duration,
-) -> Result<GuestRun, String> {
+) -> Result<GuestRun, Stop> {
     let base = base_initramfs(p).unwrap_or_else(|e| panic!("building the initramfs: {e}"));
     let work = tempfile::tempdir().unwrap();
     let extra = work.path().join("extra");
@@ -491,10 +664,16 @@ fn attempt(
     bytes.extend(std::fs::read(&extra_cpio).unwrap());
     std::fs::write(&img, bytes).unwrap();
 
-    let t0 = Instant::now();
-    let mut child = Command::new(&p.qemu)
-        .args(["-accel", "tcg,thread=multi", "-cpu", "Skylake-Client"])
+    let monitor = work.path().join("monitor.sock");
+    let mut qemu = Command::new(&p.qemu);
+    qemu.args(["-accel", "tcg,thread=multi", "-cpu", "Skylake-Client"])
         .args(shape.qemu_args())
+        // Names the vCPU threads `CPU n/TCG`, so they can be found and pinned.
+        .arg("-name")
+        .arg(format!(
+            "guest=smtlab-{}x{}x{},debug-threads=on",
+            shape.sockets, shape.cores, shape.threads
+        ))
         .arg("-kernel")
         .arg(&p.kernel)
         .arg("-initrd")
@@ -514,26 +693,69 @@ fn attempt(
             "-nodefaults",
             "-serial",
             "stdio",
-        ])
+        ]);
+    if pins.is_some() {
+        // Paused until pinned: `cont` on the monitor starts the vCPUs.
+        qemu.arg("-S")
+            .arg("-monitor")
+            .arg(format!("unix:{},server=on,wait=off", monitor.display()));
+    }
+    let t0 = Instant::now();
+    let mut child = qemu
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("starting {}: {e}", p.qemu.display()));
+    let pid = child.id();
     let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
-    let kill = Kill(child);
+    let mut kill = Kill(child);
+    // A pinned guest: the pins applied, the monitor kept open until the end.
+    let mut pinned = None;
+    if let Some(pins) = pins {
+        let applied = (|| {
+            let allowed = pin::affinity(0)?;
+            let mut mon = connect_monitor(&monitor, &mut kill.0)?;
+            let done = pin::pin_qemu(pid, shape.cpus(), pins, &allowed, Duration::from_secs(30))?;
+            use std::io::Write;
+            mon.write_all(b"cont\n")
+                .map_err(|e| format!("resuming QEMU through its monitor: {e}"))?;
+            Ok::<_, String>((
+                mon,
+                done.vcpus,
+                pin::HostUse {
+                    pins: pins.clone(),
+                    others_on: done.others_on,
+                    others_kept_off: done.others_kept_off,
+                    windows: Vec::new(),
+                    strays: Vec::new(),
+                },
+            ))
+        })();
+        match applied {
+            Ok(a) => pinned = Some(a),
+            Err(why) => {
+                drop(kill);
+                return Err(Stop::Unpinned(format!(
+                    "the {shape} guest's vCPU threads could not be pinned ({pins}): {why}"
+                )));
+            }
+        }
+    }
     // The console is collected as it arrives, so a guest that runs out of time still
     // shows how far it got.
     // `SMTLAB_GUEST_CONSOLE=FILE` copies it there as it comes, to watch a guest live.
     let console = std::sync::Arc::new(Mutex::new(Vec::new()));
     let mut copy =
         std::env::var_os("SMTLAB_GUEST_CONSOLE").and_then(|f| std::fs::File::create(f).ok());
+    // Marker events as their lines arrive; the channel closes with the console.
     let (tx, rx) = std::sync::mpsc::channel();
     {
         let console = console.clone();
         std::thread::spawn(move || {
             let mut chunk = [0u8; 8192];
+            let mut line = Vec::new();
             loop {
                 match stdout.read(&mut chunk) {
                     Ok(0) | Err(_) => break,
@@ -542,6 +764,16 @@ fn attempt(
                             use std::io::Write;
                             let _ = f.write_all(&chunk[..n]);
                         }
+                        for &b in &chunk[..n] {
+                            if b == b'\n' {
+                                if let Some(e) = event(&line) {
+                                    let _ = tx.send(e);
+                                }
+                                line.clear();
+                            } else if line.len() < 256 {
+                                line.push(b);
+                            }
+                        }
                         console
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -549,7 +781,6 @@ fn attempt(
                     }
                 }
             }
-            let _ = tx.send(());
         });
     }
     let err_thread = std::thread::spawn(move || {
@@ -557,25 +788,58 @@ fn attempt(
         let _ = stderr.read_to_string(&mut buf);
         buf
     });
-    // Waits for the console to close, looking each second for a soft lockup.
+    // Waits for the console to close, looking each second for a soft lockup (and, pinned,
+    // for a vCPU thread off its host CPU); a pinned guest's host is read at each command's
+    // start and end.
+    let mut starts: BTreeMap<usize, pin::Snapshot> = BTreeMap::new();
+    let mut looked = Instant::now();
     let finished = loop {
-        match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break true,
+        match rx.recv_timeout(Duration::from_millis(250)) {
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break true,
+            Ok(e) => {
+                if let Some((_, vcpus, host)) = pinned.as_mut() {
+                    let now = pin::snapshot(pid, vcpus);
+                    match e {
+                        Event::Start(i) => {
+                            starts.insert(i, now);
+                        }
+                        Event::End(i) => {
+                            if let Some(a) = starts.remove(&i) {
+                                host.windows.push(pin::Window::between(i, &a, &now));
+                            }
+                        }
+                    }
+                }
+            }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
         if t0.elapsed() >= limit {
             break false;
+        }
+        if looked.elapsed() < Duration::from_secs(1) {
+            continue;
+        }
+        looked = Instant::now();
+        if let Some((_, vcpus, host)) = pinned.as_mut() {
+            for (v, (_, cpu)) in pin::snapshot(pid, vcpus).vcpus {
+                let want = host.pins.get(v);
+                if want != Some(cpu) && host.strays.len() < 20 {
+                    host.strays.push(format!(
+                        "vCPU {v} seen on host CPU {cpu}, pinned to {want:?}"
+                    ));
+                }
+            }
         }
         let so_far = console.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let serial = clean(&String::from_utf8_lossy(&so_far));
         if let Some(line) = soft_lockup(&serial) {
             let line = line.trim().to_string();
             drop(kill);
-            return Err(format!(
+            return Err(Stop::SoftLockup(format!(
                 "{line}\n{}\nserial tail:\n{}",
                 progress(&serial, cmds, true),
                 tail(&serial, 20)
-            ));
+            )));
         }
     };
     if !finished {
@@ -589,12 +853,12 @@ fn attempt(
         );
     }
     let out = std::mem::take(&mut *console.lock().unwrap_or_else(|e| e.into_inner()));
-    let mut kill = kill;
     let _ = kill.0.wait();
     let qemu_err = err_thread.join().unwrap_or_default();
     let serial = clean(&String::from_utf8_lossy(&out));
     let mut run = parse(&serial, cmds, files);
     run.wall = t0.elapsed();
+    run.host = pinned.map(|(_, _, host)| host);
     eprintln!("the {shape} guest: {}", progress(&serial, cmds, false));
     assert!(
         serial.contains("@@SMTLAB-DONE"),
@@ -753,6 +1017,7 @@ mod tests {
 
     #[test]
     fn a_soft_lockup_is_found_on_the_console() {
+        let _host = super::shared();
         let serial = "@@SMTLAB-START 2 6.63\n[   56.468233] watchdog: BUG: soft lockup - CPU#3 stuck for 45s! [smtlab:131]\n";
         assert_eq!(
             soft_lockup(serial),
@@ -766,6 +1031,7 @@ mod tests {
 
     #[test]
     fn base64_round_trip() {
+        let _host = super::shared();
         assert_eq!(decode_base64("aGVsbG8K"), b"hello\n");
         assert_eq!(decode_base64("YQ=="), b"a");
         assert_eq!(decode_base64(""), b"");

@@ -20,6 +20,11 @@ pub struct Pair {
     pub latency_ns: Summary,
     /// Mean one-way latency, ns (what core-to-core-latency prints).
     pub mean_latency_ns: f64,
+    /// The pair reached its time limit ([`crate::engine::pair_time_limit`]) with fewer
+    /// samples than asked (`latency_ns.n` says how many): its handoffs were too slow for
+    /// cache-line transfers.
+    #[serde(default)]
+    pub time_limited: bool,
 }
 
 /// Latency summary for one proximity class.

@@ -19,7 +19,9 @@ pub fn pairs(cpus: &CpuSet) -> Vec<(u32, u32)> {
 }
 
 /// Measures every pair of `cpus` on `engine` (stops early on Ctrl-C, marking the
-/// result `interrupted`). `on_pair` is called after each pair, e.g. for progress.
+/// result `interrupted`). A pair that reached its time limit
+/// ([`crate::engine::pair_time_limit`]) is kept with the samples it has. `on_pair`
+/// is called after each pair, e.g. for progress.
 pub fn measure(
     engine: &dyn Engine,
     topo: &Topology,
@@ -36,7 +38,7 @@ pub fn measure(
             break;
         }
         let s = engine.ping_pong(a, b, spec)?;
-        if s.len() < spec.samples {
+        if s.len() < spec.samples && crate::interrupt::requested() {
             interrupted = true;
             break;
         }

@@ -169,6 +169,7 @@ mod tests {
     fn rec(round: usize, layout: Layout, threads: usize, ops: f64) -> RunRecord {
         RunRecord {
             round,
+            position: 0,
             layout,
             threads,
             ops_per_sec: ops,

@@ -118,6 +118,10 @@ pub struct YieldPlan {
 pub struct RunRecord {
     /// Round, from 0.
     pub round: usize,
+    /// Where this layout ran among its workload's runs of the round, from 1: the order is
+    /// counterbalanced from round to round (0 in older files).
+    #[serde(default)]
+    pub position: usize,
     pub layout: Layout,
     pub threads: usize,
     /// All threads' operations per second.

@@ -161,3 +161,46 @@ pub fn end_mentioning(path: &Path, grace: Duration) -> Vec<u32> {
     }
     pids
 }
+
+/// Seconds since boot (`/proc/uptime`), the clock `/proc/PID/stat`'s start times count in.
+pub fn uptime_s() -> f64 {
+    std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Processes named `comm` that started after `since_s` seconds since boot, with their state
+/// (`Z` for an exited one its parent has not reaped yet): the job steps of a cluster this
+/// test started. Only looked at, never signalled.
+pub fn named_since(comm: &str, since_s: f64) -> Vec<(u32, char)> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: comm may hold spaces, so split at the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if &stat[open + 1..close] != comm {
+            continue;
+        }
+        // Field 3 is the state; field 22, starttime, the 20th after the parenthesis.
+        let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let state = rest.first().and_then(|s| s.chars().next()).unwrap_or('?');
+        let start = rest.get(19).and_then(|v| v.parse::<f64>().ok());
+        if start.is_some_and(|t| t / hz >= since_s) {
+            out.push((pid, state));
+        }
+    }
+    out
+}

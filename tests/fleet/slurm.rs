@@ -6,7 +6,7 @@
 //! directories slurmd leaves behind are removed. Every daemon and process of the cluster is
 //! stopped on every exit path, and the test checks that none is left.
 
-use super::procs::{Daemon, exists, with_environment};
+use super::procs::{Daemon, exists, named_since, uptime_s, with_environment};
 use smtlab::fleet::model::Fleet;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -24,6 +24,10 @@ struct Cluster {
     /// Whether the node confines steps with task/cgroup.
     cgroup: bool,
     node: String,
+    /// Every pid of the cluster `stop` saw (daemons, their helpers, job steps).
+    seen: Vec<u32>,
+    /// When it started, seconds since boot.
+    started_s: f64,
 }
 
 /// A TCP port nothing listens on now.
@@ -78,7 +82,7 @@ fn cgroup_v1_cpuset() -> bool {
 impl Cluster {
     fn cmd(&self, program: &str) -> Command {
         let mut c = Command::new(program);
-        c.env("SLURM_CONF", &self.conf);
+        c.env("SLURM_CONF", &self.conf).current_dir(&self.dir);
         c
     }
 
@@ -111,6 +115,8 @@ impl Cluster {
             cgroups_before: slurm_cgroups(),
             cgroup: cgroup_v1_cpuset(),
             node: node.clone(),
+            seen: Vec::new(),
+            started_s: uptime_s(),
         };
         let key = dir.join("munge.key");
         let mut k = vec![0u8; 1024];
@@ -123,6 +129,7 @@ impl Cluster {
         let sock = dir.join("munge.sock");
         let mut munged = Command::new("munged");
         munged
+            .current_dir(dir)
             .arg("--foreground")
             .arg("--force")
             .arg(format!("--key-file={}", key.display()))
@@ -266,21 +273,63 @@ impl Cluster {
         {
             std::thread::sleep(Duration::from_millis(250));
         }
+        // Every process of the cluster carries its SLURM_CONF: the daemons' helpers
+        // (slurmscriptd), each job step's slurmstepd, the jobs. A slurmstepd finishes its
+        // step's teardown after the job has left the queue: give the steps time to end
+        // before slurmd goes.
+        let needle = format!("SLURM_CONF={}", self.conf.display());
+        let steps = || {
+            with_environment(&needle)
+                .into_iter()
+                .filter(|(_, comm)| comm == "slurmstepd")
+                .count()
+        };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(30) && steps() > 0 {
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let mut seen: Vec<u32> = with_environment(&needle).iter().map(|p| p.0).collect();
         while let Some(mut d) = self.daemons.pop() {
+            seen.extend(d.pid());
             if let Some(how) = d.stop(Duration::from_secs(15))
                 && how.starts_with("killed")
             {
                 forced.push(format!("{} {how}", d.name));
             }
         }
-        // Steps, job scripts or a slurmstepd outliving slurmd carry this cluster's
-        // SLURM_CONF in their environment: end them by pid.
-        let needle = format!("SLURM_CONF={}", self.conf.display());
+        // Anything still carrying the cluster's SLURM_CONF outlived it: end it by pid.
         for (pid, comm) in with_environment(&needle) {
             forced.push(format!("{comm} (pid {pid}) outlived the cluster"));
+            seen.push(pid);
             // SAFETY: kill(2) on a process of the cluster this test started.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
+        // Wait for every process the cluster had to be gone, reaped included (an orphan
+        // is reaped by init, a moment after it exits).
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) && seen.iter().any(|&p| exists(p)) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for p in seen.iter().filter(|&&p| exists(p)) {
+            forced.push(format!("pid {p} of the cluster still exists"));
+        }
+        // Steps that exited before they could be seen above linger as zombies until init
+        // reaps them (nothing else here runs Slurm): wait for that; a step still running
+        // is a failure, an exited one init has not reaped yet is only reported.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10)
+            && !named_since("slurmstepd", self.started_s).is_empty()
+        {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for (p, state) in named_since("slurmstepd", self.started_s) {
+            if state == 'Z' {
+                eprintln!("slurmstepd pid {p} has exited; init has not reaped it yet");
+            } else {
+                forced.push(format!("slurmstepd pid {p} still running (state {state})"));
+            }
+        }
+        self.seen = seen;
         // A cgroup whose last task was just killed is removable once the kernel has
         // reaped it: try for a few seconds.
         let t = Instant::now();
@@ -443,9 +492,14 @@ fn the_slurm_recipe_studies_the_node_and_merges_its_report() {
     // Every daemon gone, nothing of the cluster left running, the cgroups it made removed.
     let forced = cluster.stop();
     assert!(forced.is_empty(), "had to clean up by force: {forced:?}");
-    for pid in pids {
-        assert!(!exists(pid), "daemon pid {pid} still exists");
+    for pid in pids.iter().chain(&cluster.seen) {
+        assert!(!exists(*pid), "pid {pid} of the cluster still exists");
     }
+    let running: Vec<(u32, char)> = named_since("slurmstepd", cluster.started_s)
+        .into_iter()
+        .filter(|(_, state)| *state != 'Z')
+        .collect();
+    assert!(running.is_empty(), "slurmstepd still running: {running:?}");
     let needle = format!("SLURM_CONF={}", cluster.conf.display());
     assert!(with_environment(&needle).is_empty());
     assert!(

@@ -3,8 +3,9 @@
 //! Data flow: `input` finds and decodes the files (bad ones become skipped entries with a
 //! reason) → `host` names each host, keys its machine type and lists what its own results
 //! say could have disturbed it → `build` keeps one study per host, groups hosts by type and
-//! pools each workload class's ratio across them (`pool`, on quantiles from `dist`) →
-//! [`Fleet`](model::Fleet) → `render` (Markdown, HTML, terminal text, Prometheus gauges).
+//! pools each workload class's ratio across them (`pool`: t quantiles from `stats`, the
+//! normal quantile from `dist`) → [`Fleet`](model::Fleet) → `render` (Markdown, HTML,
+//! terminal text, Prometheus gauges).
 //! `fixture` makes up hosts for tests and the benchmark.
 
 pub mod build;

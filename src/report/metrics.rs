@@ -95,13 +95,9 @@ pub fn ratio_kind(c: WorkloadClass) -> RatioKind {
 /// gained was not measured), and a sharing thread that ran faster answers nothing either
 /// way. An inconclusive interval is inconclusive.
 pub fn answer_for(c: WorkloadClass, e: Effect) -> HtAnswer {
-    match (ratio_kind(c), e) {
-        (_, Effect::Inconclusive) => HtAnswer::Inconclusive,
-        (_, Effect::Loss) => HtAnswer::TurnHtOff,
-        (_, Effect::SmallLoss) => HtAnswer::SmallLoss,
-        (_, Effect::NoEffect) => HtAnswer::NoDifference,
-        (RatioKind::SmtYield, Effect::Gain) => HtAnswer::KeepHtOn,
-        (RatioKind::SiblingSharing, Effect::Gain) => HtAnswer::Inconclusive,
+    match ratio_kind(c) {
+        RatioKind::SmtYield => HtAnswer::from_yield(e),
+        RatioKind::SiblingSharing => HtAnswer::from_sharing(e),
     }
 }
 

@@ -557,6 +557,34 @@ pub enum HtAnswer {
 }
 
 impl HtAnswer {
+    /// The answer a yield (SMT on ÷ SMT off on the same cores) gives: a gain keeps HT on,
+    /// a loss turns it off, a smaller measured loss is a small loss, no effect is no
+    /// difference.
+    pub fn from_yield(e: crate::stats::Effect) -> Self {
+        use crate::stats::Effect;
+        match e {
+            Effect::Gain => HtAnswer::KeepHtOn,
+            Effect::NoEffect => HtAnswer::NoDifference,
+            Effect::Loss => HtAnswer::TurnHtOff,
+            Effect::SmallLoss => HtAnswer::SmallLoss,
+            Effect::Inconclusive => HtAnswer::Inconclusive,
+        }
+    }
+
+    /// The answer a slowdown from sharing a core (shared ÷ alone) gives: a loss argues for
+    /// HT off, a measured smaller slowdown is a small loss, and no slowdown is no
+    /// difference — not "keep HT on", since what the sibling's own work gained was not
+    /// measured. A sharing thread that ran faster is not an answer either way.
+    pub fn from_sharing(e: crate::stats::Effect) -> Self {
+        use crate::stats::Effect;
+        match e {
+            Effect::Loss => HtAnswer::TurnHtOff,
+            Effect::SmallLoss => HtAnswer::SmallLoss,
+            Effect::NoEffect => HtAnswer::NoDifference,
+            Effect::Gain | Effect::Inconclusive => HtAnswer::Inconclusive,
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             HtAnswer::KeepHtOn => "keep HT on",

@@ -193,26 +193,12 @@ fn indicative_note(c: &Comparison) -> String {
 
 /// For a yield (SMT on ÷ SMT off on the same cores): more is better.
 fn yield_answer(e: Effect) -> HtAnswer {
-    match e {
-        Effect::Gain => HtAnswer::KeepHtOn,
-        Effect::NoEffect => HtAnswer::NoDifference,
-        Effect::Loss => HtAnswer::TurnHtOff,
-        Effect::SmallLoss => HtAnswer::SmallLoss,
-        Effect::Inconclusive => HtAnswer::Inconclusive,
-    }
+    HtAnswer::from_yield(e)
 }
 
-/// For a slowdown from sharing a core (shared ÷ alone): a loss argues for HT off, a
-/// measured smaller slowdown is a small loss, and no slowdown is no difference — not
-/// "keep HT on", since what the sibling's own work gained was not measured. A sharing
-/// thread that ran faster is not an answer either way.
+/// For a slowdown from sharing a core (shared ÷ alone).
 fn sharing_answer(e: Effect) -> HtAnswer {
-    match e {
-        Effect::Loss => HtAnswer::TurnHtOff,
-        Effect::SmallLoss => HtAnswer::SmallLoss,
-        Effect::NoEffect => HtAnswer::NoDifference,
-        Effect::Gain | Effect::Inconclusive => HtAnswer::Inconclusive,
-    }
+    HtAnswer::from_sharing(e)
 }
 
 /// The direction an effect points for aggregation: losses of both sizes count as one.

@@ -1694,17 +1694,7 @@ fn top_config(a: TopArgs) -> Result<commands::top::Config> {
         }
     };
     if let Some(f) = &a.textfile {
-        let dir = match f.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
-        };
-        if !dir.is_dir() || f.is_dir() {
-            return Err(BadInput(format!(
-                "--textfile {}: expected a file in an existing directory",
-                f.display()
-            ))
-            .into());
-        }
+        crate::fsutil::check_output("--textfile", f)?;
     }
     let format = if a.json {
         commands::top::Format::Json

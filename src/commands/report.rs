@@ -29,7 +29,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(".")),
     };
-    report::check_out_dir(&dir)?;
+    report::check_out_dir(&dir, &[report::REPORT_HTML, report::SUMMARY_MD])?;
     for p in report::write_rendered(&rendered, &dir, false)? {
         writeln!(out, "wrote {}", p.display())?;
     }

@@ -26,7 +26,10 @@ pub struct Config {
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let root = Path::new("/");
     // Fail on an unusable output directory now, not after a minute of measuring.
-    report::check_out_dir(&cfg.out)?;
+    report::check_out_dir(
+        &cfg.out,
+        &[report::RESULTS_JSON, report::REPORT_HTML, report::SUMMARY_MD],
+    )?;
 
     check_database(&cfg.study.db)?;
     if let Some(c) = &cfg.study.compare {

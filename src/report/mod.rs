@@ -712,10 +712,12 @@ pub fn write_rendered(r: &Rendered, dir: &Path, with_json: bool) -> Result<Vec<P
     Ok(out)
 }
 
-/// Checks, before any work, that the output directory can be created and written: an
-/// `--out` that is a file, or under /proc or /sys, is the user's input (exit 2), and
-/// finding out after a study has measured for minutes would lose the results.
-pub fn check_out_dir(dir: &Path) -> Result<(), crate::error::BadInput> {
+/// Checks, before any work, that the output directory can be created and written and
+/// that each of `files` in it is a regular file or nothing ([`crate::fsutil::check_output`]):
+/// an `--out` that is a file, or under /proc or /sys, or whose `report.html` is a FIFO, is
+/// the user's input (exit 2), and finding out after a study has measured for minutes would
+/// lose the results.
+pub fn check_out_dir(dir: &Path, files: &[&str]) -> Result<(), crate::error::BadInput> {
     let bad = |why: String| {
         crate::error::BadInput(format!(
             "--out {}: {why}; give a directory smtlab can create and write",
@@ -729,6 +731,9 @@ pub fn check_out_dir(dir: &Path) -> Result<(), crate::error::BadInput> {
     let probe = dir.join(format!(".smtlab-write-test.{}", std::process::id()));
     write_atomic(&probe, b"").map_err(|e| bad(format!("cannot write in it ({e:#})")))?;
     let _ = std::fs::remove_file(&probe);
+    for f in files {
+        crate::fsutil::check_output("--out", &dir.join(f))?;
+    }
     Ok(())
 }
 

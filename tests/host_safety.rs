@@ -1,0 +1,279 @@
+//! Paths a user names can never hurt the host: an output path that is a device, a FIFO, a
+//! symbolic link or a directory is refused before any work (exit 2) and left as it was; an
+//! input file that is a FIFO or a device is refused at once instead of blocking or growing
+//! without end. Devices and FIFOs are made with mknod(2)/mkfifo(3) inside a temporary
+//! directory, never in the real `/dev`.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn smtlab() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_smtlab"));
+    c.stdin(Stdio::null());
+    c
+}
+
+fn cstr(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_bytes()).unwrap()
+}
+
+/// A FIFO at `dir/name`.
+fn fifo(dir: &Path, name: &str) -> PathBuf {
+    let p = dir.join(name);
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(cstr(&p).as_ptr(), 0o600) }, 0, "mkfifo");
+    p
+}
+
+/// A character device like `/dev/null` (1:3) or `/dev/zero` (1:5) at `dir/name`, or None
+/// (saying why) where this process may not make device nodes (not root, or no
+/// CAP_MKNOD).
+fn char_device(dir: &Path, name: &str, minor: u32) -> Option<PathBuf> {
+    let p = dir.join(name);
+    // SAFETY: a valid NUL-terminated path; makedev has no preconditions.
+    let r = unsafe {
+        libc::mknod(
+            cstr(&p).as_ptr(),
+            libc::S_IFCHR | 0o666,
+            libc::makedev(1, minor),
+        )
+    };
+    if r != 0 {
+        eprintln!(
+            "skipped the device case: mknod {}: {}",
+            p.display(),
+            std::io::Error::last_os_error()
+        );
+        return None;
+    }
+    Some(p)
+}
+
+/// Runs `cmd` with a time limit (a FIFO that blocks must not hang the test), returning its
+/// output and how long it took.
+fn run_within(mut cmd: Command, limit: Duration) -> (Output, Duration) {
+    let t0 = Instant::now();
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let watchdog = std::thread::spawn(move || {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: signal 0 only checks that the process exists.
+            if unsafe { libc::kill(pid, 0) } != 0 {
+                return;
+            }
+        }
+        // SAFETY: our child's pid; SIGKILL ends a hung run.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = watchdog.join();
+    (out, t0.elapsed())
+}
+
+fn err_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// What kind of thing is at `p` (without following a link), for the assertions that it is
+/// unchanged.
+fn kind(p: &Path) -> &'static str {
+    let Ok(m) = std::fs::symlink_metadata(p) else {
+        return "nothing";
+    };
+    let t = m.file_type();
+    if t.is_symlink() {
+        "symlink"
+    } else if t.is_fifo() {
+        "fifo"
+    } else if t.is_char_device() {
+        "char device"
+    } else if t.is_dir() {
+        "directory"
+    } else if t.is_file() {
+        "file"
+    } else {
+        "other"
+    }
+}
+
+/// The non-regular things an output path may turn out to be: (path, its kind, what the
+/// refusal must say).
+fn not_regular(dir: &Path) -> Vec<(PathBuf, &'static str, &'static str)> {
+    let mut v = vec![(fifo(dir, "fifo.out"), "fifo", "is a FIFO")];
+    let target = dir.join("target.txt");
+    std::fs::write(&target, "keep me\n").unwrap();
+    let link = dir.join("link.out");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    v.push((link, "symlink", "is a symbolic link"));
+    let sub = dir.join("dir.out");
+    std::fs::create_dir(&sub).unwrap();
+    v.push((sub, "directory", "is a directory"));
+    if let Some(d) = char_device(dir, "null.out", 3) {
+        v.push((d, "char device", "is a character device"));
+    }
+    v
+}
+
+/// `top --textfile`, every `compare --export-*`, and the files of `study --out` and `report
+/// --out`: a path that holds a device, a FIFO, a link or a directory is refused with exit 2
+/// before anything runs, and is still what it was. (`top --textfile /dev/full` once turned
+/// the real /dev/full into a 2.9 KB text file.)
+#[test]
+fn output_paths_that_are_not_regular_files_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results-src");
+    std::fs::create_dir(&results).unwrap();
+    let snap = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots/integration__study__fake_results_json.snap"),
+    )
+    .unwrap();
+    let json = results.join("results.json");
+    std::fs::write(&json, snap.splitn(3, "---\n").nth(2).unwrap()).unwrap();
+    let mut failures = Vec::new();
+    for (p, was, says) in not_regular(dir.path()) {
+        let ps = p.display().to_string();
+        // The out directories whose report.html is the odd thing.
+        let out_dir = dir.path().join(format!("out-{}", was.replace(' ', "-")));
+        std::fs::create_dir(&out_dir).unwrap();
+        std::fs::rename(&p, out_dir.join("report.html")).unwrap();
+        let html = out_dir.join("report.html");
+        let outs = out_dir.display().to_string();
+        let cases: Vec<(Vec<String>, &Path)> = vec![
+            (
+                ["top", "--once", "--prometheus", "--textfile", &ps]
+                    .map(String::from)
+                    .to_vec(),
+                &p,
+            ),
+            (
+                [
+                    "compare",
+                    "--runs",
+                    "1",
+                    "--warmup",
+                    "0",
+                    "--export-csv",
+                    &ps,
+                    "--",
+                    "true",
+                ]
+                .map(String::from)
+                .to_vec(),
+                &p,
+            ),
+            (
+                [
+                    "compare",
+                    "--runs",
+                    "1",
+                    "--warmup",
+                    "0",
+                    "--export-markdown",
+                    &ps,
+                    "--",
+                    "true",
+                ]
+                .map(String::from)
+                .to_vec(),
+                &p,
+            ),
+            (
+                ["report", &json.display().to_string(), "--out", &outs]
+                    .map(String::from)
+                    .to_vec(),
+                &html,
+            ),
+            (
+                ["study", "--quick", "--out", &outs]
+                    .map(String::from)
+                    .to_vec(),
+                &html,
+            ),
+        ];
+        for (args, path) in cases {
+            // The thing moves between the two places: put it where this case looks.
+            if path == p.as_path() && !p.exists() && std::fs::symlink_metadata(&p).is_err() {
+                std::fs::rename(&html, &p).unwrap();
+            } else if path == html.as_path() && std::fs::symlink_metadata(&html).is_err() {
+                std::fs::rename(&p, &html).unwrap();
+            }
+            let mut cmd = smtlab();
+            cmd.args(&args);
+            let (o, took) = run_within(cmd, Duration::from_secs(20));
+            let err = err_of(&o);
+            if o.status.code() != Some(2)
+                || !err.contains(says)
+                || took > Duration::from_secs(10)
+                || kind(path) != was
+            {
+                failures.push(format!(
+                    "{args:?}: exit {:?} in {took:?}, {} is now a {} (was a {was}): {err}",
+                    o.status.code(),
+                    path.display(),
+                    kind(path)
+                ));
+            }
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("target.txt")).unwrap(),
+        "keep me\n",
+        "a link's target is never written"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// An output file in a directory that cannot be written is refused before the work, with
+/// exit 2 (it was exit 1 after the whole run, and the comparison's stdout was lost).
+#[test]
+fn an_output_file_in_an_unwritable_directory_is_refused_before_any_work() {
+    for args in [
+        vec!["top", "--once", "--prometheus", "--textfile", "/proc/smtlab.prom"],
+        vec![
+            "compare",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--export-csv",
+            "/proc/smtlab.csv",
+            "--",
+            "sh",
+            "-c",
+            "echo ran >&2",
+        ],
+        vec![
+            "compare",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--export-markdown",
+            "/sys/kernel/smtlab.md",
+            "--",
+            "sh",
+            "-c",
+            "echo ran >&2",
+        ],
+    ] {
+        let mut cmd = smtlab();
+        cmd.args(&args);
+        let (o, took) = run_within(cmd, Duration::from_secs(20));
+        let err = err_of(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("cannot write in"), "{args:?}: {err}");
+        assert!(!err.contains("ran"), "{args:?}: the command ran first: {err}");
+        assert!(took < Duration::from_secs(10), "{args:?}: {took:?}");
+    }
+}

@@ -1688,8 +1688,8 @@ fn top_config(a: TopArgs) -> Result<commands::top::Config> {
     let smt_yield = match &a.yield_file {
         None => crate::top::cores::Yield::assumed(),
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| BadInput(format!("--yield {}: {e}", p.display())))?;
+            let text = crate::fsutil::read_input_text(p, limits::MAX_YIELD_FILE_BYTES)
+                .map_err(|e| e.into_error(&format!("--yield {}", p.display())))?;
             crate::top::cores::yield_from_json(p, &text).map_err(BadInput)?
         }
     };

@@ -1,7 +1,8 @@
 //! Replacing a file whole ([`replace`]): the one way smtlab writes a file a reader or a
 //! later run may open (the study's files, `compare`'s exports, the SMT and hugetlb
 //! journals; `top --textfile` through [`replace_unsynced`]); and checking such a path
-//! before any work ([`check_output`]).
+//! before any work ([`check_output`]). Reading a file a user names ([`read_input`]):
+//! regular files only, never a blocking open, a size cap per kind, Ctrl-C heard.
 //!
 //! Only a regular file (or nothing) is ever replaced. rename(2) replaces the directory
 //! entry, whatever it names: run as root, a path that names `/dev/full`, a FIFO or a
@@ -106,6 +107,137 @@ pub fn check_output(what: &str, path: &Path) -> Result<(), crate::error::BadInpu
         }
         Err(e) => Err(bad(format!("cannot write in {} ({e})", dir.display()))),
     }
+}
+
+/// Why an input file was not read.
+#[derive(Debug)]
+pub enum InputError {
+    /// Nothing at the path (callers decide whether that is an error).
+    Missing,
+    /// Not readable as input: the sentence says why (it names no path).
+    Bad(String),
+    /// A signal arrived while reading.
+    Interrupted,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::Missing => f.write_str("it does not exist"),
+            InputError::Bad(why) => f.write_str(why),
+            InputError::Interrupted => f.write_str("interrupted while reading it"),
+        }
+    }
+}
+
+impl InputError {
+    /// As an error for a command's result: bad input (exit 2) naming `what` (an option and
+    /// its path, e.g. `--yield /x.json`), or the interruption (exit 130).
+    pub fn into_error(self, what: &str) -> anyhow::Error {
+        match self {
+            InputError::Interrupted => crate::error::Interrupted.into(),
+            e => crate::error::BadInput(format!("{what}: {e}")).into(),
+        }
+    }
+}
+
+/// Reads the input file at `path` whole, at most `cap` bytes, or says why not:
+/// - only a regular file (a link to one is fine): a FIFO, a device, a directory or a
+///   socket is refused from stat(2), before any open — opening a FIFO blocks until a writer
+///   comes, and that open(2) is restarted after a signal handler with `SA_RESTART`, so
+///   nothing but SIGKILL ended it; `/dev/zero` never ends;
+/// - opened with `O_NONBLOCK` all the same (if a FIFO took the file's place in between,
+///   the open returns at once and the second check refuses it), `O_NOCTTY`;
+/// - larger than `cap` (as stat(2) says, or as read, if it grows) is refused unread, the
+///   message naming the cap (`limits` holds the caps per kind);
+/// - read in 64 KiB steps, stopping with [`InputError::Interrupted`] once a signal
+///   arrived ([`crate::interrupt`]).
+pub fn read_input(path: &Path, cap: u64) -> Result<Vec<u8>, InputError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A dangling link is missing too, but say which.
+            return Err(match std::fs::symlink_metadata(path) {
+                Ok(_) => InputError::Bad(
+                    "it is a symbolic link to nothing (its target does not exist)".into(),
+                ),
+                Err(_) => InputError::Missing,
+            });
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(InputError::Bad(
+                "it is a loop of symbolic links (ELOOP)".into(),
+            ));
+        }
+        Err(e) => return Err(InputError::Bad(format!("cannot read it ({e})"))),
+    };
+    let check = |meta: &std::fs::Metadata| -> Result<(), InputError> {
+        if let Some(kind) = odd_kind(meta) {
+            return Err(InputError::Bad(format!(
+                "it is {kind}, not a regular file; give a file"
+            )));
+        }
+        if meta.len() > cap {
+            return Err(InputError::Bad(too_big(meta.len(), cap)));
+        }
+        Ok(())
+    };
+    check(&meta)?;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| InputError::Bad(format!("cannot read it ({e})")))?;
+    check(
+        &f.metadata()
+            .map_err(|e| InputError::Bad(format!("cannot read it ({e})")))?,
+    )?;
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut f = f;
+    loop {
+        if crate::interrupt::requested() {
+            return Err(InputError::Interrupted);
+        }
+        let n = match f.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(InputError::Bad(format!("cannot read it ({e})"))),
+        };
+        if (out.len() + n) as u64 > cap {
+            return Err(InputError::Bad(too_big((out.len() + n) as u64, cap)));
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// [`read_input`] as UTF-8 text.
+pub fn read_input_text(path: &Path, cap: u64) -> Result<String, InputError> {
+    let bytes = read_input(path, cap)?;
+    String::from_utf8(bytes).map_err(|e| {
+        InputError::Bad(format!(
+            "it is not UTF-8 text (an invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// The refusal of a file of `len` bytes (or more, when it grew while read) past `cap`.
+fn too_big(len: u64, cap: u64) -> String {
+    let human = if cap.is_multiple_of(1 << 20) {
+        format!("{} MiB", cap >> 20)
+    } else if cap.is_multiple_of(1 << 10) {
+        format!("{} KiB", cap >> 10)
+    } else {
+        format!("{cap} B")
+    };
+    format!(
+        "it holds {len} bytes or more, and such a file may hold at most {cap} bytes ({human}); \
+         is it the right file?"
+    )
 }
 
 /// The directory a file path is in (`.` for a bare name).

@@ -277,3 +277,88 @@ fn an_output_file_in_an_unwritable_directory_is_refused_before_any_work() {
         assert!(took < Duration::from_secs(10), "{args:?}: {took:?}");
     }
 }
+
+/// A writable 1 × 2 × 2 sysfs tree (siblings 0,1 and 2,3; CPU 0 without an online file,
+/// as on x86) for `smt --sysfs-root`, with its journal directory.
+fn smt_tree() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let cpu = t.path().join("sys/devices/system/cpu");
+    for c in 0..4u32 {
+        let d = cpu.join(format!("cpu{c}/topology"));
+        std::fs::create_dir_all(&d).unwrap();
+        let sib = if c < 2 { "0-1" } else { "2-3" };
+        std::fs::write(d.join("thread_siblings_list"), format!("{sib}\n")).unwrap();
+        if c > 0 {
+            std::fs::write(cpu.join(format!("cpu{c}/online")), "1\n").unwrap();
+        }
+    }
+    std::fs::write(cpu.join("present"), "0-3\n").unwrap();
+    std::fs::create_dir_all(cpu.join("smt")).unwrap();
+    std::fs::write(cpu.join("smt/control"), "on\n").unwrap();
+    let proc = t.path().join("proc/sys/kernel/random");
+    std::fs::create_dir_all(&proc).unwrap();
+    std::fs::write(proc.join("boot_id"), "boot-1\n").unwrap();
+    std::fs::create_dir_all(t.path().join("run/smtlab")).unwrap();
+    t
+}
+
+/// The input files smtlab reads (a study's results.json, a password file given with
+/// `--db-password-file` or `PGPASSFILE`, a `top --yield` file, the SMT journal): a FIFO or
+/// a device there is refused at once with exit 2 naming what it is. A FIFO once blocked
+/// the open(2) forever, through SIGTERM (restarted after the handler); `/dev/zero` grew
+/// the process to 4.2 GB.
+#[test]
+fn input_files_that_are_fifos_or_devices_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut things = vec![(fifo(dir.path(), "in.fifo"), "a FIFO")];
+    if let Some(d) = char_device(dir.path(), "zero", 5) {
+        things.push((d, "a character device"));
+    }
+    let mut failures = Vec::new();
+    for (p, says) in &things {
+        let ps = p.display().to_string();
+        let tree = smt_tree();
+        let journal = tree.path().join("run/smtlab/smt-journal.json");
+        std::os::unix::fs::symlink(p, &journal).unwrap();
+        let root = tree.path().display().to_string();
+        let pg = "postgres://u@127.0.0.1:1/db";
+        let cases: Vec<(Vec<&str>, Option<&str>)> = vec![
+            (vec!["report", &ps], None),
+            (
+                vec![
+                    "oltp",
+                    "--rows-per-thread",
+                    "1",
+                    "--db",
+                    pg,
+                    "--db-password-file",
+                    &ps,
+                ],
+                None,
+            ),
+            (
+                vec!["oltp", "--rows-per-thread", "1", "--db", pg],
+                Some(ps.as_str()),
+            ),
+            (vec!["top", "--once", "--yield", &ps], None),
+            (vec!["smt", "restore", "--sysfs-root", &root], None),
+        ];
+        for (args, passfile) in cases {
+            let mut cmd = smtlab();
+            cmd.args(&args).env_remove("PGPASSWORD");
+            if let Some(f) = passfile {
+                cmd.env("PGPASSFILE", f);
+            }
+            let (o, took) = run_within(cmd, Duration::from_secs(20));
+            let err = err_of(&o);
+            if o.status.code() != Some(2) || !err.contains(says) || took > Duration::from_secs(10)
+            {
+                failures.push(format!(
+                    "{args:?} (PGPASSFILE {passfile:?}): exit {:?} in {took:?}: {err}",
+                    o.status.code()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

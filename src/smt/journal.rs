@@ -139,12 +139,12 @@ pub struct Found {
 pub fn find(root: &Path) -> Result<Option<Found>> {
     for dir in candidates(root) {
         let path = dir.join(FILE);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::fsutil::read_input_text(&path, crate::limits::MAX_JOURNAL_BYTES)
+        {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(crate::fsutil::InputError::Missing) => continue,
             Err(e) => {
-                return Err(anyhow::Error::new(e))
-                    .with_context(|| format!("reading the SMT journal `{}`", path.display()));
+                return Err(e.into_error(&format!("the SMT journal `{}`", path.display())));
             }
         };
         let journal: Journal = serde_json::from_str(&text).map_err(|e| {

@@ -13,7 +13,7 @@
 //! over, so those sites open the existing file and write the value into it.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Temporary names taken by this process, so two writes of one path never share one.
@@ -240,6 +240,39 @@ fn too_big(len: u64, cap: u64) -> String {
     )
 }
 
+/// Renames `path` aside to `PATH.invalid-UNIXSECONDS` (with `-N` added if that is taken),
+/// keeping whatever it is, and returns the new path. For a journal that failed its checks:
+/// it may be the only record of a state to put back, so it is never deleted, and it must
+/// not block the next run.
+pub fn keep_aside(path: &Path) -> std::io::Result<PathBuf> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("`{}` names no file", path.display()),
+        )
+    })?;
+    for n in 0..1000 {
+        let suffix = if n == 0 {
+            format!("invalid-{now}")
+        } else {
+            format!("invalid-{now}-{n}")
+        };
+        let to = path.with_file_name(format!("{}.{suffix}", name.to_string_lossy()));
+        if std::fs::symlink_metadata(&to).is_ok() {
+            continue;
+        }
+        std::fs::rename(path, &to)?;
+        return Ok(to);
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("1000 files named `{}.invalid-{now}*`", path.display()),
+    ))
+}
+
 /// The directory a file path is in (`.` for a bare name).
 fn parent_dir(path: &Path) -> &Path {
     path.parent()
@@ -260,7 +293,10 @@ fn write_and_rename(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()
     if let Some(why) = not_replaceable(path) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("`{}`: {why}, not a regular file: not replaced", path.display()),
+            format!(
+                "`{}`: {why}, not a regular file: not replaced",
+                path.display()
+            ),
         ));
     }
     write_temp_and_rename(path, bytes, sync)
@@ -367,10 +403,23 @@ mod tests {
             assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
             assert!(e.to_string().contains(says), "{e}");
             let e = check_output("--textfile", p).unwrap_err().0;
-            assert!(e.starts_with(&format!("--textfile {}: {says}", p.display())), "{e}");
+            assert!(
+                e.starts_with(&format!("--textfile {}: {says}", p.display())),
+                "{e}"
+            );
         }
-        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "target");
         // A regular file, and a path with nothing yet: fine, and nothing is left behind.
         check_output("--textfile", &target).unwrap();

@@ -25,7 +25,11 @@ fn cstr(p: &Path) -> CString {
 fn fifo(dir: &Path, name: &str) -> PathBuf {
     let p = dir.join(name);
     // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(cstr(&p).as_ptr(), 0o600) }, 0, "mkfifo");
+    assert_eq!(
+        unsafe { libc::mkfifo(cstr(&p).as_ptr(), 0o600) },
+        0,
+        "mkfifo"
+    );
     p
 }
 
@@ -239,7 +243,13 @@ fn output_paths_that_are_not_regular_files_are_refused_before_any_work() {
 #[test]
 fn an_output_file_in_an_unwritable_directory_is_refused_before_any_work() {
     for args in [
-        vec!["top", "--once", "--prometheus", "--textfile", "/proc/smtlab.prom"],
+        vec![
+            "top",
+            "--once",
+            "--prometheus",
+            "--textfile",
+            "/proc/smtlab.prom",
+        ],
         vec![
             "compare",
             "--runs",
@@ -273,7 +283,10 @@ fn an_output_file_in_an_unwritable_directory_is_refused_before_any_work() {
         let err = err_of(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("cannot write in"), "{args:?}: {err}");
-        assert!(!err.contains("ran"), "{args:?}: the command ran first: {err}");
+        assert!(
+            !err.contains("ran"),
+            "{args:?}: the command ran first: {err}"
+        );
         assert!(took < Duration::from_secs(10), "{args:?}: {took:?}");
     }
 }
@@ -351,13 +364,106 @@ fn input_files_that_are_fifos_or_devices_are_refused_at_once() {
             }
             let (o, took) = run_within(cmd, Duration::from_secs(20));
             let err = err_of(&o);
-            if o.status.code() != Some(2) || !err.contains(says) || took > Duration::from_secs(10)
-            {
+            if o.status.code() != Some(2) || !err.contains(says) || took > Duration::from_secs(10) {
                 failures.push(format!(
                     "{args:?} (PGPASSFILE {passfile:?}): exit {:?} in {took:?}: {err}",
                     o.status.code()
                 ));
             }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn cpu_online(root: &Path, cpu: u32) -> String {
+    std::fs::read_to_string(root.join(format!("sys/devices/system/cpu/cpu{cpu}/online")))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Files in the journal directory of `root`.
+fn journal_dir_names(root: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root.join("run/smtlab"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// An SMT journal is checked as strictly as sysfs before anything is written: a non-empty
+/// online set that holds every CPU that cannot go offline (CPU 0 here, without an online
+/// file), CPUs that exist, and a `control` value from the kernel's list. One that fails is
+/// never applied and never deleted: it is renamed aside with a timestamp, named in the
+/// error, exit 2. (`"online": []` once wrote 0 to cpu1..3; a bogus control made restore
+/// say "already in the recorded state", exit 0, and delete the journal.)
+#[test]
+fn a_corrupt_smt_journal_is_kept_aside_and_never_applied() {
+    let journal = |online: &str, control: &str, cores: &str| {
+        format!(
+            r#"{{"schema_version": 1, "root": "/", "boot_id": "boot-1", "pid": 1,
+                "written_unix_s": 0, "command": "off", "control": {control},
+                "online": {online}, "cores": {cores}}}"#
+        )
+    };
+    let cases = [
+        (
+            "no online CPU",
+            journal("[]", r#""on""#, "[]"),
+            "names no online CPU",
+        ),
+        (
+            "CPU 0, which cannot go offline, offline",
+            journal("[1, 2, 3]", r#""on""#, "[[1], [2, 3]]"),
+            "cpu0",
+        ),
+        (
+            "a CPU that does not exist",
+            journal("[0, 1, 2, 3, 9]", r#""on""#, "[[0, 1], [2, 3]]"),
+            "9",
+        ),
+        (
+            "a control value the kernel never writes",
+            journal("[0, 1, 2, 3]", r#""sideways""#, "[[0, 1], [2, 3]]"),
+            "`sideways`",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, body, says) in cases {
+        let t = smt_tree();
+        // The state to restore from: siblings 1 and 3 offline.
+        for c in [1, 3] {
+            std::fs::write(
+                t.path()
+                    .join(format!("sys/devices/system/cpu/cpu{c}/online")),
+                "0\n",
+            )
+            .unwrap();
+        }
+        std::fs::write(t.path().join("run/smtlab/smt-journal.json"), &body).unwrap();
+        let mut cmd = smtlab();
+        cmd.args(["smt", "restore", "--sysfs-root"]).arg(t.path());
+        let (o, _) = run_within(cmd, Duration::from_secs(20));
+        let err = err_of(&o);
+        let names = journal_dir_names(t.path());
+        let kept: Vec<&String> = names
+            .iter()
+            .filter(|n| n.starts_with("smt-journal.json.invalid-"))
+            .collect();
+        let cpus = [1, 2, 3].map(|c| cpu_online(t.path(), c));
+        let ok = o.status.code() == Some(2)
+            && err.contains(says)
+            && kept.len() == 1
+            && err.contains(kept[0].as_str())
+            && !names.iter().any(|n| n == "smt-journal.json")
+            && std::fs::read_to_string(t.path().join("run/smtlab").join(kept[0])).unwrap() == body
+            && cpus == ["0", "1", "0"];
+        if !ok {
+            failures.push(format!(
+                "{name}: exit {:?}, journal dir {names:?}, cpu1..3 online {cpus:?}: {err}",
+                o.status.code()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -28,7 +28,11 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     // Fail on an unusable output directory now, not after a minute of measuring.
     report::check_out_dir(
         &cfg.out,
-        &[report::RESULTS_JSON, report::REPORT_HTML, report::SUMMARY_MD],
+        &[
+            report::RESULTS_JSON,
+            report::REPORT_HTML,
+            report::SUMMARY_MD,
+        ],
     )?;
 
     check_database(&cfg.study.db)?;

@@ -83,7 +83,7 @@ pub struct JournalStatus {
 /// Reads the status under `root`.
 pub fn read(root: &Path) -> Result<SmtStatus> {
     let st = state::read(root)?;
-    let found = journal::find(root)?;
+    let found = journal::find(root, journal::OnInvalid::Report)?;
     let dir = state::cpu_dir(root);
     let can = |rel: &str| writable(&dir.join(rel));
     let can_write_control = st.control.is_some() && can("smt/control");

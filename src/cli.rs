@@ -1058,6 +1058,20 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
 /// on: help and version with 0, usage errors with 2.
 fn from_clap(e: clap::Error) -> anyhow::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // Help and version go to stdout with exit 0, but only once written: clap's own `exit`
+    // ignores a failed write, and `--help > /dev/full` exited 0 having written nothing.
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        use std::io::Write;
+        let what = if e.kind() == ErrorKind::DisplayHelp {
+            "the help"
+        } else {
+            "the version"
+        };
+        return match e.print().and_then(|()| std::io::stdout().flush()) {
+            Ok(()) => std::process::exit(0),
+            Err(io) => anyhow::Error::new(io).context(format!("writing {what} to stdout")),
+        };
+    }
     let text = |k| match e.get(k) {
         Some(ContextValue::String(s)) => Some(s.clone()),
         _ => None,

@@ -89,6 +89,33 @@ fn every_row_of_the_exit_code_table() {
     std::fs::create_dir_all(cut.join("sys/devices/system/cpu/cpu0")).unwrap();
     std::fs::write(cut.join("sys/devices/system/cpu/online"), "\n").unwrap();
     let cut = cut.display().to_string();
+    // SMT journals that are not JSON text: planted under --sysfs-root trees.
+    let smt_root = |name: &str, plant: &dyn Fn(&Path)| {
+        let t = dir.path().join(name);
+        let cpu = t.join("sys/devices/system/cpu");
+        std::fs::create_dir_all(cpu.join("cpu0")).unwrap();
+        std::fs::create_dir_all(cpu.join("cpu1")).unwrap();
+        std::fs::write(cpu.join("cpu1/online"), "1\n").unwrap();
+        std::fs::write(cpu.join("present"), "0-1\n").unwrap();
+        std::fs::create_dir_all(t.join("run/smtlab")).unwrap();
+        plant(&t.join("run/smtlab/smt-journal.json"));
+        t.display().to_string()
+    };
+    let not_utf8 = smt_root("journal-not-utf8", &|j| std::fs::write(j, b"{\xff\xfe}").unwrap());
+    let a_dir = smt_root("journal-dir", &|j| std::fs::create_dir(j).unwrap());
+    let looping = smt_root("journal-loop", &|j| std::os::unix::fs::symlink(j, j).unwrap());
+    let endless = smt_root("journal-endless", &|j| {
+        let c = std::ffi::CString::new(j.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path. A FIFO never ends (like /dev/zero, which a
+        // test may not make without CAP_MKNOD).
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    });
+    let pw_loop = p("password-loop");
+    std::os::unix::fs::symlink(&pw_loop, &pw_loop).unwrap();
+    let with_env = |k: &str, v: &str| vec!["env".to_string(), format!("{k}={v}")];
+    let to_full = ["sh", "-c", "exec \"$@\" > /dev/full", "sh"]
+        .map(String::from)
+        .to_vec();
     let mut rows = vec![
         row("ok", &["topo"], 0, ""),
         // 1: something outside smtlab failed (nothing listens on port 1).
@@ -200,6 +227,126 @@ fn every_row_of_the_exit_code_table() {
             2,
             "is a directory",
         ),
+        row(
+            "top --textfile in a directory that cannot be written",
+            &["top", "--once", "--prometheus", "--textfile", "/proc/x.prom"],
+            2,
+            "--textfile /proc/x.prom: cannot write in /proc",
+        ),
+        row(
+            "compare --export-csv in a directory that cannot be written, before the runs",
+            &[
+                "compare",
+                "--export-csv",
+                "/proc/x.csv",
+                "--",
+                "sh",
+                "-c",
+                "sleep 10",
+            ],
+            2,
+            "--export-csv /proc/x.csv: cannot write in /proc",
+        ),
+        row(
+            "compare --export-markdown that is a directory",
+            &["compare", "--export-markdown", "/tmp", "--", "true"],
+            2,
+            "--export-markdown /tmp: it is a directory",
+        ),
+        row(
+            "sqlite:PATH in a directory that does not exist",
+            &["oltp", "--db", "sqlite:/nonexistent/x.db"],
+            2,
+            "directory /nonexistent does not exist",
+        ),
+        row(
+            "study: sqlite:PATH in a directory that does not exist, before measuring",
+            &[
+                "study",
+                "--quick",
+                "--out",
+                &p("study-sqlite"),
+                "--db",
+                "sqlite:/nonexistent/x.db",
+            ],
+            2,
+            "directory /nonexistent does not exist",
+        ),
+        row(
+            "study --db-password-file that does not exist",
+            &[
+                "study",
+                "--quick",
+                "--out",
+                &p("study-pw"),
+                "--db",
+                "postgres://u@127.0.0.1:1/db",
+                "--db-password-file",
+                "/nonexistent",
+            ],
+            2,
+            "--db-password-file /nonexistent: it does not exist",
+        ),
+        row(
+            "oltp --db-password-file that is a loop of links",
+            &[
+                "oltp",
+                "--db",
+                "postgres://u@127.0.0.1:1/db",
+                "--db-password-file",
+                &pw_loop,
+            ],
+            2,
+            "loop of symbolic links",
+        ),
+        Row {
+            wrap: with_env("PGPASSFILE", &pw_loop),
+            ..row(
+                "PGPASSFILE that is a loop of links",
+                &[
+                    "oltp",
+                    "--rows-per-thread",
+                    "1",
+                    "--db",
+                    "postgres://u@127.0.0.1:1/db",
+                ],
+                2,
+                "PGPASSFILE",
+            )
+        },
+        row(
+            "an SMT journal that is not UTF-8",
+            &["smt", "restore", "--sysfs-root", &not_utf8],
+            2,
+            "not UTF-8",
+        ),
+        row(
+            "an SMT journal that is a directory",
+            &["smt", "restore", "--sysfs-root", &a_dir],
+            2,
+            "it is a directory",
+        ),
+        row(
+            "an SMT journal that is a loop of links",
+            &["smt", "restore", "--sysfs-root", &looping],
+            2,
+            "loop of symbolic links",
+        ),
+        row(
+            "an SMT journal that never ends",
+            &["smt", "restore", "--sysfs-root", &endless],
+            2,
+            "it is a FIFO",
+        ),
+        // 1: a disk that filled is outside smtlab, even for --help.
+        Row {
+            wrap: to_full.clone(),
+            ..row("--help to a full disk", &["--help"], 1, "No space left")
+        },
+        Row {
+            wrap: to_full.clone(),
+            ..row("--version to a full disk", &["--version"], 1, "No space left")
+        },
         row(
             "c2c on one listed CPU",
             &["c2c", "--cpus", &first_usable_cpu().to_string()],

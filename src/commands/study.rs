@@ -7,7 +7,7 @@ use crate::engine::RealEngine;
 use crate::render::Table;
 use crate::report::{self, PhaseName, PhaseStatus};
 use crate::study::{self, Progress};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::cell::RefCell;
 use std::io::{IsTerminal, Write};
@@ -111,13 +111,13 @@ fn answer_table(v: &crate::report::Verdict) -> String {
 fn check_database(db: &crate::oltp::DbTarget) -> Result<()> {
     use crate::oltp::DbTarget;
     match db {
+        // Context, not a new error: bad input found here stays exit 2.
         DbTarget::Postgres { .. } => {
             crate::oltp::Db::open(db, crate::oltp::Durability::Delayed, 1)
-                .map_err(|e| anyhow::anyhow!("checking --db before the study: {e:#}"))?;
+                .context("checking --db before the study")?;
         }
         DbTarget::PostgresManaged => {
-            crate::oltp::managed::find_binaries()
-                .map_err(|e| anyhow::anyhow!("checking --db before the study: {e:#}"))?;
+            crate::oltp::managed::find_binaries().context("checking --db before the study")?;
         }
         DbTarget::Sqlite(_) => {}
     }

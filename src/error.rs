@@ -61,8 +61,7 @@ pub const EXIT_CODES: &[(u8, &str)] = &[
     ),
     (
         EXIT_BAD_INPUT,
-        "bad input: options, CPU lists, --sysfs-root, input files, output paths, journals, \
-         database URLs",
+        "bad input: options, CPU lists, --sysfs-root, input files, output paths, database URLs",
     ),
     (EXIT_NOT_POSSIBLE, "not possible on this machine"),
     (

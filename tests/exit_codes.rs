@@ -101,9 +101,13 @@ fn every_row_of_the_exit_code_table() {
         plant(&t.join("run/smtlab/smt-journal.json"));
         t.display().to_string()
     };
-    let not_utf8 = smt_root("journal-not-utf8", &|j| std::fs::write(j, b"{\xff\xfe}").unwrap());
+    let not_utf8 = smt_root("journal-not-utf8", &|j| {
+        std::fs::write(j, b"{\xff\xfe}").unwrap()
+    });
     let a_dir = smt_root("journal-dir", &|j| std::fs::create_dir(j).unwrap());
-    let looping = smt_root("journal-loop", &|j| std::os::unix::fs::symlink(j, j).unwrap());
+    let looping = smt_root("journal-loop", &|j| {
+        std::os::unix::fs::symlink(j, j).unwrap()
+    });
     let endless = smt_root("journal-endless", &|j| {
         let c = std::ffi::CString::new(j.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path. A FIFO never ends (like /dev/zero, which a
@@ -229,7 +233,13 @@ fn every_row_of_the_exit_code_table() {
         ),
         row(
             "top --textfile in a directory that cannot be written",
-            &["top", "--once", "--prometheus", "--textfile", "/proc/x.prom"],
+            &[
+                "top",
+                "--once",
+                "--prometheus",
+                "--textfile",
+                "/proc/x.prom",
+            ],
             2,
             "--textfile /proc/x.prom: cannot write in /proc",
         ),
@@ -345,7 +355,12 @@ fn every_row_of_the_exit_code_table() {
         },
         Row {
             wrap: to_full.clone(),
-            ..row("--version to a full disk", &["--version"], 1, "No space left")
+            ..row(
+                "--version to a full disk",
+                &["--version"],
+                1,
+                "No space left",
+            )
         },
         row(
             "c2c on one listed CPU",

@@ -536,3 +536,79 @@ fn a_managed_cluster_leaves_no_shared_memory_even_when_its_server_is_killed() {
          segment {shmid} left: {sysv_left}"
     );
 }
+
+/// Processes whose command line is exactly `argv`.
+fn processes_running(argv: &[&str]) -> Vec<i32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
+        .collect()
+}
+
+/// `compare`'s `--cleanup` and `--prepare` follow the first signal like the command does: a
+/// `--cleanup` still runs after Ctrl-C (it is the command's own undo) but gets a grace
+/// period, then its process group is terminated; a `--prepare` is terminated at once.
+/// (`--cleanup 'sleep 100'` after a SIGINT at 1 s was still running 59 s later.)
+#[test]
+fn a_slow_cleanup_or_prepare_does_not_outlive_the_first_signal() {
+    let cases = [
+        (
+            "--cleanup after a SIGINT during the command",
+            vec!["--cleanup", "exec sleep 97", "--", "sleep", "30"],
+            ["sleep", "97"],
+        ),
+        (
+            "--prepare",
+            vec!["--prepare", "exec sleep 98", "--", "true"],
+            ["sleep", "98"],
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, args, marker) in cases {
+        let mut cmd = smtlab();
+        cmd.args(["compare", "--runs", "1", "--warmup", "0", "--cpus", "0"])
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = cmd.spawn().unwrap();
+        let pid = child.id() as libc::pid_t;
+        std::thread::sleep(Duration::from_millis(1500));
+        let sent = Instant::now();
+        // SAFETY: our child's pid.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let watchdog = std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(40);
+            while Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(50));
+                // SAFETY: signal 0 only checks that the process exists.
+                if unsafe { libc::kill(pid, 0) } != 0 {
+                    return;
+                }
+            }
+            // SAFETY: our child's pid; the test ends a hung run.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        });
+        let o = child.wait_with_output().unwrap();
+        let took = sent.elapsed();
+        let _ = watchdog.join();
+        let left = processes_running(&marker);
+        for p in &left {
+            // SAFETY: a process the test's own command started.
+            unsafe { libc::kill(*p, libc::SIGKILL) };
+        }
+        let err = err_of(&o);
+        if o.status.code() != Some(130) || took > Duration::from_secs(20) || !left.is_empty() {
+            failures.push(format!(
+                "{name}: exit {:?} {took:?} after SIGINT, {marker:?} left: {left:?}: {err}",
+                o.status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -17,7 +17,9 @@
 //!   when smtlab dies; the [`super::guard`] process kills the group.
 //! - **Waiting.** A `pidfd` (pidfd_open(2), Linux 5.3) polled in 50 ms slices: the exit is
 //!   seen at once, and Ctrl-C between slices (poll(2) is never restarted after a signal
-//!   handler, signal(7)) sends the group SIGTERM, then SIGKILL after a grace period.
+//!   handler, signal(7)) sends the group SIGTERM, then SIGKILL after a grace period —
+//!   at once for the command, `--setup` and `--prepare`; for `--cleanup`, which undoes
+//!   what the command changed, only after it had [`OnSignal::FinishWithin`] to finish.
 
 use super::guard::Guard;
 use crate::cpuset::CpuSet;
@@ -49,13 +51,27 @@ pub struct Launch<'a> {
     pub cgroup_procs: Option<RawFd>,
     /// Copy the output to smtlab's stderr as it comes (`--show-output`).
     pub echo: bool,
-    /// Ctrl-C ends the run (false for `--cleanup` after an interrupted run).
-    pub interruptible: bool,
+    /// What the first signal does to it.
+    pub on_signal: OnSignal,
     /// Longest the command may run before it is terminated.
     pub limit: Option<Duration>,
     /// Event counters over the command's whole tree, from its `execve` to its exit
     /// ([`crate::counters::Counters::open_for_exec`]).
     pub counters: crate::counters::Mode,
+}
+
+/// What the first signal (SIGINT, SIGTERM, SIGHUP; [`crate::interrupt`]) does to a
+/// running execution. Either way its process group then gets SIGTERM, and SIGKILL
+/// [`TERM_GRACE`] later, and the run returns [`Interrupted`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnSignal {
+    /// Terminated at once: the command, `--setup`, `--prepare`.
+    Stop,
+    /// Left to finish for this long after the first signal (or after its start, when the
+    /// signal came first), then terminated; a second signal ends the wait. For
+    /// `--cleanup`: it undoes what the command changed, so it runs after Ctrl-C too, but
+    /// the first signal still ends smtlab within seconds.
+    FinishWithin(Duration),
 }
 
 /// Resource usage of a process tree.
@@ -340,14 +356,16 @@ impl Pipes {
 }
 
 /// Waits for `pid` to exit, up to `deadline`, reading its output meanwhile and polling
-/// Ctrl-C when `interruptible`.
+/// Ctrl-C as `on_signal` says (None: not at all).
 fn wait_exit(
     pid: i32,
     pipes: &mut Pipes,
     deadline: Option<Instant>,
-    interruptible: bool,
+    on_signal: Option<OnSignal>,
 ) -> std::io::Result<Ended> {
     let pidfd = pidfd_open(pid);
+    // When this wait first saw a signal.
+    let mut signal_seen: Option<Instant> = None;
     loop {
         let p = pipes.pollfds();
         let mut raw: Vec<libc::pollfd> = Vec::with_capacity(3);
@@ -394,8 +412,13 @@ fn wait_exit(
                 }
             }
         }
-        if interruptible && crate::interrupt::requested() {
-            return Ok(Ended::Interrupted);
+        if on_signal.is_some() && crate::interrupt::requested() {
+            let seen = *signal_seen.get_or_insert(now);
+            match on_signal {
+                Some(OnSignal::FinishWithin(grace))
+                    if now.duration_since(seen) < grace && !crate::interrupt::hurry() => {}
+                _ => return Ok(Ended::Interrupted),
+            }
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(Ended::TimedOut);
@@ -407,7 +430,7 @@ fn wait_exit(
 fn terminate(pid: i32, pipes: &mut Pipes) -> std::io::Result<(libc::c_int, Usage)> {
     kill_group(pid, libc::SIGTERM);
     if let Ok(Ended::Exited(_, st, u)) =
-        wait_exit(pid, pipes, Some(Instant::now() + TERM_GRACE), false)
+        wait_exit(pid, pipes, Some(Instant::now() + TERM_GRACE), None)
     {
         return Ok((st, u));
     }
@@ -455,8 +478,9 @@ fn format_decimal(mut v: u64, buf: &mut [u8; 24]) -> usize {
     n
 }
 
-/// Runs the command once. Ctrl-C (when interruptible) terminates its group and returns
-/// [`Interrupted`]; every other end returns [`Finished`], the status saying how it ended.
+/// Runs the command once. The first signal terminates its group (as [`Launch::on_signal`]
+/// says) and returns [`Interrupted`]; every other end returns [`Finished`], the status
+/// saying how it ended.
 pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     let (prog, args) = l
         .argv
@@ -497,8 +521,8 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     // std's Child neither kills nor waits on drop: the pid is ours to reap with wait4.
     drop(child);
     let deadline = l.limit.map(|d| t0 + d);
-    let ended =
-        wait_exit(pid, &mut pipes, deadline, l.interruptible).context("waiting for the command")?;
+    let ended = wait_exit(pid, &mut pipes, deadline, Some(l.on_signal))
+        .context("waiting for the command")?;
     let (end, raw, mut usage, timed_out) = match ended {
         Ended::Exited(at, st, u) => (at, st, u, false),
         Ended::TimedOut => {
@@ -512,7 +536,14 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
             if let Some(g) = guard {
                 g.process_group_done(pid);
             }
-            return Err(Interrupted.into());
+            return Err(match l.on_signal {
+                OnSignal::Stop => Interrupted.into(),
+                OnSignal::FinishWithin(grace) => anyhow::Error::new(Interrupted).context(format!(
+                    "still running {} after {}: its process group was terminated",
+                    crate::duration::format_duration(grace),
+                    crate::interrupt::name(crate::interrupt::signal())
+                )),
+            });
         }
     };
     group.reaped = true;
@@ -558,7 +589,7 @@ mod tests {
             cpus: None,
             cgroup_procs: None,
             echo: false,
-            interruptible: false,
+            on_signal: OnSignal::Stop,
             limit: Some(Duration::from_secs(20)),
             counters: crate::counters::Mode::Off,
         }

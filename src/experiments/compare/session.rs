@@ -14,18 +14,18 @@ use super::guard::Guard;
 use super::metric::last_lines;
 use super::model::{Run, ServerInfo};
 use super::pins::TreePins;
-use super::runner::{self, Launch};
+use super::runner::{self, Launch, OnSignal};
 use super::{Context, Failed, Kept, Measured, Ui};
 use crate::burn::{BurnSpec, ProcessBurners, ProcessOptions};
 use crate::cpuset::CpuSet;
 use crate::error::{BadInput, Interrupted};
 use crate::oltp::managed::{ManagedCluster, SUPERUSER};
 use crate::topology::Topology;
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use std::time::{Duration, Instant};
 
-/// Longest `--cleanup` may take when it runs after Ctrl-C (it is not interruptible then).
-const CLEANUP_LIMIT: Duration = Duration::from_secs(60);
+/// How long `--cleanup` may go on after the first signal before it is terminated.
+pub const CLEANUP_GRACE: Duration = Duration::from_secs(5);
 /// Longest burners may take to report their first progress.
 const BURNER_START_LIMIT: Duration = Duration::from_secs(10);
 /// Lines of output quoted in error messages.
@@ -153,7 +153,7 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
             setup_started = true;
             ui.note(&format!("setup: {s}"));
             session
-                .shell("--setup", s, true, None)
+                .shell("--setup", s, OnSignal::Stop)
                 .map_err(|error| Failed {
                     error,
                     measured: Measured::default(),
@@ -176,11 +176,7 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
     {
         let interrupted = crate::interrupt::requested();
         ui.note(&format!("cleanup: {c}"));
-        let r = if interrupted {
-            session.shell("--cleanup", c, false, Some(CLEANUP_LIMIT))
-        } else {
-            session.shell("--cleanup", c, true, None)
-        };
+        let r = session.shell("--cleanup", c, OnSignal::FinishWithin(CLEANUP_GRACE));
         if let Err(e) = r {
             if outcome.is_ok() && !interrupted {
                 return Err(e);
@@ -263,13 +259,7 @@ impl Session<'_> {
 
     /// Runs a `--setup`/`--prepare`/`--cleanup` shell command, unpinned, with the
     /// command's environment; a failure is an error quoting its output.
-    fn shell(
-        &self,
-        what: &str,
-        text: &str,
-        interruptible: bool,
-        limit: Option<Duration>,
-    ) -> Result<()> {
+    fn shell(&self, what: &str, text: &str, on_signal: OnSignal) -> Result<()> {
         let argv = vec!["sh".to_string(), "-c".to_string(), text.to_string()];
         let f = runner::run(
             &Launch {
@@ -278,12 +268,13 @@ impl Session<'_> {
                 cpus: None,
                 cgroup_procs: None,
                 echo: self.cfg.show_output,
-                interruptible,
-                limit,
+                on_signal,
+                limit: None,
                 counters: crate::counters::Mode::Off,
             },
             Some(self.guard),
-        )?;
+        )
+        .with_context(|| format!("{what} `{text}`"))?;
         if !f.status.success() {
             bail!(
                 "{what} `{text}` failed ({}){}",
@@ -326,7 +317,7 @@ impl Session<'_> {
     fn exec(&mut self, i: usize, round: Option<usize>) -> Result<Run> {
         let v = &self.variants[i];
         if let Some(p) = &self.cfg.prepare {
-            self.shell("--prepare", p, true, None)?;
+            self.shell("--prepare", p, OnSignal::Stop)?;
         }
         crate::interrupt::check()?;
         let mut pins = match &self.server_cpus[i] {
@@ -345,7 +336,7 @@ impl Session<'_> {
                 cpus: Some(&v.cpus),
                 cgroup_procs: cg.and_then(Cpuset::procs_fd),
                 echo: self.cfg.show_output,
-                interruptible: true,
+                on_signal: OnSignal::Stop,
                 limit: None,
                 counters: self.cfg.counters,
             },

@@ -335,6 +335,19 @@ pub fn main() -> Result<()> {
             json,
         } => {
             let text = match list {
+                // `plan cpus:0-1 extra` once became the list `0-1:extra`.
+                Some(l) if request.contains(':') => {
+                    return Err(crate::error::BadInput(format!(
+                        "`{}` already has its CPU list, so `{}` is one word too many; write \
+                         the list once, as `{}` or `{} {}`",
+                        crate::quote::shorten(&request),
+                        crate::quote::shorten(&l),
+                        crate::quote::shorten(&request),
+                        request.split(':').next().unwrap_or_default(),
+                        crate::quote::shorten(request.split_once(':').map_or("", |x| x.1)),
+                    ))
+                    .into());
+                }
                 Some(l) => format!("{request}:{l}"),
                 None => request,
             };

@@ -415,23 +415,19 @@ fn parse_list(t: &str, input: &str) -> Result<CpuSet, CpuSetError> {
                 "it has an empty element (`,,` or a trailing comma)".into()
             ));
         }
-        let (range, stride) = match tok.split_once(':') {
-            Some((r, s)) => {
-                let st = parse_cpu_number(s, input)
-                    .map_err(|_| err(format!("stride in `{tok}` is not a positive number")))?;
-                if st == 0 {
-                    return Err(err(format!("stride in `{tok}` is zero")));
-                }
-                (r, st)
-            }
-            None => (tok, 1),
+        let (range, stride_text) = match tok.split_once(':') {
+            Some((r, st)) => (r, Some(st)),
+            None => (tok, None),
         };
-        match range.split_once('-') {
+        // The range first: a CPU number out of range is named as such, not blamed on the
+        // stride after it.
+        let (lo, hi) = match range.split_once('-') {
             None => {
-                if stride != 1 {
+                if stride_text.is_some() {
                     return Err(err(format!("`{tok}` has a stride but no range")));
                 }
-                set.insert(parse_cpu_number(range, input)?);
+                let c = parse_cpu_number(range, input)?;
+                (c, c)
             }
             Some((lo, hi)) => {
                 if hi.is_empty() {
@@ -444,9 +440,26 @@ fn parse_list(t: &str, input: &str) -> Result<CpuSet, CpuSetError> {
                 if lo > hi {
                     return Err(err(format!("range `{tok}` runs backwards ({lo} > {hi})")));
                 }
-                set.insert_range(lo, hi, stride);
+                (lo, hi)
             }
-        }
+        };
+        let stride = match stride_text {
+            None => 1,
+            Some(st) if st.is_empty() || !st.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(err(format!("stride in `{tok}` is not a positive number")));
+            }
+            Some(st) => match st.parse::<u32>() {
+                Ok(0) => return Err(err(format!("stride in `{tok}` is zero"))),
+                Ok(n) if n < MAX_CPUS => n,
+                _ => {
+                    return Err(err(format!(
+                        "stride in `{tok}` is larger than the supported maximum {}",
+                        MAX_CPUS - 1
+                    )));
+                }
+            },
+        };
+        set.insert_range(lo, hi, stride);
     }
     Ok(set)
 }
@@ -569,6 +582,23 @@ mod tests {
         let e = CpuSet::parse_list("1,,2").unwrap_err().to_string();
         assert!(e.contains("empty element"), "{e}");
         assert!(CpuSet::parse_list("99999999").is_err());
+        // The CPU out of range is named, not the stride after it.
+        let e = CpuSet::parse_list("0-99999999:99999999")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("CPU `99999999` is beyond the supported maximum") && !e.contains("stride"),
+            "{e}"
+        );
+        let e = CpuSet::parse_list("0-9:99999999").unwrap_err().to_string();
+        assert!(e.contains("stride in `0-9:99999999` is larger"), "{e}");
+        let e = CpuSet::parse_list("0-9:x").unwrap_err().to_string();
+        assert!(
+            e.contains("stride in `0-9:x` is not a positive number"),
+            "{e}"
+        );
+        let e = CpuSet::parse_list("3:2").unwrap_err().to_string();
+        assert!(e.contains("has a stride but no range"), "{e}");
     }
 
     #[test]

@@ -470,7 +470,7 @@ fn every_row_of_the_exit_code_table() {
         ),
         (
             &["burn", "-k", "int", "--warmup", "-5"],
-            "--warmup -5: must be greater than zero; expected 0 (none) or a duration",
+            "--warmup -5: negative; expected 0 (none) or a duration",
         ),
         (
             &["burn", "-k", "int", "-t", "-1"],
@@ -848,4 +848,153 @@ fn an_unwritable_stderr_never_panics() {
             .unwrap();
         assert_eq!(out.status.code(), Some(code), "{args:?}");
     }
+}
+
+/// Messages say what is wrong, not something near it: each case gives its exit code, text
+/// its stderr must hold and text it must not (what it once said instead).
+#[test]
+fn messages_name_the_real_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    let snap = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots/integration__study__fake_results_json.snap"),
+    )
+    .unwrap();
+    let json = snap.splitn(3, "---\n").nth(2).unwrap();
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let with = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = v.clone();
+        f(&mut v);
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p.display().to_string()
+    };
+    let schema_word = with("schema-word.json", &|v| v["schema_version"] = "one".into());
+    let schema_neg = with("schema-neg.json", &|v| v["schema_version"] = (-1).into());
+    let escape = with("escape.json", &|v| v["status"] = "\u{1b}[2J\u{7}".into());
+    let cpu = first_usable_cpu().to_string();
+    let compare = |metric: &str, script: &str| -> Vec<String> {
+        [
+            "compare", "--runs", "1", "--warmup", "0", "--cpus", &cpu, "--metric", metric, "--",
+            "sh", "-c", script,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let words = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // (arguments, exit code, stderr holds, stderr does not hold)
+    let cases: Vec<(Vec<String>, i32, &str, &str)> = vec![
+        (
+            compare("tps", "echo tps=5"),
+            2,
+            "matched `tps`, which is not a number",
+            "matched nothing",
+        ),
+        (
+            compare("v=(\\S+)", "echo v=NaN"),
+            2,
+            "`NaN`, which is not a finite number",
+            "matched nothing",
+        ),
+        (
+            compare("v=(\\S+)", "echo v=-inf"),
+            2,
+            "`-inf`, which is not a finite number",
+            "matched nothing",
+        ),
+        (
+            compare("v=(\\S+)", "echo v=1e400"),
+            2,
+            "`1e400`, which is not a finite number",
+            "matched nothing",
+        ),
+        (
+            compare("v=(\\S+)", "echo v=fast"),
+            2,
+            "`fast`, which is not a number",
+            "matched nothing",
+        ),
+        // Output past the capture limit: the end is kept (metric lines come last), and
+        // a miss says what was not kept.
+        (
+            compare(
+                "v=([0-9]+)",
+                "head -c 20000000 /dev/zero | tr '\\0' x; echo; echo v=5",
+            ),
+            0,
+            "",
+            "matched nothing",
+        ),
+        (
+            compare(
+                "w=([0-9]+)",
+                "head -c 20000000 /dev/zero | tr '\\0' x; echo",
+            ),
+            2,
+            "bytes in the middle of its output were not kept",
+            "",
+        ),
+        (
+            words(&["plan", "cpus", "0-99999999:99999999", "-t", "1"]),
+            2,
+            "CPU `99999999` is beyond the supported maximum",
+            "stride",
+        ),
+        (
+            words(&["plan", "cpus:0-1", "extra", "-t", "1"]),
+            2,
+            "`cpus:0-1` already has its CPU list",
+            "0-1:extra",
+        ),
+        (
+            words(&["report", &schema_word]),
+            2,
+            "schema_version \"one\"",
+            "missing",
+        ),
+        (
+            words(&["report", &schema_neg]),
+            2,
+            "schema_version -1",
+            "missing",
+        ),
+        (
+            words(&["mem", "pages", "--max", "18446744073709551615"]),
+            2,
+            "--max 18446744073709551615",
+            "0 B",
+        ),
+        (
+            words(&["study", "--budget", "9s"]),
+            2,
+            "e.g. 90s, 5m, 20m",
+            "500ms",
+        ),
+        (
+            words(&["burn", "-k", "int", "--warmup", "-1"]),
+            2,
+            "--warmup -1: negative; expected 0 (none) or a duration",
+            "greater than zero",
+        ),
+        (words(&["report", &escape]), 2, "\\u{1b}[2J\\u{7}", "\u{1b}"),
+    ];
+    let mut failures = Vec::new();
+    for (args, code, has, hasnt) in &cases {
+        let out = Command::new(&bin).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(*code)
+            || !err.contains(has)
+            || (!hasnt.is_empty() && err.contains(hasnt))
+            || err.contains("panicked")
+        {
+            let shown: Vec<&str> = args.iter().map(|a| &a[..a.len().min(60)]).collect();
+            failures.push(format!(
+                "{shown:?}: exit {:?} (want {code}), want {has:?} and not {hasnt:?}: {}",
+                out.status.code(),
+                &err[..err.len().min(1500)]
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

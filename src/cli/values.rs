@@ -65,11 +65,21 @@ pub fn fraction(s: &str) -> Result<f64, String> {
 fn duration_at_least(s: &str, min: Option<Duration>, why: &str) -> Result<Duration, String> {
     let range = || match min {
         Some(m) => format!(
-            "expected a duration between {} and 366 days, e.g. 5s, 500ms, 2m, 1.5s",
-            duration::format_duration(m)
+            "expected a duration between {} and 366 days, e.g. {}",
+            duration::format_duration(m),
+            // Examples the bound allows (`--budget 9s` once suggested 5s and 500ms).
+            if m >= Duration::from_secs(10) {
+                "90s, 5m, 20m"
+            } else {
+                "5s, 500ms, 2m, 1.5s"
+            }
         ),
         None => "expected 0 (none) or a duration up to 366 days, e.g. 1s, 500ms".to_string(),
     };
+    // 0 is allowed, so "must be greater than zero" would contradict the range.
+    if min.is_none() && s.trim().starts_with('-') {
+        return Err(format!("negative; {}", range()));
+    }
     let parsed = match min {
         Some(_) => duration::parse_duration(s),
         None => duration::parse_duration_or_zero(s),
@@ -271,8 +281,16 @@ mod tests {
         }
         assert_eq!(warmup("0"), Ok(Duration::ZERO));
         assert_eq!(warmup("250us"), Ok(Duration::from_micros(250)));
-        assert!(warmup("-5").unwrap_err().contains("0 (none) or a duration"));
-        assert!(budget("5s").unwrap_err().contains("--quick"));
+        assert!(
+            warmup("-5")
+                .unwrap_err()
+                .starts_with("negative; expected 0 (none) or a duration")
+        );
+        let e = budget("5s").unwrap_err();
+        assert!(
+            e.contains("--quick") && e.contains("e.g. 90s, 5m, 20m"),
+            "{e}"
+        );
         let c = counts(0, 4096, "");
         assert_eq!(c("0, 1,4"), Ok(Counts(vec![0, 1, 4])));
         assert!(c("0,-1").unwrap_err().starts_with("`-1`: expected"));

@@ -658,11 +658,18 @@ impl Report {
                 "results.json is not valid JSON ({e}); was it cut short or edited?"
             ))
         })?;
-        let version = v.get("schema_version").and_then(|x| x.as_u64());
-        if version != Some(SCHEMA_VERSION as u64) {
+        let version = v.get("schema_version");
+        if version.and_then(|x| x.as_u64()) != Some(SCHEMA_VERSION as u64) {
+            // The value as written (`"one"`, `-1`): only an absent field is "missing".
+            let found = match version {
+                Some(x) => format!(
+                    "has schema_version {}",
+                    crate::quote::shorten(&x.to_string())
+                ),
+                None => "has no schema_version".to_string(),
+            };
             return Err(crate::error::BadInput(format!(
-                "results.json has schema_version {}, this smtlab reads {SCHEMA_VERSION}",
-                version.map_or("missing".to_string(), |x| x.to_string())
+                "results.json {found}, and this smtlab reads {SCHEMA_VERSION}"
             ))
             .into());
         }

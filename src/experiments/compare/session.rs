@@ -392,25 +392,13 @@ impl Session<'_> {
                         Some(value)
                     }
                     None => {
-                        let what = match spec {
-                            super::metric::MetricSpec::Regex { pattern, .. } => {
-                                format!("--metric '{pattern}' matched nothing")
-                            }
-                            super::metric::MetricSpec::Pgbench => {
-                                "--metric pgbench found no `tps = …` line".to_string()
-                            }
-                            super::metric::MetricSpec::Sysbench => {
-                                "--metric sysbench found no `events per second:` or \
-                                 `transactions: … per sec.` line"
-                                    .to_string()
-                            }
-                        };
-                        let msg = format!(
-                            "{what} in the output of `{}` on {} ({when}){}",
+                        let place = format!(
+                            "the output of `{}` on {} ({when})",
                             self.command_text(),
-                            v.label,
-                            quote(&f.stdout, &f.stderr)
+                            v.label
                         );
+                        let what = spec.miss(&out, &err, &place, f.dropped[0] + f.dropped[1]);
+                        let msg = format!("{what}{}", quote(&f.stdout, &f.stderr));
                         return Err(if self.metric_seen {
                             anyhow!(msg)
                         } else {

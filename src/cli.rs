@@ -461,7 +461,12 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::OltpConfig> {
         None => Duration::from_secs(1),
     };
     let layouts = match &a.configs {
-        Some(c) => parse_layouts(c).map_err(|e| crate::error::BadInput(format!("--configs: {e}"))),
+        Some(c) => values::no_empty_items("--configs", c)
+            .and_then(|()| parse_layouts(c))
+            .map_err(|e| match e.0.starts_with("--configs") {
+                true => e,
+                false => crate::error::BadInput(format!("--configs: {e}")),
+            }),
         None => parse_layouts(&a.placement)
             .map_err(|e| crate::error::BadInput(format!("--placement: {e}"))),
     }?;
@@ -832,7 +837,10 @@ impl CommandArgs {
         let bad = |m: String| anyhow::Error::new(crate::error::BadInput(m));
         let mut exp = cmp::Config::new(words);
         exp.command.shell = a.shell;
-        for p in a.placements.iter().filter(|p| !p.trim().is_empty()) {
+        if !a.placements.is_empty() {
+            values::no_empty_items("--placements", &a.placements.join(","))?;
+        }
+        for p in &a.placements {
             exp.placements.push(PlacementChoice::parse_named(p)?);
         }
         for c in &a.cpus {
@@ -1436,6 +1444,7 @@ struct YieldArgs {
 
 fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
     use crate::experiments::smt_yield::{Config, InsertTarget, Subject};
+    values::no_empty_items("--workloads", &a.workloads)?;
     let mut subjects = Subject::parse_list(&a.workloads)?;
     let db = match &a.db {
         Some(d) => {

@@ -216,11 +216,17 @@ impl CpuSet {
 
     // ---------------------------------------------------------------- parsing
 
-    /// Parses user input: a hex mask when it starts with `0x`, otherwise a list.
+    /// Parses user input: a hex mask when it starts with `0x`, a sysfs word mask when every
+    /// comma-separated item is exactly 8 hex digits (`00000000,00000001`, as `cpumap` and
+    /// `thread_siblings` print it: CPU 0), otherwise a list. No list reads that way: an
+    /// 8-digit CPU number is far past [`MAX_CPUS`], and neither the kernel nor taskset
+    /// writes one with leading zeros.
     pub fn parse_user(s: &str) -> Result<Self, CpuSetError> {
         let t = s.trim();
         if t.starts_with("0x") || t.starts_with("0X") {
             parse_hex(t, s, "mask", LIST_EXPECTED)
+        } else if is_word_mask(t) {
+            parse_words(t, s, "sysfs mask", WORDS_EXPECTED, false)
         } else {
             parse_list(t, s)
         }
@@ -373,6 +379,15 @@ impl<'de> serde::Deserialize<'de> for CpuSet {
         }
         Ok(Self::from_cpus(v))
     }
+}
+
+/// Every comma-separated item of `t` is 8 hex digits: the sysfs word-mask form.
+fn is_word_mask(t: &str) -> bool {
+    !t.is_empty()
+        && t.split(',').all(|w| {
+            let w = w.trim();
+            w.len() == 8 && w.bytes().all(|b| b.is_ascii_hexdigit())
+        })
 }
 
 fn parse_cpu_number(tok: &str, input: &str) -> Result<u32, CpuSetError> {
@@ -635,6 +650,17 @@ mod tests {
             [0, 8]
         );
         assert!(CpuSet::parse_sysfs_mask("0x12").is_err());
+        // As user input too: the form README lists, CPU 0 (once read as the list 0,1).
+        assert_eq!(
+            CpuSet::parse_user("00000000,00000001").unwrap().to_vec(),
+            [0]
+        );
+        assert_eq!(
+            CpuSet::parse_user("0000ff0f").unwrap().to_vec(),
+            [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15]
+        );
+        assert_eq!(CpuSet::parse_user("1,2").unwrap().to_vec(), [1, 2]);
+        assert_eq!(CpuSet::parse_user(&s.to_sysfs_mask(3)).unwrap(), s);
     }
 
     #[test]

@@ -998,3 +998,88 @@ fn messages_name_the_real_problem() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Input that means nothing, or something else than it says, is refused (exit 2) or warned
+/// about, not quietly taken: a sysfs word mask is a mask, an empty item in a list is an
+/// error, a root with no procfs is no root, and a password file others can read is
+/// named.
+#[test]
+fn nonsense_is_refused_or_warned_about() {
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let pw = dir.path().join("pw");
+    std::fs::write(&pw, "secret\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let w = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let open_pw = format!(
+        "warning: --db-password-file {} can be read by group or others (mode 644)",
+        s(&pw)
+    );
+    // (arguments, exit code, stdout holds, stderr holds)
+    let cases: Vec<(Vec<String>, i32, &str, &str)> = vec![
+        // The word mask `00000000,00000001` (the form README lists) is CPU 0, not 0 and 1.
+        (
+            w(&["plan", "cpus:00000000,00000001", "-t", "1", "--json"]),
+            0,
+            "\"request\": \"cpus:0\"",
+            "",
+        ),
+        (
+            w(&["mem", "report", "--sysfs-root", &s(&empty)]),
+            2,
+            "",
+            "no proc/meminfo",
+        ),
+        (
+            w(&["oltp", "--configs", "one-per-core,,all", "--dry-run"]),
+            2,
+            "",
+            "--configs one-per-core,,all: item 2 is empty",
+        ),
+        (
+            w(&["compare", "--placements", "one-per-core,,all", "--", "true"]),
+            2,
+            "",
+            "--placements one-per-core,,all: item 2 is empty",
+        ),
+        (
+            w(&["yield", "--workloads", "int,,prime", "--dry-run"]),
+            2,
+            "",
+            "--workloads int,,prime: item 2 is empty",
+        ),
+        (
+            w(&[
+                "oltp",
+                "--db",
+                "postgres://u@127.0.0.1:1/db",
+                "--db-password-file",
+                &s(&pw),
+            ]),
+            1,
+            "",
+            &open_pw,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (args, code, out_has, err_has) in &cases {
+        let out = Command::new(&bin).args(args).output().unwrap();
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        if out.status.code() != Some(*code) || !o.contains(out_has) || !e.contains(err_has) {
+            failures.push(format!(
+                "{args:?}: exit {:?} (want {code}), want stdout {out_has:?}, stderr {err_has:?}: \
+                 {}\n{e}",
+                out.status.code(),
+                &o[..o.len().min(300)]
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -588,6 +588,10 @@ fn check_mask(case: &MaskCase) -> Result<(), TestCaseError> {
                 .collect::<Vec<_>>()
                 .join(",");
             prop_assert_eq!(ok(CpuSet::parse_sysfs_mask(&t))?, set_of_words32(words));
+            // Padded words are the sysfs form in user input too (`--cpus 00000000,00000001`).
+            if *padded {
+                prop_assert_eq!(ok(CpuSet::parse_user(&t))?, set_of_words32(words));
+            }
         }
         MaskCase::Decimal(v) => {
             let r = CpuSet::parse_mask(&v.to_string());
@@ -608,6 +612,7 @@ fn check_mask(case: &MaskCase) -> Result<(), TestCaseError> {
                 prop_assert_eq!(&ok(CpuSet::parse_mask(&s.to_hex_mask()))?, s);
             }
             prop_assert_eq!(&ok(CpuSet::parse_sysfs_mask(&s.to_sysfs_mask(*pad)))?, s);
+            prop_assert_eq!(&ok(CpuSet::parse_user(&s.to_sysfs_mask(*pad)))?, s);
         }
     }
     Ok(())

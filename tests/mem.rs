@@ -90,17 +90,18 @@ fn report_on_a_tree_with_files_missing_names_them() {
     assert!(v["thp"]["enabled"].is_null());
     assert!(v["overcommit"]["ratio_percent"].is_null());
 
-    // An empty root: a report of what is not there, exit 0.
+    // An empty root is no procfs root: refused, not a report of nothing.
     let empty = tempfile::tempdir().unwrap();
-    let text = text_of(
-        smtlab()
-            .args(["mem", "report", "--sysfs-root"])
-            .arg(empty.path()),
-    );
-    assert!(
-        text.contains("not available: /proc/meminfo missing"),
-        "{text}"
-    );
+    let out = smtlab()
+        .args(["mem", "report", "--sysfs-root"])
+        .arg(empty.path())
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8_lossy(&out);
+    assert!(err.contains("no proc/meminfo"), "{err}");
 }
 
 #[test]

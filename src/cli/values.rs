@@ -227,6 +227,20 @@ pub fn cpus(s: &str) -> Result<crate::cpuset::CpuSet, String> {
     }
 }
 
+/// Refuses a comma-separated `list` with an empty item (`a,,b`, a trailing comma): it
+/// was dropped without a word, so a typo ran one layout or workload fewer.
+pub fn no_empty_items(option: &str, list: &str) -> Result<(), crate::error::BadInput> {
+    match list.split(',').position(|item| item.trim().is_empty()) {
+        None => Ok(()),
+        Some(i) => Err(crate::error::BadInput(format!(
+            "{option} {}: item {} is empty (`,,`, or a comma at an end); list each item once, \
+             separated by single commas",
+            crate::quote::shorten(list),
+            i + 1
+        ))),
+    }
+}
+
 /// A list of counts from [`counts`] (its own type, so that clap takes it as one value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counts(pub Vec<usize>);
@@ -298,6 +312,15 @@ mod tests {
         assert_eq!(bytes_or_auto("auto"), Ok(Bytes::Auto));
         for bad in ["0", "-1", "x", "18446744073709551615G"] {
             assert!(bytes_or_auto(bad).unwrap_err().contains("1MiB"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn empty_list_items_are_refused() {
+        assert!(no_empty_items("--configs", "one-per-core,all").is_ok());
+        for (bad, item) in [("a,,b", 2), (",a", 1), ("a,", 2), ("a, ,b", 2), ("", 1)] {
+            let e = no_empty_items("--configs", bad).unwrap_err().0;
+            assert!(e.contains(&format!("item {item} is empty")), "{bad}: {e}");
         }
     }
 

@@ -137,6 +137,23 @@ pub fn passfile_mode_problem(path: &Path, mode: u32) -> Option<String> {
     })
 }
 
+/// The warning for a `--db-password-file` that group or others can read or write: libpq
+/// ignores such a `~/.pgpass` (and so does smtlab, [`passfile_mode_problem`]); a file named
+/// on the command line is used, but not without a word. None when its mode is 0600 or
+/// stricter, or it cannot be read (reading it says why).
+pub fn password_file_warning(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode();
+    (mode & 0o077 != 0).then(|| {
+        format!(
+            "warning: --db-password-file {} can be read by group or others (mode {:o}), as \
+             libpq refuses for ~/.pgpass: chmod 0600 it",
+            path.display(),
+            mode & 0o777
+        )
+    })
+}
+
 /// The password for `ep` when the URL has none: `password_file` first, then `PGPASSWORD`,
 /// then the password file. Warnings (an ignored password file) go to `warn`.
 pub fn resolve(

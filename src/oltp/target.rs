@@ -92,6 +92,9 @@ impl DbTarget {
             // before anything runs, by every command alike; it is read again to connect.
             (DbTarget::Postgres { url, .. }, Some(f)) => {
                 super::secret::read_password_file(&f)?;
+                if let Some(w) = super::secret::password_file_warning(&f) {
+                    crate::say!("{w}");
+                }
                 Ok(DbTarget::Postgres {
                     url,
                     password_file: Some(f),

@@ -612,3 +612,65 @@ fn a_slow_cleanup_or_prepare_does_not_outlive_the_first_signal() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every free text of a `results.json` (a `--db` path, a reason, a note, the command)
+/// stays one piece of inline text in `summary.md`: a line break in it starts no heading,
+/// list or table row, and `[text](javascript:…)` is no link. Code spans keep it literal.
+#[test]
+fn markdown_fields_cannot_inject_lines_or_links() {
+    use serde_json::Value;
+    const INJECT: &str = "x\n# INJECTED\n| a | b |\r\n[click](javascript:alert(1))";
+    let snap = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots/integration__study__fake_results_json.snap");
+    let snap = std::fs::read_to_string(snap).unwrap();
+    let json = snap.splitn(3, "---\n").nth(2).unwrap();
+    let mut v: Value = serde_json::from_str(json).unwrap();
+    fn strings(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let k = k.replace('~', "~0").replace('/', "~1");
+                    strings(x, format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    strings(x, format!("{at}/{i}"), out);
+                }
+            }
+            Value::String(_) => out.push(at),
+            _ => {}
+        }
+    }
+    let mut pointers = Vec::new();
+    strings(&v, String::new(), &mut pointers);
+    let mut injected = 0;
+    for p in &pointers {
+        let old = v.pointer(p).unwrap().clone();
+        *v.pointer_mut(p).unwrap() = Value::String(format!("{}{INJECT}", old.as_str().unwrap()));
+        if smtlab::report::lenient::from_value::<smtlab::report::Report>(v.clone()).is_ok() {
+            injected += 1;
+        } else {
+            *v.pointer_mut(p).unwrap() = old;
+        }
+    }
+    assert!(injected >= 50, "only {injected} texts took the payload");
+    let r = smtlab::report::render_json(&serde_json::to_string(&v).unwrap()).unwrap();
+    let mut bad = Vec::new();
+    for (n, line) in r.markdown.lines().enumerate() {
+        let outside: String = line
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, s)| s)
+            .collect();
+        if line.starts_with("# INJECTED")
+            || line.starts_with("| a | b |")
+            || line.starts_with("[click]")
+            || outside.contains("[click](")
+        {
+            bad.push(format!("summary.md line {}: {line}", n + 1));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

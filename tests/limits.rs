@@ -518,7 +518,8 @@ fn a_crowded_run_needs_force_and_the_largest_allowed_stops_within_3_s() {
             err.contains("--force") && err.contains("per CPU"),
             "{args:?}: {err}"
         );
-        assert!(t0.elapsed() < Duration::from_secs(2), "{args:?}");
+        // Refused before anything starts; the margin is for a busy machine.
+        assert!(t0.elapsed() < Duration::from_secs(10), "{args:?}");
     }
     // The largest count allowed without --force: spinning burners and hot-page workers,
     // every one runnable, stop within 3 s of Ctrl-C (2 CPUs: 128 threads).

@@ -14,8 +14,8 @@
 //! a link or image (`[x](javascript:…)` passed through, §6.3, §6.4), and a leading `#` or
 //! `>` is escaped so that a value starting a line starts no heading or quote (§4.2, §5.1).
 
-/// Text as Markdown: line breaks turned into spaces; `<`, `>`, `&`, `[` and `]` escaped
-/// outside code spans (which are literal in Markdown, so they are left alone), and a
+/// Text as Markdown: line breaks turned into spaces; `<`, `>`, `&`, `\`, `[` and `]`
+/// escaped outside code spans (which are literal in Markdown, so they are left alone), and a
 /// leading `#` or `>` escaped.
 pub fn md(text: &str) -> String {
     let one_line = text.replace("\r\n", " ").replace(['\r', '\n'], " ");
@@ -32,6 +32,9 @@ pub fn md(text: &str) -> String {
                 '&' => out.push_str("&amp;"),
                 '<' => out.push_str("&lt;"),
                 '>' => out.push_str("&gt;"),
+                // A backslash of the value's own would escape the escape that follows it
+                // (`\]` becoming `\\]`, a literal backslash and a bare bracket).
+                '\\' => out.push_str("\\\\"),
                 '[' => out.push_str("\\["),
                 ']' => out.push_str("\\]"),
                 '#' if out.trim_start().is_empty() => out.push_str("\\#"),
@@ -163,6 +166,8 @@ mod tests {
             md("[x](javascript:alert(1)) ![i](y)"),
             "\\[x\\](javascript:alert(1)) !\\[i\\](y)"
         );
+        // The value's own backslash cannot undo an escape.
+        assert_eq!(md("\\[x\\](y)"), "\\\\\\[x\\\\\\](y)");
         // Inside a code span the text is literal already.
         assert_eq!(md("run `[x](y)` now"), "run `[x](y)` now");
         assert_eq!(md("a\nb"), "a b");

@@ -158,10 +158,8 @@ pub fn find(root: &Path, on_invalid: OnInvalid) -> Result<Option<Found>> {
                 return Err(crate::error::Interrupted.into());
             }
             Err(e) => e.to_string(),
-            Ok(text) => match parse(&text).and_then(|j| {
-                let st = super::state::read(root).map_err(|e| format!("{e:#}"))?;
-                check(&j, &st).map(|()| j)
-            }) {
+            // The root's own errors are the root's, not the journal's.
+            Ok(text) => match parse_checked(&text, &super::state::read(root)?) {
                 Ok(journal) => return Ok(Some(Found { path, journal })),
                 Err(why) => why,
             },
@@ -169,6 +167,12 @@ pub fn find(root: &Path, on_invalid: OnInvalid) -> Result<Option<Found>> {
         return Err(invalid(&path, &why, on_invalid));
     }
     Ok(None)
+}
+
+/// The journal in `text`, checked against the machine's state `st` ([`check`]), or why it
+/// is not one to act on (a sentence that follows "the SMT journal `PATH`").
+pub fn parse_checked(text: &str, st: &super::state::SmtState) -> Result<Journal, String> {
+    parse(text).and_then(|j| check(&j, st).map(|()| j))
 }
 
 /// The journal in `text`, or why it is not one this smtlab wrote.

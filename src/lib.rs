@@ -26,9 +26,12 @@
 //! - `tempstate`: `$TMPDIR/smtlab-*` directories with an owner lock, and removing those of
 //!   owners that are gone.
 //! - `interrupt`: the SIGINT, SIGTERM and SIGHUP handlers.
-//! - files the user asked for, each through [`fsutil::replace`]: `report::write_all` (the
-//!   study's files), `commands::compare` (`--export-csv`, `--export-markdown`),
-//!   `commands::top` (`--textfile`, through [`fsutil::replace_unsynced`]).
+//! - files the user asked for, each through [`fsutil::replace`] after
+//!   [`fsutil::check_output`]: `report::write_all` (the study's files), `commands::compare`
+//!   (`--export-csv`, `--export-markdown`), `commands::top` (`--textfile`, through
+//!   [`fsutil::replace_unsynced`]); files the user names, read through
+//!   [`fsutil::read_input`] (`results.json`, password files, `--yield`, the journals); a
+//!   journal that fails its checks is renamed aside ([`fsutil::keep_aside`]).
 //! - reading sysfs and procfs: `topology::discover`, `hygiene` (0.25 s of `/proc/stat`),
 //!   `mem` (`mem report`), `counters::reason`.
 //!
@@ -42,7 +45,7 @@
 //! - [`duration`]: Durations as users type them (`5`, `500ms`, `250us`, `1.5s`, `1h`), one grammar for every option.
 //! - [`engine`]: The `Engine` trait: measurement threads spawned, pinned and timed for real, or made up.
 //! - [`error`]: Exit codes and error classes.
-//! - [`fsutil`]: Replacing a file whole (temporary file, fsync, rename), for every file smtlab writes.
+//! - [`fsutil`]: Writing a file whole (only over a regular file) and reading a named input file (regular, capped).
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
 //! - [`hygiene`]: Is other work or the hypervisor already using the CPUs about to be measured?
 //! - [`interrupt`]: Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.

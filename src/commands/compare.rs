@@ -45,6 +45,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let rep = experiment::run(&topo, &cfg.exp, &ui);
     ui.close();
     let rep = rep?;
+    // The comparison first: an export that fails now (a disk that filled) must not take
+    // the results on stdout with it.
+    super::emit(out, cfg.json, &rep, render::text, false)?;
     let export = |p: &Path, text: String| {
         crate::fsutil::replace(p, text.as_bytes())
             .with_context(|| format!("writing {}", p.display()))
@@ -55,7 +58,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     if let Some(p) = &cfg.export_markdown {
         export(p, render::markdown(&rep))?;
     }
-    super::emit(out, cfg.json, &rep, render::text, rep.interrupted)
+    if rep.interrupted {
+        return Err(crate::error::Interrupted.into());
+    }
+    Ok(())
 }
 
 /// The guard process's main (`smtlab compare --internal-guard`).

@@ -79,7 +79,7 @@ fn paired(
 
 fn report(what: &str, ratios: &[f64]) {
     let t = Thresholds::new(0.9, 0.02).expect("valid thresholds");
-    match Comparison::of_paired_ratios(ratios, t, 0.95, 2000, 7) {
+    match Comparison::of_paired_ratios(ratios, t, 0.95) {
         Some(c) => println!("{what:<44} {c}"),
         None => println!("{what:<44} no ratio (a run did nothing)"),
     }

@@ -164,8 +164,9 @@ enum Command {
     /// brlock, seqlock and rcu; requests/s, % CPU in the lock, lock stats, spin → rwspin.
     Rwcache(RwcacheArgs),
     /// Your own command under SMT placements and noisy neighbours: one thread per core vs
-    /// both siblings vs every sibling (or CPU lists), interleaved, with medians, bootstrap
-    /// CIs and the SMT yield. `smtlab compare --cpus 0 --cpus 0-1 -- sysbench cpu run`.
+    /// both siblings vs every sibling (or CPU lists), interleaved and paired by round,
+    /// with medians, intervals and the SMT yield.
+    /// `smtlab compare --cpus 0 --cpus 0-1 -- sysbench cpu run`.
     Compare(CompareArgs),
     /// The main job: run every experiment this machine supports (topology, c2c, lockscan,
     /// neighbors, oltp, rwcache, yield; and your own command given after `--`) within a
@@ -703,7 +704,8 @@ struct CommandArgs {
     warmup: usize,
     /// A number read from the command's output: `pgbench` (tps), `sysbench` (events or
     /// transactions per second), or a regex whose first capture group is the number.
-    /// Without it, wall time is compared.
+    /// Without it, wall time is compared (sysbench, and pgbench -T, run for a fixed time:
+    /// their own metric is read instead).
     #[arg(long, value_name = "pgbench|sysbench|REGEX")]
     metric: Option<String>,
     /// The regex metric is a latency or a time: lower is better.
@@ -1416,8 +1418,8 @@ struct YieldArgs {
     /// Discarded warm-up before each run (ruler buffers are built during it).
     #[arg(long, default_value = "250ms", allow_hyphen_values = true, value_parser = values::warmup)]
     warmup: Duration,
-    /// Rounds over every workload and layout (A B C A B C …); 5 or more for 95 % CIs.
-    #[arg(long, default_value_t = crate::stats::MIN_RUNS_FOR_CI, value_name = "N",
+    /// Rounds over every workload and layout (A B C A B C …); 3 or more for confidence intervals.
+    #[arg(long, default_value_t = crate::stats::DEFAULT_ROUNDS, value_name = "N",
           allow_hyphen_values = true,
           value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
     repeat: usize,
@@ -1473,7 +1475,6 @@ fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
         spec,
         repeat: a.repeat,
         db,
-        ..Config::new()
     };
     exp.validate()?;
     Ok(commands::smt_yield::Config {
@@ -1612,7 +1613,7 @@ enum MemAction {
         #[arg(long, value_name = "SIZE", value_parser = values::bytes_or_auto)]
         max: Option<values::Bytes>,
         /// Samples per working set and page size (after one discarded warm-up).
-        #[arg(long, default_value_t = crate::stats::MIN_RUNS_FOR_CI, value_name = "N",
+        #[arg(long, default_value_t = crate::stats::DEFAULT_ROUNDS, value_name = "N",
               allow_hyphen_values = true,
               value_parser = whole::<usize>(1, limits::MAX_REPEAT.into(), limits::WHY_REPEAT))]
         repeat: usize,
@@ -1693,7 +1694,7 @@ struct TopArgs {
           value_parser = whole::<u32>(1, u32::MAX.into(), ""))]
     pid: Option<u32>,
     /// The SMT yield for the capacity figures, from a JSON file whose top-level number
-    /// `smt_yield` is a core's throughput with both siblings busy over one alone
+    /// `smt_yield` is a core's throughput with all its threads busy over one alone
     /// (default: an assumed 1.25).
     #[arg(long = "yield", value_name = "FILE")]
     yield_file: Option<PathBuf>,

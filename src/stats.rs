@@ -588,10 +588,22 @@ mod tests {
 // evidence is not evidence of absence"; the equivalence-band reading is Schuirmann's two
 // one-sided tests, J. Pharmacokinet. Biopharm. 15:657, 1987).
 
-/// Fewer runs than this and an interval is labelled "indicative (n = 3)", not "95 % CI": a
-/// percentile bootstrap of the median of 3 or 4 values can only return values between
-/// their smallest and largest, whatever confidence is asked for.
-pub const MIN_RUNS_FOR_CI: usize = 5;
+/// Fewer paired runs than this and no comparison is called: the interval is printed as
+/// "indicative (n = 2)" and classed inconclusive. From 3 runs on, the Student-t interval
+/// below covers at its stated level (the coverage test in this module checks it at n = 3,
+/// 5, 8 and 20), so a large effect can be called from 3 rounds and a small one stays
+/// inconclusive because its interval is wide, not because of a rule.
+pub const MIN_RUNS_FOR_CI: usize = 3;
+
+/// Rounds an interleaved comparison runs unless asked otherwise: 5 paired rounds give a
+/// Student-t interval with 4 degrees of freedom (t = 2.78), which calls a 10 % effect at a
+/// 3 % round-to-round spread; 3 rounds (t = 4.30) call only large effects.
+pub const DEFAULT_ROUNDS: usize = 5;
+
+/// Intervals from a percentile bootstrap (results files written before the Student-t
+/// interval) were labelled indicative below this many runs: such an interval of 3 or 4
+/// values can only span their range, whatever confidence is asked for.
+pub const BOOTSTRAP_MIN_RUNS: usize = 5;
 
 /// What a ratio's interval says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -599,6 +611,10 @@ pub const MIN_RUNS_FOR_CI: usize = 5;
 pub enum Effect {
     /// The whole interval lies below the loss threshold.
     Loss,
+    /// The whole interval lies between the loss threshold and the noise band: a measured
+    /// slowdown, smaller than a loss (0.85–0.90 against a 0.80 loss line and a ±5 % band:
+    /// 10–15 % slower, precisely measured).
+    SmallLoss,
     /// The whole interval lies inside the noise band around 1.
     NoEffect,
     /// The whole interval lies above 1 + the noise band.
@@ -611,6 +627,7 @@ impl std::fmt::Display for Effect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Effect::Loss => "loss",
+            Effect::SmallLoss => "small loss",
             Effect::NoEffect => "no effect",
             Effect::Gain => "gain",
             Effect::Inconclusive => "inconclusive",
@@ -630,7 +647,8 @@ pub struct Thresholds {
 }
 
 impl Thresholds {
-    /// Slowdowns: a loss only when the whole interval is below 0.8×, no effect within ±5 %.
+    /// Slowdowns: a loss only when the whole interval is below 0.8×, no effect within ±5 %,
+    /// a small loss wholly between the two.
     pub const SLOWDOWN: Thresholds = Thresholds {
         loss_below: 0.8,
         noise: 0.05,
@@ -677,67 +695,160 @@ pub fn classify(low: f64, high: f64, t: Thresholds) -> Effect {
         Effect::Gain
     } else if low >= lo_band && high <= hi_band {
         Effect::NoEffect
+    } else if high < lo_band && low >= t.effective_loss_below() {
+        Effect::SmallLoss
     } else {
         Effect::Inconclusive
     }
+}
+
+/// How an interval was computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntervalMethod {
+    /// Student-t interval of the mean log ratio, `exp(mean ± t(n−1) · s / √n)`; the
+    /// estimate is the geometric mean of the ratios. Exact when the log ratios are normal
+    /// (Student 1908); timing ratios are positive and right-skewed, which the log makes
+    /// near-symmetric, and heavier tails make it wider, not narrower (coverage test below).
+    StudentTLog,
+    /// The distribution-free interval of the median between two order statistics, at the
+    /// level the binomial distribution gives it (the sign-test interval; Conover 1999,
+    /// "Practical Nonparametric Statistics", §3.2): used when a ratio is 0 (a thread that
+    /// got nothing), where logs are undefined. Its level is printed as it is, e.g. 75 %
+    /// for the range of 3 values.
+    OrderStatistic,
+    /// Percentile bootstrap of the median (results files written before the Student-t
+    /// interval; its level was nominal, not its coverage).
+    #[default]
+    PercentileBootstrap,
 }
 
 /// A ratio with its interval, the number of runs behind it, and its three-way class: what
 /// a verdict cites.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
-    /// The ratio (median of the paired ratios).
+    /// The ratio: the geometric mean of the paired ratios ([`IntervalMethod::StudentTLog`])
+    /// or their median (the other methods).
     pub estimate: f64,
     /// Lower bound of the interval.
     pub low: f64,
     /// Upper bound of the interval.
     pub high: f64,
-    /// Confidence level asked of the bootstrap, e.g. 0.95.
+    /// The interval's confidence level, e.g. 0.95: the level asked for, or for an
+    /// order-statistic interval the level it has.
     pub confidence: f64,
     /// Runs (pairs) behind the interval.
     pub n: usize,
-    /// Fewer than [`MIN_RUNS_FOR_CI`] runs: the interval is indicative, not a CI.
+    /// Too few runs for a confidence interval (fewer than [`MIN_RUNS_FOR_CI`], or
+    /// [`BOOTSTRAP_MIN_RUNS`] for a bootstrap interval): printed as indicative, never called.
     pub indicative: bool,
-    /// The class of the interval against `thresholds` (always inconclusive with n < 2).
+    /// The class of the interval against `thresholds` (inconclusive when indicative, or
+    /// when an order-statistic interval cannot reach the level asked for).
     pub effect: Effect,
     /// What the interval was judged against.
     pub thresholds: Thresholds,
+    /// How the interval was computed.
+    #[serde(default)]
+    pub method: IntervalMethod,
 }
 
 impl Comparison {
-    /// From one ratio per pair of runs taken back to back (per round of interleaved runs):
-    /// the median ratio with a percentile bootstrap interval of it (seeded), classified
-    /// against `t`. One ratio gives no interval and is inconclusive; None when empty.
-    pub fn of_paired_ratios(
-        ratios: &[f64],
-        t: Thresholds,
-        confidence: f64,
-        resamples: usize,
-        seed: u64,
-    ) -> Option<Self> {
-        let ci = bootstrap_median(ratios, confidence, resamples, seed)?;
-        Some(Self::from_ci(ci, ratios.len(), t))
+    /// From one ratio per pair of runs taken back to back (per round of interleaved runs),
+    /// so drift between rounds cancels instead of widening the interval: a Student-t
+    /// interval of the mean log ratio at `confidence`, classified against `t`; when a
+    /// ratio is 0, the order-statistic interval of the median instead. Ratios that are NaN,
+    /// infinite or negative are left out. One ratio gives no interval and is inconclusive;
+    /// None when no ratio is usable.
+    pub fn of_paired_ratios(ratios: &[f64], t: Thresholds, confidence: f64) -> Option<Self> {
+        let xs: Vec<f64> = ratios
+            .iter()
+            .copied()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .collect();
+        if xs.is_empty() {
+            return None;
+        }
+        let n = xs.len();
+        let (method, estimate, low, high, level, reached) = if xs.contains(&0.0) {
+            let (low, high, level) = order_statistic_interval(&xs, confidence);
+            (
+                IntervalMethod::OrderStatistic,
+                median(&xs),
+                low,
+                high,
+                level,
+                level >= confidence - 1e-12,
+            )
+        } else {
+            let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+            let m = mean(&logs);
+            let half = if n < 2 {
+                0.0
+            } else {
+                student_t_quantile(1.0 - (1.0 - confidence) / 2.0, (n - 1) as f64) * stddev(&logs)
+                    / (n as f64).sqrt()
+            };
+            (
+                IntervalMethod::StudentTLog,
+                m.exp(),
+                (m - half).exp(),
+                (m + half).exp(),
+                confidence,
+                true,
+            )
+        };
+        let indicative = n < MIN_RUNS_FOR_CI;
+        Some(Self {
+            estimate,
+            low,
+            high,
+            confidence: level,
+            n,
+            indicative,
+            effect: if indicative || !reached {
+                Effect::Inconclusive
+            } else {
+                classify(low, high, t)
+            },
+            thresholds: t,
+            method,
+        })
     }
 
-    /// From an interval computed elsewhere over `n` runs.
+    /// From a percentile-bootstrap interval computed elsewhere over `n` runs (results files
+    /// written before the Student-t interval, and comparisons that feed no answer).
     pub fn from_ci(ci: Ci, n: usize, t: Thresholds) -> Self {
+        let indicative = n < BOOTSTRAP_MIN_RUNS;
         Self {
             estimate: ci.estimate,
             low: ci.low,
             high: ci.high,
             confidence: ci.confidence,
             n,
-            indicative: n < MIN_RUNS_FOR_CI,
-            effect: if n < 2 {
+            indicative,
+            effect: if n < 2 || indicative {
                 Effect::Inconclusive
             } else {
                 classify(ci.low, ci.high, t)
             },
             thresholds: t,
+            method: IntervalMethod::PercentileBootstrap,
         }
     }
 
-    /// What to call the interval: `95 % CI`, `indicative (n = 3)`, or `no interval (n = 1)`.
+    /// The standard error of the mean log ratio, for pooling comparisons (a Student-t
+    /// interval's half-width on the log scale ÷ its t quantile); None for other methods
+    /// and below 2 runs.
+    pub fn log_standard_error(&self) -> Option<f64> {
+        if self.method != IntervalMethod::StudentTLog || self.n < 2 || self.low <= 0.0 {
+            return None;
+        }
+        let q = student_t_quantile(1.0 - (1.0 - self.confidence) / 2.0, (self.n - 1) as f64);
+        Some((self.high / self.low).ln() / (2.0 * q))
+    }
+
+    /// What to call the interval: `95 % CI`, `75 % CI` (an order-statistic interval of 3
+    /// runs), `indicative (n = 2)`, or `no interval (n = 1)`.
     pub fn interval_label(&self) -> String {
         if self.n < 2 {
             format!("no interval (n = {})", self.n)
@@ -748,7 +859,7 @@ impl Comparison {
         }
     }
 
-    /// The interval with its label: `95 % CI 1.25–1.37`, `indicative (n = 3) 0.30–0.85`.
+    /// The interval with its label: `95 % CI 1.25–1.37`, `indicative (n = 2) 0.30–0.85`.
     pub fn interval_text(&self) -> String {
         if self.n < 2 {
             self.interval_label()
@@ -763,11 +874,11 @@ impl Comparison {
     }
 }
 
-/// `1.31× (95 % CI 1.25–1.37, n = 10): gain`; `0.50× (indicative (n = 3) 0.30–0.85):
+/// `1.31× (95 % CI 1.25–1.37, n = 10): gain`; `0.50× (indicative (n = 2) 0.30–0.85):
 /// inconclusive`.
 impl std::fmt::Display for Comparison {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = if self.indicative {
+        let n = if self.indicative || self.n < 2 {
             String::new()
         } else {
             format!(", n = {}", self.n)
@@ -780,6 +891,164 @@ impl std::fmt::Display for Comparison {
             self.effect
         )
     }
+}
+
+/// The interval `[x(k), x(n+1−k)]` of the sorted values for the largest `k` whose
+/// coverage of the median, `1 − 2·P(Binomial(n, ½) ≤ k − 1)`, is at least `confidence`,
+/// with that coverage; when even the full range falls short (`1 − 2^(1−n)`: 75 % for 3
+/// values, 93.75 % for 5), the full range at its own level.
+pub fn order_statistic_interval(xs: &[f64], confidence: f64) -> (f64, f64, f64) {
+    let v = sorted(xs);
+    let n = v.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN, 0.0);
+    }
+    // P(Binomial(n, ½) ≤ j) for j = 0.., by the recurrence C(n, j+1) = C(n, j)·(n−j)/(j+1).
+    let half_n = 0.5f64.powi(n as i32);
+    let mut term = half_n;
+    let mut cdf = Vec::with_capacity(n);
+    for j in 0..n {
+        cdf.push(cdf.last().copied().unwrap_or(0.0) + term);
+        term *= (n - j) as f64 / (j + 1) as f64;
+    }
+    let coverage = |k: usize| 1.0 - 2.0 * cdf[k - 1];
+    let mut k = 1;
+    while k < n.div_ceil(2) && coverage(k + 1) >= confidence {
+        k += 1;
+    }
+    let level = if n == 1 { 0.0 } else { coverage(k) };
+    (v[k - 1], v[n - k], level)
+}
+
+/// `ln Γ(x)` for x > 0, Lanczos approximation (g = 7, 9 terms; relative error below
+/// 1e-15; Press et al., "Numerical Recipes", 3rd ed., §6.1).
+fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x)Γ(1−x) = π / sin(πx).
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = C[0];
+    let t = x + G + 0.5;
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// The continued fraction of the regularised incomplete beta function, by the modified
+/// Lentz method ("Numerical Recipes", 3rd ed., §6.4, `betacf`).
+fn beta_continued_fraction(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let guard = |v: f64| if v.abs() < TINY { TINY } else { v };
+    let mut c = 1.0;
+    let mut d = 1.0 / guard(1.0 - qab * x / qap);
+    let mut h = d;
+    for m in 1..=500 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 / guard(1.0 + aa * d);
+        c = guard(1.0 + aa / c);
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 / guard(1.0 + aa * d);
+        c = guard(1.0 + aa / c);
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// The regularised incomplete beta function `I_x(a, b)`.
+fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_continued_fraction(a, b, x) / a
+    } else {
+        1.0 - front * beta_continued_fraction(b, a, 1.0 - x) / b
+    }
+}
+
+/// P(T ≤ t) for Student's t with `df` degrees of freedom:
+/// `1 − ½·I_{df/(df+t²)}(df/2, ½)` for t ≥ 0 (Abramowitz & Stegun 26.7.1 with 26.5.27).
+pub fn student_t_cdf(t: f64, df: f64) -> f64 {
+    if t.is_nan() || df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    let tail = 0.5 * incomplete_beta(df / 2.0, 0.5, df / (df + t * t));
+    if t >= 0.0 { 1.0 - tail } else { tail }
+}
+
+/// The `p` quantile of Student's t with `df` degrees of freedom (df may be fractional, as
+/// Welch's is), by bisection on [`student_t_cdf`] to 1e-12: 4.303 for p = 0.975 and
+/// df = 2, 2.093 for df = 19. NaN outside 0 < p < 1 or for df ≤ 0.
+pub fn student_t_quantile(p: f64, df: f64) -> f64 {
+    if !(p > 0.0 && p < 1.0) || df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    if p == 0.5 {
+        return 0.0;
+    }
+    // Callers ask for the same few (level, n) pairs many times over (every comparison of
+    // a report, the coverage test's 240,000 intervals): remember the last answer.
+    thread_local! {
+        static LAST: std::cell::Cell<(f64, f64, f64)> =
+            const { std::cell::Cell::new((f64::NAN, f64::NAN, f64::NAN)) };
+    }
+    let (lp, ldf, lq) = LAST.get();
+    if lp == p && ldf == df {
+        return lq;
+    }
+    let q = student_t_quantile_uncached(p, df);
+    LAST.set((p, df, q));
+    q
+}
+
+fn student_t_quantile_uncached(p: f64, df: f64) -> f64 {
+    let upper = p > 0.5;
+    let q = if upper { p } else { 1.0 - p };
+    let mut hi = 2.0;
+    while student_t_cdf(hi, df) < q && hi < 1e12 {
+        hi *= 2.0;
+    }
+    let mut lo = 0.0;
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if student_t_cdf(mid, df) < q {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if hi - lo <= 1e-12 * hi.max(1.0) {
+            break;
+        }
+    }
+    let x = 0.5 * (lo + hi);
+    if upper { x } else { -x }
 }
 
 /// A confidence level as a percentage with as few decimals as it needs and never rounded
@@ -846,16 +1115,20 @@ mod three_way_tests {
         assert_eq!(classify(0.95, 1.05, T), Effect::NoEffect);
         // Straddling the band's edge.
         assert_eq!(classify(0.94, 1.02, T), Effect::Inconclusive);
-        // Measurably slower but not below the loss line.
-        assert_eq!(classify(0.85, 0.90, T), Effect::Inconclusive);
+        // Measurably slower but not below the loss line: a small loss, not "too wide to
+        // call" (0.87×, 0.85–0.90 is a measured 10–15 % slowdown).
+        assert_eq!(classify(0.85, 0.90, T), Effect::SmallLoss);
+        // Straddling the loss line or reaching into the band is inconclusive.
+        assert_eq!(classify(0.75, 0.90, T), Effect::Inconclusive);
+        assert_eq!(classify(0.85, 0.96, T), Effect::Inconclusive);
         // Gain: wholly above 1.05.
         assert_eq!(classify(1.25, 1.37, T), Effect::Gain);
         assert_eq!(classify(1.04, 1.37, T), Effect::Inconclusive);
         assert_eq!(classify(f64::NAN, 1.0, T), Effect::Inconclusive);
         assert_eq!(classify(1.1, 1.0, T), Effect::Inconclusive);
-        // Yields: 0.93–0.94 is a loss there (below 0.95), inconclusive for slowdowns.
+        // Yields: 0.90–0.94 is a loss there (below 0.95), a small loss for slowdowns.
         assert_eq!(classify(0.90, 0.94, Thresholds::YIELD), Effect::Loss);
-        assert_eq!(classify(0.90, 0.94, T), Effect::Inconclusive);
+        assert_eq!(classify(0.90, 0.94, T), Effect::SmallLoss);
         // A loss line above the band's lower edge is clamped to it.
         let odd = Thresholds {
             loss_below: 0.99,
@@ -874,24 +1147,25 @@ mod three_way_tests {
     }
 
     #[test]
-    fn few_runs_are_indicative_and_one_is_inconclusive() {
-        let c = Comparison::of_paired_ratios(&[1.30, 1.32, 1.31], Thresholds::YIELD, 0.95, 500, 1)
-            .unwrap();
+    fn two_runs_are_indicative_three_are_an_interval_and_one_is_none() {
+        let c = Comparison::of_paired_ratios(&[1.30, 1.32], Thresholds::YIELD, 0.95).unwrap();
         assert!(c.indicative);
-        assert_eq!(c.n, 3);
-        assert_eq!(c.effect, Effect::Gain);
-        assert_eq!(c.interval_label(), "indicative (n = 3)");
-        assert_eq!(c.to_string(), "1.31× (indicative (n = 3) 1.30–1.32): gain");
-        let five = [1.30, 1.32, 1.31, 1.29, 1.33];
-        let c = Comparison::of_paired_ratios(&five, Thresholds::YIELD, 0.95, 500, 1).unwrap();
+        assert_eq!(c.effect, Effect::Inconclusive, "two runs are never called");
+        assert_eq!(c.interval_label(), "indicative (n = 2)");
+        // Three tight ratios: a Student-t interval with 2 degrees of freedom, called.
+        let c = Comparison::of_paired_ratios(&[1.30, 1.32, 1.31], Thresholds::YIELD, 0.95).unwrap();
         assert!(!c.indicative);
+        assert_eq!(c.method, IntervalMethod::StudentTLog);
+        assert_eq!(c.effect, Effect::Gain);
         assert_eq!(c.interval_label(), "95 % CI");
-        assert!(c.to_string().ends_with(", n = 5): gain"), "{c}");
-        let one = Comparison::of_paired_ratios(&[2.0], Thresholds::YIELD, 0.95, 500, 1).unwrap();
+        assert_eq!(c.to_string(), "1.31× (95 % CI 1.29–1.34, n = 3): gain");
+        let one = Comparison::of_paired_ratios(&[2.0], Thresholds::YIELD, 0.95).unwrap();
         assert_eq!(one.effect, Effect::Inconclusive, "a point is no interval");
         assert_eq!(one.interval_label(), "no interval (n = 1)");
-        assert!(Comparison::of_paired_ratios(&[], T, 0.95, 10, 1).is_none());
-        // The issue's scenario (c): 0.50× with an interval reaching 0.85.
+        assert!(Comparison::of_paired_ratios(&[], T, 0.95).is_none());
+        assert!(Comparison::of_paired_ratios(&[f64::NAN, f64::INFINITY], T, 0.95).is_none());
+        // An interval computed elsewhere (an old file's bootstrap) keeps the old rule:
+        // 0.50× with an interval reaching 0.85 from 3 runs is indicative.
         let c = Comparison::from_ci(
             Ci {
                 estimate: 0.5,
@@ -903,10 +1177,213 @@ mod three_way_tests {
             T,
         );
         assert_eq!(c.effect, Effect::Inconclusive);
+        assert_eq!(c.method, IntervalMethod::PercentileBootstrap);
         assert_eq!(
             c.to_string(),
             "0.50× (indicative (n = 3) 0.30–0.85): inconclusive"
         );
+    }
+
+    /// At 5 rounds the percentile bootstrap gave the min–max of the 5 ratios at every
+    /// level asked (1.08–1.31 at 95 %, 97.5 % and 99.17 % alike), and min–max of 5 covers
+    /// the median only 93.75 % of the time. The interval used now widens with the level.
+    #[test]
+    fn five_round_intervals_are_not_min_max_and_multiplicity_widens_them() {
+        let r = [1.08, 1.15, 1.20, 1.24, 1.31];
+        let at = |level| Comparison::of_paired_ratios(&r, Thresholds::YIELD, level).unwrap();
+        let (a, b, c) = (at(0.95), at(0.975), at(1.0 - 0.05 / 6.0));
+        assert!(a.low > 1.08 && a.high < 1.31, "not the range: {a}");
+        assert!(
+            b.low < a.low && b.high > a.high,
+            "97.5 % wider than 95 %: {b} vs {a}"
+        );
+        assert!(
+            c.low < b.low && c.high > b.high,
+            "99.17 % wider again: {c} vs {b}"
+        );
+        assert_eq!(level_text(c.confidence), "99.2");
+        // The old bootstrap, for the record: the same range at every level.
+        let boot = |level| bootstrap_median(&r, level, 2000, 13).unwrap();
+        assert_eq!((boot(0.95).low, boot(0.95).high), (1.08, 1.31));
+        assert_eq!((boot(0.9917).low, boot(0.9917).high), (1.08, 1.31));
+    }
+
+    /// A 2× effect is answerable from the 3 rounds of `study --quick` (the perfect-SMT
+    /// guest gave a compute interval of 1.64–2.68 and was held back as "only 3 runs").
+    #[test]
+    fn a_two_fold_yield_from_three_rounds_is_a_gain() {
+        let c = Comparison::of_paired_ratios(&[1.61, 1.90, 2.02], Thresholds::YIELD, 0.95).unwrap();
+        assert_eq!(c.effect, Effect::Gain, "{c}");
+        assert!(c.low > 1.2, "{c}");
+        // A small effect from 3 noisy rounds stays inconclusive.
+        let c = Comparison::of_paired_ratios(&[0.98, 1.09, 1.12], Thresholds::YIELD, 0.95).unwrap();
+        assert_eq!(c.effect, Effect::Inconclusive, "{c}");
+    }
+
+    #[test]
+    fn student_t_quantiles_match_the_tables() {
+        // Abramowitz & Stegun table 26.10 / any statistics table.
+        for (p, df, want) in [
+            (0.975, 1.0, 12.706_204_736),
+            (0.975, 2.0, 4.302_652_730),
+            (0.975, 4.0, 2.776_445_105),
+            (0.975, 7.0, 2.364_624_252),
+            (0.975, 19.0, 2.093_024_054),
+            (0.995, 10.0, 3.169_272_673),
+            (0.95, 3.0, 2.353_363_435),
+            (0.975, 1000.0, 1.962_339_081),
+            (0.975, 1e7, 1.959_964_3),
+        ] {
+            let got = student_t_quantile(p, df);
+            assert!(
+                (got - want).abs() < 1e-6 * want,
+                "t({p}, {df}) = {got}, want {want}"
+            );
+            assert!((student_t_quantile(1.0 - p, df) + want).abs() < 1e-6 * want);
+            assert!(
+                (student_t_cdf(want, df) - p).abs() < 1e-7,
+                "cdf at t({p}, {df})"
+            );
+        }
+        assert_eq!(student_t_quantile(0.5, 3.0), 0.0);
+        assert!(student_t_quantile(1.0, 3.0).is_nan() && student_t_quantile(0.9, 0.0).is_nan());
+    }
+
+    #[test]
+    fn order_statistic_intervals_say_their_true_level() {
+        // 3 values: the range, at 1 − 2·(1/8) = 75 %.
+        let (lo, hi, level) = order_statistic_interval(&[0.3, 0.0, 0.1], 0.95);
+        assert_eq!((lo, hi), (0.0, 0.3));
+        assert!((level - 0.75).abs() < 1e-12);
+        // 8 values at 95 %: [x(2), x(7)] covers 1 − 2·9/256 = 92.97 % < 95 %, so [x(1), x(8)]
+        // at 1 − 2/256 = 99.22 %.
+        let xs: Vec<f64> = (1..=8).map(f64::from).collect();
+        let (lo, hi, level) = order_statistic_interval(&xs, 0.95);
+        assert_eq!((lo, hi), (1.0, 8.0));
+        assert!((level - (1.0 - 2.0 / 256.0)).abs() < 1e-12);
+        // 20 values at 95 %: [x(6), x(15)] covers 95.86 %.
+        let xs: Vec<f64> = (1..=20).map(f64::from).collect();
+        let (lo, hi, level) = order_statistic_interval(&xs, 0.95);
+        assert_eq!((lo, hi), (6.0, 15.0));
+        assert!((level - 0.958_610_5).abs() < 1e-6, "{level}");
+        // A starved thread (ratio 0) takes this interval, labelled at its level, and 3 runs
+        // cannot reach 95 %: inconclusive, whatever the values.
+        let c = Comparison::of_paired_ratios(&[0.0, 0.05, 0.1], T, 0.95).unwrap();
+        assert_eq!(c.method, IntervalMethod::OrderStatistic);
+        assert_eq!(c.interval_label(), "75 % CI");
+        assert_eq!(c.effect, Effect::Inconclusive);
+        let six = [0.0, 0.05, 0.1, 0.1, 0.2, 0.3];
+        let c = Comparison::of_paired_ratios(&six, T, 0.95).unwrap();
+        assert_eq!(c.interval_label(), "96.9 % CI");
+        assert_eq!(c.effect, Effect::Loss);
+    }
+
+    /// Draws `n` paired ratios around `truth` under one noise model.
+    fn draw(rng: &mut SplitMix64, noise: Noise, truth: f64, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|_| match noise {
+                // Additive normal noise on the ratio itself, 8 % of it.
+                Noise::Normal => truth * (1.0 + 0.08 * normal(rng)),
+                // Multiplicative: log-normal with σ = 0.08.
+                Noise::LogNormal => truth * (0.08 * normal(rng)).exp(),
+                // Heavy tails: Student-t with 3 degrees of freedom on the log scale.
+                Noise::HeavyTailed => {
+                    let chi2: f64 = (0..3).map(|_| normal(rng).powi(2)).sum();
+                    truth * (0.05 * normal(rng) / (chi2 / 3.0).sqrt()).exp()
+                }
+            })
+            .collect()
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum Noise {
+        Normal,
+        LogNormal,
+        HeavyTailed,
+    }
+
+    /// A standard normal deviate (Box–Muller).
+    fn normal(rng: &mut SplitMix64) -> f64 {
+        let u = 1.0 - rng.next_f64();
+        let v = rng.next_f64();
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+
+    /// The interval's stated confidence is its real coverage: for n = 3, 5, 8, 20 and
+    /// normal, log-normal and heavy-tailed noise, 10,000 samples each, the Student-t
+    /// interval covers the true ratio within ±2 points of the level, at 95 % and at the
+    /// Bonferroni level for the lowest of 6 (99.17 %). Prints the table
+    /// (`cargo test --lib coverage -- --nocapture`).
+    #[test]
+    fn intervals_cover_the_true_ratio_at_their_stated_level() {
+        let truth = 1.3;
+        let mut rng = SplitMix64::new(2026);
+        let mut table =
+            vec!["method      level   noise         n=3    n=5    n=8    n=20".to_string()];
+        let mut off = Vec::new();
+        for level in [0.95, 1.0 - 0.05 / 6.0] {
+            for noise in [Noise::Normal, Noise::LogNormal, Noise::HeavyTailed] {
+                let mut row = format!(
+                    "student-t   {:<6}  {:<12}",
+                    level_text(level),
+                    format!("{noise:?}")
+                );
+                for n in [3, 5, 8, 20] {
+                    let hits = (0..10_000)
+                        .filter(|_| {
+                            let c = Comparison::of_paired_ratios(
+                                &draw(&mut rng, noise, truth, n),
+                                Thresholds::YIELD,
+                                level,
+                            )
+                            .unwrap();
+                            c.low <= truth && truth <= c.high
+                        })
+                        .count();
+                    let cov = hits as f64 / 10_000.0;
+                    row.push_str(&format!("  {:5.1}", cov * 100.0));
+                    if (cov - level).abs() > 0.02 {
+                        off.push(format!("{noise:?} n={n} at {level}: {cov}"));
+                    }
+                }
+                table.push(row);
+            }
+        }
+        println!(
+            "{}",
+            table.join(
+                "
+"
+            )
+        );
+        assert!(
+            off.is_empty(),
+            "coverage off by more than 2 points: {off:?}"
+        );
+    }
+
+    /// The same table for the percentile bootstrap the comparisons used before (1,000
+    /// samples of each, 1,000 resamples): its stated 95 % is not its coverage at small n.
+    /// Ignored: it takes a minute; run with `--ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn bootstrap_coverage_table() {
+        let truth = 1.3;
+        let mut rng = SplitMix64::new(2026);
+        for noise in [Noise::Normal, Noise::LogNormal, Noise::HeavyTailed] {
+            let mut row = format!("bootstrap   95      {:<12}", format!("{noise:?}"));
+            for n in [3, 5, 8, 20] {
+                let hits = (0..1_000)
+                    .filter(|k| {
+                        let ci = bootstrap_median(&draw(&mut rng, noise, truth, n), 0.95, 1000, *k)
+                            .unwrap();
+                        ci.low <= truth && truth <= ci.high
+                    })
+                    .count();
+                row.push_str(&format!("  {:5.1}", hits as f64 / 10.0));
+            }
+            println!("{row}");
+        }
     }
 
     fn thresholds() -> impl Strategy<Value = Thresholds> {
@@ -934,6 +1411,7 @@ mod three_way_tests {
             let e = classify(low, high, t);
             match e {
                 Effect::Loss => prop_assert!(high < t.loss_below),
+                Effect::SmallLoss => prop_assert!(high < 1.0 - t.noise && low >= t.effective_loss_below()),
                 Effect::Gain => prop_assert!(low > 1.0 + t.noise),
                 Effect::NoEffect => prop_assert!(low >= 1.0 - t.noise && high <= 1.0 + t.noise),
                 Effect::Inconclusive => {}
@@ -949,16 +1427,19 @@ mod three_way_tests {
         }
 
         #[test]
-        fn fewer_than_five_runs_are_indicative(
-            xs in prop::collection::vec(0.5f64..2.0, 1..12), seed in any::<u64>(),
+        fn fewer_than_three_runs_are_indicative(
+            xs in prop::collection::vec(0.0f64..2.0, 1..12), level in 0.5f64..0.999,
         ) {
-            let c = Comparison::of_paired_ratios(&xs, Thresholds::YIELD, 0.95, 100, seed).unwrap();
+            let c = Comparison::of_paired_ratios(&xs, Thresholds::YIELD, level).unwrap();
             prop_assert_eq!(c.indicative, xs.len() < MIN_RUNS_FOR_CI);
             prop_assert_eq!(c.n, xs.len());
-            prop_assert!(c.low <= c.estimate + 1e-12 && c.estimate <= c.high + 1e-12);
-            if xs.len() < 2 {
+            prop_assert!(c.low <= c.estimate * (1.0 + 1e-12) && c.estimate <= c.high * (1.0 + 1e-12));
+            if xs.len() < MIN_RUNS_FOR_CI {
                 prop_assert_eq!(c.effect, Effect::Inconclusive);
             }
+            // A higher level never narrows the interval.
+            let wider = Comparison::of_paired_ratios(&xs, Thresholds::YIELD, (level + 1.0) / 2.0).unwrap();
+            prop_assert!(wider.low <= c.low * (1.0 + 1e-12) && wider.high >= c.high * (1.0 - 1e-12));
         }
     }
 }

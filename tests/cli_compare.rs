@@ -369,11 +369,22 @@ fn json_records_placements_runs_and_the_tree_usage() {
         ["faster", "slower", "no-difference", "inconclusive"]
             .contains(&c["call"].as_str().unwrap())
     );
-    assert_eq!(c["indicative"], true, "3 runs");
-    assert!(
-        c["ratio_of_medians"]["low"].as_f64().unwrap()
-            <= c["ratio_of_medians"]["high"].as_f64().unwrap()
-    );
+    // Paired by round: the three rounds, one speed ratio each, their median's interval.
+    assert_eq!(c["rounds"], serde_json::json!([1, 2, 3]));
+    assert_eq!(c["speedups"].as_array().unwrap().len(), 3);
+    assert_eq!(c["speedup"]["n"], 3);
+    assert!(c["speedup"]["low"].as_f64().unwrap() <= c["speedup"]["high"].as_f64().unwrap());
+    // The order was counterbalanced (A B, B A, B A) and each run says where it ran.
+    let positions = |p: &serde_json::Value| -> Vec<u64> {
+        p["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["position"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(positions(&ps[0]), [1, 2, 2]);
+    assert_eq!(positions(&ps[1]), [2, 1, 1]);
 }
 
 #[test]
@@ -1050,6 +1061,30 @@ fn assert_no_cluster_of(pid: u32, postmaster: Option<i32>) {
 }
 
 #[test]
+fn pgbench_with_a_time_limit_is_compared_by_tps_without_metric() {
+    if !have_postgres() {
+        return;
+    }
+    let (all, first) = cpus();
+    let out = smtlab()
+        .args(["compare", "--with-postgres", "--cpus", &first.to_string()])
+        .args(["--cpus", &all.to_string(), "--runs", "1", "--warmup", "0"])
+        .args(["--prepare", "pgbench -i -s 1 -q"])
+        .args(["--", "pgbench", "-n", "-T", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Not wall time, which `-T 1` fixes at a second: the tps, and a note saying why.
+    assert!(text.contains("compared by tps (pgbench"), "{text}");
+    assert!(
+        text.contains("note: `pgbench` runs for a fixed time (`-T 1`)")
+            && text.contains("chosen because no `--metric` was given"),
+        "{text}"
+    );
+}
+
+#[test]
 fn with_postgres_runs_pgbench_and_removes_the_cluster() {
     if !have_postgres() {
         return;
@@ -1224,6 +1259,33 @@ fn sysbench_metric_reads_events_per_second() {
     assert!(out.status.success(), "{}", stderr_of(&out));
     let j = json_of(&out);
     assert_eq!(j["metric"]["unit"], "events/s");
+    assert!(j["placements"][0]["metric"]["median"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn sysbench_with_a_time_limit_is_compared_by_its_own_metric_without_metric() {
+    if std::process::Command::new("sysbench")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(!ci(), "CI must have sysbench");
+        eprintln!("skipped: sysbench is not installed (apt-get install sysbench)");
+        return;
+    }
+    let (_, first) = cpus();
+    let out = smtlab()
+        .args(["compare", "--cpus", &first.to_string(), "--runs", "1"])
+        .args(["--warmup", "0", "--json", "--"])
+        .args(["sysbench", "cpu", "--threads=1", "--time=1", "run"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let j = json_of(&out);
+    // `--time=1` runs for a second whatever it gets done: its events/s are compared.
+    assert_eq!(j["metric"]["source"], "sysbench");
+    assert_eq!(j["fixed_duration"]["found_by"], "arguments");
+    assert_eq!(j["fixed_duration"]["metric_chosen"], "sysbench");
     assert!(j["placements"][0]["metric"]["median"].as_f64().unwrap() > 0.0);
 }
 

@@ -403,3 +403,28 @@ fn a_closed_terminal_midway_still_undoes_the_change() {
     assert_eq!([1, 2, 3].map(|c| online(t.path(), c)), ["1", "1", "1"]);
     assert!(!journal(t.path()).exists());
 }
+
+/// AMD family 15h (Opteron 6276): the kernel lists each CMT module's two integer cores as
+/// thread siblings, so `smt off` planned to take 32 of the 64 cores offline as "SMT off".
+/// There is no SMT to switch: refused (exit 3) with the reason, and nothing is planned.
+#[test]
+fn smt_off_on_bulldozer_cmt_modules_is_refused_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(root) = crate::common::cmt_dump(tmp.path()) else {
+        return;
+    };
+    let out = smtlab(&root, &["smt", "off", "--dry-run"])
+        .assert()
+        .code(3)
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stdout.contains("echo 0"), "{stdout}");
+    assert!(stderr.contains("CMT module"), "{stderr}");
+    assert!(stderr.contains("integer cores"), "{stderr}");
+    assert!(!journal(&root).exists());
+    // `status` names them too.
+    let s = crate::common::stdout_of(&mut smtlab(&root, &["smt", "status"]));
+    assert!(s.contains("CMT module"), "{s}");
+}

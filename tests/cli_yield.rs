@@ -319,6 +319,22 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
     assert_eq!(rep.workloads.len(), 4);
     for w in &rep.workloads {
         assert_eq!(w.runs.len(), 9, "{}", w.workload);
+        // Counterbalanced, each run recording where it ran: round 1 runs one-per-core,
+        // all, pairs; round 2 the other way round; round 3 all, pairs, one-per-core.
+        let pos = |round: usize, l: Layout| {
+            w.runs
+                .iter()
+                .find(|r| r.round == round && r.layout == l)
+                .unwrap()
+                .position
+        };
+        let order = |round| [Layout::OnePerCore, Layout::All, Layout::Pairs].map(|l| pos(round, l));
+        assert_eq!(
+            [order(0), order(1), order(2)],
+            [[1, 2, 3], [3, 2, 1], [3, 1, 2]],
+            "{}",
+            w.workload
+        );
         for r in &w.runs {
             assert!(r.observed_cpus.is_subset(&r.cpus) && r.pinning_ok);
         }
@@ -328,7 +344,8 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
         assert!((y.comparison.estimate - 2.0).abs() < 0.1, "{y:?}");
         assert_eq!(y.comparison.effect, Effect::Gain);
         assert_eq!(y.comparison.n, 3);
-        assert!(y.comparison.indicative);
+        // 3 rounds give a Student-t interval, not an indicative one.
+        assert!(!y.comparison.indicative);
         assert_eq!(y.rounds, [0, 1, 2]);
         let s = w.shared_core_speed.as_ref().expect("a shared-core speed");
         assert!((s.comparison.estimate - 1.0).abs() < 0.05, "{s:?}");
@@ -339,7 +356,8 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
     for s in [
         "SMT yield on the same 2 cores within package 0",
         "SYNTHETIC",
-        "indicative (n = 3)",
+        "95 % CI",
+        "Student-t intervals of the per-round log ratios",
         "gain",
         "WORKLOAD",
         "hot-page/ttas",
@@ -349,10 +367,9 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
         assert!(text.contains(s), "missing `{s}`:\n{text}");
     }
     assert!(
-        !text
-            .lines()
+        text.lines()
             .any(|l| l.starts_with("prime") && l.contains("95 % CI")),
-        "3 rounds are not a CI:\n{text}"
+        "3 rounds give a Student-t interval:\n{text}"
     );
     let json = serde_json::to_value(&rep).unwrap();
     assert_eq!(
@@ -469,4 +486,103 @@ fn postgres_inserts_run_in_every_layout_with_the_rows_checked() {
         assert!(r.ops_per_sec > 0.0 && r.latency_p99_ns.is_some(), "{r:?}");
     }
     assert!(w.smt_yield.is_some());
+}
+
+/// AMD family 15h (Opteron 6276): the thread siblings the kernel lists are CMT modules,
+/// two integer cores each, not SMT threads: `yield` refuses (exit 3) and says so, instead
+/// of measuring an "SMT yield" of a CPU without SMT.
+#[test]
+fn yield_on_bulldozer_cmt_modules_is_refused_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(root) = common::cmt_dump(tmp.path()) else {
+        return;
+    };
+    smtlab()
+        .args(["yield", "--dry-run", "--sysfs-root"])
+        .arg(&root)
+        .assert()
+        .code(3)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("CMT module"))
+        .stderr(predicate::str::contains("nothing was run"));
+}
+
+/// The fake engine's yield report of `prime` on a 2 × 2 tree, for the wording tests.
+fn fake_prime_report() -> smt_yield::YieldReport {
+    let tmp = tempfile::tempdir().unwrap();
+    tree(tmp.path(), 2, 2, "on");
+    let topo = smtlab::topology::discover(tmp.path()).unwrap();
+    let cfg = Config {
+        subjects: Subject::parse_list("prime").unwrap(),
+        repeat: 3,
+        spec: smtlab::engine::RunSpec::new(
+            std::time::Duration::from_millis(10),
+            std::time::Duration::from_millis(100),
+        ),
+        ..Config::new()
+    };
+    let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
+    smt_yield::run_planned(&FakeEngine::new(3), &topo, &cfg, &planned, &mut |_| {}).unwrap()
+}
+
+/// One core of four threads: `pairs` (two threads on each of N/2 cores) needs two cores,
+/// and it would not be `all` (four threads) anyway.
+#[test]
+fn yield_one_core_smt4_note_does_not_say_pairs_would_be_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    tree(tmp.path(), 2, 4, "on");
+    let topo = smtlab::topology::discover(tmp.path()).unwrap();
+    let cfg = Config {
+        cores: Some(1),
+        ..Config::new()
+    };
+    let p = smt_yield::plan(&topo, &cfg, None).unwrap().plan;
+    let notes = p.notes.join("\n");
+    assert!(!notes.contains("would be the `all` layout"), "{notes}");
+    assert!(notes.contains("`pairs` not run"), "{notes}");
+    assert!(notes.contains("two cores"), "{notes}");
+    // With two threads per core one core's `pairs` would indeed be `all`.
+    let tmp = tempfile::tempdir().unwrap();
+    tree(tmp.path(), 2, 2, "on");
+    let topo = smtlab::topology::discover(tmp.path()).unwrap();
+    let p = smt_yield::plan(&topo, &cfg, None).unwrap().plan;
+    assert!(
+        p.notes.iter().any(|n| n.contains("`all` layout")),
+        "{:?}",
+        p.notes
+    );
+}
+
+/// The split into IPC × cycles says how much IPC changed, not why: the note must not name
+/// shared execution units or caches as the cause, which no counter here measured.
+#[test]
+fn yield_ipc_note_names_no_unmeasured_in_core_cause() {
+    let mut rep = fake_prime_report();
+    rep.synthetic = false;
+    rep.workloads[0].yield_split = Some(smt_yield::model::YieldSplit {
+        ipc_one_per_core: 1.6,
+        ipc_all: 1.0,
+        ipc_ratio: 0.625,
+        cycles_per_sec_ratio: 2.0,
+        instructions_per_op_ratio: 1.0,
+        rounds: 3,
+    });
+    let text = smtlab::commands::smt_yield::human(&rep);
+    assert!(text.contains("IPC ×"), "{text}");
+    assert!(!text.contains("shared execution units"), "{text}");
+    assert!(text.contains("not measured"), "{text}");
+}
+
+/// `int` does an operation in well under a nanosecond per thread: "mean 0 ns" is false.
+#[test]
+fn yield_int_sub_nanosecond_mean_is_not_0_ns() {
+    let mut rep = fake_prime_report();
+    for l in &mut rep.workloads[0].layouts {
+        l.latency_p50_ns = None;
+        l.latency_p99_ns = None;
+        l.time_per_op_ns = Some(0.31);
+    }
+    let text = smtlab::commands::smt_yield::human(&rep);
+    assert!(!text.contains("mean 0 ns"), "{text}");
+    assert!(text.contains("mean 0.31 ns"), "{text}");
 }

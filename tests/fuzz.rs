@@ -1770,6 +1770,7 @@ fn journal_machine() -> smtlab::smt::state::SmtState {
         ],
         cmdline_nosmt: Vec::new(),
         vulnerabilities: Vec::new(),
+        cmt_modules: false,
     }
 }
 

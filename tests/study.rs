@@ -203,9 +203,52 @@ fn an_smt_machine_gets_sibling_findings() {
     assert!(!md.contains("SMT yield:"), "{md}");
     // The answer table comes first, one row per workload class.
     let v = &r.verdict;
-    assert_eq!(v.answers.len(), 6, "{:?}", v.answers);
+    assert_eq!(v.answers.len(), 7, "{:?}", v.answers);
     assert!(md.find("| workload class |").unwrap() < md.find("## Machine").unwrap());
     insta::assert_snapshot!("fake_smt_summary_md", md);
+}
+
+/// An AMD family 15h machine: the kernel's thread siblings are CMT modules (two integer
+/// cores sharing a front end, FPU and L2), not Hyper-Threading. The study must not answer
+/// "keep HT on / turn HT off" there: every answer row is not measured, and the reason names
+/// the modules.
+#[test]
+fn a_cmt_machine_answers_no_ht_question_and_names_the_modules() {
+    let mut topo = smtlab::topology::fixture::topology(4, 2, false);
+    topo.machine.vendor = Some("AuthenticAMD".into());
+    topo.machine.family = Some(0x15);
+    let engine = FakeEngine::new(7)
+        .with_topology(&topo)
+        .with_rate_for("oltp ", 30_000.0);
+    let r = study::run(
+        &engine,
+        &topo,
+        machine(&topo),
+        provenance(),
+        &config(),
+        &NoProgress,
+    )
+    .unwrap();
+    assert!(r.smt.sentence.contains("CMT module"), "{}", r.smt.sentence);
+    let v = &r.verdict;
+    for a in &v.answers {
+        assert_eq!(a.answer, report::HtAnswer::NotMeasured, "{a:?}");
+        // Rows with a reason of their own first (no command given, SQLite's one writer)
+        // say that instead.
+        if !matches!(
+            a.class,
+            report::WorkloadClass::Command | report::WorkloadClass::Inserts
+        ) {
+            assert!(a.reason.contains("CMT module"), "{a:?}");
+        }
+    }
+    assert!(v.headline.contains("no SMT siblings"), "{}", v.headline);
+    let y = r
+        .phases
+        .iter()
+        .find(|p| p.phase == PhaseName::Yield)
+        .unwrap();
+    assert_eq!(y.status, PhaseStatus::Skipped, "{y:?}");
 }
 
 /// A study with the user's command: `smtlab study --quick [OPTIONS] -- my-app --bench`.
@@ -441,8 +484,9 @@ fn a_command_that_fails_mid_phase_keeps_its_runs_and_the_row_its_complete_rounds
         ];
         c.metric = Some(MetricSpec::Pgbench);
         c.runs = Some(8);
-        // Runs 1-2 warm up, 3-12 are rounds 1-5, 13 is `one-per-core` in round 6, and
-        // `all` fails after it.
+        // Runs 1-2 warm up, 3-12 are rounds 1-5, and round 6 runs `all` first
+        // (counterbalanced: A B, B A, B A, A B, A B, B A): 13 is `all`, and
+        // `one-per-core` fails after it.
         c.fake.fail_on_run = Some(14);
     });
     let r = fake_report_with(4, 2, &cfg, &NoProgress);
@@ -456,7 +500,7 @@ fn a_command_that_fails_mid_phase_keeps_its_runs_and_the_row_its_complete_rounds
     let why = p.reason.as_deref().unwrap();
     assert!(
         why.starts_with(
-            "after 11 runs (5 complete rounds; kept): `my-app --bench` failed on all (round 6)"
+            "after 11 runs (5 complete rounds; kept): `my-app --bench` failed on one-per-core (round 6)"
         ),
         "{why}"
     );
@@ -469,8 +513,8 @@ fn a_command_that_fails_mid_phase_keeps_its_runs_and_the_row_its_complete_rounds
     );
     let c = r.compare.as_ref().expect("the finished runs are kept");
     let runs: Vec<usize> = c.result.placements.iter().map(|p| p.runs.len()).collect();
-    assert_eq!(runs, [6, 5]);
-    assert_eq!(c.medians.iter().map(|m| m.n).collect::<Vec<_>>(), [6, 5]);
+    assert_eq!(runs, [5, 6]);
+    assert_eq!(c.medians.iter().map(|m| m.n).collect::<Vec<_>>(), [5, 6]);
     // The row pairs the 5 rounds both placements finished, and still answers.
     let a = command_row(&r);
     let e = a.evidence.as_ref().unwrap();

@@ -48,19 +48,14 @@ struct Exception {
 
 const EXCEPTIONS: &[Exception] = &[
     Exception {
-        dump: "64amd64-4s2n4ca2co",
+        dump: "vmware_fpe",
         field: "cores",
-        why: "AMD family 21 (Bulldozer) CMT modules: the kernel lists both cores of a module \
-              as thread_siblings. hwloc 2.9 splits them into one Core per PU only when the \
-              dump names its architecture (the is_amd_with_CU quirk), and keeps them paired on \
-              util-linux/vmware_fpe, the same CPU family; we follow thread_siblings everywhere \
-              and label the pairs as CMT modules",
-        check: cmt_modules,
-    },
-    Exception {
-        dump: "64amd64-4p2n4ca2co",
-        field: "cores",
-        why: "AMD family 21 CMT modules, as 64amd64-4s2n4ca2co",
+        why: "AMD family 21 (Opteron 6328) CMT modules: the kernel lists both integer cores of \
+              a module as thread_siblings. hwloc 2.9 splits them into one Core per PU when the \
+              dump names its architecture (the is_amd_with_CU quirk: it does so on \
+              64amd64-4s2n4ca2co and 64amd64-4p2n4ca2co, which we match) but keeps them \
+              paired here; we count every CPU of a family 15h module as a core everywhere \
+              and name the pairs as CMT modules",
         check: cmt_modules,
     },
     Exception {
@@ -166,31 +161,35 @@ const EXCEPTIONS: &[Exception] = &[
     },
 ];
 
-/// Bulldozer modules: each of our cores is two of hwloc's one-PU cores with distinct
-/// `core_id`s, on an AMD family 21/22 CPU.
+/// Bulldozer modules: each of hwloc's cores is one of our CMT modules, two CPUs with
+/// distinct `core_id`s on an AMD family 21 CPU, and each of its CPUs is one of our cores.
 fn cmt_modules(c: &Case) -> Result<(), String> {
     let m = &c.topo.machine;
-    if m.vendor.as_deref() != Some("AuthenticAMD") || !matches!(m.family, Some(21 | 22)) {
-        return Err(format!(
-            "not AMD family 21/22: {:?} {:?}",
-            m.vendor, m.family
-        ));
+    if m.vendor.as_deref() != Some("AuthenticAMD") || m.family != Some(21) {
+        return Err(format!("not AMD family 21: {:?} {:?}", m.vendor, m.family));
     }
-    let theirs: Vec<CpuSet> = sets(&c.oracle["cores"]);
-    for core in &c.ours.cores {
-        let ids: Vec<Option<u32>> = core
+    let theirs: Vec<CpuSet> = sorted(sets(&c.oracle["cores"]));
+    let modules = sorted(c.topo.cmt_modules());
+    if modules != theirs {
+        return Err(format!("CMT modules {modules:?}, hwloc's cores {theirs:?}"));
+    }
+    for module in &modules {
+        let ids: Vec<Option<u32>> = module
             .iter()
             .map(|x| c.topo.cpu(x).and_then(|x| x.core_id))
             .collect();
         let distinct = ids.iter().collect::<std::collections::BTreeSet<_>>().len();
-        if core.len() != 2 || distinct != 2 || !core.iter().all(|x| theirs.contains(&one(x))) {
+        if module.len() != 2 || distinct != 2 {
             return Err(format!(
-                "core {core} is not a 2-core CMT module (core ids {ids:?})"
+                "module {module} is not two cores (core ids {ids:?})"
             ));
         }
     }
+    if c.ours.cores.iter().any(|core| core.len() != 1) {
+        return Err(format!("cores {:?} are not single CPUs", c.ours.cores));
+    }
     let line = smtlab::topology::render::smt_summary(&c.topo).sentence;
-    if !line.contains("CMT") {
+    if !line.contains("CMT modules") || !line.starts_with("no SMT") {
         return Err(format!("the SMT line does not name CMT modules: {line}"));
     }
     Ok(())

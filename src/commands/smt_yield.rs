@@ -240,10 +240,16 @@ fn split_text(r: &YieldReport) -> String {
         table.push(row);
     }
     o.push_str(&table.text());
-    o.push_str(
-        "IPC below 1× is what the siblings cost each other (shared execution units and \
-         caches); cycles/s is the CPU time they add (2× with two busy threads per core).\n",
-    );
+    // Cycles and instructions give how much IPC changed, not which shared resource made
+    // it change: no per-resource event was counted, so none is named.
+    let k = r.plan.threads_per_core.max(2);
+    o.push_str(&format!(
+        "IPC × below 1× is how much fewer instructions per cycle the threads retired with \
+         their siblings busy; which shared resource caused it was not measured (these \
+         counters do not tell execution ports, caches, memory or the front end apart). \
+         Cycles/s × is the CPU time the extra threads add (up to {k}× with {k} busy threads \
+         per core).\n"
+    ));
     o
 }
 
@@ -259,7 +265,7 @@ pub fn human(r: &YieldReport) -> String {
         .map(|l| format!("{} {}", l.layout, render::count(l.threads, "thread")))
         .collect();
     o.push_str(&format!(
-        "SMT yield on the same {}{}\n{}; {} of {} after {} warm-up, interleaved{}\n",
+        "SMT yield on the same {}{}\n{}; {} of {} after {} warm-up, interleaved, layout order counterbalanced{}\n",
         render::count(p.cores, "core"),
         p.scope
             .as_ref()
@@ -340,10 +346,10 @@ pub fn human(r: &YieldReport) -> String {
         .min();
     if let Some(n) = n {
         o.push_str(&format!(
-            "\nIntervals: bootstrap of the per-round ratios{}\n",
+            "\nIntervals: Student-t intervals of the per-round log ratios (the ratio shown is their geometric mean){}\n",
             if n < crate::stats::MIN_RUNS_FOR_CI {
                 format!(
-                    "; with {} they are indicative, not 95 % CIs (--repeat {} or more for those)",
+                    "; with {} there is no interval and nothing is called (--repeat {} or more)",
                     render::count(n, "round"),
                     crate::stats::MIN_RUNS_FOR_CI
                 )

@@ -114,8 +114,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
         };
         let after = sample::read_stat(&cfg.root)?;
         let elapsed = t0.elapsed();
+        // CMT modules are two cores each, not SMT siblings: every CPU is a core.
+        let cores = st.smt_cores();
         let s = model::build(Inputs {
-            cores: &st.cores,
+            cores: &cores,
             before: &before,
             after: &after,
             interval_ns: elapsed.as_nanos() as u64,

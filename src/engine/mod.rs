@@ -43,7 +43,7 @@ pub mod threadstats;
 pub use fake::FakeEngine;
 pub use pingpong::{PingPongSpec, ping_pong};
 pub use real::{RealEngine, current_nice, nice_offset_for, run, run_observed};
-pub use repeat::{Order, Trial, interleave, repeat, schedule};
+pub use repeat::{Order, Trial, counterbalanced, interleave, repeat, schedule};
 pub use result::{IntervalSample, PinningViolation, RunResult, RunSpec, ThreadResult};
 
 use crate::placement::Plan;

@@ -16,6 +16,25 @@ pub enum Order {
     RoundRobin,
     /// Each round a fresh permutation from this seed (print it with the results).
     Shuffled(u64),
+    /// [`counterbalanced`]: A B C, C B A, B C A, A C B, …
+    Counterbalanced,
+}
+
+/// The order of `configs` configurations in round `round` (from 0), counterbalanced: the
+/// rounds go in mirrored pairs (A B C then C B A), the first of each pair rotated one step
+/// further than the last (B C A, A C B, then C A B, B A C). Within each such pair of rounds
+/// every two configurations run once in each order and every configuration's positions
+/// add up to the same, so a drift that grows steadily through the rounds (warming up,
+/// throttling, a cache filling) weighs on each alike — the ABBA design of crossover
+/// trials; over 2 × `configs` rounds each configuration also runs first equally often.
+/// Always running A before B instead hands A the cooler start of every round.
+pub fn counterbalanced(configs: usize, round: usize) -> Vec<usize> {
+    let shift = (round / 2) % configs.max(1);
+    let mut order: Vec<usize> = (0..configs).map(|i| (i + shift) % configs).collect();
+    if round % 2 == 1 {
+        order.reverse();
+    }
+    order
 }
 
 /// One configuration to compare: a label, a plan and a workload.
@@ -32,10 +51,13 @@ pub fn schedule(configs: usize, repeat: usize, order: Order) -> Vec<usize> {
     let mut out = Vec::with_capacity(configs * repeat);
     let mut rng = match order {
         Order::Shuffled(seed) => Some(SplitMix64::new(seed)),
-        Order::RoundRobin => None,
+        Order::RoundRobin | Order::Counterbalanced => None,
     };
-    for _ in 0..repeat {
-        let mut round: Vec<usize> = (0..configs).collect();
+    for k in 0..repeat {
+        let mut round: Vec<usize> = match order {
+            Order::Counterbalanced => counterbalanced(configs, k),
+            _ => (0..configs).collect(),
+        };
         if let Some(rng) = rng.as_mut() {
             rng.shuffle(&mut round);
         }
@@ -106,6 +128,48 @@ mod tests {
     fn round_robin_alternates() {
         assert_eq!(schedule(2, 3, Order::RoundRobin), [0, 1, 0, 1, 0, 1]);
         assert!(schedule(3, 0, Order::RoundRobin).is_empty());
+    }
+
+    #[test]
+    fn counterbalanced_rounds_mirror_in_pairs_and_rotate() {
+        // Two configurations: A B, B A, B A, A B — ABBA.
+        assert_eq!(
+            schedule(2, 4, Order::Counterbalanced),
+            [0, 1, 1, 0, 1, 0, 0, 1]
+        );
+        let rounds: Vec<Vec<usize>> = (0..6).map(|k| counterbalanced(3, k)).collect();
+        assert_eq!(
+            rounds,
+            [
+                [0, 1, 2],
+                [2, 1, 0],
+                [1, 2, 0],
+                [0, 2, 1],
+                [2, 0, 1],
+                [1, 0, 2]
+            ]
+        );
+        for k in [3, 4, 5] {
+            let pos = |round: &[usize], c: usize| round.iter().position(|&x| x == c).unwrap();
+            for pair in (0..2 * k).collect::<Vec<_>>().chunks(2) {
+                let (a, b) = (counterbalanced(k, pair[0]), counterbalanced(k, pair[1]));
+                // Each round a permutation; in each mirrored pair every configuration's
+                // positions add up to k − 1 and every two run in both orders.
+                let mut s = a.clone();
+                s.sort();
+                assert_eq!(s, (0..k).collect::<Vec<_>>());
+                for c in 0..k {
+                    assert_eq!(pos(&a, c) + pos(&b, c), k - 1);
+                }
+            }
+            // Over 2k rounds each runs first twice.
+            let firsts: Vec<usize> = (0..2 * k).map(|r| counterbalanced(k, r)[0]).collect();
+            for c in 0..k {
+                assert_eq!(firsts.iter().filter(|&&f| f == c).count(), 2, "{firsts:?}");
+            }
+        }
+        assert_eq!(counterbalanced(1, 3), [0]);
+        assert!(counterbalanced(0, 1).is_empty());
     }
 
     #[test]

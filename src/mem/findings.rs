@@ -2,9 +2,11 @@
 //! numbers it rests on; a rule whose inputs were not available stays silent.
 //!
 //! Sources for what the settings do: Documentation/mm/overcommit-accounting.rst,
-//! Documentation/admin-guide/mm/transhuge.rst, Documentation/admin-guide/mm/hugetlbpage.rst,
-//! Documentation/admin-guide/sysctl/vm.rst, Documentation/admin-guide/cgroup-v2.rst and
-//! proc(5) for `oom_score` and `oom_score_adj`.
+//! Documentation/filesystems/proc.rst (CommitLimit), mm/util.c (`__vm_enough_memory`, what
+//! each mode checks), Documentation/admin-guide/mm/transhuge.rst,
+//! Documentation/admin-guide/mm/hugetlbpage.rst, Documentation/admin-guide/sysctl/vm.rst,
+//! mm/oom_kill.c (`out_of_memory`), Documentation/admin-guide/cgroup-v2.rst, proc(5) for
+//! `oom_score` and `oom_score_adj`, and pid_namespaces(7).
 
 use super::model::*;
 use super::render::{bytes, pct, signed_bytes};
@@ -12,8 +14,10 @@ use super::render::{bytes, pct, signed_bytes};
 /// Strict mode with less than this share of CommitLimit left warns: a few more processes
 /// or a burst of connections fail to allocate.
 pub const LOW_HEADROOM_SHARE: f64 = 0.10;
-/// Strict mode whose CommitLimit is below this share of RAM leaves RAM only the page
-/// cache can use (the default ratio 50 without swap leaves half).
+/// Strict mode whose CommitLimit is below this share of the RAM outside hugetlb pools
+/// leaves RAM only the page cache can use (the default ratio 50 without swap leaves half).
+/// Hugetlb pages are outside commit accounting: CommitLimit = (MemTotal − hugetlb) ×
+/// overcommit_ratio / 100 + swap (Documentation/filesystems/proc.rst, CommitLimit).
 pub const LIMIT_BELOW_RAM_SHARE: f64 = 0.80;
 /// MemAvailable below this share of MemTotal warns.
 pub const LOW_AVAILABLE_SHARE: f64 = 0.10;
@@ -51,17 +55,38 @@ fn overcommit(r: &MemReport, f: &mut Vec<Finding>) {
     let swap = r.swap.total_bytes;
     match o.mode {
         Some(OvercommitMode::Strict) => {
-            if let (Some(limit), Some(head), Some(c)) =
-                (o.commit_limit_bytes, o.headroom_bytes, o.committed_as_bytes)
-                && (head as f64) < limit as f64 * LOW_HEADROOM_SHARE
+            // What an ordinary process can still commit: the headroom less the reserves
+            // (mm/util.c `__vm_enough_memory`), when they were read.
+            let usable = o.unprivileged_headroom_bytes.or(o.headroom_bytes);
+            if let (Some(limit), Some(head), Some(usable), Some(c)) = (
+                o.commit_limit_bytes,
+                o.headroom_bytes,
+                usable,
+                o.committed_as_bytes,
+            ) && (usable as f64) < limit as f64 * LOW_HEADROOM_SHARE
             {
+                let reserves = match (
+                    o.unprivileged_headroom_bytes,
+                    o.admin_reserve_bytes,
+                    o.user_reserve_bytes,
+                ) {
+                    (Some(u), Some(a), Some(r)) => format!(
+                        "; less admin_reserve_kbytes ({}, kept for root) and user_reserve_kbytes \
+                         (up to {}, held back from each process), {} is left to a process that \
+                         is not root",
+                        bytes(a),
+                        bytes(r),
+                        signed_bytes(u)
+                    ),
+                    _ => String::new(),
+                };
                 add(
                     f,
                     "strict-overcommit-low-headroom",
                     Level::Warning,
                     format!(
                         "strict overcommit (vm.overcommit_memory = 2) with {} of the {} CommitLimit \
-                         left ({}); Committed_AS is {}",
+                         left ({}){reserves}; Committed_AS is {}",
                         signed_bytes(head),
                         bytes(limit),
                         pct(head as f64 / limit as f64),
@@ -76,26 +101,56 @@ fn overcommit(r: &MemReport, f: &mut Vec<Finding>) {
                     ),
                 );
             }
+            // Hugetlb pools are taken out of RAM before the ratio applies; their pages are
+            // not committed address space (Documentation/filesystems/proc.rst).
+            let huge = r.hugetlb.total_bytes.unwrap_or(0);
             if let (Some(limit), Some(total)) = (o.commit_limit_bytes, total)
-                && total > 0
-                && (limit as f64) < total as f64 * LIMIT_BELOW_RAM_SHARE
+                && total > huge
+                && (limit as f64) < (total - huge) as f64 * LIMIT_BELOW_RAM_SHARE
             {
+                let base = total - huge;
+                let of_ram = if huge > 0 {
+                    format!(
+                        "{} of the {} of RAM outside hugetlb pools (MemTotal {} − hugetlb {})",
+                        pct(limit as f64 / base as f64),
+                        bytes(base),
+                        bytes(total),
+                        bytes(huge)
+                    )
+                } else {
+                    format!(
+                        "{} of RAM {}",
+                        pct(limit as f64 / total as f64),
+                        bytes(total)
+                    )
+                };
+                let kbytes = o.kbytes_bytes.filter(|&k| k > 0);
+                let set_by = match kbytes {
+                    Some(k) => format!("overcommit_kbytes {}", bytes(k)),
+                    None => format!(
+                        "overcommit_ratio {}",
+                        o.ratio_percent.map_or("?".into(), |p| format!("{p}%"))
+                    ),
+                };
+                let remedy = if kbytes.is_some() {
+                    "raises vm.overcommit_kbytes (which replaces the ratio)"
+                } else {
+                    "raises vm.overcommit_ratio (80–95)"
+                };
                 add(
                     f,
                     "strict-overcommit-limit-below-ram",
                     Level::Warning,
                     format!(
-                        "CommitLimit {} is {} of RAM {} (overcommit_ratio {}, swap {})",
+                        "CommitLimit {} is {of_ram} ({set_by}, swap {})",
                         bytes(limit),
-                        pct(limit as f64 / total as f64),
-                        bytes(total),
-                        o.ratio_percent.map_or("?".into(), |p| format!("{p}%")),
                         swap.map_or("?".into(), bytes)
                     ),
-                    "in strict mode processes together can allocate only CommitLimit; the rest \
-                     of RAM serves the page cache alone. A dedicated database host usually \
-                     raises vm.overcommit_ratio (80–95) so its buffers can use the RAM"
-                        .into(),
+                    format!(
+                        "in strict mode processes together can allocate only CommitLimit; the \
+                         rest of that RAM serves the page cache alone. A dedicated database \
+                         host usually {remedy} so its buffers can use the RAM"
+                    ),
                 );
             }
         }
@@ -203,18 +258,40 @@ fn memory(r: &MemReport, f: &mut Vec<Finding>) {
                 .into(),
         );
     }
+    // Documentation/admin-guide/sysctl/vm.rst, swappiness: the relative IO cost of
+    // swapping against filesystem paging, 0–200; at 100 both are pressed equally. The
+    // reclaim scan weighs anon : file as swappiness : 200 − swappiness (mm/vmscan.c
+    // get_scan_count).
     if let (Some(s), Some(sw)) = (r.swap.total_bytes, r.swap.swappiness)
         && s > 0
         && sw >= 60
     {
+        let sw = sw.min(200);
+        let lean = match sw {
+            100 => {
+                "it swaps anonymous memory (a database's own buffer cache) as readily as it \
+                    drops page cache"
+            }
+            101.. => {
+                "it prefers swapping anonymous memory (a database's own buffer cache) to \
+                      dropping page cache"
+            }
+            _ => {
+                "it leans to dropping page cache but still swaps out some anonymous memory (a \
+                  database's own buffer cache)"
+            }
+        };
         add(
             f,
             "swappiness",
             Level::Info,
             format!("swap {} with vm.swappiness {sw}", bytes(s)),
-            "the kernel swaps anonymous memory (a database's own buffer cache) about as readily \
-             as it drops page cache; database hosts often set 1–10 so their buffers stay in RAM"
-                .into(),
+            format!(
+                "under memory pressure the kernel weighs swapping against dropping page cache \
+                 at {sw} : {} (equal only at 100), so {lean}; database hosts often set 1–10 so \
+                 their buffers stay in RAM",
+                200 - sw
+            ),
         );
     }
 }
@@ -255,9 +332,13 @@ fn thp(r: &MemReport, f: &mut Vec<Finding>) {
             "thp-defrag-always",
             Level::Warning,
             "transparent huge pages: defrag = always".into(),
+            // Documentation/admin-guide/mm/transhuge.rst, defrag.
             "a page fault in a THP region that finds no free 2 MiB block stalls while the \
-             kernel compacts memory (direct compaction): tail-latency spikes; `defer+madvise` \
-             or `madvise` moves that work to kcompactd"
+             kernel reclaims and compacts memory (direct compaction): tail-latency spikes. \
+             `defer` leaves that to kswapd and kcompactd in the background (khugepaged \
+             collapses the huge page later); `defer+madvise` does the same except in regions \
+             that asked with madvise(MADV_HUGEPAGE), which still stall; `madvise` stalls only \
+             in such regions, and other faults take 4 KiB pages without waiting"
                 .into(),
         );
     }
@@ -307,9 +388,12 @@ fn hugetlb(r: &MemReport, f: &mut Vec<Finding>) {
                     bytes(s.page_bytes),
                     bytes(held)
                 ),
-                "hugetlb pages are never swapped and need no page-table walk below their size: \
-                 the TLB covers 512× more memory per entry with 2 MiB pages"
-                    .into(),
+                format!(
+                    "hugetlb pages are never swapped and need no page-table walk below their \
+                     size: a TLB entry covers {}× more memory with {} pages than with 4 KiB ones",
+                    crate::render::thousands(s.page_bytes / 4096),
+                    bytes(s.page_bytes)
+                ),
             );
         }
     }
@@ -422,23 +506,58 @@ fn oom(r: &MemReport, f: &mut Vec<Finding>) {
                     .join(", ")
             )
         };
-        add(
-            f,
-            "oom-first-victim",
-            Level::Info,
+        let among = if o.partial_view.is_some() {
+            format!("among the {} processes this /proc shows, ", o.processes)
+        } else {
+            String::new()
+        };
+        let (who, score) = (
+            format!("{} (pid {})", t.name, t.pid),
             format!(
-                "the OOM killer would pick {} (pid {}) first: oom_score {}, oom_score_adj {}, \
-                 RSS {}; {opted}",
-                t.name,
-                t.pid,
+                "oom_score {}, oom_score_adj {}, RSS {}",
                 t.oom_score,
                 t.oom_score_adj,
                 bytes(t.rss_bytes)
             ),
-            "the highest oom_score dies first (mostly its share of RAM + swap, shifted by \
-             oom_score_adj). To protect a database: `echo -1000 > /proc/PID/oom_score_adj` \
-             (systemd: OOMScoreAdjust=-1000); `oom_adj -17` is the deprecated form of the same"
-                .into(),
         );
+        // vm.oom_kill_allocating_task (Documentation/admin-guide/sysctl/vm.rst; mm/oom_kill.c
+        // out_of_memory): in a machine-wide OOM the task whose allocation failed is killed,
+        // unless its oom_score_adj is −1000; a memory cgroup's OOM still ranks by score.
+        let allocating = o.kill_allocating_task.is_some_and(|v| v != 0);
+        let observed = if allocating {
+            format!(
+                "vm.oom_kill_allocating_task = {}: a machine-wide OOM kills whichever task's \
+                 allocation failed; {among}the highest oom_score is {who}'s: {score}; {opted}",
+                o.kill_allocating_task.unwrap_or(1)
+            )
+        } else {
+            format!("{among}the OOM killer would pick {who} first: {score}; {opted}")
+        };
+        let mut meaning = if allocating {
+            "in a machine-wide OOM the kernel kills the task whose allocation ran out of \
+             memory (unless its oom_score_adj is −1000), which need not be the one using the \
+             most; the oom_score ranking decides only cgroup OOMs and that fallback."
+                .to_string()
+        } else {
+            "the highest oom_score dies first (mostly its share of RAM + swap, shifted by \
+             oom_score_adj)."
+                .to_string()
+        };
+        // Documentation/admin-guide/cgroup-v2.rst, memory.max.
+        meaning.push_str(
+            " A memory cgroup that reaches its limit (memory.max, v1 memory.limit_in_bytes) \
+             runs its own OOM killer, which picks among that cgroup's processes only.",
+        );
+        if let Some(why) = &o.partial_view {
+            meaning.push_str(&format!(
+                " This ranking may not be the machine's: {why} (a PID namespace of its own \
+                 sees only its processes)."
+            ));
+        }
+        meaning.push_str(
+            " To protect a database: `echo -1000 > /proc/PID/oom_score_adj` (systemd: \
+             OOMScoreAdjust=-1000); `oom_adj -17` is the deprecated form of the same",
+        );
+        add(f, "oom-first-victim", Level::Info, observed, meaning);
     }
 }

@@ -16,6 +16,13 @@ pub struct Machine {
     pub thp_defrag: &'static str,
     /// 2 MiB hugetlb pages in the pool, and how many are free.
     pub huge_2m: (u64, u64),
+    /// 1 GiB hugetlb pages in the pool, and how many are free.
+    pub huge_1g: (u64, u64),
+    /// `vm.oom_kill_allocating_task`.
+    pub oom_kill_allocating_task: u64,
+    /// /proc as a container's PID namespace shows it: no kernel threads (no kthreadd as
+    /// PID 2), its own init as PID 1.
+    pub own_pid_namespace: bool,
 }
 
 impl Default for Machine {
@@ -29,6 +36,9 @@ impl Default for Machine {
             thp: "madvise",
             thp_defrag: "madvise",
             huge_2m: (0, 0),
+            huge_1g: (0, 0),
+            oom_kill_allocating_task: 0,
+            own_pid_namespace: false,
         }
     }
 }
@@ -49,17 +59,21 @@ fn selector(choices: &[&str], pick: &str) -> String {
         + "\n"
 }
 
+/// Memory in hugetlb pools, kB (/proc/meminfo `Hugetlb`).
+fn hugetlb_kb(m: &Machine) -> u64 {
+    m.huge_2m.0 * 2048 + m.huge_1g.0 * 1_048_576
+}
+
 /// CommitLimit as the kernel computes it (mm/util.c `vm_commit_limit`), in kB.
 pub fn commit_limit_kb(m: &Machine) -> u64 {
-    let huge_kb = m.huge_2m.0 * 2048;
-    (m.mem_total_kb - huge_kb) * m.overcommit_ratio / 100 + m.swap_total_kb
+    (m.mem_total_kb - hugetlb_kb(m)) * m.overcommit_ratio / 100 + m.swap_total_kb
 }
 
 /// The tree for `m`: /proc/meminfo, the vm sysctls, THP, 2 MiB and 1 GiB hugetlb pools on
 /// one node, a cgroup v2 without limits, and three processes.
 pub fn tree(m: &Machine) -> Files {
     let mut f = Files::default();
-    let huge_kb = m.huge_2m.0 * 2048;
+    let huge_kb = hugetlb_kb(m);
     let avail = m.mem_total_kb * 6 / 10;
     f.set(
         "proc/meminfo",
@@ -97,7 +111,11 @@ pub fn tree(m: &Machine) -> Files {
     vm(&mut f, "min_free_kbytes", 67584);
     vm(&mut f, "zone_reclaim_mode", 0);
     vm(&mut f, "panic_on_oom", 0);
-    vm(&mut f, "oom_kill_allocating_task", 0);
+    vm(
+        &mut f,
+        "oom_kill_allocating_task",
+        m.oom_kill_allocating_task,
+    );
     vm(&mut f, "nr_hugepages", m.huge_2m.0);
     f.set("proc/sys/kernel/numa_balancing", "0\n");
     let thp = "sys/kernel/mm/transparent_hugepage";
@@ -118,7 +136,7 @@ pub fn tree(m: &Machine) -> Files {
     f.set(&format!("{thp}/hpage_pmd_size"), "2097152\n");
     for (name, total, free) in [
         ("hugepages-2048kB", m.huge_2m.0, m.huge_2m.1),
-        ("hugepages-1048576kB", 0, 0),
+        ("hugepages-1048576kB", m.huge_1g.0, m.huge_1g.1),
     ] {
         let d = format!("sys/kernel/mm/hugepages/{name}");
         f.set(&format!("{d}/nr_hugepages"), format!("{total}\n"));
@@ -142,8 +160,13 @@ pub fn tree(m: &Machine) -> Files {
     f.set(&format!("{cg}/memory.high"), "max\n");
     f.set(&format!("{cg}/memory.swap.max"), "max\n");
     f.set(&format!("{cg}/memory.current"), "1073741824\n");
+    let init = if m.own_pid_namespace {
+        "tini"
+    } else {
+        "systemd"
+    };
     for (pid, name, score, adj, rss_kb) in [
-        (1u32, "systemd", 0i64, 0i64, 12_288u64),
+        (1u32, init, 0i64, 0i64, 12_288u64),
         (812, "postgres", 310, 0, 4 << 20),
         (977, "sshd", 0, -1000, 8_192),
         (1204, "java", 420, 0, 5 << 20),
@@ -155,9 +178,12 @@ pub fn tree(m: &Machine) -> Files {
             format!("Name:\t{name}\nState:\tS (sleeping)\nVmRSS:\t{rss_kb} kB\n"),
         );
     }
-    // A kernel thread: no VmRSS, never an OOM victim.
-    f.set("proc/2/oom_score", "0\n");
-    f.set("proc/2/oom_score_adj", "0\n");
-    f.set("proc/2/status", "Name:\tkthreadd\nState:\tS (sleeping)\n");
+    // A kernel thread: no VmRSS, never an OOM victim; a PID namespace of its own shows
+    // none.
+    if !m.own_pid_namespace {
+        f.set("proc/2/oom_score", "0\n");
+        f.set("proc/2/oom_score_adj", "0\n");
+        f.set("proc/2/status", "Name:\tkthreadd\nState:\tS (sleeping)\n");
+    }
     f
 }

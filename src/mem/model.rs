@@ -44,6 +44,13 @@ pub struct Overcommit {
     pub committed_as_bytes: Option<u64>,
     /// CommitLimit − Committed_AS (negative when more is committed than the limit).
     pub headroom_bytes: Option<i64>,
+    /// Strict mode only: the headroom less `admin_reserve_kbytes` and
+    /// `user_reserve_kbytes`, the most a process without CAP_SYS_ADMIN is sure to get
+    /// (mm/util.c `__vm_enough_memory` keeps the first for root and holds back up to the
+    /// second, min(process size / 32, user_reserve_kbytes), from each process). None in
+    /// other modes or when a value is missing.
+    #[serde(default)]
+    pub unprivileged_headroom_bytes: Option<i64>,
     /// Where CommitLimit comes from: `(MemTotal − hugetlb) × ratio + swap` or
     /// `overcommit_kbytes + swap`, with the numbers.
     pub limit_formula: Option<String>,
@@ -234,6 +241,11 @@ pub struct Oom {
     pub opted_out: Vec<OomProcess>,
     /// The ten with the highest `oom_score`, highest first.
     pub top: Vec<OomProcess>,
+    /// Why the processes listed may not be the machine's: /proc shows no kernel threads
+    /// (no `kthreadd` as PID 2), as in a PID namespace of its own (a container) or with
+    /// `hidepid`; None when it shows them.
+    #[serde(default)]
+    pub partial_view: Option<String>,
 }
 
 /// One process as the OOM killer sees it.

@@ -182,6 +182,17 @@ impl Reader<'_> {
             kbytes_bytes,
             swap.total_bytes,
         );
+        let admin_reserve_bytes = self.kib("proc/sys/vm/admin_reserve_kbytes");
+        let user_reserve_bytes = self.kib("proc/sys/vm/user_reserve_kbytes");
+        // mm/util.c `__vm_enough_memory`, strict mode: a process without CAP_SYS_ADMIN
+        // may commit up to CommitLimit − admin_reserve − min(its total_vm / 32,
+        // user_reserve); with both reserves taken whole this is the least it can count on.
+        let unprivileged_headroom_bytes = match (mode, headroom_bytes) {
+            (Some(OvercommitMode::Strict), Some(h)) => admin_reserve_bytes
+                .zip(user_reserve_bytes)
+                .map(|(a, u)| h - a as i64 - u as i64),
+            _ => None,
+        };
         Overcommit {
             mode,
             ratio_percent,
@@ -189,10 +200,11 @@ impl Reader<'_> {
             commit_limit_bytes,
             committed_as_bytes,
             headroom_bytes,
+            unprivileged_headroom_bytes,
             limit_formula,
             meaning: mode_meaning(mode).into(),
-            admin_reserve_bytes: self.kib("proc/sys/vm/admin_reserve_kbytes"),
-            user_reserve_bytes: self.kib("proc/sys/vm/user_reserve_kbytes"),
+            admin_reserve_bytes,
+            user_reserve_bytes,
         }
     }
 
@@ -442,6 +454,24 @@ impl Reader<'_> {
                 "missing or unreadable for every process".into(),
             );
         }
+        // Kernel threads live in the initial PID namespace only (pid_namespaces(7)), and
+        // kthreadd is always its PID 2: a /proc without it belongs to a PID namespace of
+        // its own (a container) or hides other users' processes (proc(5), hidepid).
+        let kthreadd = self
+            .src
+            .read("proc/2/status")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("Name:").map(|n| n.trim().to_string()))
+            })
+            .is_some_and(|n| n == "kthreadd");
+        let partial_view = (listed > 0 && !kthreadd).then(|| {
+            "this /proc shows no kernel threads (no kthreadd as PID 2): it is a PID namespace \
+             of its own (a container) or hides other users' processes (hidepid), so the \
+             machine has processes not listed here"
+                .to_string()
+        });
         let processes = all.len();
         let opted_out: Vec<OomProcess> = all
             .iter()
@@ -462,6 +492,7 @@ impl Reader<'_> {
             processes,
             opted_out,
             top: all,
+            partial_view,
         }
     }
 
@@ -549,21 +580,28 @@ fn limit_formula(
 /// (Documentation/mm/overcommit-accounting.rst).
 pub fn mode_meaning(mode: Option<OvercommitMode>) -> &'static str {
     match mode {
+        // mm/util.c `__vm_enough_memory`, OVERCOMMIT_GUESS: fails when the request alone
+        // is larger than totalram_pages() + total_swap_pages; neither what is committed
+        // nor what is free counts.
         Some(OvercommitMode::Heuristic) => {
             "heuristic (0): CommitLimit is not enforced and the headroom is advisory; an \
-             allocation fails only when it is obviously larger than free RAM + swap + \
-             reclaimable cache. Memory asked for is not reserved: if processes touch more \
-             than exists, the OOM killer picks one to kill"
+             allocation fails only when it alone asks for more than total RAM + swap, \
+             however much is committed already. Memory asked for is not reserved: if \
+             processes touch more than exists, the OOM killer picks one to kill"
         }
         Some(OvercommitMode::Always) => {
             "always (1): no limit; every allocation succeeds, whatever its size. Running out \
              shows up later, as the OOM killer, when the pages are touched"
         }
+        // mm/util.c `__vm_enough_memory`, OVERCOMMIT_NEVER: CommitLimit less
+        // admin_reserve_kbytes (unless CAP_SYS_ADMIN) and min(total_vm / 32,
+        // user_reserve_kbytes).
         Some(OvercommitMode::Strict) => {
             "strict (2): allocations fail (malloc returns NULL, mmap ENOMEM) once Committed_AS \
-             would pass CommitLimit; the headroom is what can still be allocated. Memory \
-             asked for is backed, so the OOM killer should not be needed, but programs must \
-             handle failed allocations"
+             would pass CommitLimit less the reserves: admin_reserve_kbytes is kept for root, \
+             and up to user_reserve_kbytes is held back from each process, so an ordinary \
+             process can allocate the headroom less both. Memory asked for is backed, so the \
+             OOM killer should not be needed, but programs must handle failed allocations"
         }
         None => "unknown: vm.overcommit_memory was not read",
     }
@@ -911,5 +949,172 @@ mod tests {
         assert!(v["swap"]["swappiness"].is_null());
         assert_eq!(v["not_available"][0]["source"], "/proc/sys/vm/swappiness");
         assert_eq!(v["thp"]["enabled"], "madvise");
+    }
+
+    // Item by item, each rule against the kernel's documentation it cites.
+
+    /// 256 GiB of RAM, 128 GiB of it in hugetlb pages, ratio 90, strict: CommitLimit is
+    /// (256 − 128) × 90 % = 115.2 GiB, 45 % of MemTotal but 90 % of the RAM commit
+    /// accounting covers (Documentation/mm/overcommit-accounting.rst, filesystems/proc.rst).
+    /// Raising the ratio is not the remedy; nothing is wrong.
+    #[test]
+    fn commit_limit_below_ram_counts_hugetlb_out() {
+        let m = Machine {
+            overcommit_memory: 2,
+            overcommit_ratio: 90,
+            mem_total_kb: 256 * GIB_KB,
+            swap_total_kb: 0,
+            huge_2m: (65_536, 0),
+            ..Machine::default()
+        };
+        let r = report(&m);
+        assert_eq!(
+            r.overcommit.commit_limit_bytes,
+            Some(fixture::commit_limit_kb(&m) * 1024)
+        );
+        assert!(
+            !codes(&r).contains(&"strict-overcommit-limit-below-ram"),
+            "{:?}",
+            r.findings
+        );
+        // Ratio 50 with the same pools: a limit below what the ratio should leave, and
+        // the finding says of which RAM.
+        let r = report(&Machine {
+            overcommit_ratio: 50,
+            ..m
+        });
+        let f = finding(&r, "strict-overcommit-limit-below-ram");
+        assert!(
+            f.observed
+                .contains("50% of the 128 GiB of RAM outside hugetlb pools"),
+            "{}",
+            f.observed
+        );
+    }
+
+    /// Documentation/admin-guide/sysctl/vm.rst, oom_kill_allocating_task: "If this is set to
+    /// non-zero, the OOM killer simply kills the task that triggered the out-of-memory
+    /// condition." The first-victim line must not name the top scorer as the victim then.
+    #[test]
+    fn oom_victim_line_follows_oom_kill_allocating_task() {
+        let r = report(&Machine {
+            oom_kill_allocating_task: 1,
+            ..Machine::default()
+        });
+        let f = finding(&r, "oom-first-victim");
+        assert!(!f.observed.contains("would pick java"), "{}", f.observed);
+        assert!(
+            f.observed.contains("vm.oom_kill_allocating_task = 1"),
+            "{}",
+            f.observed
+        );
+        assert!(
+            f.meaning.contains("the task whose allocation"),
+            "{}",
+            f.meaning
+        );
+        // Default: the ranking decides, and the line says a cgroup at its limit picks among
+        // its own processes.
+        let r = report(&Machine::default());
+        let f = finding(&r, "oom-first-victim");
+        assert!(f.meaning.contains("cgroup"), "{}", f.meaning);
+        assert!(r.oom.partial_view.is_none(), "{:?}", r.oom.partial_view);
+        // A PID namespace of its own (a container): the list is not the machine's.
+        let r = report(&Machine {
+            own_pid_namespace: true,
+            ..Machine::default()
+        });
+        let f = finding(&r, "oom-first-victim");
+        assert!(r.oom.partial_view.is_some());
+        assert!(f.meaning.contains("PID namespace"), "{}", f.meaning);
+        assert!(
+            f.observed
+                .contains("among the 4 processes this /proc shows, the OOM killer would pick java"),
+            "{}",
+            f.observed
+        );
+    }
+
+    /// mm/util.c `__vm_enough_memory`, OVERCOMMIT_GUESS: a request fails when it is larger
+    /// than total RAM + swap; free memory and reclaimable cache are not looked at.
+    #[test]
+    fn heuristic_mode_compares_with_total_ram_and_swap() {
+        let m = mode_meaning(Some(OvercommitMode::Heuristic));
+        assert!(m.contains("total RAM + swap"), "{m}");
+        assert!(!m.contains("reclaimable"), "{m}");
+        assert!(!m.contains("free RAM"), "{m}");
+    }
+
+    /// Documentation/admin-guide/sysctl/vm.rst, swappiness: "At 100, the VM assumes equal IO
+    /// cost and will thus apply memory pressure to the page cache and swap-backed pages
+    /// equally"; 60 weighs swap at 60 against 140 for the page cache.
+    #[test]
+    fn swappiness_60_is_not_as_readily_as_dropping_cache() {
+        let r = report(&Machine::default());
+        let f = finding(&r, "swappiness");
+        assert!(!f.meaning.contains("about as readily"), "{}", f.meaning);
+        assert!(f.meaning.contains("60 : 140"), "{}", f.meaning);
+    }
+
+    /// A 1 GiB page covers 262,144 4 KiB pages, not 512.
+    #[test]
+    fn hugetlb_in_use_1gib_pool_does_not_say_512x() {
+        let r = report(&Machine {
+            huge_1g: (4, 1),
+            ..Machine::default()
+        });
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.code == "hugetlb-in-use" && f.observed.contains("of 1 GiB"))
+            .unwrap_or_else(|| panic!("{:?}", r.findings));
+        assert!(!f.meaning.contains("512×"), "{}", f.meaning);
+        assert!(f.meaning.contains("262,144×"), "{}", f.meaning);
+        let r = report(&Machine {
+            huge_2m: (1024, 24),
+            ..Machine::default()
+        });
+        assert!(finding(&r, "hugetlb-in-use").meaning.contains("512×"));
+    }
+
+    /// Documentation/admin-guide/mm/transhuge.rst, defrag: `madvise` "will enter direct
+    /// reclaim like always but only for regions that are have used madvise(MADV_HUGEPAGE)";
+    /// only `defer` and `defer+madvise` wake kcompactd.
+    #[test]
+    fn thp_defrag_advice_does_not_send_madvise_to_kcompactd() {
+        let r = report(&Machine {
+            thp_defrag: "always",
+            ..Machine::default()
+        });
+        let m = &finding(&r, "thp-defrag-always").meaning;
+        assert!(
+            !m.contains("`defer+madvise` or `madvise` moves that work to kcompactd"),
+            "{m}"
+        );
+        assert!(m.contains("`defer`"), "{m}");
+        assert!(m.contains("`madvise`"), "{m}");
+    }
+
+    /// mm/util.c `__vm_enough_memory`, strict mode: a process without CAP_SYS_ADMIN fails
+    /// once Committed_AS would pass CommitLimit − admin_reserve_kbytes − min(its size / 32,
+    /// user_reserve_kbytes). 512 MiB of headroom with the fixture's 8 MiB and 128 MiB
+    /// reserves leaves at least 376 MiB to an ordinary process.
+    #[test]
+    fn strict_headroom_counts_the_reserves() {
+        let r = report(&Machine {
+            overcommit_memory: 2,
+            swap_total_kb: 0,
+            committed_as_kb: 7 * GIB_KB + GIB_KB / 2,
+            ..Machine::default()
+        });
+        assert_eq!(
+            r.overcommit.unprivileged_headroom_bytes,
+            Some((512 - 8 - 128) << 20)
+        );
+        let f = finding(&r, "strict-overcommit-low-headroom");
+        assert!(f.observed.contains("376 MiB"), "{}", f.observed);
+        let text = human(&r);
+        assert!(text.contains("376 MiB"), "{text}");
+        assert!(text.contains("admin_reserve"), "{text}");
     }
 }

@@ -111,7 +111,15 @@ pub fn human(r: &MemReport) -> String {
         "headroom",
         oc.headroom_bytes.map_or_else(
             || "not available: needs CommitLimit and Committed_AS".into(),
-            |h| format!("{} (CommitLimit − Committed_AS)", signed_bytes(h)),
+            |h| match oc.unprivileged_headroom_bytes {
+                Some(u) => format!(
+                    "{} (CommitLimit − Committed_AS); {} of it for a process that is not root \
+                     (less admin_reserve_kbytes and user_reserve_kbytes)",
+                    signed_bytes(h),
+                    signed_bytes(u)
+                ),
+                None => format!("{} (CommitLimit − Committed_AS)", signed_bytes(h)),
+            },
         ),
     );
     line(&mut o, "meaning", oc.meaning.clone());
@@ -355,6 +363,23 @@ pub fn human(r: &MemReport) -> String {
     );
     line(
         &mut o,
+        "kill_allocating_task",
+        k.kill_allocating_task.map_or_else(
+            || na("/proc/sys/vm/oom_kill_allocating_task"),
+            |v| {
+                if v == 0 {
+                    "0 (kill the highest oom_score)".into()
+                } else {
+                    format!("{v} (a machine-wide OOM kills the task whose allocation failed)")
+                }
+            },
+        ),
+    );
+    if let Some(why) = &k.partial_view {
+        line(&mut o, "processes seen", why.clone());
+    }
+    line(
+        &mut o,
         "opted out",
         if k.opted_out.is_empty() {
             "none (no process has oom_score_adj −1000)".into()
@@ -369,10 +394,20 @@ pub fn human(r: &MemReport) -> String {
     if k.top.is_empty() {
         line(&mut o, "most at risk", na("/proc/PID/oom_score"));
     } else {
+        let rule = if k.kill_allocating_task.is_some_and(|v| v != 0) {
+            "highest oom_score is killed first in a cgroup OOM"
+        } else {
+            "highest oom_score is killed first"
+        };
         let _ = writeln!(
             o,
-            "  most at risk (of {} processes; highest oom_score is killed first):",
-            k.processes
+            "  most at risk (of {} processes{}; {rule}):",
+            k.processes,
+            if k.partial_view.is_some() {
+                " this /proc shows"
+            } else {
+                ""
+            }
         );
         let mut table = Table::new(&["pid", "name", "oom_score", "oom_score_adj", "RSS"]);
         for p in &k.top {

@@ -127,8 +127,12 @@ pub fn latency_ns(ns: u64) -> String {
     }
 }
 
+/// A duration in ns as `0.31 ns`, `420 ns`, `1.5 µs`, `2.0 ms`, `1.25 s`. Below 1 ns two
+/// significant figures, so a sub-nanosecond time per operation is never shown as `0 ns`.
 pub fn duration_ns(ns: f64) -> String {
-    if ns < 1e3 {
+    if ns > 0.0 && ns < 1.0 {
+        format!("{} ns", sig(ns, 2))
+    } else if ns < 1e3 {
         format!("{ns:.0} ns")
     } else if ns < 1e6 {
         format!("{:.1} µs", ns / 1e3)

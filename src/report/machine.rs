@@ -97,6 +97,7 @@ pub fn smt_facts(topo: &Topology) -> SmtFacts {
         cores_with_siblings: s.cores_with_siblings,
         control: s.control,
         active: s.active,
+        cmt_modules: s.cmt_modules,
         sentence: s.sentence,
     }
 }

@@ -157,8 +157,17 @@ pub struct SmtFacts {
     pub control: Option<String>,
     /// `smt/active`, when the kernel has it.
     pub active: Option<bool>,
+    /// AMD family 15h CMT modules (two integer cores each, which the kernel lists as
+    /// thread siblings): each CPU counts as a core and `threads_per_core` is 1. Absent
+    /// (0) on every other machine.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cmt_modules: usize,
     /// One plain sentence.
     pub sentence: String,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// How the study was asked to run.
@@ -479,8 +488,12 @@ pub struct Verdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadClass {
-    /// CPU-bound loops that stress one resource each (the burn rulers).
+    /// CPU-bound loops that stress one execution resource each (the compute burn rulers).
     Compute,
+    /// Loops bound by the memory hierarchy (the memory burn rulers: cache, DRAM bandwidth
+    /// or latency). A row of its own: SMT yields of memory-bound and compute-bound loops
+    /// differ in kind, so one median over both answers neither.
+    Memory,
     /// Threads appending to one hot page under a lock.
     Locks,
     /// Lock-heavy threads whose SMT sibling streams memory.
@@ -497,6 +510,7 @@ impl WorkloadClass {
     pub fn label(self) -> &'static str {
         match self {
             WorkloadClass::Compute => "compute (burn rulers)",
+            WorkloadClass::Memory => "memory-bound (burn rulers)",
             WorkloadClass::Locks => "lock-heavy threads",
             WorkloadClass::LocksBesideScans => "locks beside memory scans",
             WorkloadClass::Inserts => "database inserts",
@@ -510,12 +524,18 @@ impl WorkloadClass {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HtAnswer {
-    /// SMT on gave a gain (or sharing a core cost nothing) beyond the noise band.
+    /// SMT on gave a gain beyond the noise band.
     KeepHtOn,
-    /// Sharing a core cost a loss beyond the loss threshold.
+    /// SMT on (or sharing a core) cost a loss beyond the loss threshold.
     TurnHtOff,
-    /// The whole interval lies inside the noise band: HT neither helps nor hurts.
+    /// Sharing a core cost a measured slowdown smaller than a loss: the whole interval
+    /// lies between the loss threshold and the noise band.
+    SmallLoss,
+    /// The whole interval lies inside the noise band: any change is smaller than the band.
     NoDifference,
+    /// The class's workloads disagree (one gains, another loses or stays flat): no single
+    /// answer holds for the class, and the reason names which is which.
+    DependsOnWorkload,
     /// The interval straddles a threshold: more runs, or a quieter machine, are needed.
     Inconclusive,
     /// Nothing on this machine or in this run could answer it (the reason says why).
@@ -527,7 +547,9 @@ impl HtAnswer {
         match self {
             HtAnswer::KeepHtOn => "keep HT on",
             HtAnswer::TurnHtOff => "turn HT off",
+            HtAnswer::SmallLoss => "small loss",
             HtAnswer::NoDifference => "no difference",
+            HtAnswer::DependsOnWorkload => "depends on the workload",
             HtAnswer::Inconclusive => "inconclusive",
             HtAnswer::NotMeasured => "not measured here",
         }

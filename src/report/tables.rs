@@ -392,7 +392,7 @@ pub fn smt_yield_settings(y: &super::YieldSection) -> String {
         })
         .collect();
     format!(
-        "Each workload ran as {} on the same {} cores{}; {} round(s) of {} after {} warm-up, interleaved. SMT yield = throughput of `all` ÷ `one-per-core`: a gain above {:.2}×, a loss below {:.2}×, no effect when the whole interval is within ±{:.0} %. Shared-core speed = a thread's rate in `pairs` ÷ in `one-per-core`: a loss below {:.2}×. Intervals are bootstraps of the per-round ratios; with fewer than {} rounds they are indicative, not 95 % CIs.",
+        "Each workload ran as {} on the same {} cores{}; {} round(s) of {} after {} warm-up, interleaved with the layout order counterbalanced from round to round. SMT yield = throughput of `all` ÷ `one-per-core`: a gain above {:.2}×, a loss below {:.2}×, no effect when the whole interval is within ±{:.0} %. Shared-core speed = a thread's rate in `pairs` ÷ in `one-per-core`: a loss below {:.2}×. Intervals are Student-t intervals of the per-round log ratios (the ratio shown is their geometric mean); with fewer than {} rounds there is no interval and nothing is called.",
         layouts.join(", "),
         p.cores,
         p.scope
@@ -506,7 +506,7 @@ pub fn compare_settings(c: &super::CompareSection) -> String {
         None => "`--runs` fixed the rounds".to_string(),
     };
     format!(
-        "`{}`{}: {}; {sized}. Each placement's median has a {:.0} % percentile bootstrap interval (indicative with fewer than {} runs); each placement is compared with the first by the ratio of medians, called faster or slower only when the whole interval lies beyond {}, no difference when it lies inside; the answer row for your command uses the same band.",
+        "`{}`{}: {}; {sized}. Each placement's median has a {:.0} % percentile bootstrap interval (indicative with fewer than {} runs); each placement is compared with the first round by round (the geometric mean of the per-round speed ratios, with its interval), called faster or slower only when the whole interval lies beyond {}, no difference when it lies inside; the answer row for your command is the same computation.",
         render::shell_words(&r.command),
         r.scope
             .as_ref()
@@ -514,7 +514,7 @@ pub fn compare_settings(c: &super::CompareSection) -> String {
             .unwrap_or_default(),
         render::how(r),
         r.confidence * 100.0,
-        crate::stats::MIN_RUNS_FOR_CI,
+        crate::stats::BOOTSTRAP_MIN_RUNS,
         band(r.noise_threshold)
     )
 }
@@ -555,11 +555,9 @@ pub fn compare(c: &super::CompareSection) -> Table {
             (0, _) => ("1×".to_string(), "baseline".to_string()),
             (_, Some(x)) => (
                 format!(
-                    "{}× ({}–{}){}",
+                    "{}× ({})",
                     crate::stats::ratio_text(x.speedup.estimate),
-                    crate::stats::ratio_text(x.speedup.low),
-                    crate::stats::ratio_text(x.speedup.high),
-                    if x.indicative { ", indicative" } else { "" }
+                    x.speedup.interval_text(),
                 ),
                 x.call.to_string(),
             ),

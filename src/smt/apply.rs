@@ -448,6 +448,9 @@ fn processes(n: usize) -> String {
 }
 
 fn threads_phrase(st: &SmtState) -> String {
+    if st.cmt_modules {
+        return "one thread per core (the sibling pairs are CMT modules of two cores)".into();
+    }
     let least = st.cores.iter().map(CpuSet::len).min().unwrap_or(1);
     match st.threads_per_core() {
         1 => "one thread per core".into(),

@@ -144,8 +144,27 @@ fn keeper(core: &CpuSet, switchable: &CpuSet) -> u32 {
         .expect("cores are never empty")
 }
 
-/// `smt off`: one thread per core.
+/// `smt off`: one thread per core. Refused on AMD family 15h, whose thread siblings are CMT
+/// modules of two integer cores: there is no SMT, and offlining a sibling removes a core.
 pub fn plan_off(state: &SmtState, method: Method) -> Result<Plan, Impossible> {
+    if state.cmt_modules {
+        let modules = state.modules();
+        let cores = if modules.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; offlining one CPU of each would take {} of the {} integer cores offline",
+                modules.len(),
+                state.online.len()
+            )
+        };
+        return Err(Impossible(format!(
+            "no SMT to switch off: the CPU pairs Linux lists as thread siblings here are \
+             {}{cores}. To run on fewer cores, pin the work (taskset) or take CPUs offline by \
+             hand (cpuN/online)",
+            crate::topology::CMT_MODULES
+        )));
+    }
     let control = state.control.as_deref().unwrap_or("missing");
     if matches!(control, "off" | "forceoff") && method != Method::CpuOnline {
         return Ok(Plan::nothing(
@@ -251,6 +270,13 @@ pub fn plan_on(state: &SmtState, method: Method) -> Result<Plan, Impossible> {
     let offline = state.offline();
     let coming = offline.intersection(&state.switchable);
     let mut notes = Vec::new();
+    if state.cmt_modules && !coming.is_empty() {
+        notes.push(format!(
+            "the CPUs coming online are integer cores, not SMT threads: the thread siblings \
+             here are {}",
+            crate::topology::CMT_MODULES
+        ));
+    }
     let stuck = offline.difference(&state.switchable);
     if !stuck.is_empty() {
         notes.push(format!(
@@ -450,6 +476,7 @@ mod tests {
             cores,
             cmdline_nosmt: vec![],
             vulnerabilities: vec![],
+            cmt_modules: false,
         }
     }
 
@@ -460,6 +487,26 @@ mod tests {
             cores: vec![set("0-1"), set("2-3")],
             ..Journal::for_test()
         }
+    }
+
+    #[test]
+    fn smt_off_on_cmt_modules_is_refused_and_on_says_what_returns() {
+        // AMD family 15h with the kernel's control on: `off` would take one integer core of
+        // each module offline.
+        let mut st = state("on", "0-3");
+        st.cmt_modules = true;
+        for m in [Method::Auto, Method::Control, Method::CpuOnline] {
+            let e = plan_off(&st, m).unwrap_err();
+            assert!(e.0.contains("CMT modules"), "{e}");
+            assert!(e.0.contains("2 of the 4 integer cores"), "{e}");
+        }
+        // Cores offlined before (by hand, or a kernel's smt/control): `on` brings them
+        // back and says they are cores.
+        let mut st = state("notsupported", "0,2");
+        st.cmt_modules = true;
+        let p = plan_on(&st, Method::Auto).unwrap();
+        assert_eq!(p.coming_online, set("1,3"));
+        assert!(p.notes.iter().any(|n| n.contains("integer cores")), "{p:?}");
     }
 
     #[test]

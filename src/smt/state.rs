@@ -42,6 +42,11 @@ pub struct SmtState {
     pub cmdline_nosmt: Vec<String>,
     /// CPU vulnerabilities whose status text mentions SMT.
     pub vulnerabilities: Vec<Vulnerability>,
+    /// `/proc/cpuinfo` names an AMD family 15h CPU: the sibling sets in `cores` are CMT
+    /// modules, two integer cores each, not SMT threads
+    /// ([`crate::topology::CMT_MODULES`]).
+    #[serde(default)]
+    pub cmt_modules: bool,
 }
 
 /// One file of `/sys/devices/system/cpu/vulnerabilities/`.
@@ -54,9 +59,29 @@ pub struct Vulnerability {
 }
 
 impl SmtState {
-    /// Largest number of online threads on one core.
+    /// Largest number of online threads on one core (the kernel's sibling sets; CMT
+    /// modules count as cores here, see [`SmtState::smt_cores`]).
     pub fn threads_per_core(&self) -> usize {
         self.cores.iter().map(CpuSet::len).max().unwrap_or(1)
+    }
+
+    /// The cores as SMT sees them: the kernel's sibling sets, or every CPU alone when those
+    /// are CMT modules.
+    pub fn smt_cores(&self) -> Vec<CpuSet> {
+        if self.cmt_modules {
+            self.online.iter().map(|c| CpuSet::from_cpus([c])).collect()
+        } else {
+            self.cores.clone()
+        }
+    }
+
+    /// The kernel's sibling sets of more than one CPU, when they are CMT modules.
+    pub fn modules(&self) -> Vec<&CpuSet> {
+        if self.cmt_modules {
+            self.cores.iter().filter(|c| c.len() > 1).collect()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Present CPUs that are offline.
@@ -153,6 +178,8 @@ pub fn read(root: &Path) -> Result<SmtState> {
         cores,
         cmdline_nosmt: nosmt_words(&cmdline),
         vulnerabilities,
+        cmt_modules: std::fs::read_to_string(root.join("proc/cpuinfo"))
+            .is_ok_and(|t| crate::topology::is_cmt_cpuinfo(&t)),
     })
 }
 

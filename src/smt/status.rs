@@ -20,6 +20,9 @@ pub struct SmtStatus {
     pub active: Option<bool>,
     /// Most online threads on one core.
     pub threads_per_core: usize,
+    /// The sibling sets are AMD family 15h CMT modules of two integer cores, not SMT
+    /// threads: there is no SMT to switch (`cores` then lists the modules).
+    pub cmt_modules: bool,
     /// Every core: its online siblings and, when the journal recorded the core, its offline
     /// ones.
     pub cores: Vec<CoreStatus>,
@@ -156,6 +159,10 @@ pub fn build(
         format!("user {euid}, not root")
     };
     let summary = match (control, may_switch) {
+        _ if st.cmt_modules => format!(
+            "{who}; nothing to switch: no SMT (the sibling pairs are CMT modules of two \
+             integer cores)"
+        ),
         (Some("notsupported"), _) if st.threads_per_core() == 1 && offline.is_empty() => {
             format!("{who}; nothing to switch: SMT is not supported here")
         }
@@ -186,7 +193,12 @@ pub fn build(
         root: root.display().to_string(),
         control: st.control.clone(),
         active: st.active,
-        threads_per_core: st.threads_per_core(),
+        threads_per_core: if st.cmt_modules {
+            1
+        } else {
+            st.threads_per_core()
+        },
+        cmt_modules: st.cmt_modules,
         cores: cores
             .into_iter()
             .enumerate()
@@ -220,9 +232,23 @@ pub fn human(s: &SmtStatus) -> String {
     };
     let control = match s.control.as_deref() {
         None => "missing (this kernel has no SMT control)".to_string(),
+        Some(c) if s.cmt_modules && matches!(c, "on" | "off") => format!(
+            "{c} (the kernel counts CMT modules as SMT: `off` would take integer cores \
+             offline)"
+        ),
         Some(c) => format!("{c}{}", control_meaning(c)),
     };
     line(&mut out, "smt/control", control);
+    if s.cmt_modules {
+        line(
+            &mut out,
+            "SMT",
+            format!(
+                "none: the sibling pairs below are {}; each CPU is a core of its own",
+                crate::topology::CMT_MODULES
+            ),
+        );
+    }
     line(
         &mut out,
         "smt/active",
@@ -233,22 +259,36 @@ pub fn human(s: &SmtStatus) -> String {
         },
     );
     let shared = s.cores.iter().filter(|c| c.online.len() > 1).count();
-    line(
-        &mut out,
-        "cores",
-        format!(
-            "{}, {} with more than one thread online; online CPUs {}",
-            s.cores.len(),
-            shared,
-            s.online
-        ),
-    );
+    let unit = if s.cmt_modules { "module" } else { "core" };
+    if s.cmt_modules {
+        line(
+            &mut out,
+            "CMT modules",
+            format!(
+                "{}, {} with both integer cores online; online CPUs {} (each a core)",
+                s.cores.len(),
+                shared,
+                s.online
+            ),
+        );
+    } else {
+        line(
+            &mut out,
+            "cores",
+            format!(
+                "{}, {} with more than one thread online; online CPUs {}",
+                s.cores.len(),
+                shared,
+                s.online
+            ),
+        );
+    }
     for c in &s.cores {
         let mut v = format!("online {}", c.online);
         if !c.offline.is_empty() {
             v.push_str(&format!(", offline {}", c.offline));
         }
-        line(&mut out, &format!("  core {}", c.core), v);
+        line(&mut out, &format!("  {unit} {}", c.core), v);
     }
     if !s.offline.is_empty() {
         let mut v = s.offline.to_string();
@@ -352,6 +392,7 @@ mod tests {
                 name: "mds".into(),
                 status: "Mitigation: Clear CPU buffers; SMT disabled".into(),
             }],
+            cmt_modules: false,
         }
     }
 

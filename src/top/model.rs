@@ -63,6 +63,12 @@ pub struct CoreRow {
     /// Two or more siblings busy: bounds, 0–1.
     pub both_busy_min_share: f64,
     pub both_busy_max_share: f64,
+    /// Every sibling busy: bounds, 0–1 (the both-busy ones with two siblings).
+    pub all_busy_min_share: f64,
+    pub all_busy_max_share: f64,
+    /// More than one but not every sibling busy, at most (exact when traced; 0 with two
+    /// siblings): time no yield gives the throughput of.
+    pub between_busy_max_share: f64,
     /// The exact split from `sched_switch`, when traced.
     pub traced: Option<TracedShares>,
     /// Share of the core's capacity used at the yield (cores' worth, 0–1): bounds, equal
@@ -76,7 +82,10 @@ pub struct CoreRow {
 pub struct TracedShares {
     pub idle_share: f64,
     pub one_busy_share: f64,
+    /// Two or more siblings busy.
     pub both_busy_share: f64,
+    /// Every sibling busy (part of `both_busy_share`).
+    pub all_busy_share: f64,
 }
 
 /// The machine as a whole.
@@ -95,9 +104,16 @@ pub struct MachineRow {
     /// Mean over cores of the traced busy and both-busy shares, when every core was traced.
     pub traced_core_busy_share: Option<f64>,
     pub traced_both_busy_share: Option<f64>,
-    /// Capacity left, in cores' worth (a core with every sibling busy = 1).
+    /// Capacity left, in cores' worth (a core with every sibling busy = 1): bounds. When
+    /// `headroom_modelled` is false they hold only if a core's throughput rises with its
+    /// busy threads, and are too wide to act on.
     pub headroom_cores_min: f64,
     pub headroom_cores_max: f64,
+    /// False when cores with more than two threads had some but not all of them busy for
+    /// long enough that the unknown throughput of that state decides the headroom.
+    pub headroom_modelled: bool,
+    /// Why the headroom is not modelled, with the numbers.
+    pub headroom_not_modelled: Option<String>,
     /// The figures in one sentence.
     pub summary: String,
 }
@@ -309,7 +325,6 @@ pub fn build(inp: Inputs) -> TopSample {
         .enumerate()
         .map(|(i, c)| {
             let b: Vec<f64> = c.iter().map(busy_of).collect();
-            let sum: f64 = b.iter().map(|x| x.clamp(0.0, 1.0)).sum();
             let bd = cores::bounds(&b);
             let traced = timelines.as_ref().and_then(|(busy, _, t0, t1)| {
                 if c.intersects(&trace_status.lost_cpus) {
@@ -317,18 +332,27 @@ pub fn build(inp: Inputs) -> TopSample {
                 }
                 let sib: Vec<Vec<(u64, u64)>> = c.iter().map(|cpu| busy[&cpu].clone()).collect();
                 let s = cores::split(&sib, *t0, *t1);
-                Some(TracedShares {
-                    idle_share: s.idle,
-                    one_busy_share: s.one,
-                    both_busy_share: s.both,
-                })
+                Some((
+                    TracedShares {
+                        idle_share: s.idle,
+                        one_busy_share: s.one,
+                        both_busy_share: s.both,
+                        all_busy_share: s.all,
+                    },
+                    cores::used_traced(&s, y),
+                ))
             });
-            let (used_min, used_max) = match &traced {
-                Some(t) => {
-                    let u = cores::used(t.one_busy_share + t.both_busy_share, t.both_busy_share, y);
-                    (u, u)
-                }
-                None => cores::used_range(&bd, c.len(), sum, y),
+            let (traced, (used_min, used_max), between) = match traced {
+                Some((t, used)) => (
+                    Some(t),
+                    used,
+                    if c.len() > 2 {
+                        (t.both_busy_share - t.all_busy_share).max(0.0)
+                    } else {
+                        0.0
+                    },
+                ),
+                None => (None, cores::used_range(&b, y), bd.between_max()),
             };
             CoreRow {
                 core: i,
@@ -337,6 +361,9 @@ pub fn build(inp: Inputs) -> TopSample {
                 busy_max_share: bd.busy_max,
                 both_busy_min_share: bd.both_min,
                 both_busy_max_share: bd.both_max,
+                all_busy_min_share: bd.all_min,
+                all_busy_max_share: bd.all_max,
+                between_busy_max_share: between,
                 traced,
                 used_min_share: used_min,
                 used_max_share: used_max,
@@ -368,13 +395,24 @@ pub fn build(inp: Inputs) -> TopSample {
             traced_both_busy_share: traced_mean(&|t| t.both_busy_share),
             headroom_cores_min: cores.iter().map(|c| 1.0 - c.used_max_share).sum(),
             headroom_cores_max: cores.iter().map(|c| 1.0 - c.used_min_share).sum(),
+            headroom_modelled: true,
+            headroom_not_modelled: None,
             summary: String::new(),
         };
-        m.summary = summary(&m, smt, inp.smt_yield);
+        m.headroom_not_modelled = not_modelled(&cores, threads_per_core, y);
+        m.headroom_modelled = m.headroom_not_modelled.is_none();
+        m.summary = summary(&m, smt, threads_per_core, inp.smt_yield);
         m
     };
     if !smt {
         notes.push("one thread per core online: per-core figures are the per-CPU ones".into());
+    }
+    if threads_per_core > 2 && inp.smt_yield.source == "assumed" {
+        notes.push(format!(
+            "the assumed yield of {:.2} is a two-thread Hyper-Threading figure; a core of {} \
+             threads can give more: measure it with `smtlab yield` and pass --yield FILE",
+            y, threads_per_core
+        ));
     }
     let pid = inp.pid.map(|p| {
         pid_report(
@@ -425,8 +463,53 @@ fn cores_range(lo: f64, hi: f64) -> String {
     if a == b { a } else { format!("{a}–{b}") }
 }
 
+/// The time between one and all threads busy may shift a core's capacity by up to
+/// (1 − 1/Y) of it: when that adds up to more than this share of the cores, the capacity
+/// left is not modelled.
+pub const UNMODELLED_LIMIT: f64 = 0.05;
+
+/// Why the capacity left cannot be given, or None when it can: cores of more than two
+/// threads spent time with some but not all of them busy, whose throughput no yield gives
+/// (it compares every thread of a core busy with one alone).
+fn not_modelled(cores: &[CoreRow], threads_per_core: usize, y: f64) -> Option<String> {
+    if threads_per_core <= 2 {
+        return None;
+    }
+    let y = y.max(1.0);
+    let spread: f64 = cores
+        .iter()
+        .map(|c| c.between_busy_max_share * (1.0 - 1.0 / y))
+        .sum();
+    if spread <= UNMODELLED_LIMIT * cores.len().max(1) as f64 {
+        return None;
+    }
+    let most = cores
+        .iter()
+        .map(|c| c.between_busy_max_share)
+        .fold(0.0, f64::max);
+    let k = threads_per_core;
+    let between = if k == 3 {
+        "2 of 3".to_string()
+    } else {
+        format!("2–{} of {k}", k - 1)
+    };
+    let traced = cores.iter().all(|c| c.traced.is_some());
+    Some(format!(
+        "cores had {between} threads busy for {} {} of the interval, and no yield gives a \
+         core's throughput then (the yield compares all {k} threads busy with one alone); \
+         if throughput rises with busy threads, {} of {} cores' capacity is left",
+        if traced { "as much as" } else { "up to" },
+        pct_range(most, most),
+        cores_range(
+            cores.iter().map(|c| 1.0 - c.used_max_share).sum(),
+            cores.iter().map(|c| 1.0 - c.used_min_share).sum()
+        ),
+        cores.len()
+    ))
+}
+
 /// "What 50 % means" for this interval.
-fn summary(m: &MachineRow, smt: bool, y: &Yield) -> String {
+fn summary(m: &MachineRow, smt: bool, threads_per_core: usize, y: &Yield) -> String {
     let left = cores_range(m.headroom_cores_min, m.headroom_cores_max);
     if !smt {
         return format!(
@@ -440,23 +523,34 @@ fn summary(m: &MachineRow, smt: bool, y: &Yield) -> String {
     } else {
         format!("the measured SMT yield of {:.2}", y.value)
     };
+    let two = if threads_per_core > 2 {
+        "2+ threads"
+    } else {
+        "both threads"
+    };
     let cores_part = match (m.traced_core_busy_share, m.traced_both_busy_share) {
         (Some(b), Some(both)) => format!(
-            "cores {} busy, both threads {} (traced)",
+            "cores {} busy, {two} {} (traced)",
             pct_range(b, b),
             pct_range(both, both)
         ),
         _ => format!(
-            "cores {} busy, both threads {}",
+            "cores {} busy, {two} {}",
             pct_range(m.core_busy_min_share, m.core_busy_max_share),
             pct_range(m.both_busy_min_share, m.both_busy_max_share)
         ),
     };
-    format!(
-        "logical {} busy; {cores_part}; at {yield_words}, about {left} of {} cores' capacity left",
-        pct_range(m.logical_busy_share, m.logical_busy_share),
-        m.cores
-    )
+    let logical = pct_range(m.logical_busy_share, m.logical_busy_share);
+    match &m.headroom_not_modelled {
+        Some(why) => {
+            format!("logical {logical} busy; {cores_part}; capacity left not modelled: {why}")
+        }
+        None => format!(
+            "logical {logical} busy; {cores_part}; at {yield_words}, about {left} of {} cores' \
+             capacity left",
+            m.cores
+        ),
+    }
 }
 
 fn pid_report(
@@ -721,6 +815,96 @@ mod tests {
             s.machine.summary.contains("(traced)"),
             "{}",
             s.machine.summary
+        );
+    }
+
+    /// POWER7-shaped: 4 cores × 4 threads (siblings 4c..4c+3); `busy` CPUs busy all the
+    /// interval, the rest idle.
+    fn smt4(busy: &[u32], trace: TraceInput) -> TopSample {
+        let cores = [set("0-3"), set("4-7"), set("8-11"), set("12-15")];
+        let before: Vec<CpuTimes> = (0..16).map(|c| times(c, 0, 0)).collect();
+        let after: Vec<CpuTimes> = (0..16)
+            .map(|c| {
+                if busy.contains(&c) {
+                    times(c, 100, 0)
+                } else {
+                    times(c, 0, 100)
+                }
+            })
+            .collect();
+        build(Inputs {
+            cores: &cores,
+            before: &before,
+            after: &after,
+            interval_ns: 1_000_000_000,
+            time_unix_ms: 0,
+            smt_yield: &Yield::assumed(),
+            trace,
+            pid: None,
+        })
+    }
+
+    #[test]
+    fn top_smt4_two_of_four_busy_is_not_zero_capacity() {
+        // 2 of 4 threads busy on every core: the yield (all 4 threads ÷ 1) says nothing of
+        // a core with 2 busy, so the capacity left is not modelled, never "0.0".
+        let s = smt4(
+            &[0, 1, 4, 5, 8, 9, 12, 13],
+            TraceInput::Off("not root".into()),
+        );
+        let m = &s.machine;
+        assert!(!m.summary.contains("about 0.0 of 4"), "{}", m.summary);
+        assert!(m.summary.contains("not modelled"), "{}", m.summary);
+        assert!(!m.headroom_modelled);
+        let why = m.headroom_not_modelled.as_deref().unwrap();
+        assert!(why.contains("2–3 of 4"), "{why}");
+        // What is known still holds: between 1/Y and all of each core used.
+        for c in &s.cores {
+            assert!((c.used_min_share - 0.8).abs() < 1e-9, "{c:?}");
+            assert!((c.used_max_share - 1.0).abs() < 1e-9, "{c:?}");
+        }
+        assert!((m.headroom_cores_max - 0.8).abs() < 1e-9, "{m:?}");
+        // The Prometheus view leaves the headroom gauge out and says why.
+        let p = super::super::render::prometheus(&s);
+        assert!(!p.contains("smtlab_headroom_cores{"), "{p}");
+        assert!(p.contains("smtlab_headroom_modelled 0"), "{p}");
+    }
+
+    #[test]
+    fn top_smt4_one_or_all_threads_busy_is_modelled() {
+        // One thread per core: 1/Y of each core, exactly (0.2 × 4 = 0.8 left).
+        let s = smt4(&[0, 4, 8, 12], TraceInput::Off("not root".into()));
+        assert!(s.machine.headroom_modelled, "{:?}", s.machine);
+        assert!(
+            (s.machine.headroom_cores_min - 0.8).abs() < 1e-9,
+            "{:?}",
+            s.machine
+        );
+        assert!(
+            (s.machine.headroom_cores_max - 0.8).abs() < 1e-9,
+            "{:?}",
+            s.machine
+        );
+        assert!(
+            s.machine.summary.contains("about 0.8 of 4 cores"),
+            "{}",
+            s.machine.summary
+        );
+        // Every thread of cores 0 and 1 busy, cores 2 and 3 idle: 2 cores left.
+        let s = smt4(
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+            TraceInput::Off("not root".into()),
+        );
+        assert!(s.machine.headroom_modelled, "{:?}", s.machine);
+        assert!(
+            (s.machine.headroom_cores_min - 2.0).abs() < 1e-9,
+            "{:?}",
+            s.machine
+        );
+        assert!(
+            (s.machine.headroom_cores_max - 2.0).abs() < 1e-9,
+            "{:?}",
+            s.machine
         );
     }
 

@@ -55,12 +55,21 @@ pub fn text(s: &TopSample, header: bool) -> String {
     let mut table;
     if s.smt {
         let traced = s.cores.iter().any(|c| c.traced.is_some());
-        let mut head: Vec<String> = ["core", "cpus", "cpu busy %", "core busy %", "both busy %"]
+        let two = if s.threads_per_core > 2 {
+            "2+ busy %"
+        } else {
+            "both busy %"
+        };
+        let mut head: Vec<String> = ["core", "cpus", "cpu busy %", "core busy %", two]
             .iter()
             .map(|h| h.to_string())
             .collect();
         if traced {
-            head.push("idle/one/both % (traced)".into());
+            head.push(if s.threads_per_core > 2 {
+                "idle/one/2+/all % (traced)".into()
+            } else {
+                "idle/one/both % (traced)".into()
+            });
         }
         head.push("core used %".into());
         table = Table::with_header(head);
@@ -76,6 +85,13 @@ pub fn text(s: &TopSample, header: bool) -> String {
             ];
             if traced {
                 r.push(match c.traced {
+                    Some(t) if s.threads_per_core > 2 => format!(
+                        "{}/{}/{}/{}",
+                        pct(t.idle_share),
+                        pct(t.one_busy_share),
+                        pct(t.both_busy_share),
+                        pct(t.all_busy_share)
+                    ),
                     Some(t) => format!(
                         "{}/{}/{}",
                         pct(t.idle_share),
@@ -281,6 +297,15 @@ pub fn prometheus(s: &TopSample) -> String {
         traced,
     );
     family(
+        "smtlab_core_traced_all_busy_ratio",
+        "Share of the interval every sibling of a core of more than two threads was busy (part of state=\"both\" above), from sched_switch events.",
+        s.cores
+            .iter()
+            .filter(|c| c.cpus.len() > 2)
+            .filter_map(|c| Some((core_label(c), c.traced?.all_busy_share)))
+            .collect(),
+    );
+    family(
         "smtlab_core_used_min_ratio",
         "Lower bound on the share of the core's capacity used at the SMT yield.",
         per_core(&|c| c.used_min_share),
@@ -297,16 +322,25 @@ pub fn prometheus(s: &TopSample) -> String {
         vec![(String::new(), m.logical_busy_share)],
     );
     family(
+        "smtlab_headroom_modelled",
+        "1 when the capacity left is modelled; 0 when cores of more than two threads had some but not all busy for long enough that no yield gives their throughput (smtlab_headroom_cores is then left out).",
+        vec![(String::new(), if m.headroom_modelled { 1.0 } else { 0.0 })],
+    );
+    family(
         "smtlab_headroom_cores",
         "Capacity left in cores' worth (a core with every sibling busy is 1), lower and upper bound.",
-        vec![
-            ("{bound=\"min\"}".into(), m.headroom_cores_min),
-            ("{bound=\"max\"}".into(), m.headroom_cores_max),
-        ],
+        if m.headroom_modelled {
+            vec![
+                ("{bound=\"min\"}".into(), m.headroom_cores_min),
+                ("{bound=\"max\"}".into(), m.headroom_cores_max),
+            ]
+        } else {
+            Vec::new()
+        },
     );
     family(
         "smtlab_smt_yield",
-        "SMT yield used for capacity: a core's throughput with both siblings busy over one alone.",
+        "SMT yield used for capacity: a core's throughput with all its threads busy over one alone.",
         vec![(
             format!(
                 "{{source=\"{}\"}}",

@@ -102,4 +102,31 @@ mod tests {
         assert_eq!(t.threads_per_core(), 1);
         assert_eq!(t.allowed().to_string(), "0-1");
     }
+
+    #[test]
+    fn cmt_modules_are_cores_of_their_own_and_named() {
+        // The same shape on AMD family 15h: the kernel's sibling pairs are CMT modules.
+        let mut t = topology(4, 2, false);
+        t.machine.family = Some(crate::topology::AMD_CMT_FAMILY);
+        assert_eq!(t.threads_per_core(), 1);
+        assert_eq!(t.cores().len(), 8);
+        assert_eq!(t.core_of(1).to_string(), "1");
+        assert_eq!(t.proximity(1, 5), Proximity::SameL3);
+        assert_eq!(t.cmt_modules().len(), 4);
+        assert_eq!(t.cmt_module_of(5).unwrap().to_string(), "1,5");
+        let s = crate::topology::render::smt_summary(&t);
+        assert_eq!((s.threads_per_core, s.cores, s.cmt_modules), (1, 8, 4));
+        assert!(s.sentence.starts_with("no SMT"), "{}", s.sentence);
+        assert!(s.sentence.contains("CMT modules"), "{}", s.sentence);
+        // Another family's siblings stay SMT.
+        let t = topology(4, 2, false);
+        assert!(t.cmt_modules().is_empty());
+        assert_eq!(t.threads_per_core(), 2);
+        assert!(crate::topology::is_cmt_cpuinfo(
+            "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 21\n"
+        ));
+        assert!(!crate::topology::is_cmt_cpuinfo(
+            "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\n"
+        ));
+    }
 }

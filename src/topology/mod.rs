@@ -60,7 +60,10 @@ pub struct Cpu {
     /// `core_id`: per package, with gaps; a label, not an identity (use `core_cpus`).
     pub core_id: Option<u32>,
     /// SMT siblings including this CPU (`core_cpus`, else `thread_siblings`), online only
-    /// (`discover` intersects with the online set).
+    /// (`discover` intersects with the online set), as the kernel lists them. On AMD family
+    /// 15h these are CMT modules, not cores: [`Topology::cores`] and
+    /// [`Topology::core_of`] then count each CPU as a core of its own
+    /// ([`Topology::cmt_modules`]).
     pub core_cpus: CpuSet,
     /// CPUs of the same package (`package_cpus`, else `core_siblings`), online only; empty
     /// when the kernel gives no package mask.
@@ -154,7 +157,7 @@ pub struct Machine {
     pub vendor: Option<String>,
     /// `model name` / `cpu` / `Processor` from `/proc/cpuinfo`.
     pub model: Option<String>,
-    /// x86 `cpu family` from `/proc/cpuinfo` (0x15 = Bulldozer-family CMT modules).
+    /// x86 `cpu family` from `/proc/cpuinfo` (0x15 on AMD = Bulldozer-family CMT modules).
     pub family: Option<u32>,
     /// True when `/proc/cpuinfo` carries the `hypervisor` flag (or a known VM vendor).
     pub hypervisor: bool,
@@ -236,6 +239,42 @@ impl Proximity {
     }
 }
 
+/// AMD's x86 family 15h: Bulldozer, Piledriver, Steamroller and Excavator, whose cores come
+/// in pairs, "compute units" (CMT modules).
+pub const AMD_CMT_FAMILY: u32 = 0x15;
+
+/// What a CMT module is, for messages. AMD family 15h pairs two integer cores in a compute
+/// unit that share the instruction fetch and decode, the floating-point unit and the L2
+/// cache, each core keeping its own integer scheduler, execution units and L1 data cache
+/// (AMD, BIOS and Kernel Developer's Guide for Family 15h Models 00h-0Fh Processors,
+/// publication 42301). Linux lists the two cores of a compute unit as thread siblings
+/// (from CPUID leaf 0x8000001E in arch/x86/kernel/cpu/amd.c, topology_amd.c since 6.9), as the
+/// Opteron 6276 and 6328 dumps of hwloc and util-linux show (`thread_siblings_list` 0-1
+/// with `core_id` 0 and 1), but each CPU is an integer core of its own: there is no SMT
+/// to turn off, and "SMT off" would take half the cores offline.
+pub const CMT_MODULES: &str = "AMD family 15h (Bulldozer-family) CMT modules: two integer \
+     cores sharing instruction fetch and decode, the FPU and the L2 cache";
+
+/// True for a CPU whose kernel thread siblings are CMT modules: AMD family 15h
+/// (see [`CMT_MODULES`]).
+pub fn is_cmt_family(vendor: Option<&str>, family: Option<u32>) -> bool {
+    vendor == Some("AuthenticAMD") && family == Some(AMD_CMT_FAMILY)
+}
+
+/// [`is_cmt_family`] from `/proc/cpuinfo` text (its first `vendor_id` and `cpu family`).
+pub fn is_cmt_cpuinfo(cpuinfo: &str) -> bool {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    is_cmt_family(
+        field("vendor_id").as_deref(),
+        field("cpu family").and_then(|f| f.parse().ok()),
+    )
+}
+
 /// Partitions of OS CPU numbers per level, the shape of `fixtures/topology/*.oracle.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Partitions {
@@ -305,15 +344,51 @@ impl Topology {
         out
     }
 
-    /// Distinct SMT sibling sets (cores) over online CPUs, ordered by first CPU.
+    /// Distinct SMT sibling sets (cores) over online CPUs, ordered by first CPU. With CMT
+    /// modules every CPU is a core.
     pub fn cores(&self) -> Vec<CpuSet> {
         let online = self.online();
+        if self.splits_modules() {
+            return online.iter().map(|c| CpuSet::from_cpus([c])).collect();
+        }
         unique_sets(
             self.cpus
                 .iter()
                 .filter(|c| c.online)
                 .map(|c| online_core(c, &online)),
         )
+    }
+
+    /// The CPU's kernel thread siblings are CMT modules, not SMT threads (cheap: one look
+    /// at the vendor and family).
+    fn splits_modules(&self) -> bool {
+        is_cmt_family(self.machine.vendor.as_deref(), self.machine.family)
+    }
+
+    /// The CMT modules over online CPUs (the kernel's thread-sibling sets of more than one
+    /// CPU on AMD family 15h), by first CPU; empty on every other machine.
+    pub fn cmt_modules(&self) -> Vec<CpuSet> {
+        if !self.splits_modules() {
+            return Vec::new();
+        }
+        let online = self.online();
+        unique_sets(
+            self.cpus
+                .iter()
+                .filter(|c| c.online)
+                .map(|c| online_core(c, &online))
+                .filter(|m| m.len() > 1),
+        )
+    }
+
+    /// The CMT module holding `cpu`, when it is in one.
+    pub fn cmt_module_of(&self, cpu: u32) -> Option<CpuSet> {
+        if !self.splits_modules() {
+            return None;
+        }
+        let c = self.cpu(cpu).filter(|c| c.online)?;
+        let m = online_core(c, &self.online());
+        (m.len() > 1).then_some(m)
     }
 
     /// Largest number of online threads on one core (1 = no SMT visible).
@@ -342,8 +417,12 @@ impl Topology {
         self.caches_at(level).find(|c| c.cpus.contains(cpu))
     }
 
-    /// The core (online sibling set) containing `cpu`; `{cpu}` alone when unknown.
+    /// The core (online sibling set) containing `cpu`; `{cpu}` alone when unknown, and with
+    /// CMT modules.
     pub fn core_of(&self, cpu: u32) -> CpuSet {
+        if self.splits_modules() {
+            return CpuSet::from_cpus([cpu]);
+        }
         match self.cpu(cpu) {
             Some(c) if c.online && !c.core_cpus.is_empty() => {
                 // `discover` keeps `core_cpus` to online CPUs; re-check cheaply anyway.

@@ -33,6 +33,9 @@ pub struct SmtSummary {
     pub control: Option<String>,
     /// `smt/active`, when the kernel has it.
     pub active: Option<bool>,
+    /// AMD family 15h CMT modules (pairs of integer cores the kernel lists as thread
+    /// siblings; each CPU counts as a core); 0 on every other machine.
+    pub cmt_modules: usize,
     /// The one plain sentence `topo` prints.
     pub sentence: String,
 }
@@ -46,19 +49,31 @@ pub fn smt_summary(t: &Topology) -> SmtSummary {
         .as_deref()
         .map(|c| format!("control={c}"))
         .unwrap_or_else(|| "no smt/control file".into());
-    let sentence = if tpc > 1 {
-        let mut s = if with < cores.len() {
+    let modules = t.cmt_modules();
+    let sentence = if !modules.is_empty() {
+        let control_note = match control.as_deref() {
+            Some(c @ ("on" | "off")) => format!(
+                "; the kernel's smt/control ({c}) counts the modules as SMT, and switching it \
+                 off would take cores offline"
+            ),
+            _ => format!(" ({ctl})"),
+        };
+        format!(
+            "no SMT: the {} pairs of CPUs Linux lists as thread siblings ({}) are {}; each CPU \
+             is a core of its own, with no SMT (Hyper-Threading) to turn off{control_note}",
+            modules.len(),
+            sibling_examples(&modules),
+            super::CMT_MODULES
+        )
+    } else if tpc > 1 {
+        if with < cores.len() {
             format!(
                 "SMT: up to {tpc} threads per core ({with} of {} cores have siblings), {ctl}",
                 cores.len()
             )
         } else {
             format!("SMT: {tpc} threads per core, {ctl}")
-        };
-        if t.machine.vendor.as_deref() == Some("AuthenticAMD") && t.machine.family == Some(0x15) {
-            s.push_str(" (AMD Bulldozer-family CMT modules: pairs share the front end and FPU, not integer cores)");
         }
-        s
     } else {
         let mut s = "no SMT siblings visible: 1 thread per core".to_string();
         match control.as_deref() {
@@ -79,8 +94,19 @@ pub fn smt_summary(t: &Topology) -> SmtSummary {
         cores: cores.len(),
         control,
         active: t.machine.smt_active,
+        cmt_modules: modules.len(),
         sentence,
     }
+}
+
+/// `0-1; 2-3; …`: the first sets, enough to show the pattern (`;` between sets, as a set
+/// can be `0,4`).
+fn sibling_examples(sets: &[CpuSet]) -> String {
+    let mut v: Vec<String> = sets.iter().take(2).map(CpuSet::to_string).collect();
+    if sets.len() > 2 {
+        v.push("…".into());
+    }
+    v.join("; ")
 }
 
 pub fn to_json(t: &Topology) -> String {
@@ -268,7 +294,9 @@ pub fn human(t: &Topology) -> String {
                 if let Some(k) = kind_label(t, first) {
                     line.push_str(&format!("  [{k}]"));
                 }
-                if let Some(l2) = t.cache_of(first, 2)
+                if let Some(m) = t.cmt_module_of(first) {
+                    line.push_str(&format!("  (CMT module {m})"));
+                } else if let Some(l2) = t.cache_of(first, 2)
                     && llc_level != Some(2)
                     && l2.cpus.len() > core.len()
                 {
@@ -330,10 +358,10 @@ pub fn cpu_table(t: &Topology) -> String {
             opt(c.die),
             opt(c.cluster),
             opt(c.core_id),
-            if c.online {
-                c.core_cpus.to_string()
-            } else {
-                "-".into()
+            match t.cmt_module_of(c.cpu) {
+                Some(m) => format!("- (CMT module {m})"),
+                None if c.online => c.core_cpus.to_string(),
+                None => "-".into(),
             },
             opt(c.numa_node),
             inst(c.cpu, 1, CacheType::Data),

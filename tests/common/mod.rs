@@ -6,12 +6,26 @@ use std::path::{Path, PathBuf};
 /// i+8) into `tmp` and returns its root. Without the fixtures it prints why and returns
 /// None, unless `SMTLAB_REQUIRE_DUMPS=1` (CI), where a missing dump is a failure.
 pub fn smt_dump(tmp: &Path) -> Option<PathBuf> {
+    dump(tmp, "hwloc/16em64t-4s2c2t")
+}
+
+/// Unpacks hwloc's 64amd64-4s2n4ca2co dump (4 × AMD Opteron 6276, family 15h: 32
+/// Bulldozer CMT modules of two integer cores, which the kernel lists as thread siblings
+/// 0-1, 2-3, …) into `tmp` and returns its root, or None with the reason printed (as
+/// [`smt_dump`]).
+pub fn cmt_dump(tmp: &Path) -> Option<PathBuf> {
+    dump(tmp, "hwloc/64amd64-4s2n4ca2co")
+}
+
+/// Unpacks `NAME.tar.bz2` (`name` relative to the dumps folder) into `tmp`; its root is
+/// the tarball's one top folder.
+fn dump(tmp: &Path, name: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("SMTLAB_TOPOLOGY_DUMPS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/topology")
         });
-    let tarball = dir.join("hwloc/16em64t-4s2c2t.tar.bz2");
+    let tarball = dir.join(format!("{name}.tar.bz2"));
     if !tarball.is_file() {
         assert!(
             std::env::var("SMTLAB_REQUIRE_DUMPS").as_deref() != Ok("1"),
@@ -30,7 +44,8 @@ pub fn smt_dump(tmp: &Path) -> Option<PathBuf> {
         .expect("tar runs")
         .success();
     assert!(ok, "unpacking {}", tarball.display());
-    Some(tmp.join("16em64t-4s2c2t"))
+    let top = Path::new(name).file_name().expect("a dump name");
+    Some(tmp.join(top))
 }
 
 /// Runs `cmd`, asserts exit 0, and returns its stdout as text.

@@ -1,52 +1,31 @@
 //! From runs to conclusions: summaries per placement, each placement against the first
-//! (ratio of medians, bootstrap CI, a four-way call), and the SMT pairs (yield of `all`
-//! over `one-per-core`, slowdown of `pairs`). Pure.
+//! paired by round, and the SMT pairs (yield of `all` over `one-per-core`, slowdown of
+//! `pairs`), with a four-way call. Pure.
+//!
+//! Every comparison is paired: each round runs every placement back to back, so the
+//! ratio of one round's two runs leaves out drift between rounds, which a ratio of
+//! medians counts as spread. Its estimate, interval and small-sample label are
+//! [`stats::Comparison::of_paired_ratios`]'s, the same computation the study's answer row
+//! for the command calls ([`paired_in`]).
 //!
 //! The call follows criterion's rule (criterion `src/report.rs`, `noise_threshold`): a
 //! change is called only when the *whole* interval lies beyond the noise band. Unlike
 //! criterion's three-way verdict it tells an interval inside the band (no difference)
 //! from one straddling its edge (inconclusive: the runs cannot tell yet).
 
-use super::model::{Call, Comparison, PairRatio, PlacementResult, Run};
+use super::model::{
+    Call, CompareReport, Comparison, FixedDuration, FoundBy, PairRatio, PlacementResult, Run,
+};
 use crate::cpuset::CpuSet;
-use crate::stats::{self, Better, Ci, Summary};
+use crate::stats::{self, Better, Effect, Summary, Thresholds};
 
 /// Confidence of every interval.
 pub const CONFIDENCE: f64 = 0.95;
-/// Bootstrap resamples per interval.
-pub const RESAMPLES: usize = 4000;
-/// Fewer runs than this on either side make a call indicative only.
-pub const INDICATIVE_BELOW: usize = 5;
-/// Seed of the bootstrap resampling: results are reproducible from the JSON.
-const SEED: u64 = 0x5EED_C0DE;
 
-/// The call for a CI of `candidate / baseline` with noise band `1 ± noise`.
-pub fn call(ci: &Ci, noise: f64, better: Better) -> Call {
-    let (lo, hi) = (ci.low, ci.high);
-    if !(lo.is_finite() && hi.is_finite()) {
-        return Call::Inconclusive;
-    }
-    let (up, down) = (lo > 1.0 + noise, hi < 1.0 - noise);
-    match (up, down, better) {
-        (true, _, Better::Higher) | (_, true, Better::Lower) => Call::Faster,
-        (true, _, Better::Lower) | (_, true, Better::Higher) => Call::Slower,
-        _ if lo >= 1.0 - noise && hi <= 1.0 + noise => Call::NoDifference,
-        _ => Call::Inconclusive,
-    }
-}
-
-/// The ratio CI turned into a speedup (> 1 = faster): itself for throughputs, its
-/// inverse (bounds swapped) for times.
-pub fn speedup(ci: &Ci, better: Better) -> Ci {
-    match better {
-        Better::Higher => *ci,
-        Better::Lower => Ci {
-            estimate: 1.0 / ci.estimate,
-            low: 1.0 / ci.high,
-            high: 1.0 / ci.low,
-            confidence: ci.confidence,
-        },
-    }
+/// What a speed (> 1 = faster) is judged against: faster above `1 + noise`, slower below
+/// `1 − noise`, no difference inside.
+pub fn thresholds(noise: f64) -> Thresholds {
+    Thresholds::new(1.0 - noise, noise).unwrap_or(Thresholds::YIELD)
 }
 
 /// Which value is compared, and which way is better.
@@ -80,14 +59,17 @@ impl Basis {
         }
     }
 
+    /// The compared value of one run, when it has one.
+    pub fn value(self, r: &Run) -> Option<f64> {
+        match self {
+            Basis::WallTime => Some(r.wall_time_ns as f64),
+            Basis::Metric(_) => r.metric,
+        }
+    }
+
     /// The compared value of every run that has it.
     pub fn values(self, runs: &[Run]) -> Vec<f64> {
-        runs.iter()
-            .filter_map(|r| match self {
-                Basis::WallTime => Some(r.wall_time_ns as f64),
-                Basis::Metric(_) => r.metric,
-            })
-            .collect()
+        runs.iter().filter_map(|r| self.value(r)).collect()
     }
 }
 
@@ -115,35 +97,221 @@ pub fn summarize(p: &mut PlacementResult) {
         .count();
 }
 
-/// Bootstrap CI of median(a) / median(b) for placements `ia` and `ib`, seeded by the pair:
-/// results reproduce, and the same pair gets the same interval wherever it is reported.
-fn ratio(a: &[f64], b: &[f64], (ia, ib): (usize, usize)) -> Option<Ci> {
-    let seed = SEED ^ ((ia as u64) << 32 | ib as u64);
-    stats::bootstrap_ratio_of_medians(a, b, CONFIDENCE, RESAMPLES, seed)
-}
-
-/// Every placement after the first against the first.
-pub fn comparisons(placements: &[PlacementResult], basis: Basis, noise: f64) -> Vec<Comparison> {
-    let Some((base, rest)) = placements.split_first() else {
+/// The rounds every placement finished, in order: the rounds whose runs pair up (a
+/// failure or Ctrl-C can end the last round part-way).
+pub fn complete_rounds(placements: &[PlacementResult]) -> Vec<usize> {
+    let Some((first, rest)) = placements.split_first() else {
         return Vec::new();
     };
-    let b = basis.values(&base.runs);
-    rest.iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            let a = basis.values(&p.runs);
-            let ci = ratio(&a, &b, (i + 1, 0))?;
+    first
+        .runs
+        .iter()
+        .map(|x| x.round)
+        .filter(|&k| rest.iter().all(|p| p.runs.iter().any(|x| x.round == k)))
+        .collect()
+}
+
+/// Per complete round, `f(run of num) / f(run of den)`, for rounds where both are
+/// positive and finite.
+fn round_ratios(
+    placements: &[PlacementResult],
+    (num, den): (usize, usize),
+    f: impl Fn(&Run) -> Option<f64>,
+) -> (Vec<usize>, Vec<f64>) {
+    let (Some(n), Some(d)) = (placements.get(num), placements.get(den)) else {
+        return Default::default();
+    };
+    let at = |p: &PlacementResult, k: usize| p.runs.iter().find(|x| x.round == k).and_then(&f);
+    complete_rounds(placements)
+        .into_iter()
+        .filter_map(|k| {
+            let r = at(n, k)? / at(d, k)?;
+            (r.is_finite() && r > 0.0).then_some((k, r))
+        })
+        .unzip()
+}
+
+/// Per complete round, the speed of placement `num` over `den` (> 1 = `num` faster): the
+/// ratio of the compared values for a throughput, its inverse for a time.
+pub fn round_speedups(
+    placements: &[PlacementResult],
+    pair: (usize, usize),
+    basis: Basis,
+) -> (Vec<usize>, Vec<f64>) {
+    let (rounds, ratios) = round_ratios(placements, pair, |r| basis.value(r));
+    let speedups = match basis.better() {
+        Better::Higher => ratios,
+        Better::Lower => ratios.into_iter().map(|x| 1.0 / x).collect(),
+    };
+    (rounds, speedups)
+}
+
+/// What decides how a comparison is made and whether it can be called.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting<'a> {
+    pub placements: &'a [PlacementResult],
+    pub basis: Basis,
+    /// The noise band's half-width (0.02 = ±2 %).
+    pub noise: f64,
+    /// A time limit found in the command's arguments with no metric to compare instead:
+    /// wall time calls nothing.
+    pub fixed_by_arguments: Option<&'a FixedDuration>,
+}
+
+/// One pair of placements compared round by round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paired {
+    /// The rounds paired.
+    pub rounds: Vec<usize>,
+    /// Per round, the speed of the numerator over the denominator (> 1 = faster).
+    pub speedups: Vec<f64>,
+    /// Their central value (`stats::Comparison`'s: the geometric mean) with its interval,
+    /// run count and class; the class is inconclusive when the value compared cannot call
+    /// it.
+    pub comparison: stats::Comparison,
+    /// Why the value compared cannot call it (see [`not_called`]).
+    pub not_called: Option<String>,
+}
+
+impl Paired {
+    /// The call, from the comparison's class (inconclusive when it cannot be called).
+    pub fn call(&self) -> Call {
+        Call::of(self.comparison.effect)
+    }
+}
+
+/// Placement `num` against `den`, paired by round: the one computation behind compare's
+/// lines and the study's row for the pair. None when no complete round has both.
+pub fn paired(s: &Setting<'_>, pair: (usize, usize)) -> Option<Paired> {
+    let (rounds, speedups) = round_speedups(s.placements, pair, s.basis);
+    let comparison =
+        stats::Comparison::of_paired_ratios(&speedups, thresholds(s.noise), CONFIDENCE)?;
+    let not_called = not_called(s, pair, &comparison);
+    let mut comparison = comparison;
+    if not_called.is_some() {
+        // Its interval may sit inside the band, but what it measured is no evidence.
+        comparison.effect = Effect::Inconclusive;
+    }
+    Some(Paired {
+        rounds,
+        speedups,
+        comparison,
+        not_called,
+    })
+}
+
+/// Why wall time cannot call a pair: the command runs for a fixed time by its arguments,
+/// or its wall time did not change while its CPU time did. The second has two readings —
+/// a fixed-duration command, whose wall time measures no work, or fixed work that the
+/// extra CPU time did not speed up (SMT adding nothing) — and wall time cannot tell them
+/// apart, so it is no evidence of "no difference"; a metric read from the output can.
+pub fn not_called(
+    s: &Setting<'_>,
+    pair: (usize, usize),
+    wall: &stats::Comparison,
+) -> Option<String> {
+    if s.basis != Basis::WallTime {
+        return None;
+    }
+    if let Some(f) = s.fixed_by_arguments {
+        return Some(format!(
+            "{}, so its wall time is the same whatever it gets done and measures no work; {}",
+            f.seen, METRIC_ADVICE
+        ));
+    }
+    if wall.effect != Effect::NoEffect {
+        return None;
+    }
+    let cpu = |r: &Run| Some((r.user_time_ns + r.system_time_ns) as f64);
+    let (_, ratios) = round_ratios(s.placements, pair, cpu);
+    let c = stats::Comparison::of_paired_ratios(&ratios, thresholds(s.noise), CONFIDENCE)?;
+    if !matches!(c.effect, Effect::Gain | Effect::Loss) {
+        return None;
+    }
+    let label = |i: usize| s.placements.get(i).map_or("", |p| p.label.as_str());
+    Some(format!(
+        "wall time was the same on `{}` and `{}` ({}× the speed, {}) while CPU time was not \
+         ({}× as much, {}): either the command runs for a fixed time, so its wall time \
+         measures no work, or its work is fixed and the extra CPU time did not speed it \
+         up; wall time cannot tell which, so it calls nothing. {}",
+        label(pair.0),
+        label(pair.1),
+        stats::ratio_text(wall.estimate),
+        wall.interval_text(),
+        stats::ratio_text(c.estimate),
+        c.interval_text(),
+        capitalised(METRIC_ADVICE)
+    ))
+}
+
+/// What to do about a command whose wall time measures no work.
+pub const METRIC_ADVICE: &str = "give `--metric` to compare its throughput read from the \
+     output (`--metric sysbench`, `--metric pgbench`, or `--metric 'REGEX'` with one capture \
+     group)";
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// Every placement after the first against the first, paired by round.
+pub fn comparisons(s: &Setting<'_>) -> Vec<Comparison> {
+    let Some(base) = s.placements.first() else {
+        return Vec::new();
+    };
+    (1..s.placements.len())
+        .filter_map(|i| {
+            let p = paired(s, (i, 0))?;
             Some(Comparison {
-                placement: p.label.clone(),
+                placement: s.placements[i].label.clone(),
                 baseline: base.label.clone(),
-                basis: basis.name().into(),
-                ratio_of_medians: ci,
-                speedup: speedup(&ci, basis.better()),
-                call: call(&ci, noise, basis.better()),
-                indicative: a.len().min(b.len()) < INDICATIVE_BELOW,
+                basis: s.basis.name().into(),
+                call: p.call(),
+                rounds: p.rounds,
+                speedups: p.speedups,
+                speedup: p.comparison,
+                not_called: p.not_called,
             })
         })
         .collect()
+}
+
+/// The comparison of the placements labelled `num` and `den` in a finished report: what
+/// the study's answer row for the command cites, computed as the report's own lines are.
+pub fn paired_in(r: &CompareReport, num: &str, den: &str) -> Option<Paired> {
+    let find = |l: &str| r.placements.iter().position(|p| p.label == l);
+    let pair = (find(num)?, find(den)?);
+    paired(&setting_of(r), pair)
+}
+
+/// The setting a finished report was compared in.
+pub fn setting_of(r: &CompareReport) -> Setting<'_> {
+    Setting {
+        placements: &r.placements,
+        basis: Basis::of(r.metric.as_ref()),
+        noise: r.noise_threshold,
+        fixed_by_arguments: r
+            .fixed_duration
+            .as_ref()
+            .filter(|f| f.found_by == FoundBy::Arguments && f.metric_chosen.is_none()),
+    }
+}
+
+/// A report-wide note when some pair's wall time looked like a fixed-duration command's;
+/// None when none did or when the arguments already said so.
+pub fn fixed_by_timing(comparisons: &[Comparison], y: Option<&PairRatio>) -> Option<FixedDuration> {
+    let seen = comparisons
+        .iter()
+        .filter_map(|c| c.not_called.as_ref())
+        .chain(y.and_then(|y| y.not_called.as_ref()))
+        .next()?;
+    Some(FixedDuration {
+        found_by: FoundBy::Timing,
+        seen: seen.clone(),
+        metric_chosen: None,
+    })
 }
 
 /// Placements that form SMT pairs, found from their CPU sets and the cores.
@@ -198,91 +366,54 @@ pub fn smt_pairs(sets: &[Option<&CpuSet>], core_of: impl Fn(u32) -> CpuSet) -> S
     out
 }
 
-/// Throughput of `num` over `den` (a speedup: > 1 = `num` does more per unit of time).
-pub fn pair_speedup(
-    placements: &[PlacementResult],
-    (num, den): (usize, usize),
-    basis: Basis,
-) -> Option<PairRatio> {
-    let (n, d) = (placements.get(num)?, placements.get(den)?);
-    let ci = ratio(&basis.values(&n.runs), &basis.values(&d.runs), (num, den))?;
+/// Speed of `num` over `den` paired by round (> 1 = `num` does more per unit of time).
+pub fn pair_speedup(s: &Setting<'_>, (num, den): (usize, usize)) -> Option<PairRatio> {
+    let (n, d) = (s.placements.get(num)?, s.placements.get(den)?);
+    let p = paired(s, (num, den))?;
     Some(PairRatio {
         placement: n.label.clone(),
         reference: d.label.clone(),
-        basis: basis.name().into(),
-        ratio: speedup(&ci, basis.better()),
+        basis: s.basis.name().into(),
+        rounds: p.rounds,
+        speedups: p.speedups,
+        ratio: p.comparison,
+        not_called: p.not_called,
     })
 }
 
-/// How many times longer (or less productive) each run of `num` is than of `den`: the
-/// inverse of [`pair_speedup`].
-pub fn pair_slowdown(
-    placements: &[PlacementResult],
-    pair: (usize, usize),
-    basis: Basis,
-) -> Option<PairRatio> {
-    let mut r = pair_speedup(placements, pair, basis)?;
-    r.ratio = speedup(&r.ratio, Better::Lower);
-    Some(r)
+/// A slowdown (> 1 = each run of `num` takes longer or does less) from a speed ratio's
+/// estimate and interval: their inverses, bounds swapped.
+pub fn slowdown(c: &stats::Comparison) -> (f64, f64, f64) {
+    (1.0 / c.estimate, 1.0 / c.high, 1.0 / c.low)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ci(low: f64, high: f64) -> Ci {
-        Ci {
-            estimate: (low + high) / 2.0,
-            low,
-            high,
-            confidence: 0.95,
-        }
-    }
-
     #[test]
-    fn the_call_by_hand() {
-        let n = 0.02;
-        // Throughput 1.5× with the whole interval above 1.02: faster.
-        assert_eq!(call(&ci(1.4, 1.6), n, Better::Higher), Call::Faster);
-        // The same ratio of times: slower.
-        assert_eq!(call(&ci(1.4, 1.6), n, Better::Lower), Call::Slower);
-        // Times halved: faster; throughput halved: slower.
-        assert_eq!(call(&ci(0.45, 0.55), n, Better::Lower), Call::Faster);
-        assert_eq!(call(&ci(0.45, 0.55), n, Better::Higher), Call::Slower);
-        // Inside [0.98, 1.02]: no difference, either way.
-        assert_eq!(call(&ci(0.99, 1.01), n, Better::Higher), Call::NoDifference);
-        assert_eq!(call(&ci(0.98, 1.02), n, Better::Lower), Call::NoDifference);
+    fn the_call_follows_the_class() {
+        let t = thresholds(0.02);
+        let call = |lo: f64, hi: f64| Call::of(stats::classify(lo, hi, t));
+        // The whole interval above 1.02: faster; below 0.98: slower.
+        assert_eq!(call(1.4, 1.6), Call::Faster);
+        assert_eq!(call(0.45, 0.55), Call::Slower);
+        // Inside [0.98, 1.02]: no difference.
+        assert_eq!(call(0.99, 1.01), Call::NoDifference);
+        assert_eq!(call(0.98, 1.02), Call::NoDifference);
         // Straddling an edge: inconclusive, even with the estimate far out.
-        assert_eq!(call(&ci(0.97, 1.30), n, Better::Higher), Call::Inconclusive);
-        assert_eq!(call(&ci(1.01, 1.05), n, Better::Higher), Call::Inconclusive);
-        assert_eq!(call(&ci(0.90, 0.99), n, Better::Lower), Call::Inconclusive);
+        assert_eq!(call(0.97, 1.30), Call::Inconclusive);
+        assert_eq!(call(1.01, 1.05), Call::Inconclusive);
+        assert_eq!(call(0.90, 0.99), Call::Inconclusive);
         // Just beyond the band: called.
-        assert_eq!(call(&ci(1.021, 1.03), n, Better::Higher), Call::Faster);
-        assert_eq!(
-            call(&ci(f64::NAN, 1.0), n, Better::Higher),
-            Call::Inconclusive
-        );
+        assert_eq!(call(1.021, 1.03), Call::Faster);
+        assert_eq!(call(f64::NAN, 1.0), Call::Inconclusive);
     }
 
-    #[test]
-    fn speedup_inverts_times() {
-        let s = speedup(
-            &Ci {
-                estimate: 0.5,
-                low: 0.4,
-                high: 0.8,
-                confidence: 0.95,
-            },
-            Better::Lower,
-        );
-        assert_eq!((s.low, s.estimate, s.high), (1.25, 2.0, 2.5));
-        let same = ci(1.1, 1.2);
-        assert_eq!(speedup(&same, Better::Higher), same);
-    }
-
-    fn run(wall_ms: u64, metric: Option<f64>) -> Run {
+    fn run(round: usize, wall_ms: u64, metric: Option<f64>) -> Run {
         Run {
-            round: 1,
+            round,
+            position: 0,
             wall_time_ns: wall_ms * 1_000_000,
             user_time_ns: 0,
             system_time_ns: 0,
@@ -308,7 +439,8 @@ mod tests {
             burner_cpus: Vec::new(),
             runs: walls
                 .iter()
-                .map(|&w| run(w, Some(1e6 / w as f64)))
+                .enumerate()
+                .map(|(i, &w)| run(i + 1, w, Some(1e6 / w as f64)))
                 .collect(),
             wall_time_ns: None,
             metric: None,
@@ -326,8 +458,17 @@ mod tests {
         p
     }
 
+    fn setting(ps: &[PlacementResult], basis: Basis) -> Setting<'_> {
+        Setting {
+            placements: ps,
+            basis,
+            noise: 0.02,
+            fixed_by_arguments: None,
+        }
+    }
+
     #[test]
-    fn comparisons_against_the_first() {
+    fn comparisons_against_the_first_pair_the_rounds_every_placement_finished() {
         let ps = [
             placement("a", &[100, 101, 99, 100, 102, 98, 100]),
             placement("b", &[50, 51, 49, 50, 50, 52, 48]),
@@ -337,18 +478,51 @@ mod tests {
         assert_eq!(ps[0].wall_time_ns.unwrap().median, 100e6);
         assert_eq!(ps[0].max_rss_bytes, Some(1 << 20));
         assert_eq!(ps[0].voluntary_switches, Some(3.0));
-        let c = comparisons(&ps, Basis::WallTime, 0.02);
+        // `d` ran rounds 1 and 2 only: those are the rounds every placement finished.
+        assert_eq!(complete_rounds(&ps), [1, 2]);
+        let c = comparisons(&setting(&ps, Basis::WallTime));
         assert_eq!(c.len(), 3);
-        assert_eq!(c[0].call, Call::Faster);
-        assert!((c[0].ratio_of_medians.estimate - 0.5).abs() < 1e-12);
-        assert!((c[0].speedup.estimate - 2.0).abs() < 1e-12);
-        assert_eq!(c[1].call, Call::NoDifference, "{:?}", c[1]);
-        assert!(c[2].indicative && !c[0].indicative);
-        // The metric (higher is better) reaches the same calls.
-        let m = comparisons(&ps, Basis::Metric(Better::Higher), 0.02);
-        assert_eq!(m[0].call, Call::Faster);
-        assert!((m[0].speedup.estimate - 2.0).abs() < 1e-9);
-        assert_eq!(comparisons(&ps, Basis::WallTime, 0.02), c, "reproducible");
+        assert_eq!(c[0].rounds, [1, 2]);
+        assert_eq!(c[0].speedups, [2.0, 101.0 / 51.0]);
+        assert_eq!(c[0].speedup.n, 2);
+        assert!((c[0].speedup.estimate - 2.0).abs() < 0.02, "{:?}", c[0]);
+        // One placement against the first in round 2: 100 ms against 101 ms.
+        assert_eq!(c[2].speedups, [1.0, 101.0 / 150.0]);
+        // The metric (higher is better) gives the same speeds.
+        let m = comparisons(&setting(&ps, Basis::Metric(Better::Higher)));
+        for (w, m) in c[0].speedups.iter().zip(&m[0].speedups) {
+            assert!((w - m).abs() < 1e-9);
+        }
+        assert_eq!(
+            comparisons(&setting(&ps, Basis::WallTime)),
+            c,
+            "reproducible"
+        );
+        // Without `d`, seven rounds: `b` twice as fast, `c` the same.
+        let c = comparisons(&setting(&ps[..3], Basis::WallTime));
+        assert_eq!(c[0].rounds.len(), 7);
+        assert_eq!(c[0].call, Call::Faster, "{:?}", c[0]);
+        assert!(
+            c[0].speedup.low > 1.8 && c[0].speedup.high < 2.2,
+            "{:?}",
+            c[0]
+        );
+        assert_ne!(c[1].call, Call::Faster);
+        assert_ne!(c[1].call, Call::Slower);
+        assert!(c[1].not_called.is_none());
+    }
+
+    #[test]
+    fn drift_between_rounds_cancels_in_the_pairs() {
+        // One-per-core drifts from 100 to 160 ms over the rounds; `all` is 1.25× faster in
+        // each. The ratio of medians would spread over the drift; paired, 1.25 every round.
+        let one = [100, 110, 120, 130, 140, 150, 160];
+        let all = one.map(|w| w * 4 / 5);
+        let ps = [placement("one-per-core", &one), placement("all", &all)];
+        let c = &comparisons(&setting(&ps, Basis::WallTime))[0];
+        assert!(c.speedups.iter().all(|x| (x - 1.25).abs() < 1e-12), "{c:?}");
+        assert!((c.speedup.low - 1.25).abs() < 1e-9 && (c.speedup.high - 1.25).abs() < 1e-9);
+        assert_eq!(c.call, Call::Faster);
     }
 
     #[test]
@@ -390,15 +564,17 @@ mod tests {
             placement("pairs", &[160; 6]),
             placement("all", &[80; 6]),
         ];
-        let y = pair_speedup(&ps, (2, 0), Basis::WallTime).unwrap();
+        let s = setting(&ps, Basis::WallTime);
+        let y = pair_speedup(&s, (2, 0)).unwrap();
         assert!((y.ratio.estimate - 1.25).abs() < 1e-12, "{y:?}");
+        assert_eq!(y.rounds, [1, 2, 3, 4, 5, 6]);
         assert_eq!(
             (y.placement.as_str(), y.reference.as_str()),
             ("all", "one-per-core")
         );
-        let s = pair_slowdown(&ps, (1, 0), Basis::WallTime).unwrap();
-        assert!((s.ratio.estimate - 1.6).abs() < 1e-12, "{s:?}");
-        let sm = pair_slowdown(&ps, (1, 0), Basis::Metric(Better::Higher)).unwrap();
-        assert!((sm.ratio.estimate - 1.6).abs() < 1e-9, "{sm:?}");
+        let p = pair_speedup(&s, (1, 0)).unwrap();
+        assert!((slowdown(&p.ratio).0 - 1.6).abs() < 1e-12, "{p:?}");
+        let sm = pair_speedup(&setting(&ps, Basis::Metric(Better::Higher)), (1, 0)).unwrap();
+        assert!((slowdown(&sm.ratio).0 - 1.6).abs() < 1e-9, "{sm:?}");
     }
 }

@@ -88,6 +88,7 @@ fn made_up(topo: &Topology, cfg: &Config, v: &Variant, index: usize, round: Opti
     let cpus = v.cpus.len() as f64;
     Run {
         round: round.unwrap_or(0),
+        position: 0,
         wall_time_ns: wall_ns.round() as u64,
         user_time_ns: (wall_ns * cpus * 0.95).round() as u64,
         system_time_ns: (wall_ns * 0.02).round() as u64,
@@ -115,6 +116,9 @@ pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> 
 /// As [`run`], but a run that fails after others were measured ends the comparison with
 /// the report of those runs and the failure, as [`super::run_keeping`] does.
 pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
+    let mut adjusted = cfg.clone();
+    let fixed_duration = super::duration::adjust(&mut adjusted);
+    let cfg = &adjusted;
     let resolved = config::resolve(topo, cfg)?;
     let pairs = super::smt_pairs(topo, &resolved.variants);
     let labels: Vec<String> = resolved.variants.iter().map(|v| v.label.clone()).collect();
@@ -169,6 +173,7 @@ pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
             server_cpus: Vec::new(),
             metric_unit: None,
             counters: None,
+            fixed_duration,
         },
     );
     Ok(Kept { report, failure })
@@ -201,7 +206,8 @@ mod tests {
         let y = a.smt_yield.as_ref().expect("one-per-core and all pair up");
         assert!((y.ratio.estimate - 1.25).abs() < 0.05, "{y:?}");
         let s = a.pairs_slowdown.as_ref().expect("pairs pairs up");
-        assert!((s.ratio.estimate - 1.6).abs() < 0.1, "{s:?}");
+        let slower = crate::experiments::compare::analysis::slowdown(&s.ratio).0;
+        assert!((slower - 1.6).abs() < 0.1, "{s:?}");
         assert!(a.placements.iter().all(|p| p.runs.len() == 5));
         assert!(a.notes.iter().any(|n| n.starts_with("synthetic")));
     }
@@ -211,18 +217,20 @@ mod tests {
         let topo = crate::topology::fixture::topology(2, 2, false);
         let mut c = cfg(4);
         c.warmup = 0;
-        // Three placements: execution 8 is `pairs` in round 3.
+        // Three placements, counterbalanced: round 1 runs one-per-core, pairs, all;
+        // round 2 all, pairs, one-per-core; round 3 pairs, all, one-per-core. Execution 8
+        // is `all` in round 3.
         c.fake.fail_on_run = Some(8);
         let kept = run_keeping(&topo, &c, &super::super::Quiet).unwrap();
         let e = kept.failure.expect("the failure");
-        assert!(e.to_string().contains("failed on pairs (round 3)"), "{e}");
+        assert!(e.to_string().contains("failed on all (round 3)"), "{e}");
         let runs: Vec<usize> = kept
             .report
             .placements
             .iter()
             .map(|p| p.runs.len())
             .collect();
-        assert_eq!(runs, [3, 2, 2]);
+        assert_eq!(runs, [2, 3, 2]);
         // `run` (what `smtlab compare` uses) gives the error alone.
         assert!(run(&topo, &c, &super::super::Quiet).is_err());
         // Failing on the first run keeps nothing: an error.

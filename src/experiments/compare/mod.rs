@@ -1,14 +1,16 @@
 //! `smtlab compare -- CMD`: the user's own command under several placements (one thread
 //! per core, both siblings, every sibling, CPU lists), with or without noisy neighbours,
 //! run interleaved (A B C A B C …) after discarded warm-up rounds, and compared with
-//! statistics: medians and MAD per placement, each placement against the first as a
-//! ratio of medians with a bootstrap CI and a call, and the SMT yield.
+//! statistics: medians and MAD per placement, each placement against the first paired by
+//! round (the ratio of each round's two runs, their median with an interval and a call),
+//! and the SMT yield.
 //!
 //! Split by job, as hyperfine splits its benchmark: [`config`] (options, checks, the
 //! placements on this machine), [`runner`] (one execution: affinity or cgroup, timing,
 //! rusage, output), [`pins`] and [`cgroup`] (placing servers and the command's tree),
 //! [`guard`] (undoing all of it if smtlab is killed), [`metric`] (reading numbers from the
-//! output), [`model`] (the one serde model), [`analysis`] (statistics and calls),
+//! output), [`duration`] (commands that run for a fixed time, whose wall time measures no
+//! work), [`model`] (the one serde model), [`analysis`] (statistics and calls),
 //! [`render`] (terminal table, CSV, Markdown). [`run`] ties them together; [`measure`]
 //! is the interleaving loop alone, over any executor; [`fake`] runs it over made-up runs
 //! for the study's tests.
@@ -16,6 +18,7 @@
 pub mod analysis;
 pub mod cgroup;
 pub mod config;
+pub mod duration;
 pub mod fake;
 pub mod guard;
 pub mod metric;
@@ -30,9 +33,9 @@ pub use model::{Call, CompareReport};
 
 use crate::error::Interrupted;
 use crate::topology::Topology;
-use analysis::{Basis, SmtPairs};
+use analysis::{Basis, Setting, SmtPairs};
 use anyhow::Result;
-use model::{BurnerInfo, PlacementResult, Run, ServerInfo, Skipped};
+use model::{BurnerInfo, FixedDuration, PlacementResult, Run, ServerInfo, Skipped};
 use std::time::Duration;
 
 /// What the command layer shows while a comparison runs.
@@ -107,7 +110,9 @@ pub fn auto_rounds(max_time: Duration, spent: Duration, timed: usize, measured: 
 }
 
 /// The interleaving loop: `warmup` discarded rounds, then measured rounds, each running
-/// every placement once in order. `exec(placement, round)` runs one execution (round None
+/// every placement once, the order counterbalanced from round to round (A B C, C B A,
+/// B C A, …: [`crate::engine::counterbalanced`]) so that no placement always runs first,
+/// each run recording its position. `exec(placement, round)` runs one execution (round None
 /// = warm-up); `clock()` reads elapsed time. Without `runs`, the round count is chosen
 /// from the first rounds' time so that everything takes about `max_time`. Ctrl-C
 /// ([`Interrupted`] from `exec`) ends the loop with what was measured; other errors end it
@@ -159,10 +164,13 @@ pub fn measure(
             Some(n) => ui.note(&format!("round {round}/{n}")),
             None => ui.note(&format!("round {round}")),
         }
-        for p in 0..placements {
+        // Counterbalanced: A B C, C B A, B C A, … (see `counterbalanced`).
+        let order = crate::engine::counterbalanced(placements, round - 1);
+        for (position, p) in order.into_iter().enumerate() {
             match exec(p, Some(round)) {
                 Ok(mut r) => {
                     r.round = round;
+                    r.position = position + 1;
                     m.runs[p].push(r);
                     ui.advance(label(p));
                 }
@@ -199,6 +207,9 @@ pub struct Context {
     pub metric_unit: Option<&'static str>,
     /// What the runs' counters could not count, and why; None with counters off.
     pub counters: Option<crate::counters::Status>,
+    /// A time limit found in the command's arguments before the runs
+    /// ([`duration::adjust`]).
+    pub fixed_duration: Option<FixedDuration>,
 }
 
 /// Builds the report from the placements, their runs and the analysis. Pure.
@@ -246,15 +257,27 @@ pub fn assemble(
     if let (Some(m), Some(u)) = (metric.as_mut(), ctx.metric_unit) {
         m.unit = u.to_string();
     }
-    let comparisons = analysis::comparisons(&placements, basis, cfg.noise);
-    let smt_yield = pairs
-        .yield_pair
-        .and_then(|p| analysis::pair_speedup(&placements, p, basis));
-    let pairs_slowdown = pairs
-        .pairs_pair
-        .and_then(|p| analysis::pair_slowdown(&placements, p, basis));
     for p in &mut placements {
         p.notes.dedup();
+    }
+    let mut fixed_duration = ctx.fixed_duration;
+    let setting = Setting {
+        placements: &placements,
+        basis,
+        noise: cfg.noise,
+        fixed_by_arguments: fixed_duration
+            .as_ref()
+            .filter(|f| f.metric_chosen.is_none()),
+    };
+    let comparisons = analysis::comparisons(&setting);
+    let smt_yield = pairs
+        .yield_pair
+        .and_then(|p| analysis::pair_speedup(&setting, p));
+    let pairs_slowdown = pairs
+        .pairs_pair
+        .and_then(|p| analysis::pair_speedup(&setting, p));
+    if fixed_duration.is_none() {
+        fixed_duration = analysis::fixed_by_timing(&comparisons, smt_yield.as_ref());
     }
     CompareReport {
         command: cfg.command.argv(),
@@ -284,6 +307,7 @@ pub fn assemble(
         no_comparison: resolved.no_comparison.clone(),
         smt_yield,
         pairs_slowdown,
+        fixed_duration,
         interrupted: measured.interrupted,
         interrupted_by: crate::interrupt::signal().filter(|_| measured.interrupted),
         notes: ctx.notes,
@@ -324,6 +348,7 @@ mod tests {
     fn sample(ms: u64) -> Run {
         Run {
             round: 0,
+            position: 0,
             wall_time_ns: ms * 1_000_000,
             user_time_ns: 0,
             system_time_ns: 0,
@@ -381,6 +406,7 @@ mod tests {
             &Quiet,
         )
         .unwrap();
+        // The second round runs the placements the other way round.
         assert_eq!(
             *log.borrow(),
             [
@@ -390,15 +416,21 @@ mod tests {
                 (0, Some(1)),
                 (1, Some(1)),
                 (2, Some(1)),
-                (0, Some(2)),
-                (1, Some(2)),
                 (2, Some(2)),
+                (1, Some(2)),
+                (0, Some(2)),
             ]
         );
         assert_eq!((m.rounds, m.warmup_rounds, m.interrupted), (2, 1, false));
         assert_eq!(
             m.runs[1].iter().map(|r| r.round).collect::<Vec<_>>(),
             [1, 2]
+        );
+        // Each run records where in its round it ran.
+        let positions = |p: usize| m.runs[p].iter().map(|r| r.position).collect::<Vec<_>>();
+        assert_eq!(
+            (positions(0), positions(1), positions(2)),
+            (vec![1, 3], vec![2, 2], vec![3, 1])
         );
     }
 
@@ -466,7 +498,8 @@ mod tests {
         )
         .unwrap();
         assert!(m.interrupted);
-        assert_eq!((m.runs[0].len(), m.runs[1].len()), (2, 1));
+        // Execution 6 is the second of round 2, which runs `1` before `0`.
+        assert_eq!((m.runs[0].len(), m.runs[1].len()), (1, 2));
         let (mut clock, mut exec, _) = fake(Some(1));
         let m = measure(
             2,
@@ -485,8 +518,8 @@ mod tests {
     #[test]
     fn a_failing_run_keeps_the_runs_before_it() {
         let labels = vec![String::new(); 2];
-        // Execution 6 = warm-up (1, 2), round 1 (3, 4), round 2 (5, 6): placement 1 of
-        // round 2 fails.
+        // Execution 6 = warm-up (1, 2), round 1 (3, 4), round 2 (5, 6): round 2 runs
+        // placement 1 first, so placement 0 fails.
         let mut n = 0;
         let mut exec = |p: usize, _: Option<usize>| -> Result<Run> {
             n += 1;
@@ -508,7 +541,7 @@ mod tests {
         .unwrap_err();
         assert!(f.error.to_string().contains("exit code 1"), "{}", f.error);
         assert!(!f.measured.interrupted);
-        assert_eq!((f.measured.runs[0].len(), f.measured.runs[1].len()), (2, 1));
+        assert_eq!((f.measured.runs[0].len(), f.measured.runs[1].len()), (1, 2));
         assert_eq!((f.measured.rounds, f.measured.warmup_rounds), (5, 1));
         // A failure in the warm-up keeps nothing.
         let mut exec = |_: usize, _: Option<usize>| -> Result<Run> { anyhow::bail!("no") };

@@ -3,7 +3,7 @@
 use super::metric::MetricInfo;
 use crate::cpuset::CpuSet;
 use crate::placement::ScopeUnit;
-use crate::stats::{Ci, Summary};
+use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 
 /// A whole `smtlab compare` run.
@@ -15,7 +15,8 @@ pub struct CompareReport {
     pub metric: Option<MetricInfo>,
     /// Discarded rounds before measuring.
     pub warmup_rounds: usize,
-    /// Measured rounds; each runs every placement once, in order (A B C A B C …).
+    /// Measured rounds; each runs every placement once, the order counterbalanced from
+    /// round to round (each run's `position` says where it ran in its round).
     pub rounds: usize,
     /// How each run's CPUs were enforced: `affinity` (set in the child before exec,
     /// inherited by everything it starts) or `cgroup-v2` / `cgroup-v1` (a temporary
@@ -36,7 +37,9 @@ pub struct CompareReport {
     pub placements: Vec<PlacementResult>,
     /// Placements that could not run here, with the reason.
     pub skipped: Vec<Skipped>,
-    /// Each placement against the first.
+    /// Each placement against the first, paired by round. Files written before the
+    /// comparisons were paired read as none.
+    #[serde(default, deserialize_with = "paired_only")]
     pub comparisons: Vec<Comparison>,
     /// Why there are no comparisons, and how to get one: without placements on a machine
     /// without SMT siblings the command runs on one placement only. None when placements
@@ -45,10 +48,17 @@ pub struct CompareReport {
     pub no_comparison: Option<String>,
     /// Throughput of every sibling of some cores over one thread per core on the same
     /// cores: what SMT adds for this command.
+    #[serde(default, deserialize_with = "paired_only")]
     pub smt_yield: Option<PairRatio>,
-    /// How much longer each run takes on both siblings of half the cores than on one
-    /// thread per core with as many threads: what SMT costs each thread.
+    /// How each run on both siblings of half the cores compares with one thread per core
+    /// with as many threads: what SMT costs each thread (its `ratio` is the speed, below
+    /// 1 = slower; the text prints the inverse, the slowdown).
+    #[serde(default, deserialize_with = "paired_only")]
     pub pairs_slowdown: Option<PairRatio>,
+    /// The command runs for a fixed time, so its wall time measures no work: found in its
+    /// arguments or its timing, with the metric chosen instead when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_duration: Option<FixedDuration>,
     /// True when a signal ended the run early: the numbers cover the rounds that finished.
     pub interrupted: bool,
     /// Which signal, when known.
@@ -60,6 +70,29 @@ pub struct CompareReport {
     /// `--counters off` and in older files.
     #[serde(default)]
     pub counters: Option<crate::counters::Status>,
+}
+
+/// Reads a comparison field written since comparisons are paired by round; one written
+/// before (an unpaired ratio of medians, its `speedup` or `ratio` an interval without a
+/// run count) reads as none rather than as a paired comparison it is not.
+fn paired_only<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + serde::de::DeserializeOwned,
+{
+    let v = serde_json::Value::deserialize(d)?;
+    let unpaired = |c: &serde_json::Value| {
+        c.get("ratio_of_medians").is_some() || c.get("ratio").is_some_and(|r| r.get("n").is_none())
+    };
+    let older = match &v {
+        serde_json::Value::Array(a) => a.iter().any(unpaired),
+        c @ serde_json::Value::Object(_) => unpaired(c),
+        _ => false,
+    };
+    if older {
+        return Ok(T::default());
+    }
+    crate::report::lenient::from_value(v).map_err(serde::de::Error::custom)
 }
 
 /// The server placed beside the command.
@@ -135,6 +168,9 @@ pub struct PlacementResult {
 pub struct Run {
     /// Round number, from 1.
     pub round: usize,
+    /// Where in its round it ran, from 1 (0 in older files and for warm-up runs).
+    #[serde(default)]
+    pub position: usize,
     /// From spawn to exit, ns.
     pub wall_time_ns: u64,
     /// User CPU time of the command and every descendant reaped, ns (`wait4`).
@@ -182,6 +218,19 @@ pub enum Call {
     Inconclusive,
 }
 
+impl Call {
+    /// The call for a speed's class (> 1 = faster) against the noise band.
+    pub fn of(effect: crate::stats::Effect) -> Self {
+        use crate::stats::Effect;
+        match effect {
+            Effect::Gain => Call::Faster,
+            Effect::Loss | Effect::SmallLoss => Call::Slower,
+            Effect::NoEffect => Call::NoDifference,
+            Effect::Inconclusive => Call::Inconclusive,
+        }
+    }
+}
+
 impl std::fmt::Display for Call {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -193,7 +242,10 @@ impl std::fmt::Display for Call {
     }
 }
 
-/// One placement against the baseline.
+/// One placement against the baseline, paired by round: each round ran every placement
+/// back to back, so the ratio of the two runs of one round cancels drift between rounds
+/// (a machine warming up, a neighbour starting) that a ratio of medians would count as
+/// spread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// The placement's label.
@@ -202,17 +254,24 @@ pub struct Comparison {
     pub baseline: String,
     /// `wall_time_ns` or `metric`: which value was compared.
     pub basis: String,
-    /// median(placement) / median(baseline) of that value, bootstrap CI.
-    pub ratio_of_medians: Ci,
-    /// The same, oriented so that > 1 is faster (the ratio, or its inverse for times).
-    pub speedup: Ci,
+    /// The rounds paired: those every placement finished.
+    pub rounds: Vec<usize>,
+    /// Per paired round, the placement's speed ÷ the baseline's (> 1 = faster): the
+    /// metric's ratio for a throughput, the inverse ratio for a time.
+    pub speedups: Vec<f64>,
+    /// Their central value (the geometric mean) with its interval, run count and class
+    /// against the noise band: `crate::stats::Comparison`, as the study's answer rows.
+    pub speedup: crate::stats::Comparison,
     pub call: Call,
-    /// Fewer than 5 runs on a side: the call is indicative only.
-    pub indicative: bool,
+    /// Why the value compared cannot call this comparison (wall time of a command that
+    /// runs for a fixed time); the call is then inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_called: Option<String>,
 }
 
 /// A ratio between two placements that form a known pair (see
-/// [`CompareReport::smt_yield`], [`CompareReport::pairs_slowdown`]).
+/// [`CompareReport::smt_yield`], [`CompareReport::pairs_slowdown`]), paired by round as
+/// [`Comparison`] is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairRatio {
     /// The numerator's label (`all`, or `pairs`).
@@ -221,6 +280,37 @@ pub struct PairRatio {
     pub reference: String,
     /// `wall_time_ns` or `metric`.
     pub basis: String,
-    /// The ratio with its bootstrap CI.
-    pub ratio: Ci,
+    /// The rounds paired: those every placement finished.
+    pub rounds: Vec<usize>,
+    /// Per paired round, the numerator's speed ÷ the denominator's (> 1 = faster).
+    pub speedups: Vec<f64>,
+    /// Their central value with its interval, run count and class. For `pairs_slowdown`
+    /// each run's slowdown is the inverse (`pairs` at 0.625× the speed = 1.6× slower).
+    pub ratio: crate::stats::Comparison,
+    /// As [`Comparison::not_called`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_called: Option<String>,
+}
+
+/// A command that runs for a fixed time rather than a fixed amount of work: its wall time
+/// is the same whatever it gets done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FixedDuration {
+    pub found_by: FoundBy,
+    /// What was seen, in words: the time limit in its arguments, or wall and CPU time.
+    pub seen: String,
+    /// The metric compared instead of wall time (`sysbench`, `pgbench`), when smtlab
+    /// chose one because none was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric_chosen: Option<String>,
+}
+
+/// How a fixed-duration command was recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FoundBy {
+    /// A known tool's time limit among its arguments (`sysbench --time`, `pgbench -T`).
+    Arguments,
+    /// Wall time the same on two placements while their CPU time was not.
+    Timing,
 }

@@ -5,7 +5,7 @@
 use super::model::{Call, CompareReport, Comparison, PairRatio, PlacementResult};
 use crate::render;
 use crate::render::markdown::{cell, code, md};
-use crate::stats::{Ci, Summary};
+use crate::stats::Summary;
 
 /// The argv as a shell would need it typed: words with spaces or shell characters in
 /// single quotes.
@@ -61,44 +61,43 @@ fn secs(ns: f64) -> String {
     render::duration_ns(ns)
 }
 
-/// A ratio as people read it: `1.99× faster (95% CI 1.95–2.03)`.
-fn speed_words(s: &Ci) -> String {
-    let conf = crate::stats::level_text(s.confidence);
-    if s.estimate >= 1.0 {
-        format!(
-            "{:.2}× faster ({conf}% CI {:.2}–{:.2})",
-            s.estimate, s.low, s.high
-        )
+/// A speed's interval with its label and run count: `95 % CI 1.95–2.03, n = 7`;
+/// the label and any small-sample wording are the comparison's own.
+fn interval(c: &crate::stats::Comparison) -> String {
+    let text = c.interval_text();
+    if text.contains("n = ") {
+        text
     } else {
-        format!(
-            "{:.2}× slower ({conf}% CI {:.2}–{:.2})",
-            1.0 / s.estimate,
-            1.0 / s.high,
-            1.0 / s.low
-        )
+        format!("{text}, n = {}", c.n)
     }
 }
 
-/// One comparison line.
+/// One comparison line: the call, the speed (> 1 = faster) and its interval.
 fn comparison_line(c: &Comparison, noise: f64) -> String {
     let band = format!("±{}%", fmt_pct(noise));
-    let what = match c.call {
-        Call::Faster | Call::Slower => speed_words(&c.speedup),
-        Call::NoDifference => format!(
-            "no difference: {:.2}× (95% CI {:.2}–{:.2}, inside the {band} noise band)",
-            c.speedup.estimate, c.speedup.low, c.speedup.high
+    let s = &c.speedup;
+    let x = |v: f64| crate::stats::ratio_text(v);
+    let what = match (&c.not_called, c.call) {
+        (Some(why), _) => format!("not called by wall time: {why}"),
+        (None, Call::Faster) => format!("{}× faster ({})", x(s.estimate), interval(s)),
+        (None, Call::Slower) => format!(
+            "{}× slower: {}× the speed ({})",
+            x(1.0 / s.estimate),
+            x(s.estimate),
+            interval(s)
         ),
-        Call::Inconclusive => format!(
-            "inconclusive: {:.2}× (95% CI {:.2}–{:.2} straddles the {band} noise band; more runs would tell)",
-            c.speedup.estimate, c.speedup.low, c.speedup.high
+        (None, Call::NoDifference) => format!(
+            "no difference: {}× ({}, inside the {band} noise band)",
+            x(s.estimate),
+            interval(s)
+        ),
+        (None, Call::Inconclusive) => format!(
+            "inconclusive: {}× ({}, straddles the {band} noise band; more runs would tell)",
+            x(s.estimate),
+            interval(s)
         ),
     };
-    let indicative = if c.indicative {
-        " [indicative: fewer than 5 runs]"
-    } else {
-        ""
-    };
-    format!("{} vs {}: {what}{indicative}", c.placement, c.baseline)
+    format!("{} vs {}: {what}", c.placement, c.baseline)
 }
 
 fn fmt_pct(x: f64) -> String {
@@ -118,26 +117,45 @@ fn basis_words(basis: &str) -> &'static str {
     }
 }
 
-fn yield_line(y: &PairRatio) -> String {
+/// The yield line; `said` = a comparison line already gave the reason it is not called.
+fn yield_line(y: &PairRatio, said: bool) -> String {
+    if let Some(why) = &y.not_called {
+        let why = if said { "as above" } else { why };
+        return format!(
+            "SMT yield ({} over {}): not called by wall time: {why}",
+            y.placement, y.reference
+        );
+    }
     format!(
-        "SMT yield: {} gets {:.2}× the throughput of {} on the same cores (95% CI {:.2}–{:.2}, {})",
+        "SMT yield: {} gets {}× the throughput of {} on the same cores ({}, {})",
         y.placement,
-        y.ratio.estimate,
+        crate::stats::ratio_text(y.ratio.estimate),
         y.reference,
-        y.ratio.low,
-        y.ratio.high,
+        interval(&y.ratio),
         basis_words(&y.basis)
     )
 }
 
-fn slowdown_line(s: &PairRatio) -> String {
+/// The per-run cost line; `said` as for [`yield_line`].
+fn slowdown_line(s: &PairRatio, said: bool) -> String {
+    if let Some(why) = &s.not_called {
+        let why = if said { "as above" } else { why };
+        return format!(
+            "SMT cost per run ({} against {}): not called by wall time: {why}",
+            s.placement, s.reference
+        );
+    }
+    let x = |v: f64| crate::stats::ratio_text(v);
+    let (e, lo, hi) = super::analysis::slowdown(&s.ratio);
     format!(
-        "SMT cost per run: {} (both siblings of half the cores) runs {:.2}× slower than {} with as many threads (95% CI {:.2}–{:.2}, {})",
+        "SMT cost per run: {} (both siblings of half the cores) runs {}× slower than {} with as many threads ({} {}–{} as a slowdown, n = {}, {})",
         s.placement,
-        s.ratio.estimate,
+        x(e),
         s.reference,
-        s.ratio.low,
-        s.ratio.high,
+        s.ratio.interval_label(),
+        x(lo),
+        x(hi),
+        s.ratio.n,
         basis_words(&s.basis)
     )
 }
@@ -165,8 +183,13 @@ fn describe_runs(r: &CompareReport) -> String {
     } else {
         "compared"
     };
+    let order = if r.placements.len() > 1 {
+        ", interleaved in counterbalanced order (A B, B A, …) and paired by round"
+    } else {
+        ""
+    };
     format!(
-        "{verb} by {metric}; {} after {}, interleaved; CPUs set by {}",
+        "{verb} by {metric}; {} after {}{order}; CPUs set by {}",
         render::count(r.rounds, "round"),
         render::count(r.warmup_rounds, "warm-up round"),
         r.enforcement
@@ -318,12 +341,9 @@ pub fn lines(r: &CompareReport) -> Vec<String> {
     if let Some(n) = &r.no_comparison {
         out.push(n.clone());
     }
-    if let Some(y) = &r.smt_yield {
-        out.push(yield_line(y));
-    }
-    if let Some(s) = &r.pairs_slowdown {
-        out.push(slowdown_line(s));
-    }
+    out.extend(pair_lines(r));
+    out.extend(fixed_duration_line(r));
+    out.extend(unpaired_line(r));
     for s in &r.skipped {
         out.push(format!("skipped {}: {}", s.label, s.reason));
     }
@@ -345,6 +365,50 @@ pub fn lines(r: &CompareReport) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The SMT yield and per-run cost lines.
+fn pair_lines(r: &CompareReport) -> Vec<String> {
+    let said =
+        |why: &Option<String>| why.is_some() && r.comparisons.iter().any(|c| &c.not_called == why);
+    let mut out = Vec::new();
+    if let Some(y) = &r.smt_yield {
+        out.push(yield_line(y, said(&y.not_called)));
+    }
+    if let Some(s) = &r.pairs_slowdown {
+        out.push(slowdown_line(s, said(&s.not_called)));
+    }
+    out
+}
+
+/// The fixed-duration note, unless every line that needs it already gives the reason.
+fn fixed_duration_line(r: &CompareReport) -> Option<String> {
+    let f = r.fixed_duration.as_ref()?;
+    let said = r
+        .comparisons
+        .iter()
+        .map(|c| c.not_called.is_some())
+        .chain(r.smt_yield.iter().map(|y| y.not_called.is_some()))
+        .any(|x| x);
+    (f.metric_chosen.is_some() || !said).then(|| format!("note: {}", super::duration::sentence(f)))
+}
+
+/// Placements but no comparison, and not for a reason the report states: a file written
+/// before the comparisons were paired by round (they read as none), or no round that every
+/// placement finished.
+fn unpaired_line(r: &CompareReport) -> Option<String> {
+    if r.placements.len() < 2 || !r.comparisons.is_empty() || r.no_comparison.is_some() {
+        return None;
+    }
+    Some(
+        if super::analysis::complete_rounds(&r.placements).is_empty() {
+            "no comparison: no round ran every placement to the end".to_string()
+        } else {
+            "no comparison shown: this file was written by an older smtlab, whose comparisons \
+         were not paired by round; the runs above are as measured"
+                .to_string()
+        },
+    )
 }
 
 /// How the runs were compared, in one line: the value, rounds, warm-up, enforcement.
@@ -563,7 +627,7 @@ pub fn markdown(r: &CompareReport) -> String {
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out.push_str(&format!(
-        "\nRelative = speed against the first placement (> 1 is faster), 95% bootstrap CI; {}.\n",
+        "\nRelative = speed against the first placement, the geometric mean of its per-round ratios (> 1 is faster), with its interval; {}.\n",
         describe_runs(r)
     ));
     let mut lines: Vec<String> = r
@@ -571,8 +635,9 @@ pub fn markdown(r: &CompareReport) -> String {
         .iter()
         .map(|c| comparison_line(c, r.noise_threshold))
         .collect();
-    lines.extend(r.smt_yield.as_ref().map(yield_line));
-    lines.extend(r.pairs_slowdown.as_ref().map(slowdown_line));
+    lines.extend(pair_lines(r));
+    lines.extend(fixed_duration_line(r));
+    lines.extend(unpaired_line(r));
     lines.extend(
         r.skipped
             .iter()
@@ -597,6 +662,7 @@ pub(crate) mod tests {
     fn run(round: usize, wall_ms: f64, metric: f64) -> Run {
         Run {
             round,
+            position: 0,
             wall_time_ns: (wall_ms * 1e6) as u64,
             user_time_ns: (wall_ms * 1.9e6) as u64,
             system_time_ns: 4_000_000,
@@ -612,10 +678,18 @@ pub(crate) mod tests {
         }
     }
 
-    fn placement(label: &str, cpus: &[u32], cores: usize, base: f64) -> PlacementResult {
+    /// Seven runs around `base`, each placement's jitter `shift` rounds along, so that
+    /// the per-round ratios spread.
+    fn placement(
+        label: &str,
+        cpus: &[u32],
+        cores: usize,
+        base: f64,
+        shift: usize,
+    ) -> PlacementResult {
         let runs: Vec<Run> = (1..=7)
             .map(|i| {
-                let jitter = [0.0, 0.01, -0.01, 0.02, -0.005, 0.004, -0.02][i - 1];
+                let jitter = [0.0, 0.01, -0.01, 0.02, -0.005, 0.004, -0.02][(i - 1 + shift) % 7];
                 let metric = (base * (1.0 - jitter) * 100.0).round() / 100.0;
                 run(i, 2000.0 * (1.0 + jitter), metric)
             })
@@ -649,11 +723,20 @@ pub(crate) mod tests {
         use super::super::analysis::{self, Basis};
         use crate::stats::Better;
         let placements = vec![
-            placement("one-per-core", &[0, 1], 2, 1000.0),
-            placement("pairs", &[0, 2], 1, 610.0),
-            placement("all", &[0, 1, 2, 3], 2, 1240.0),
+            placement("one-per-core", &[0, 1], 2, 1000.0, 0),
+            placement("pairs", &[0, 2], 1, 610.0, 1),
+            placement("all", &[0, 1, 2, 3], 2, 1240.0, 3),
         ];
         let basis = Basis::Metric(Better::Higher);
+        let setting = analysis::Setting {
+            placements: &placements,
+            basis,
+            noise: 0.02,
+            fixed_by_arguments: None,
+        };
+        let comparisons = analysis::comparisons(&setting);
+        let smt_yield = analysis::pair_speedup(&setting, (2, 0));
+        let pairs_slowdown = analysis::pair_speedup(&setting, (1, 0));
         CompareReport {
             command: vec![
                 "sysbench".into(),
@@ -675,10 +758,11 @@ pub(crate) mod tests {
             confidence: 0.95,
             server: None,
             burners: None,
-            comparisons: analysis::comparisons(&placements, basis, 0.02),
+            comparisons,
             no_comparison: None,
-            smt_yield: analysis::pair_speedup(&placements, (2, 0), basis),
-            pairs_slowdown: analysis::pair_slowdown(&placements, (1, 0), basis),
+            smt_yield,
+            pairs_slowdown,
+            fixed_duration: None,
             placements,
             skipped: vec![Skipped {
                 label: "all + 1 prime".into(),
@@ -838,20 +922,45 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn comparisons_written_before_pairing_read_as_none_and_say_so() {
+        let mut j = serde_json::to_value(fixture()).unwrap();
+        let ci = serde_json::json!({"estimate": 1.24, "low": 1.2, "high": 1.3, "confidence": 0.95});
+        j["comparisons"] = serde_json::json!([{
+            "placement": "all", "baseline": "one-per-core", "basis": "metric",
+            "ratio_of_medians": ci, "speedup": ci, "call": "faster", "indicative": false
+        }]);
+        j["smt_yield"] = serde_json::json!({
+            "placement": "all", "reference": "one-per-core", "basis": "metric", "ratio": ci
+        });
+        j.as_object_mut().unwrap().remove("pairs_slowdown");
+        let r: CompareReport = crate::report::lenient::from_value(j).unwrap();
+        assert!(r.comparisons.is_empty() && r.smt_yield.is_none() && r.pairs_slowdown.is_none());
+        assert_eq!(r.placements[0].runs[0].position, 0);
+        let t = text(&r);
+        assert!(t.contains("written by an older smtlab"), "{t}");
+        assert!(!t.contains(" vs ") && !t.contains("SMT yield"), "{t}");
+        // A current file reads back whole; a malformed comparison is still an error.
+        let back: CompareReport =
+            crate::report::lenient::from_value(serde_json::to_value(fixture()).unwrap()).unwrap();
+        assert_eq!(back.comparisons.len(), 2);
+        let mut bad = serde_json::to_value(fixture()).unwrap();
+        bad["comparisons"][0]["call"] = "sideways".into();
+        assert!(crate::report::lenient::from_value::<CompareReport>(bad).is_err());
+    }
+
+    #[test]
     fn calls_read_naturally() {
-        let ci = |e: f64, l: f64, h: f64| Ci {
-            estimate: e,
-            low: l,
-            high: h,
-            confidence: 0.95,
-        };
-        assert_eq!(
-            speed_words(&ci(2.0, 1.9, 2.1)),
-            "2.00× faster (95% CI 1.90–2.10)"
+        let r = fixture();
+        let l = lines(&r);
+        // pairs: about 0.61× the speed; all: 1.24× faster; each with its interval and n.
+        assert!(
+            l[0].starts_with("pairs vs one-per-core: 1.64× slower: 0.61× the speed (95 % CI"),
+            "{l:?}"
         );
-        assert_eq!(
-            speed_words(&ci(0.5, 0.4, 0.8)),
-            "2.00× slower (95% CI 1.25–2.50)"
+        assert!(l[0].ends_with("n = 7)"), "{l:?}");
+        assert!(
+            l[1].starts_with("all vs one-per-core: 1.24× faster (95 % CI"),
+            "{l:?}"
         );
         assert_eq!(fmt_pct(0.02), "2");
         assert_eq!(short(1236.73), "1237");

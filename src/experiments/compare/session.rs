@@ -33,6 +33,14 @@ const QUOTED_LINES: usize = 8;
 
 pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
     cfg.validate()?;
+    // A command that runs for a fixed time is compared by its own metric when smtlab
+    // knows one; the runs read it.
+    let mut adjusted = cfg.clone();
+    let fixed_duration = super::duration::adjust(&mut adjusted);
+    if let Some(f) = &fixed_duration {
+        ui.note(&super::duration::sentence(f));
+    }
+    let cfg = &adjusted;
     // Before burners start spinning (see `counters::prepare`).
     crate::counters::prepare(cfg.counters);
     let resolved = config::resolve(topo, cfg)?;
@@ -229,6 +237,7 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
             server_cpus,
             metric_unit,
             counters,
+            fixed_duration,
         },
     );
     Ok(Kept { report, failure })
@@ -420,6 +429,7 @@ impl Session<'_> {
         };
         Ok(Run {
             round: round.unwrap_or(0),
+            position: 0,
             wall_time_ns: f.wall_ns,
             user_time_ns: f.usage.user_ns,
             system_time_ns: f.usage.system_ns,

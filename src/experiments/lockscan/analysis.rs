@@ -119,9 +119,24 @@ pub fn own_baseline_ratios(
     base: &Scenario,
     base_runs: &[Run],
 ) -> Vec<f64> {
+    per_round_ratios(s, sharing, runs, base, base_runs)
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// [`own_baseline_ratios`] with a slot per round (None where the round gives no ratio),
+/// so that two groups of the same runs can be paired round by round.
+fn per_round_ratios(
+    s: &Scenario,
+    flagged: &[bool],
+    runs: &[Run],
+    base: &Scenario,
+    base_runs: &[Run],
+) -> Vec<Option<f64>> {
     let mut pairs = Vec::new();
     for (i, &cpu) in s.lock_cpus.iter().enumerate() {
-        if !sharing.get(i).copied().unwrap_or(false) {
+        if !flagged.get(i).copied().unwrap_or(false) {
             continue;
         }
         match base.lock_cpus.iter().position(|&c| c == cpu) {
@@ -140,13 +155,41 @@ pub fn own_baseline_ratios(
     };
     runs.iter()
         .zip(base_runs)
-        .filter_map(|(a, b)| {
+        .map(|(a, b)| {
             let num: f64 = pairs.iter().map(|&(i, _)| rate(a, i)).sum();
             let den: f64 = pairs.iter().map(|&(_, j)| rate(b, j)).sum();
             let x = num / den;
             (den > 0.0 && x.is_finite()).then_some(x)
         })
         .collect()
+}
+
+/// The control for a sibling loss, per round: (the scanner-sharing lock threads' ratio to
+/// their own baseline) ÷ (the lock threads on other cores' ratio to theirs), from the same
+/// runs. Below 1, the thread beside the scanner lost more than threads elsewhere; near 1,
+/// whatever the scanner did (memory bandwidth, the lock's own cache line, the frequency)
+/// hit every core alike and sharing the core is not shown to matter. Empty when either
+/// group is empty.
+pub fn sharing_vs_cross_core_ratios(
+    s: &Scenario,
+    sharing: &[bool],
+    runs: &[Run],
+    base: &Scenario,
+    base_runs: &[Run],
+) -> (Vec<f64>, Vec<f64>) {
+    let others: Vec<bool> = sharing.iter().map(|x| !x).collect();
+    let own = per_round_ratios(s, sharing, runs, base, base_runs);
+    let cross = per_round_ratios(s, &others, runs, base, base_runs);
+    let did = if own.is_empty() || cross.is_empty() {
+        Vec::new()
+    } else {
+        own.iter()
+            .zip(&cross)
+            .filter_map(|(a, b)| Some((*a)? / (*b)?))
+            .filter(|x| x.is_finite())
+            .collect()
+    };
+    (cross.into_iter().flatten().collect(), did)
 }
 
 /// Summarises every run of one (scenario, lock) trial; `baseline` holds the scenario
@@ -189,7 +232,17 @@ pub fn summarise(
         _ => Vec::new(),
     };
     let sharing_vs_own_baseline =
-        Comparison::of_paired_ratios(&sharing_ratios, Thresholds::SLOWDOWN, 0.95, 2000, 44);
+        Comparison::of_paired_ratios(&sharing_ratios, Thresholds::SLOWDOWN, 0.95);
+    let (cross_core_ratios, sharing_vs_cross_core_ratios) = match baseline {
+        Some((bs, br)) if !s.scan_cpus.is_empty() => {
+            sharing_vs_cross_core_ratios(s, lock_sharing, runs, bs, br)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    let cross_core_vs_own_baseline =
+        Comparison::of_paired_ratios(&cross_core_ratios, Thresholds::SLOWDOWN, 0.95);
+    let sharing_vs_cross_core =
+        Comparison::of_paired_ratios(&sharing_vs_cross_core_ratios, Thresholds::SLOWDOWN, 0.95);
     let cross_core_vs_baseline = baseline.map(|(_, br)| br).and_then(|base| {
         let base_rates: Vec<f64> = base.iter().filter_map(|r| group(r, false)).collect();
         stats::bootstrap_ratio_of_medians(&b, &base_rates, 0.95, 2000, 43)
@@ -226,6 +279,10 @@ pub fn summarise(
         sharing_ratios,
         sharing_vs_others,
         cross_core_vs_baseline,
+        cross_core_ratios,
+        cross_core_vs_own_baseline,
+        sharing_vs_cross_core_ratios,
+        sharing_vs_cross_core,
         pinning_ok: runs.iter().all(|r| r.result.pinning_ok()),
         interrupted,
         core_cpi: crate::counters::per_core(rows_counts(s, topo, &median_run.result)),
@@ -502,11 +559,20 @@ mod tests {
         // 1000.
         assert_eq!(r.sharing_ratios, [0.1, 0.2, 0.15]);
         let own = r.sharing_vs_own_baseline.unwrap();
-        assert!((own.estimate - 0.15).abs() < 1e-9, "{own:?}");
-        assert_eq!((own.n, own.indicative), (3, true));
+        // The geometric mean of 0.1, 0.2 and 0.15: (0.003)^(1/3).
+        assert!((own.estimate - 0.003f64.cbrt()).abs() < 1e-9, "{own:?}");
+        assert_eq!((own.n, own.indicative), (3, false));
         assert_eq!(own.effect, crate::stats::Effect::Loss, "{own}");
-        // The other lock threads ran as fast as without a scanner.
+        // The other lock threads ran as fast as without a scanner, round by round, so the
+        // control (sharing ÷ other cores) is the sharing ratio itself: a loss that comes
+        // with sharing the core.
         assert!((r.cross_core_vs_baseline.unwrap().estimate - 1.0).abs() < 1e-9);
+        assert_eq!(r.cross_core_ratios, [1.0, 1.0, 1.0]);
+        assert_eq!(r.sharing_vs_cross_core_ratios, [0.1, 0.2, 0.15]);
+        assert_eq!(
+            r.sharing_vs_cross_core.unwrap().effect,
+            crate::stats::Effect::Loss
+        );
         // 50 handoffs in 1 s, all between different cores of one L3 (50 ns).
         assert_eq!(r.handoffs_per_sec, Some(50.0));
         assert_eq!(r.c2c_latency_ns, Some(50.0));
@@ -557,7 +623,8 @@ mod tests {
             false,
         );
         let own = r.sharing_vs_own_baseline.unwrap();
-        assert!((own.estimate - 0.9).abs() < 1e-9, "{own}");
+        // The geometric mean of 0.8, 0.9 and 1.0.
+        assert!((own.estimate - 0.72f64.cbrt()).abs() < 1e-9, "{own}");
         // The biased comparison sees 270 against 1000.
         assert!((r.sharing_vs_others.unwrap().estimate - 0.27).abs() < 1e-9);
         // Two sharing threads are summed, each against its own CPU in the baseline, found

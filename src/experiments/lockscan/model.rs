@@ -127,6 +127,25 @@ pub struct ScenarioResult {
     /// Median acquisition rate of lock threads not sharing a core with a scanner ÷ the
     /// same threads in the baseline scenario (cross-core interference); None without one.
     pub cross_core_vs_baseline: Option<Ci>,
+    /// Per round, the lock threads on other cores than any scanner ÷ the same threads in
+    /// the same round's baseline run, in round order; empty without a baseline or such
+    /// threads, and in files written before it existed.
+    #[serde(default)]
+    pub cross_core_ratios: Vec<f64>,
+    /// `cross_core_ratios` as a paired comparison against
+    /// [`Thresholds::SLOWDOWN`](crate::stats::Thresholds::SLOWDOWN).
+    #[serde(default)]
+    pub cross_core_vs_own_baseline: Option<Comparison>,
+    /// Per round, the scanner-sharing threads' ratio ÷ the other-core threads' ratio of the
+    /// same runs ([`super::analysis::sharing_vs_cross_core_ratios`]).
+    #[serde(default)]
+    pub sharing_vs_cross_core_ratios: Vec<f64>,
+    /// The control that lets a sibling loss be put down to sharing the core: the
+    /// scanner-sharing threads against the threads on other cores, paired by round. A loss
+    /// or small loss here means the sharing thread lost more than the others; anything else
+    /// means the scanner's effect was not specific to the shared core.
+    #[serde(default)]
+    pub sharing_vs_cross_core: Option<Comparison>,
     /// One-way cache-line latency the median run's handoffs met, ns: the latencies of
     /// `c2c_latency_by_proximity` weighted by the handoffs between CPUs of each class
     /// ([`super::handoff_latency_ns`]); None with one lock CPU or a synthetic run.

@@ -217,7 +217,7 @@ pub fn summarise<'a>(steps: impl IntoIterator<Item = &'a Step>) -> Vec<SeriesSte
             .map(|s| s.ratio_to_first)
             .filter(|x| x.is_finite() && *x > 0.0)
             .collect();
-        let ratio = Comparison::of_paired_ratios(&paired, Thresholds::SLOWDOWN, 0.95, 2000, 7);
+        let ratio = Comparison::of_paired_ratios(&paired, Thresholds::SLOWDOWN, 0.95);
         out.push(SeriesStep {
             burners: b,
             runnable_threads: mid.runnable_threads,

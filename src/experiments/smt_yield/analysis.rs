@@ -51,7 +51,6 @@ pub fn ratio(
     denominator: Layout,
     per_thread: bool,
     t: Thresholds,
-    seed: u64,
 ) -> Option<LayoutRatio> {
     let rate = |r: &RunRecord| {
         if per_thread {
@@ -82,7 +81,7 @@ pub fn ratio(
             ratios.push(rate(a) / rate(b));
         }
     }
-    let comparison = Comparison::of_paired_ratios(&ratios, t, CONFIDENCE, RESAMPLES, seed)?;
+    let comparison = Comparison::of_paired_ratios(&ratios, t, CONFIDENCE)?;
     Some(LayoutRatio {
         what: if per_thread {
             format!("per-thread throughput, {numerator} ÷ {denominator}")
@@ -98,27 +97,25 @@ pub fn ratio(
 }
 
 /// The SMT yield: throughput(all) ÷ throughput(one-per-core).
-pub fn smt_yield(records: &[RunRecord], seed: u64) -> Option<LayoutRatio> {
+pub fn smt_yield(records: &[RunRecord]) -> Option<LayoutRatio> {
     ratio(
         records,
         Layout::All,
         Layout::OnePerCore,
         false,
         Thresholds::YIELD,
-        seed,
     )
 }
 
 /// A thread's speed on a shared core: per-thread throughput(pairs) ÷ per-thread
 /// throughput(one-per-core).
-pub fn shared_core_speed(records: &[RunRecord], seed: u64) -> Option<LayoutRatio> {
+pub fn shared_core_speed(records: &[RunRecord]) -> Option<LayoutRatio> {
     ratio(
         records,
         Layout::Pairs,
         Layout::OnePerCore,
         true,
         Thresholds::SLOWDOWN,
-        seed,
     )
 }
 
@@ -172,6 +169,7 @@ mod tests {
     fn rec(round: usize, layout: Layout, threads: usize, ops: f64) -> RunRecord {
         RunRecord {
             round,
+            position: 0,
             layout,
             threads,
             ops_per_sec: ops,
@@ -224,7 +222,7 @@ mod tests {
         assert!((s.instructions_per_op_ratio - 1.0).abs() < 1e-3);
         assert_eq!((s.ipc_one_per_core, s.ipc_all, s.rounds), (0.39, 0.25, 3));
         // The identity: yield = IPC × cycles ÷ instructions per op.
-        let y = smt_yield(&v, 1).unwrap().comparison.estimate;
+        let y = smt_yield(&v).unwrap().comparison.estimate;
         let product = s.ipc_ratio * s.cycles_per_sec_ratio / s.instructions_per_op_ratio;
         assert!((y - product).abs() < 0.01, "{y} vs {product}");
         // Without cycles (no PMU): not measured.
@@ -248,14 +246,14 @@ mod tests {
     #[test]
     fn yield_and_shared_speed_hand_computed() {
         let r = runs(6, 1.3, 0.65);
-        let y = smt_yield(&r, 1).unwrap();
+        let y = smt_yield(&r).unwrap();
         // Drift cancels round by round: every ratio is exactly 1.3.
         assert!((y.comparison.estimate - 1.3).abs() < 1e-12, "{y:?}");
         assert!((y.comparison.low - 1.3).abs() < 1e-12 && (y.comparison.high - 1.3).abs() < 1e-12);
         assert_eq!(y.comparison.effect, Effect::Gain);
         assert_eq!(y.rounds, [0, 1, 2, 3, 4, 5]);
         assert!(!y.comparison.indicative);
-        let s = shared_core_speed(&r, 1).unwrap();
+        let s = shared_core_speed(&r).unwrap();
         assert!((s.comparison.estimate - 0.65).abs() < 1e-12);
         assert_eq!(s.comparison.effect, Effect::Loss, "0.65 < 0.8");
         assert!(s.per_thread);
@@ -279,11 +277,11 @@ mod tests {
     #[test]
     fn a_yield_near_one_is_no_effect_and_a_low_one_a_loss() {
         assert_eq!(
-            smt_yield(&runs(5, 1.0, 0.5), 1).unwrap().comparison.effect,
+            smt_yield(&runs(5, 1.0, 0.5)).unwrap().comparison.effect,
             Effect::NoEffect
         );
         assert_eq!(
-            smt_yield(&runs(5, 0.7, 0.5), 1).unwrap().comparison.effect,
+            smt_yield(&runs(5, 0.7, 0.5)).unwrap().comparison.effect,
             Effect::Loss
         );
     }
@@ -295,7 +293,7 @@ mod tests {
         r.iter_mut()
             .filter(|x| x.round == 3)
             .for_each(|x| x.interrupted = true);
-        let y = smt_yield(&r, 1).unwrap();
+        let y = smt_yield(&r).unwrap();
         assert_eq!(y.rounds, [0, 2]);
         assert!(y.comparison.indicative);
         assert_eq!(y.comparison.interval_label(), "indicative (n = 2)");
@@ -304,9 +302,9 @@ mod tests {
         z.iter_mut()
             .filter(|x| x.round == 0 && x.layout == Layout::All)
             .for_each(|x| x.ops_per_sec = 0.0);
-        assert_eq!(smt_yield(&z, 1).unwrap().rounds, [1, 2]);
+        assert_eq!(smt_yield(&z).unwrap().rounds, [1, 2]);
         // Nothing paired: no ratio at all.
         let only: Vec<RunRecord> = r.into_iter().filter(|x| x.layout == Layout::All).collect();
-        assert!(smt_yield(&only, 1).is_none());
+        assert!(smt_yield(&only).is_none());
     }
 }

@@ -161,13 +161,11 @@ pub struct Config {
     pub repeat: usize,
     /// The database for `insert` (and the reason it is left out when SQLite).
     pub db: Option<InsertTarget>,
-    /// Seed of the bootstrap resampling.
-    pub seed: u64,
 }
 
 impl Config {
-    /// The defaults: [`DEFAULT_WORKLOADS`], every core, 1 s runs after 250 ms warm-up, 5
-    /// rounds (the fewest that earn a "95 % CI").
+    /// The defaults: [`DEFAULT_WORKLOADS`], every core, 1 s runs after 250 ms warm-up,
+    /// [`crate::stats::DEFAULT_ROUNDS`] rounds.
     pub fn new() -> Self {
         Self {
             subjects: Subject::parse_list(DEFAULT_WORKLOADS).expect("valid defaults"),
@@ -177,9 +175,8 @@ impl Config {
                 std::time::Duration::from_millis(250),
                 std::time::Duration::from_secs(1),
             ),
-            repeat: crate::stats::MIN_RUNS_FOR_CI,
+            repeat: crate::stats::DEFAULT_ROUNDS,
             db: None,
-            seed: 0x5EED_0015,
         }
     }
 

@@ -42,9 +42,17 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
                 .smt_control
                 .as_deref()
                 .filter(|c| matches!(*c, "off" | "forceoff"));
+            let modules = topo.cmt_modules();
             return Err(PlanError::NoSmt {
                 request: "yield".into(),
                 hint: match off {
+                    _ if !modules.is_empty() => format!(
+                        ": the {} pairs of CPUs Linux lists as thread siblings here are {}, \
+                         each CPU a core of its own, so there is no SMT yield to measure; \
+                         nothing was run",
+                        modules.len(),
+                        crate::topology::CMT_MODULES
+                    ),
                     Some(c) => format!(
                         ": SMT is turned off here (smt/control = {c}); the yield compares N \
                          threads on N cores with every sibling of the same cores, so turn SMT \
@@ -89,11 +97,21 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
     let mut layouts = vec![(Layout::OnePerCore, opc), (Layout::All, all)];
     let pairs_n = n - n % 2;
     if pairs_n < 2 {
-        notes.push(
+        // `pairs` runs N threads two to a core on N/2 cores. With two threads per core one
+        // core's pair would be `all`; with more it is a layout of its own, but N = 1 has no
+        // half.
+        let tpc = layouts[1].1.threads.len();
+        notes.push(if tpc <= 2 {
             "one core: `pairs` would be the `all` layout, so the speed of a thread on a \
              shared core is not measured separately"
-                .into(),
-        );
+                .into()
+        } else {
+            format!(
+                "one core: `pairs` not run: it puts N threads two to a core on N/2 cores, so \
+                 it needs at least two cores (--cores 2); the speed of a thread on a shared \
+                 core is not measured (`all` runs {tpc} threads on the core)"
+            )
+        });
     } else {
         match placement::plan_within(topo, &Request::Pairs, pairs_n, cfg.within) {
             Ok(p) => {

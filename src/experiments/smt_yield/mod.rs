@@ -1,6 +1,7 @@
 //! `yield`: what SMT adds on the same N cores. Each workload runs as `one-per-core` (N
 //! threads, one per core: the SMT-off equivalent), `all` (every sibling of those N cores:
-//! SMT on, full) and `pairs` (N threads on N/2 cores), interleaved round by round. The
+//! SMT on, full) and `pairs` (N threads on N/2 cores), interleaved round by round in
+//! counterbalanced order (A B C, C B A, B C A, …) so that no layout always runs first. The
 //! **SMT yield** is throughput(all) ÷ throughput(one-per-core): above 1 the siblings add
 //! capacity, near 1 they add nothing, below 1 they cost. The **shared-core speed** is a
 //! thread's rate in `pairs` ÷ its rate in `one-per-core`. Both are paired per round, with

@@ -118,6 +118,10 @@ pub struct YieldPlan {
 pub struct RunRecord {
     /// Round, from 0.
     pub round: usize,
+    /// Where this layout ran among its workload's runs of the round, from 1: the order is
+    /// counterbalanced from round to round (0 in older files).
+    #[serde(default)]
+    pub position: usize,
     pub layout: Layout,
     pub threads: usize,
     /// All threads' operations per second.
@@ -159,11 +163,11 @@ pub struct RunRecord {
 
 /// The SMT yield taken apart by the counters: throughput = IPC × cycles per second ÷
 /// instructions per operation, so yield = `ipc_ratio` × `cycles_per_sec_ratio` ÷
-/// `instructions_per_op_ratio` (all ÷ one-per-core). `ipc_ratio` below 1 is what the
-/// siblings cost each other (shared execution units, caches); `cycles_per_sec_ratio` is
-/// the extra CPU time the siblings bring (about 2 with two threads per core, less when
-/// preempted or clocked down); `instructions_per_op_ratio` above 1 is extra work per
-/// operation (spinning, retries). Medians of the per-round ratios, so their product
+/// `instructions_per_op_ratio` (all ÷ one-per-core). `ipc_ratio` below 1 is what running
+/// beside busy siblings cost per cycle (which shared resource caused it is not measured by
+/// cycles and instructions); `cycles_per_sec_ratio` is the extra CPU time the siblings
+/// bring (about k with k threads per core, less when preempted or clocked down);
+/// `instructions_per_op_ratio` above 1 is extra work per operation (spinning, retries). Medians of the per-round ratios, so their product
 /// matches the yield only roughly.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct YieldSplit {
@@ -249,6 +253,11 @@ pub struct YieldReport {
     pub shared_core_thresholds: Thresholds,
     pub workloads: Vec<WorkloadResult>,
     pub notes: Vec<String>,
+    /// What watching the measured CPUs just before the runs found (other work on them,
+    /// hypervisor steal), also among `notes`: an answer drawn from these runs is held back
+    /// while this is non-empty. Empty in older files.
+    #[serde(default)]
+    pub preflight: Vec<String>,
     pub hypervisor: bool,
     pub interrupted: bool,
     /// Made up by the fake engine, not measured.

@@ -1,7 +1,9 @@
-//! Orchestration: every workload in every layout once per round, rounds repeated
-//! (A B C A B C …, the engine's [`schedule`]), each run on a fresh workload (a new lock
-//! and page, fresh ruler buffers, a fresh set of database sessions) through the
-//! [`Engine`] trait, so the fake engine tests everything above the threads.
+//! Orchestration: every workload in every layout once per round, rounds repeated, each
+//! workload's layouts in counterbalanced order (A B C, C B A, B C A, …: the engine's
+//! [`counterbalanced`]) so that `one-per-core` does not always run first, each run on a
+//! fresh workload (a new lock and page, fresh ruler buffers, a fresh set of database
+//! sessions) through the [`Engine`] trait, so the fake engine tests everything above the
+//! threads.
 
 use super::analysis;
 use super::config::{Config, InsertTarget, Subject};
@@ -9,7 +11,7 @@ use super::layouts::{self, Planned};
 use super::model::{Layout, RunRecord, SCHEMA_VERSION, WorkloadResult, YieldReport};
 use crate::burn::{BurnSpec, Burners};
 use crate::cpuset::CpuSet;
-use crate::engine::{Engine, Order, ThreadCtx, Workload, schedule};
+use crate::engine::{Engine, ThreadCtx, Workload, counterbalanced};
 use crate::error::Interrupted;
 use crate::experiments::neighbors::{HotPage, Worker};
 use crate::oltp::{Db, InsertWorkload, StopRule};
@@ -48,9 +50,10 @@ pub fn run_planned(
         .layouts
         .iter()
         .fold(CpuSet::new(), |a, (_, p)| a.union(&p.cpus()));
-    for w in engine.hygiene(&cpus) {
+    let preflight = engine.hygiene(&cpus);
+    for w in &preflight {
         say(&format!("warning: {w}"));
-        notes.push(w);
+        notes.push(w.clone());
     }
     let db = match (planned.subjects.contains(&Subject::Insert), &cfg.db) {
         (true, Some(t)) => {
@@ -88,8 +91,7 @@ pub fn run_planned(
         .subjects
         .iter()
         .zip(records)
-        .enumerate()
-        .map(|(i, (s, runs))| workload_result(planned, *s, runs, cfg.seed ^ i as u64))
+        .map(|(s, runs)| workload_result(planned, *s, runs))
         .collect();
     Ok(YieldReport {
         schema_version: SCHEMA_VERSION,
@@ -98,6 +100,7 @@ pub fn run_planned(
         shared_core_thresholds: Thresholds::SLOWDOWN,
         workloads,
         notes,
+        preflight,
         hypervisor: topo.machine.hypervisor,
         interrupted,
         synthetic,
@@ -116,16 +119,22 @@ fn run_rounds(
     say: &mut Say<'_>,
     counted: &mut Vec<crate::counters::Measurement>,
 ) -> Result<(Vec<Vec<RunRecord>>, bool)> {
-    let per_round = planned.subjects.len() * planned.layouts.len();
-    let order = schedule(per_round, cfg.repeat, Order::RoundRobin);
+    let order = run_order(planned.subjects.len(), planned.layouts.len(), cfg.repeat);
     let total = order.len();
     let mut records: Vec<Vec<RunRecord>> = planned.subjects.iter().map(|_| Vec::new()).collect();
-    for (k, idx) in order.into_iter().enumerate() {
+    for (
+        k,
+        Slot {
+            round,
+            subject: si,
+            layout: li,
+            position,
+        },
+    ) in order.into_iter().enumerate()
+    {
         if crate::interrupt::requested() {
             return Ok((records, true));
         }
-        let round = k / per_round;
-        let (si, li) = (idx / planned.layouts.len(), idx % planned.layouts.len());
         let subject = planned.subjects[si];
         let (layout, plan) = &planned.layouts[li];
         let rec = match run_one(
@@ -150,12 +159,43 @@ fn run_rounds(
             subject.unit()
         ));
         let stop = rec.interrupted;
-        records[si].push(rec);
+        records[si].push(RunRecord { position, ..rec });
         if stop {
             return Ok((records, true));
         }
     }
     Ok((records, false))
+}
+
+/// One run in the order they are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    /// From 0.
+    round: usize,
+    subject: usize,
+    layout: usize,
+    /// Where the layout runs among its workload's runs of the round, from 1.
+    position: usize,
+}
+
+/// Every run: per round, each workload in turn, its layouts in counterbalanced order.
+/// Each workload's layouts of one round stay together, so a round's ratios compare runs
+/// taken back to back.
+fn run_order(subjects: usize, layouts: usize, repeat: usize) -> Vec<Slot> {
+    let mut out = Vec::with_capacity(subjects * layouts * repeat);
+    for round in 0..repeat {
+        for subject in 0..subjects {
+            for (i, layout) in counterbalanced(layouts, round).into_iter().enumerate() {
+                out.push(Slot {
+                    round,
+                    subject,
+                    layout,
+                    position: i + 1,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// A run's workload, built for that run and finished after it.
@@ -301,6 +341,7 @@ fn run_one(
     let hist = fin.latency_ns.filter(|h| !h.is_empty());
     Ok(RunRecord {
         round,
+        position: 0,
         layout,
         threads,
         ops_per_sec,
@@ -330,12 +371,7 @@ fn run_one(
 }
 
 /// One workload's runs, summarised and compared.
-fn workload_result(
-    planned: &Planned,
-    subject: Subject,
-    runs: Vec<RunRecord>,
-    seed: u64,
-) -> WorkloadResult {
+fn workload_result(planned: &Planned, subject: Subject, runs: Vec<RunRecord>) -> WorkloadResult {
     let threads: Vec<(Layout, usize)> = planned
         .layouts
         .iter()
@@ -380,14 +416,57 @@ fn workload_result(
         unit: subject.unit(),
         describe: subject.describe(),
         layouts: analysis::summarise(&runs, &threads),
-        smt_yield: analysis::smt_yield(&runs, seed),
+        smt_yield: analysis::smt_yield(&runs),
         shared_core_speed: if has_pairs {
-            analysis::shared_core_speed(&runs, seed.rotate_left(17))
+            analysis::shared_core_speed(&runs)
         } else {
             None
         },
         yield_split: analysis::yield_split(&runs),
         runs,
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_workloads_layouts_run_in_counterbalanced_order() {
+        // Two workloads, three layouts, four rounds: round 1 runs one-per-core, all, pairs
+        // (0 1 2) for each workload, round 2 the other way round, round 3 rotated.
+        let o = run_order(2, 3, 4);
+        assert_eq!(o.len(), 24);
+        let layouts = |round: usize, subject: usize| -> Vec<usize> {
+            o.iter()
+                .filter(|s| s.round == round && s.subject == subject)
+                .map(|s| s.layout)
+                .collect()
+        };
+        assert_eq!(layouts(0, 0), [0, 1, 2]);
+        assert_eq!(layouts(1, 0), [2, 1, 0]);
+        assert_eq!(layouts(2, 1), [1, 2, 0]);
+        assert_eq!(layouts(3, 1), [0, 2, 1]);
+        // A workload's runs of a round are back to back, positions 1, 2, 3.
+        for chunk in o.chunks(3) {
+            assert!(
+                chunk
+                    .iter()
+                    .all(|s| s.round == chunk[0].round && s.subject == chunk[0].subject)
+            );
+            assert_eq!(
+                chunk.iter().map(|s| s.position).collect::<Vec<_>>(),
+                [1, 2, 3]
+            );
+        }
+        // One-per-core (0) does not always run before all (1): in rounds 2 and 3 it runs after.
+        let before = (0..4)
+            .filter(|&r| {
+                let l = layouts(r, 0);
+                l.iter().position(|&x| x == 0) < l.iter().position(|&x| x == 1)
+            })
+            .count();
+        assert_eq!(before, 2);
     }
 }

@@ -203,17 +203,10 @@ impl Phase for ComparePhase {
     }
 }
 
-/// The rounds every placement finished (a failure or Ctrl-C can end the last one part-way).
+/// The rounds every placement finished (a failure or Ctrl-C can end the last one
+/// part-way): the rounds compare pairs.
 pub fn complete_rounds(r: &compare::CompareReport) -> Vec<usize> {
-    let Some((first, rest)) = r.placements.split_first() else {
-        return Vec::new();
-    };
-    first
-        .runs
-        .iter()
-        .map(|x| x.round)
-        .filter(|&k| rest.iter().all(|p| p.runs.iter().any(|x| x.round == k)))
-        .collect()
+    compare::analysis::complete_rounds(&r.placements)
 }
 
 /// Each placement's compared value: the median of its runs with a percentile bootstrap

@@ -568,6 +568,12 @@ fn a_slow_cleanup_or_prepare_does_not_outlive_the_first_signal() {
             vec!["--prepare", "exec sleep 98", "--", "true"],
             ["sleep", "98"],
         ),
+        // A signal during a cleanup that then finishes in its grace period: still 130.
+        (
+            "a short --cleanup with a SIGINT during it",
+            vec!["--cleanup", "exec sleep 3", "--", "true"],
+            ["sleep", "3"],
+        ),
     ];
     let mut failures = Vec::new();
     for (name, args, marker) in cases {

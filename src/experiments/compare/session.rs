@@ -192,6 +192,12 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
             crate::say!("warning: {e:#}");
         }
     }
+    // A signal that came while `--cleanup` ran (and finished in its grace period) still
+    // ends the command with exit 130, its whole runs shown.
+    let outcome = outcome.map(|mut m| {
+        m.interrupted |= crate::interrupt::requested();
+        m
+    });
     let leftovers = session.leftovers;
     let metric_unit = session.metric_unit;
     let counters = (!session.counted.is_empty())

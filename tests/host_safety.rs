@@ -537,7 +537,8 @@ fn a_managed_cluster_leaves_no_shared_memory_even_when_its_server_is_killed() {
     );
 }
 
-/// Processes whose command line is exactly `argv`.
+/// Processes whose command line is exactly `argv` (the tests give their commands
+/// arguments no other program uses, such as `sleep 97.173`, so these are theirs).
 fn processes_running(argv: &[&str]) -> Vec<i32> {
     let want: Vec<u8> = argv
         .iter()
@@ -560,19 +561,19 @@ fn a_slow_cleanup_or_prepare_does_not_outlive_the_first_signal() {
     let cases = [
         (
             "--cleanup after a SIGINT during the command",
-            vec!["--cleanup", "exec sleep 97", "--", "sleep", "30"],
-            ["sleep", "97"],
+            vec!["--cleanup", "exec sleep 97.173", "--", "sleep", "30"],
+            ["sleep", "97.173"],
         ),
         (
             "--prepare",
-            vec!["--prepare", "exec sleep 98", "--", "true"],
-            ["sleep", "98"],
+            vec!["--prepare", "exec sleep 98.291", "--", "true"],
+            ["sleep", "98.291"],
         ),
         // A signal during a cleanup that then finishes in its grace period: still 130.
         (
             "a short --cleanup with a SIGINT during it",
-            vec!["--cleanup", "exec sleep 3", "--", "true"],
-            ["sleep", "3"],
+            vec!["--cleanup", "exec sleep 3.417", "--", "true"],
+            ["sleep", "3.417"],
         ),
     ];
     let mut failures = Vec::new();

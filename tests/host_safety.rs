@@ -520,6 +520,9 @@ fn a_managed_cluster_leaves_no_shared_memory_even_when_its_server_is_killed() {
     // SAFETY: the postmaster leads its own process group (its backends are in it).
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     c.stop().unwrap();
+    // Segments that appeared while the cluster ran and are still there. Said, not
+    // asserted: another PostgreSQL on this machine may make some meanwhile; with `mmap`
+    // this cluster makes none.
     let left: Vec<&String> = during
         .iter()
         .filter(|n| Path::new("/dev/shm").join(n).exists())
@@ -531,7 +534,7 @@ fn a_managed_cluster_leaves_no_shared_memory_even_when_its_server_is_killed() {
             libc::shmctl(shmid, libc::IPC_STAT, &mut ds) == 0
         };
     assert!(
-        dsm == "mmap" && left.is_empty() && !sysv_left,
+        dsm == "mmap" && !sysv_left,
         "dynamic_shared_memory_type {dsm}; segments left in /dev/shm: {left:?}; System V \
          segment {shmid} left: {sysv_left}"
     );

@@ -684,3 +684,66 @@ fn markdown_fields_cannot_inject_lines_or_links() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// Root's journal directory (0700), seen by another user: `smt status` says the journal is
+/// not known to this user instead of failing or saying there is none; `restore` needs root
+/// (exit 4). Needs root to drop to `nobody`.
+#[test]
+fn a_journal_another_user_may_not_read_is_unknown_not_absent() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: dropping to another user needs root");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let t = smt_tree();
+    for d in walk_dirs(t.path()) {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let jdir = t.path().join("run/smtlab");
+    std::fs::write(jdir.join("smt-journal.json"), "{}").unwrap();
+    std::fs::set_permissions(&jdir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let as_nobody = |args: &[&str]| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_smtlab"))
+            .args(args)
+            .arg("--sysfs-root")
+            .arg(t.path())
+            .current_dir("/");
+        c.output().unwrap()
+    };
+    let o = as_nobody(&["smt", "status"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    if String::from_utf8_lossy(&o.stderr).contains("setpriv") {
+        eprintln!("skipped: setpriv cannot drop to nobody here");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", err_of(&o));
+    assert!(
+        out.contains("journal") && out.contains("not known: this user may not read"),
+        "{out}"
+    );
+    let o = as_nobody(&["smt", "restore"]);
+    assert_eq!(o.status.code(), Some(4), "{}", err_of(&o));
+    assert!(err_of(&o).contains("can be read only by its owner"));
+    // Nothing was renamed: the journal is root's to deal with.
+    assert!(jdir.join("smt-journal.json").exists());
+}
+
+/// Every directory under `root`, `root` included.
+fn walk_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut out = vec![root.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        if let Ok(rd) = std::fs::read_dir(&out[i]) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    out.push(e.path());
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}

@@ -152,6 +152,19 @@ pub enum OnInvalid {
 pub fn find(root: &Path, on_invalid: OnInvalid) -> Result<Option<Found>> {
     for dir in candidates(root) {
         let path = dir.join(FILE);
+        // Root's journal directory (0700) as another user: not this user's to read. `smt
+        // status` goes on without it; a change needs root anyway.
+        if denied(&path) {
+            if on_invalid == OnInvalid::Report {
+                continue;
+            }
+            return Err(crate::error::NeedsPrivilege(format!(
+                "the SMT journal `{}` can be read only by its owner (root): run as root \
+                 (sudo smtlab smt …)",
+                path.display()
+            ))
+            .into());
+        }
         let why = match crate::fsutil::read_input_text(&path, crate::limits::MAX_JOURNAL_BYTES) {
             Err(crate::fsutil::InputError::Missing) => continue,
             Err(crate::fsutil::InputError::Interrupted) => {
@@ -167,6 +180,28 @@ pub fn find(root: &Path, on_invalid: OnInvalid) -> Result<Option<Found>> {
         return Err(invalid(&path, &why, on_invalid));
     }
     Ok(None)
+}
+
+/// The first place a journal for `root` could be that this user may not read (root's
+/// 0700 journal directory, seen by another user), if any.
+pub fn unreadable(root: &Path) -> Option<PathBuf> {
+    candidates(root)
+        .into_iter()
+        .map(|d| d.join(FILE))
+        .find(|p| denied(p))
+}
+
+/// True when this user may not read what is at `path` (or look into its directory).
+/// Never opens it: a FIFO there would block the open.
+fn denied(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    match std::fs::metadata(path) {
+        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+        Ok(m) if m.is_file() => std::ffi::CString::new(path.as_os_str().as_bytes())
+            // SAFETY: access() on a valid NUL-terminated path.
+            .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::R_OK) } != 0),
+        Ok(_) => false,
+    }
 }
 
 /// The journal in `text`, checked against the machine's state `st` ([`check`]), or why it

@@ -340,6 +340,19 @@ pub fn main() -> Result<()> {
             json,
         } => {
             let text = match list {
+                // `plan cpus:0-1 extra` once became the list `0-1:extra`.
+                Some(l) if request.contains(':') => {
+                    return Err(crate::error::BadInput(format!(
+                        "`{}` already has its CPU list, so `{}` is one word too many; write \
+                         the list once, as `{}` or `{} {}`",
+                        crate::quote::shorten(&request),
+                        crate::quote::shorten(&l),
+                        crate::quote::shorten(&request),
+                        request.split(':').next().unwrap_or_default(),
+                        crate::quote::shorten(request.split_once(':').map_or("", |x| x.1)),
+                    ))
+                    .into());
+                }
                 Some(l) => format!("{request}:{l}"),
                 None => request,
             };
@@ -453,7 +466,12 @@ fn oltp_config(a: OltpArgs) -> Result<crate::oltp::OltpConfig> {
         None => Duration::from_secs(1),
     };
     let layouts = match &a.configs {
-        Some(c) => parse_layouts(c).map_err(|e| crate::error::BadInput(format!("--configs: {e}"))),
+        Some(c) => values::no_empty_items("--configs", c)
+            .and_then(|()| parse_layouts(c))
+            .map_err(|e| match e.0.starts_with("--configs") {
+                true => e,
+                false => crate::error::BadInput(format!("--configs: {e}")),
+            }),
         None => parse_layouts(&a.placement)
             .map_err(|e| crate::error::BadInput(format!("--placement: {e}"))),
     }?;
@@ -825,7 +843,10 @@ impl CommandArgs {
         let bad = |m: String| anyhow::Error::new(crate::error::BadInput(m));
         let mut exp = cmp::Config::new(words);
         exp.command.shell = a.shell;
-        for p in a.placements.iter().filter(|p| !p.trim().is_empty()) {
+        if !a.placements.is_empty() {
+            values::no_empty_items("--placements", &a.placements.join(","))?;
+        }
+        for p in &a.placements {
             exp.placements.push(PlacementChoice::parse_named(p)?);
         }
         for c in &a.cpus {
@@ -1107,6 +1128,20 @@ fn study_config(a: StudyArgs) -> Result<commands::study::Config> {
 /// on: help and version with 0, usage errors with 2.
 fn from_clap(e: clap::Error) -> anyhow::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // Help and version go to stdout with exit 0, but only once written: clap's own `exit`
+    // ignores a failed write, and `--help > /dev/full` exited 0 having written nothing.
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        use std::io::Write;
+        let what = if e.kind() == ErrorKind::DisplayHelp {
+            "the help"
+        } else {
+            "the version"
+        };
+        return match e.print().and_then(|()| std::io::stdout().flush()) {
+            Ok(()) => std::process::exit(0),
+            Err(io) => anyhow::Error::new(io).context(format!("writing {what} to stdout")),
+        };
+    }
     let text = |k| match e.get(k) {
         Some(ContextValue::String(s)) => Some(s.clone()),
         _ => None,
@@ -1458,6 +1493,7 @@ struct YieldArgs {
 
 fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
     use crate::experiments::smt_yield::{Config, InsertTarget, Subject};
+    values::no_empty_items("--workloads", &a.workloads)?;
     let mut subjects = Subject::parse_list(&a.workloads)?;
     let db = match &a.db {
         Some(d) => {
@@ -1736,23 +1772,13 @@ fn top_config(a: TopArgs) -> Result<commands::top::Config> {
     let smt_yield = match &a.yield_file {
         None => crate::top::cores::Yield::assumed(),
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| BadInput(format!("--yield {}: {e}", p.display())))?;
+            let text = crate::fsutil::read_input_text(p, limits::MAX_YIELD_FILE_BYTES)
+                .map_err(|e| e.into_error(&format!("--yield {}", p.display())))?;
             crate::top::cores::yield_from_json(p, &text).map_err(BadInput)?
         }
     };
     if let Some(f) = &a.textfile {
-        let dir = match f.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
-        };
-        if !dir.is_dir() || f.is_dir() {
-            return Err(BadInput(format!(
-                "--textfile {}: expected a file in an existing directory",
-                f.display()
-            ))
-            .into());
-        }
+        crate::fsutil::check_output("--textfile", f)?;
     }
     let format = if a.json {
         commands::top::Format::Json

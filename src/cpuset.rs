@@ -216,11 +216,17 @@ impl CpuSet {
 
     // ---------------------------------------------------------------- parsing
 
-    /// Parses user input: a hex mask when it starts with `0x`, otherwise a list.
+    /// Parses user input: a hex mask when it starts with `0x`, a sysfs word mask when every
+    /// comma-separated item is exactly 8 hex digits (`00000000,00000001`, as `cpumap` and
+    /// `thread_siblings` print it: CPU 0), otherwise a list. No list reads that way: an
+    /// 8-digit CPU number is far past [`MAX_CPUS`], and neither the kernel nor taskset
+    /// writes one with leading zeros.
     pub fn parse_user(s: &str) -> Result<Self, CpuSetError> {
         let t = s.trim();
         if t.starts_with("0x") || t.starts_with("0X") {
             parse_hex(t, s, "mask", LIST_EXPECTED)
+        } else if is_word_mask(t) {
+            parse_words(t, s, "sysfs mask", WORDS_EXPECTED, false)
         } else {
             parse_list(t, s)
         }
@@ -375,6 +381,15 @@ impl<'de> serde::Deserialize<'de> for CpuSet {
     }
 }
 
+/// Every comma-separated item of `t` is 8 hex digits: the sysfs word-mask form.
+fn is_word_mask(t: &str) -> bool {
+    !t.is_empty()
+        && t.split(',').all(|w| {
+            let w = w.trim();
+            w.len() == 8 && w.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+}
+
 fn parse_cpu_number(tok: &str, input: &str) -> Result<u32, CpuSetError> {
     let err = |problem: String| CpuSetError {
         form: "list",
@@ -415,23 +430,19 @@ fn parse_list(t: &str, input: &str) -> Result<CpuSet, CpuSetError> {
                 "it has an empty element (`,,` or a trailing comma)".into()
             ));
         }
-        let (range, stride) = match tok.split_once(':') {
-            Some((r, s)) => {
-                let st = parse_cpu_number(s, input)
-                    .map_err(|_| err(format!("stride in `{tok}` is not a positive number")))?;
-                if st == 0 {
-                    return Err(err(format!("stride in `{tok}` is zero")));
-                }
-                (r, st)
-            }
-            None => (tok, 1),
+        let (range, stride_text) = match tok.split_once(':') {
+            Some((r, st)) => (r, Some(st)),
+            None => (tok, None),
         };
-        match range.split_once('-') {
+        // The range first: a CPU number out of range is named as such, not blamed on the
+        // stride after it.
+        let (lo, hi) = match range.split_once('-') {
             None => {
-                if stride != 1 {
+                if stride_text.is_some() {
                     return Err(err(format!("`{tok}` has a stride but no range")));
                 }
-                set.insert(parse_cpu_number(range, input)?);
+                let c = parse_cpu_number(range, input)?;
+                (c, c)
             }
             Some((lo, hi)) => {
                 if hi.is_empty() {
@@ -444,9 +455,26 @@ fn parse_list(t: &str, input: &str) -> Result<CpuSet, CpuSetError> {
                 if lo > hi {
                     return Err(err(format!("range `{tok}` runs backwards ({lo} > {hi})")));
                 }
-                set.insert_range(lo, hi, stride);
+                (lo, hi)
             }
-        }
+        };
+        let stride = match stride_text {
+            None => 1,
+            Some(st) if st.is_empty() || !st.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(err(format!("stride in `{tok}` is not a positive number")));
+            }
+            Some(st) => match st.parse::<u32>() {
+                Ok(0) => return Err(err(format!("stride in `{tok}` is zero"))),
+                Ok(n) if n < MAX_CPUS => n,
+                _ => {
+                    return Err(err(format!(
+                        "stride in `{tok}` is larger than the supported maximum {}",
+                        MAX_CPUS - 1
+                    )));
+                }
+            },
+        };
+        set.insert_range(lo, hi, stride);
     }
     Ok(set)
 }
@@ -569,6 +597,23 @@ mod tests {
         let e = CpuSet::parse_list("1,,2").unwrap_err().to_string();
         assert!(e.contains("empty element"), "{e}");
         assert!(CpuSet::parse_list("99999999").is_err());
+        // The CPU out of range is named, not the stride after it.
+        let e = CpuSet::parse_list("0-99999999:99999999")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("CPU `99999999` is beyond the supported maximum") && !e.contains("stride"),
+            "{e}"
+        );
+        let e = CpuSet::parse_list("0-9:99999999").unwrap_err().to_string();
+        assert!(e.contains("stride in `0-9:99999999` is larger"), "{e}");
+        let e = CpuSet::parse_list("0-9:x").unwrap_err().to_string();
+        assert!(
+            e.contains("stride in `0-9:x` is not a positive number"),
+            "{e}"
+        );
+        let e = CpuSet::parse_list("3:2").unwrap_err().to_string();
+        assert!(e.contains("has a stride but no range"), "{e}");
     }
 
     #[test]
@@ -605,6 +650,17 @@ mod tests {
             [0, 8]
         );
         assert!(CpuSet::parse_sysfs_mask("0x12").is_err());
+        // As user input too: the form README lists, CPU 0 (once read as the list 0,1).
+        assert_eq!(
+            CpuSet::parse_user("00000000,00000001").unwrap().to_vec(),
+            [0]
+        );
+        assert_eq!(
+            CpuSet::parse_user("0000ff0f").unwrap().to_vec(),
+            [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15]
+        );
+        assert_eq!(CpuSet::parse_user("1,2").unwrap().to_vec(), [1, 2]);
+        assert_eq!(CpuSet::parse_user(&s.to_sysfs_mask(3)).unwrap(), s);
     }
 
     #[test]

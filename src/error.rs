@@ -5,7 +5,7 @@
 //! |---|---|
 //! | 0 | success |
 //! | 1 | a run-time failure of something outside smtlab (a server, a disk), or a failed study phase |
-//! | 2 | bad input: command line, CPU list, sysfs root, input files, `--out`, database URLs |
+//! | 2 | bad input: command line, CPU list, sysfs root, input files, output paths, journals, database URLs |
 //! | 3 | not possible on this machine (e.g. SMT sibling placement without SMT siblings) |
 //! | 4 | needs privileges this process lacks (e.g. a negative nice value without `CAP_SYS_NICE`) |
 //! | 130 | interrupted (SIGINT/Ctrl-C, SIGTERM or SIGHUP); partial results were written where the command says so |
@@ -61,7 +61,7 @@ pub const EXIT_CODES: &[(u8, &str)] = &[
     ),
     (
         EXIT_BAD_INPUT,
-        "bad input: options, CPU lists, --sysfs-root, input files, --out, database URLs",
+        "bad input: options, CPU lists, --sysfs-root, input files, output paths, database URLs",
     ),
     (EXIT_NOT_POSSIBLE, "not possible on this machine"),
     (

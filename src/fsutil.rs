@@ -1,13 +1,19 @@
 //! Replacing a file whole ([`replace`]): the one way smtlab writes a file a reader or a
 //! later run may open (the study's files, `compare`'s exports, the SMT and hugetlb
-//! journals; `top --textfile` through [`replace_unsynced`]).
+//! journals; `top --textfile` through [`replace_unsynced`]); and checking such a path
+//! before any work ([`check_output`]). Reading a file a user names ([`read_input`]):
+//! regular files only, never a blocking open, a size cap per kind, Ctrl-C heard.
+//!
+//! Only a regular file (or nothing) is ever replaced. rename(2) replaces the directory
+//! entry, whatever it names: run as root, a path that names `/dev/full`, a FIFO or a
+//! symbolic link would become a text file, and the device node or link would be gone.
 //!
 //! Kernel control files (sysfs, tracefs, cgroupfs) are not written through it: writing one
 //! is a request to the kernel, not a file's content, and they cannot be created or renamed
 //! over, so those sites open the existing file and write the value into it.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Temporary names taken by this process, so two writes of one path never share one.
@@ -23,6 +29,257 @@ pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_and_rename(path, bytes, true)
 }
 
+/// What is at a path, as a refusal names it: `a FIFO`, `a character device`, … Never
+/// follows a symbolic link (lstat(2)).
+fn odd_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    Some(if t.is_file() {
+        return None;
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    })
+}
+
+/// Why `path` is not something [`replace`] may replace: it exists and is not a regular
+/// file (a link counts as not regular: replacing it would remove the link, not write its
+/// target). None when it is a regular file or nothing.
+pub fn not_replaceable(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let kind = odd_kind(&meta)?;
+    Some(if meta.file_type().is_symlink() {
+        match std::fs::read_link(path) {
+            Ok(to) => format!("it is {kind} (to {})", to.display()),
+            Err(_) => format!("it is {kind}"),
+        }
+    } else {
+        format!("it is {kind}")
+    })
+}
+
+/// Checks, before any work, that [`replace`] can write `path`: refused (exit 2, naming
+/// `what`, e.g. `--textfile`, and the path) when something other than a regular file is
+/// there, when it names no file, or when its directory is missing or cannot be written
+/// (a file is made and removed there to find out: access(2) says yes to root even on
+/// `/proc`). Finding out after a run has measured for minutes would lose the results.
+pub fn check_output(what: &str, path: &Path) -> Result<(), crate::error::BadInput> {
+    let bad = |why: String| {
+        crate::error::BadInput(format!(
+            "{what} {}: {why}; give the path of a regular file (or of none yet) in a \
+             directory smtlab can write",
+            path.display()
+        ))
+    };
+    if let Some(why) = not_replaceable(path) {
+        return Err(bad(format!(
+            "{why}, not a regular file, and smtlab replaces the file at that path whole"
+        )));
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| bad("it names no file".into()))?;
+    let dir = parent_dir(path);
+    if !dir.is_dir() {
+        return Err(bad(format!("directory {} does not exist", dir.display())));
+    }
+    let probe = dir.join(format!(
+        ".{}.smtlab-probe-{}-{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    match std::fs::File::create_new(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(bad(format!("cannot write in {} ({e})", dir.display()))),
+    }
+}
+
+/// Why an input file was not read.
+#[derive(Debug)]
+pub enum InputError {
+    /// Nothing at the path (callers decide whether that is an error).
+    Missing,
+    /// Not readable as input: the sentence says why (it names no path).
+    Bad(String),
+    /// A signal arrived while reading.
+    Interrupted,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::Missing => f.write_str("it does not exist"),
+            InputError::Bad(why) => f.write_str(why),
+            InputError::Interrupted => f.write_str("interrupted while reading it"),
+        }
+    }
+}
+
+impl InputError {
+    /// As an error for a command's result: bad input (exit 2) naming `what` (an option and
+    /// its path, e.g. `--yield /x.json`), or the interruption (exit 130).
+    pub fn into_error(self, what: &str) -> anyhow::Error {
+        match self {
+            InputError::Interrupted => crate::error::Interrupted.into(),
+            e => crate::error::BadInput(format!("{what}: {e}")).into(),
+        }
+    }
+}
+
+/// Reads the input file at `path` whole, at most `cap` bytes, or says why not:
+/// - only a regular file (a link to one is fine): a FIFO, a device, a directory or a
+///   socket is refused from stat(2), before any open — opening a FIFO blocks until a writer
+///   comes, and that open(2) is restarted after a signal handler with `SA_RESTART`, so
+///   nothing but SIGKILL ended it; `/dev/zero` never ends;
+/// - opened with `O_NONBLOCK` all the same (if a FIFO took the file's place in between,
+///   the open returns at once and the second check refuses it), `O_NOCTTY`;
+/// - larger than `cap` (as stat(2) says, or as read, if it grows) is refused unread, the
+///   message naming the cap (`limits` holds the caps per kind);
+/// - read in 64 KiB steps, stopping with [`InputError::Interrupted`] once a signal
+///   arrived ([`crate::interrupt`]).
+pub fn read_input(path: &Path, cap: u64) -> Result<Vec<u8>, InputError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A dangling link is missing too, but say which.
+            return Err(match std::fs::symlink_metadata(path) {
+                Ok(_) => InputError::Bad(
+                    "it is a symbolic link to nothing (its target does not exist)".into(),
+                ),
+                Err(_) => InputError::Missing,
+            });
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(InputError::Bad(
+                "it is a loop of symbolic links (ELOOP)".into(),
+            ));
+        }
+        Err(e) => return Err(InputError::Bad(format!("cannot read it ({e})"))),
+    };
+    let check = |meta: &std::fs::Metadata| -> Result<(), InputError> {
+        if let Some(kind) = odd_kind(meta) {
+            return Err(InputError::Bad(format!(
+                "it is {kind}, not a regular file; give a file"
+            )));
+        }
+        if meta.len() > cap {
+            return Err(InputError::Bad(too_big(meta.len(), cap)));
+        }
+        Ok(())
+    };
+    check(&meta)?;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| InputError::Bad(format!("cannot read it ({e})")))?;
+    check(
+        &f.metadata()
+            .map_err(|e| InputError::Bad(format!("cannot read it ({e})")))?,
+    )?;
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut f = f;
+    loop {
+        if crate::interrupt::requested() {
+            return Err(InputError::Interrupted);
+        }
+        let n = match f.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(InputError::Bad(format!("cannot read it ({e})"))),
+        };
+        if (out.len() + n) as u64 > cap {
+            return Err(InputError::Bad(too_big((out.len() + n) as u64, cap)));
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// [`read_input`] as UTF-8 text.
+pub fn read_input_text(path: &Path, cap: u64) -> Result<String, InputError> {
+    let bytes = read_input(path, cap)?;
+    String::from_utf8(bytes).map_err(|e| {
+        InputError::Bad(format!(
+            "it is not UTF-8 text (an invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// The refusal of a file of `len` bytes (or more, when it grew while read) past `cap`.
+fn too_big(len: u64, cap: u64) -> String {
+    let human = if cap.is_multiple_of(1 << 20) {
+        format!("{} MiB", cap >> 20)
+    } else if cap.is_multiple_of(1 << 10) {
+        format!("{} KiB", cap >> 10)
+    } else {
+        format!("{cap} B")
+    };
+    format!(
+        "it holds {len} bytes or more, and such a file may hold at most {cap} bytes ({human}); \
+         is it the right file?"
+    )
+}
+
+/// Renames `path` aside to `PATH.invalid-UNIXSECONDS` (with `-N` added if that is taken),
+/// keeping whatever it is, and returns the new path. For a journal that failed its checks:
+/// it may be the only record of a state to put back, so it is never deleted, and it must
+/// not block the next run.
+pub fn keep_aside(path: &Path) -> std::io::Result<PathBuf> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("`{}` names no file", path.display()),
+        )
+    })?;
+    for n in 0..1000 {
+        let suffix = if n == 0 {
+            format!("invalid-{now}")
+        } else {
+            format!("invalid-{now}-{n}")
+        };
+        let to = path.with_file_name(format!("{}.{suffix}", name.to_string_lossy()));
+        if std::fs::symlink_metadata(&to).is_ok() {
+            continue;
+        }
+        std::fs::rename(path, &to)?;
+        return Ok(to);
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("1000 files named `{}.invalid-{now}*`", path.display()),
+    ))
+}
+
+/// The directory a file path is in (`.` for a bare name).
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 /// [`replace`] without the two fsyncs: a reader still sees the old file or the whole new
 /// one, but after a crash the file may be either or empty. For a file rewritten every few
 /// seconds that nothing needs after a crash (`top --textfile`, which node_exporter reads):
@@ -33,16 +290,28 @@ pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 fn write_and_rename(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+    if let Some(why) = not_replaceable(path) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "`{}`: {why}, not a regular file: not replaced",
+                path.display()
+            ),
+        ));
+    }
+    write_temp_and_rename(path, bytes, sync)
+}
+
+/// The temporary file, its bytes, the rename and the syncs (after the check that `path`
+/// may be replaced).
+fn write_temp_and_rename(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let name = path.file_name().ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("`{}` names no file", path.display()),
         )
     })?;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = parent_dir(path);
     let tmp = dir.join(format!(
         ".{}.smtlab-{}-{}.tmp",
         name.to_string_lossy(),
@@ -97,15 +366,73 @@ mod tests {
     fn a_failed_rename_leaves_the_target_untouched_and_no_temporary_file() {
         let dir = tempfile::tempdir().unwrap();
         // rename(2) of a file over a non-empty directory fails (EISDIR); everything before
-        // it (create, write, fsync) has succeeded by then.
+        // it (create, write, fsync) has succeeded by then. `replace` refuses a directory
+        // before it starts, so this is the step after that check, as when another process
+        // puts a directory there in between.
         let target = dir.path().join("out");
         std::fs::create_dir(&target).unwrap();
         std::fs::write(target.join("kept"), "old").unwrap();
-        let e = replace(&target, b"new").unwrap_err();
+        let e = write_temp_and_rename(&target, b"new", true).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::IsADirectory, "{e}");
         assert_eq!(names(dir.path()), ["out"]);
         assert_eq!(names(&target), ["kept"]);
         assert_eq!(std::fs::read_to_string(target.join("kept")).unwrap(), "old");
+    }
+
+    #[test]
+    fn only_regular_files_are_replaced_and_the_rest_refused_before_any_work() {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let target = dir.path().join("target");
+        std::fs::write(&target, "target").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        for (p, says) in [
+            (&fifo, "it is a FIFO"),
+            (&link, "it is a symbolic link (to "),
+            (&sub, "it is a directory"),
+        ] {
+            let e = replace(p, b"x").unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+            assert!(e.to_string().contains(says), "{e}");
+            let e = check_output("--textfile", p).unwrap_err().0;
+            assert!(
+                e.starts_with(&format!("--textfile {}: {says}", p.display())),
+                "{e}"
+            );
+        }
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "target");
+        // A regular file, and a path with nothing yet: fine, and nothing is left behind.
+        check_output("--textfile", &target).unwrap();
+        check_output("--textfile", &dir.path().join("new")).unwrap();
+        assert_eq!(names(dir.path()), ["fifo", "link", "sub", "target"]);
+        let e = check_output("--export-csv", &dir.path().join("no/such/x.csv"))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("does not exist"), "{e}");
+        let e = check_output("--export-csv", Path::new("/proc/smtlab-x.csv"))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("cannot write in /proc"), "{e}");
     }
 
     #[test]

@@ -26,12 +26,15 @@
 //! - `tempstate`: `$TMPDIR/smtlab-*` directories with an owner lock, and removing those of
 //!   owners that are gone.
 //! - `interrupt`: the SIGINT, SIGTERM and SIGHUP handlers.
-//! - files the user asked for, each through [`fsutil::replace`]: `report::write_all` (the
-//!   study's files), `commands::study` and `commands::merge` (`--prometheus`, and merge's
-//!   fleet files), `commands::compare` (`--export-csv`, `--export-markdown`),
-//!   `commands::top` (`--textfile`, through [`fsutil::replace_unsynced`]).
-//! - reading the hosts' results.json files (`fleet::input`, on scoped threads); the
-//!   study's environment for `SLURM_*` (`report::slurm`).
+//! - files the user asked for, each through [`fsutil::replace`] after
+//!   [`fsutil::check_output`]: `report::write_all` (the study's files), `commands::study`
+//!   and `commands::merge` (`--prometheus`, and merge's fleet files), `commands::compare`
+//!   (`--export-csv`, `--export-markdown`), `commands::top` (`--textfile`, through
+//!   [`fsutil::replace_unsynced`]); files the user names, read through
+//!   [`fsutil::read_input`] (`results.json`, password files, `--yield`, the journals, the
+//!   hosts' results.json files for `merge` in `fleet::input`, on scoped threads); a
+//!   journal that fails its checks is renamed aside ([`fsutil::keep_aside`]).
+//! - the study's environment for `SLURM_*` (`report::slurm`).
 //! - reading sysfs and procfs: `topology::discover`, `hygiene` (0.25 s of `/proc/stat`),
 //!   `mem` (`mem report`), `counters::reason`.
 //!
@@ -46,7 +49,7 @@
 //! - [`engine`]: The `Engine` trait: measurement threads spawned, pinned and timed for real, or made up.
 //! - [`error`]: Exit codes and error classes.
 //! - [`fleet`]: `merge`: many hosts' studies grouped by machine type, pooled across hosts, into one answer per type.
-//! - [`fsutil`]: Replacing a file whole (temporary file, fsync, rename), for every file smtlab writes.
+//! - [`fsutil`]: Writing a file whole (only over a regular file) and reading a named input file (regular, capped).
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
 //! - [`hygiene`]: Is other work or the hypervisor already using the CPUs about to be measured?
 //! - [`interrupt`]: Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.

@@ -47,6 +47,18 @@ pub const MIN_TOP_INTERVAL: Duration = Duration::from_millis(100);
 pub const MAX_TOP_INTERVAL: Duration = Duration::from_secs(3600);
 /// `study --budget`, shortest.
 pub const MIN_STUDY_BUDGET: Duration = Duration::from_secs(10);
+/// `smtlab report`'s results.json: a study on a machine with a thousand CPUs writes a
+/// few tens of MB (its c2c matrix has a row per pair).
+pub const MAX_RESULTS_BYTES: u64 = 256 << 20;
+/// `merge`: the results.json files one merge reads (directories are searched for them).
+pub const MAX_MERGE_FILES: u64 = 100_000;
+/// The SMT and hugetlb journals: the SMT journal lists the online CPUs and their cores,
+/// under 2 MB pretty-printed for 65536 CPUs.
+pub const MAX_JOURNAL_BYTES: u64 = 4 << 20;
+/// A password file (`--db-password-file`, `PGPASSFILE`, `~/.pgpass`).
+pub const MAX_PASSWORD_FILE_BYTES: u64 = 64 << 10;
+/// A `top --yield` file (a `smtlab yield --json` output holds every run).
+pub const MAX_YIELD_FILE_BYTES: u64 = 16 << 20;
 /// Share of `MemAvailable` that buffers a run allocates may take.
 pub const MEMORY_SHARE: f64 = 0.5;
 
@@ -70,6 +82,8 @@ pub const WHY_ROWS_PER_TXN: &str = "one multi-row INSERT per commit binds every 
 pub const WHY_RUNS: &str = "rounds over every placement, each running the command once";
 pub const WHY_YIELD_CORES: &str = "cores; `all` runs every sibling of each";
 pub const WHY_TOP_INTERVAL: &str = "/proc/stat counts in 10 ms ticks";
+pub const WHY_INPUT_FILE: &str =
+    "read whole into memory; far above what smtlab writes or a user types";
 
 /// What a [`Limit`] allows.
 #[derive(Debug, Clone, Copy)]
@@ -233,6 +247,31 @@ pub const TABLE: &[Limit] = &[
         options: "`study --budget`",
         bound: Bound::AtLeast(MIN_STUDY_BUDGET),
         why: "`--quick` is the shortest study",
+    },
+    Limit {
+        options: "`report`'s results.json, each of `merge`'s",
+        bound: Bound::AtMost(MAX_RESULTS_BYTES, " bytes (256 MiB)"),
+        why: WHY_INPUT_FILE,
+    },
+    Limit {
+        options: "`merge`'s input files",
+        bound: Bound::AtMost(MAX_MERGE_FILES, " files"),
+        why: "one merge holds every host's answers in memory; merge fewer at a time",
+    },
+    Limit {
+        options: "the SMT journal (`smt`), the hugetlb journal (`mem pages`)",
+        bound: Bound::AtMost(MAX_JOURNAL_BYTES, " bytes (4 MiB)"),
+        why: WHY_INPUT_FILE,
+    },
+    Limit {
+        options: "`--db-password-file`, `PGPASSFILE`, `~/.pgpass`",
+        bound: Bound::AtMost(MAX_PASSWORD_FILE_BYTES, " bytes (64 KiB)"),
+        why: WHY_INPUT_FILE,
+    },
+    Limit {
+        options: "`top --yield` file",
+        bound: Bound::AtMost(MAX_YIELD_FILE_BYTES, " bytes (16 MiB)"),
+        why: WHY_INPUT_FILE,
     },
 ];
 

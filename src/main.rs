@@ -9,7 +9,10 @@ fn main() -> ExitCode {
             if smtlab::cli::is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            smtlab::say!("Error: {e:#}");
+            smtlab::say!(
+                "Error: {}",
+                smtlab::quote::escape_controls(&format!("{e:#}"))
+            );
             ExitCode::from(smtlab::error::exit_code(&e))
         }
     }

@@ -28,6 +28,29 @@ pub fn shorten(s: &str) -> String {
     }
 }
 
+/// A message as printed to a terminal: every control character but line breaks and tabs
+/// escaped (`\u{1b}`), so a value from a file or a command's output (a serde error quoting
+/// an unknown variant, the last lines of a command) cannot move the cursor, clear the
+/// screen or ring the bell.
+pub fn escape_controls(msg: &str) -> String {
+    if !msg
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return msg.to_string();
+    }
+    msg.chars()
+        .flat_map(|c| {
+            let esc: Vec<char> = if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            esc
+        })
+        .collect()
+}
+
 /// `text` (a message about `input`) with every `backtick-quoted` span shortened, and a
 /// long span that is `input` itself, already quoted by the caller, named instead of
 /// quoted again.
@@ -64,6 +87,15 @@ pub fn spans(text: &str, input: &str) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn control_characters_in_messages_are_escaped_but_line_breaks_kept() {
+        assert_eq!(escape_controls("plain\n  | line\t2"), "plain\n  | line\t2");
+        assert_eq!(
+            escape_controls("unknown variant `\u{1b}[2J\u{7}`\r"),
+            "unknown variant `\\u{1b}[2J\\u{7}`\\r"
+        );
+    }
 
     #[test]
     fn short_input_is_quoted_whole_and_long_input_once_shortened() {

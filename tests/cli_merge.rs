@@ -697,7 +697,7 @@ fn study_refuses_an_unusable_prometheus_path_before_measuring() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains(
-            "--prometheus no/dir/smtlab.prom: its directory `no/dir` does not exist",
+            "--prometheus no/dir/smtlab.prom: directory no/dir does not exist",
         ));
     // Refused before the phases ran: no study was written.
     assert!(!d.path().join("out/results.json").exists());

@@ -337,22 +337,34 @@ fn bad_method_is_bad_input() {
         .code(3);
 }
 
+/// A journal that does not parse is neither applied, overwritten nor deleted: `smt status`
+/// only reports it; `restore` (and `off`, `on`) renames it aside with a timestamp and names
+/// it, exit 2, changing nothing.
 #[test]
 fn a_broken_journal_is_never_overwritten() {
     let t = tree();
     std::fs::create_dir_all(t.path().join("run/smtlab")).unwrap();
     std::fs::write(journal(t.path()), "{ half").unwrap();
+    smtlab(t.path(), &["smt", "status"]).assert().code(2);
+    assert!(journal(t.path()).exists(), "status changes nothing");
     let o = smtlab(t.path(), &["smt", "restore"])
         .assert()
         .code(2)
         .get_output()
         .clone();
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not one smtlab wrote"));
-    smtlab(t.path(), &["smt", "off"]).assert().code(2);
-    assert_eq!(
-        std::fs::read_to_string(journal(t.path())).unwrap(),
-        "{ half"
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is not JSON") && err.contains("is kept as"),
+        "{err}"
     );
+    let kept: Vec<PathBuf> = std::fs::read_dir(t.path().join("run/smtlab"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("smt-journal.json.invalid-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&kept[0]).unwrap(), "{ half");
+    assert!(!journal(t.path()).exists());
     assert_eq!(online(t.path(), 1), "1");
 }
 

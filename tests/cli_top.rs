@@ -327,7 +327,7 @@ fn bad_input_is_refused() {
                 "--textfile",
                 "/nonexistent/x.prom",
             ],
-            "existing directory",
+            "directory /nonexistent does not exist",
         ),
     ] {
         let o = smtlab(&args).assert().code(2).get_output().clone();

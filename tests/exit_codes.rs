@@ -89,6 +89,37 @@ fn every_row_of_the_exit_code_table() {
     std::fs::create_dir_all(cut.join("sys/devices/system/cpu/cpu0")).unwrap();
     std::fs::write(cut.join("sys/devices/system/cpu/online"), "\n").unwrap();
     let cut = cut.display().to_string();
+    // SMT journals that are not JSON text: planted under --sysfs-root trees.
+    let smt_root = |name: &str, plant: &dyn Fn(&Path)| {
+        let t = dir.path().join(name);
+        let cpu = t.join("sys/devices/system/cpu");
+        std::fs::create_dir_all(cpu.join("cpu0")).unwrap();
+        std::fs::create_dir_all(cpu.join("cpu1")).unwrap();
+        std::fs::write(cpu.join("cpu1/online"), "1\n").unwrap();
+        std::fs::write(cpu.join("present"), "0-1\n").unwrap();
+        std::fs::create_dir_all(t.join("run/smtlab")).unwrap();
+        plant(&t.join("run/smtlab/smt-journal.json"));
+        t.display().to_string()
+    };
+    let not_utf8 = smt_root("journal-not-utf8", &|j| {
+        std::fs::write(j, b"{\xff\xfe}").unwrap()
+    });
+    let a_dir = smt_root("journal-dir", &|j| std::fs::create_dir(j).unwrap());
+    let looping = smt_root("journal-loop", &|j| {
+        std::os::unix::fs::symlink(j, j).unwrap()
+    });
+    let endless = smt_root("journal-endless", &|j| {
+        let c = std::ffi::CString::new(j.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path. A FIFO never ends (like /dev/zero, which a
+        // test may not make without CAP_MKNOD).
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    });
+    let pw_loop = p("password-loop");
+    std::os::unix::fs::symlink(&pw_loop, &pw_loop).unwrap();
+    let with_env = |k: &str, v: &str| vec!["env".to_string(), format!("{k}={v}")];
+    let to_full = ["sh", "-c", "exec \"$@\" > /dev/full", "sh"]
+        .map(String::from)
+        .to_vec();
     let mut rows = vec![
         row("ok", &["topo"], 0, ""),
         // 1: something outside smtlab failed (nothing listens on port 1).
@@ -201,6 +232,137 @@ fn every_row_of_the_exit_code_table() {
             "is a directory",
         ),
         row(
+            "top --textfile in a directory that cannot be written",
+            &[
+                "top",
+                "--once",
+                "--prometheus",
+                "--textfile",
+                "/proc/x.prom",
+            ],
+            2,
+            "--textfile /proc/x.prom: cannot write in /proc",
+        ),
+        row(
+            "compare --export-csv in a directory that cannot be written, before the runs",
+            &[
+                "compare",
+                "--export-csv",
+                "/proc/x.csv",
+                "--",
+                "sh",
+                "-c",
+                "sleep 10",
+            ],
+            2,
+            "--export-csv /proc/x.csv: cannot write in /proc",
+        ),
+        row(
+            "compare --export-markdown that is a directory",
+            &["compare", "--export-markdown", "/tmp", "--", "true"],
+            2,
+            "--export-markdown /tmp: it is a directory",
+        ),
+        row(
+            "sqlite:PATH in a directory that does not exist",
+            &["oltp", "--db", "sqlite:/nonexistent/x.db"],
+            2,
+            "directory /nonexistent does not exist",
+        ),
+        row(
+            "study: sqlite:PATH in a directory that does not exist, before measuring",
+            &[
+                "study",
+                "--quick",
+                "--out",
+                &p("study-sqlite"),
+                "--db",
+                "sqlite:/nonexistent/x.db",
+            ],
+            2,
+            "directory /nonexistent does not exist",
+        ),
+        row(
+            "study --db-password-file that does not exist",
+            &[
+                "study",
+                "--quick",
+                "--out",
+                &p("study-pw"),
+                "--db",
+                "postgres://u@127.0.0.1:1/db",
+                "--db-password-file",
+                "/nonexistent",
+            ],
+            2,
+            "--db-password-file /nonexistent: it does not exist",
+        ),
+        row(
+            "oltp --db-password-file that is a loop of links",
+            &[
+                "oltp",
+                "--db",
+                "postgres://u@127.0.0.1:1/db",
+                "--db-password-file",
+                &pw_loop,
+            ],
+            2,
+            "loop of symbolic links",
+        ),
+        Row {
+            wrap: with_env("PGPASSFILE", &pw_loop),
+            ..row(
+                "PGPASSFILE that is a loop of links",
+                &[
+                    "oltp",
+                    "--rows-per-thread",
+                    "1",
+                    "--db",
+                    "postgres://u@127.0.0.1:1/db",
+                ],
+                2,
+                "PGPASSFILE",
+            )
+        },
+        row(
+            "an SMT journal that is not UTF-8",
+            &["smt", "restore", "--sysfs-root", &not_utf8],
+            2,
+            "not UTF-8",
+        ),
+        row(
+            "an SMT journal that is a directory",
+            &["smt", "restore", "--sysfs-root", &a_dir],
+            2,
+            "it is a directory",
+        ),
+        row(
+            "an SMT journal that is a loop of links",
+            &["smt", "restore", "--sysfs-root", &looping],
+            2,
+            "loop of symbolic links",
+        ),
+        row(
+            "an SMT journal that never ends",
+            &["smt", "restore", "--sysfs-root", &endless],
+            2,
+            "it is a FIFO",
+        ),
+        // 1: a disk that filled is outside smtlab, even for --help.
+        Row {
+            wrap: to_full.clone(),
+            ..row("--help to a full disk", &["--help"], 1, "No space left")
+        },
+        Row {
+            wrap: to_full.clone(),
+            ..row(
+                "--version to a full disk",
+                &["--version"],
+                1,
+                "No space left",
+            )
+        },
+        row(
             "c2c on one listed CPU",
             &["c2c", "--cpus", &first_usable_cpu().to_string()],
             2,
@@ -308,7 +470,7 @@ fn every_row_of_the_exit_code_table() {
         ),
         (
             &["burn", "-k", "int", "--warmup", "-5"],
-            "--warmup -5: must be greater than zero; expected 0 (none) or a duration",
+            "--warmup -5: negative; expected 0 (none) or a duration",
         ),
         (
             &["burn", "-k", "int", "-t", "-1"],
@@ -686,4 +848,238 @@ fn an_unwritable_stderr_never_panics() {
             .unwrap();
         assert_eq!(out.status.code(), Some(code), "{args:?}");
     }
+}
+
+/// Messages say what is wrong, not something near it: each case gives its exit code, text
+/// its stderr must hold and text it must not (what it once said instead).
+#[test]
+fn messages_name_the_real_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    let snap = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots/integration__study__fake_results_json.snap"),
+    )
+    .unwrap();
+    let json = snap.splitn(3, "---\n").nth(2).unwrap();
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let with = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = v.clone();
+        f(&mut v);
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p.display().to_string()
+    };
+    let schema_word = with("schema-word.json", &|v| v["schema_version"] = "one".into());
+    let schema_neg = with("schema-neg.json", &|v| v["schema_version"] = (-1).into());
+    let escape = with("escape.json", &|v| v["status"] = "\u{1b}[2J\u{7}".into());
+    let cpu = first_usable_cpu().to_string();
+    let compare = |metric: &str, script: &str| -> Vec<String> {
+        [
+            "compare", "--runs", "1", "--warmup", "0", "--cpus", &cpu, "--metric", metric, "--",
+            "sh", "-c", script,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let words = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // (arguments, exit code, stderr holds, stderr does not hold)
+    let cases: Vec<(Vec<String>, i32, &str, &str)> = vec![
+        (
+            compare("tps", "echo tps=5"),
+            2,
+            "matched `tps`, which is not a number",
+            "matched nothing",
+        ),
+        (
+            compare("v=(\\S+)", "echo v=NaN"),
+            2,
+            "`NaN`, which is not a finite number",
+            "matched nothing",
+        ),
+        (
+            compare("v=(\\S+)", "echo v=-inf"),
+            2,
+            "`-inf`, which is not a finite number",
+            "matched nothing",
+        ),
+        (
+            compare("v=(\\S+)", "echo v=1e400"),
+            2,
+            "`1e400`, which is not a finite number",
+            "matched nothing",
+        ),
+        (
+            compare("v=(\\S+)", "echo v=fast"),
+            2,
+            "`fast`, which is not a number",
+            "matched nothing",
+        ),
+        // Output past the capture limit: the end is kept (metric lines come last), and
+        // a miss says what was not kept.
+        (
+            compare(
+                "v=([0-9]+)",
+                "head -c 20000000 /dev/zero | tr '\\0' x; echo; echo v=5",
+            ),
+            0,
+            "",
+            "matched nothing",
+        ),
+        (
+            compare(
+                "w=([0-9]+)",
+                "head -c 20000000 /dev/zero | tr '\\0' x; echo",
+            ),
+            2,
+            "bytes in the middle of its output were not kept",
+            "",
+        ),
+        (
+            words(&["plan", "cpus", "0-99999999:99999999", "-t", "1"]),
+            2,
+            "CPU `99999999` is beyond the supported maximum",
+            "stride",
+        ),
+        (
+            words(&["plan", "cpus:0-1", "extra", "-t", "1"]),
+            2,
+            "`cpus:0-1` already has its CPU list",
+            "0-1:extra",
+        ),
+        (
+            words(&["report", &schema_word]),
+            2,
+            "schema_version \"one\"",
+            "missing",
+        ),
+        (
+            words(&["report", &schema_neg]),
+            2,
+            "schema_version -1",
+            "missing",
+        ),
+        (
+            words(&["mem", "pages", "--max", "18446744073709551615"]),
+            2,
+            "--max 18446744073709551615",
+            "0 B",
+        ),
+        (
+            words(&["study", "--budget", "9s"]),
+            2,
+            "e.g. 90s, 5m, 20m",
+            "500ms",
+        ),
+        (
+            words(&["burn", "-k", "int", "--warmup", "-1"]),
+            2,
+            "--warmup -1: negative; expected 0 (none) or a duration",
+            "greater than zero",
+        ),
+        (words(&["report", &escape]), 2, "\\u{1b}[2J\\u{7}", "\u{1b}"),
+    ];
+    let mut failures = Vec::new();
+    for (args, code, has, hasnt) in &cases {
+        let out = Command::new(&bin).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(*code)
+            || !err.contains(has)
+            || (!hasnt.is_empty() && err.contains(hasnt))
+            || err.contains("panicked")
+        {
+            let shown: Vec<&str> = args.iter().map(|a| &a[..a.len().min(60)]).collect();
+            failures.push(format!(
+                "{shown:?}: exit {:?} (want {code}), want {has:?} and not {hasnt:?}: {}",
+                out.status.code(),
+                &err[..err.len().min(1500)]
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Input that means nothing, or something else than it says, is refused (exit 2) or warned
+/// about, not quietly taken: a sysfs word mask is a mask, an empty item in a list is an
+/// error, a root with no procfs is no root, and a password file others can read is
+/// named.
+#[test]
+fn nonsense_is_refused_or_warned_about() {
+    let bin = assert_cmd::cargo::cargo_bin("smtlab");
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let pw = dir.path().join("pw");
+    std::fs::write(&pw, "secret\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let w = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let open_pw = format!(
+        "warning: --db-password-file {} can be read by group or others (mode 644)",
+        s(&pw)
+    );
+    // (arguments, exit code, stdout holds, stderr holds)
+    let cases: Vec<(Vec<String>, i32, &str, &str)> = vec![
+        // The word mask `00000000,00000001` (the form README lists) is CPU 0, not 0 and 1.
+        (
+            w(&["plan", "cpus:00000000,00000001", "-t", "1", "--json"]),
+            0,
+            "\"request\": \"cpus:0\"",
+            "",
+        ),
+        (
+            w(&["mem", "report", "--sysfs-root", &s(&empty)]),
+            2,
+            "",
+            "no proc/meminfo",
+        ),
+        (
+            w(&["oltp", "--configs", "one-per-core,,all", "--dry-run"]),
+            2,
+            "",
+            "--configs one-per-core,,all: item 2 is empty",
+        ),
+        (
+            w(&["compare", "--placements", "one-per-core,,all", "--", "true"]),
+            2,
+            "",
+            "--placements one-per-core,,all: item 2 is empty",
+        ),
+        (
+            w(&["yield", "--workloads", "int,,prime", "--dry-run"]),
+            2,
+            "",
+            "--workloads int,,prime: item 2 is empty",
+        ),
+        (
+            w(&[
+                "oltp",
+                "--db",
+                "postgres://u@127.0.0.1:1/db",
+                "--db-password-file",
+                &s(&pw),
+            ]),
+            1,
+            "",
+            &open_pw,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (args, code, out_has, err_has) in &cases {
+        let out = Command::new(&bin).args(args).output().unwrap();
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        if out.status.code() != Some(*code) || !o.contains(out_has) || !e.contains(err_has) {
+            failures.push(format!(
+                "{args:?}: exit {:?} (want {code}), want stdout {out_has:?}, stderr {err_has:?}: \
+                 {}\n{e}",
+                out.status.code(),
+                &o[..o.len().min(300)]
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -1,6 +1,7 @@
 //! Property tests for every parser of user or file input: CPU lists and masks, durations,
 //! byte sizes, database URLs and the password file, sysfs/procfs trees, `/proc/stat` and
-//! per-thread stat lines, and `results.json`.
+//! per-thread stat lines, the SMT journal and the paths a hugetlb journal may name,
+//! `results.json`; and the Markdown escaping every field goes through.
 //!
 //! Each parser is checked by one property, run twice:
 //! - in the normal `cargo test`, with a few hundred cases (the file takes seconds);
@@ -588,6 +589,10 @@ fn check_mask(case: &MaskCase) -> Result<(), TestCaseError> {
                 .collect::<Vec<_>>()
                 .join(",");
             prop_assert_eq!(ok(CpuSet::parse_sysfs_mask(&t))?, set_of_words32(words));
+            // Padded words are the sysfs form in user input too (`--cpus 00000000,00000001`).
+            if *padded {
+                prop_assert_eq!(ok(CpuSet::parse_user(&t))?, set_of_words32(words));
+            }
         }
         MaskCase::Decimal(v) => {
             let r = CpuSet::parse_mask(&v.to_string());
@@ -608,6 +613,7 @@ fn check_mask(case: &MaskCase) -> Result<(), TestCaseError> {
                 prop_assert_eq!(&ok(CpuSet::parse_mask(&s.to_hex_mask()))?, s);
             }
             prop_assert_eq!(&ok(CpuSet::parse_sysfs_mask(&s.to_sysfs_mask(*pad)))?, s);
+            prop_assert_eq!(&ok(CpuSet::parse_user(&s.to_sysfs_mask(*pad)))?, s);
         }
     }
     Ok(())
@@ -1745,6 +1751,286 @@ fn long_sysfs_trees_in_memory() {
         tree_cases(),
         check_tree_in_memory,
     );
+}
+
+// ------------------------------------------------------------------ journals
+
+/// The machine the SMT journals are checked against: CPUs 0-7 present, CPU 0 without an
+/// online file (as on x86), CPUs 0-3 online.
+fn journal_machine() -> smtlab::smt::state::SmtState {
+    smtlab::smt::state::SmtState {
+        control: Some("on".into()),
+        active: Some(true),
+        present: CpuSet::parse_list("0-7").unwrap(),
+        online: CpuSet::parse_list("0-3").unwrap(),
+        switchable: CpuSet::parse_list("1-7").unwrap(),
+        cores: vec![
+            CpuSet::parse_list("0-1").unwrap(),
+            CpuSet::parse_list("2-3").unwrap(),
+        ],
+        cmdline_nosmt: Vec::new(),
+        vulnerabilities: Vec::new(),
+        cmt_modules: false,
+    }
+}
+
+#[derive(Debug, Clone)]
+enum JournalCase {
+    /// Any text.
+    Garbage(String),
+    /// A journal's JSON with its fields chosen from good and bad values.
+    Fields {
+        schema: Value,
+        control: Value,
+        online: Value,
+        cores: Value,
+        command: Value,
+    },
+}
+
+fn journal_cases() -> impl Strategy<Value = JournalCase> {
+    let cpus = || {
+        prop_oneof![
+            2 => prop::collection::vec(0u32..12, 0..10).prop_map(|v| serde_json::json!(v)),
+            3 => Just(serde_json::json!([0, 1, 2, 3])),
+            1 => Just(serde_json::json!([65536])),
+            1 => Just(serde_json::json!("0-3")),
+            1 => Just(Value::Null),
+        ]
+    };
+    let word = |good: &'static [&'static str]| {
+        prop_oneof![
+            6 => prop::sample::select(good).prop_map(|w| Value::String(w.into())),
+            1 => any::<String>().prop_map(Value::String),
+            1 => any::<u32>().prop_map(|n| Value::String(n.to_string())),
+            1 => Just(Value::Null),
+            1 => Just(serde_json::json!(7)),
+        ]
+    };
+    prop_oneof![
+        1 => garbage("{}\\[\\]\":,0-9a-z ").prop_map(JournalCase::Garbage),
+        4 => (
+            prop_oneof![
+                4 => Just(serde_json::json!(1)),
+                1 => Just(serde_json::json!(2)),
+                1 => Just(serde_json::json!(-1)),
+                1 => Just(serde_json::json!("one")),
+            ],
+            word(&[
+                "on",
+                "off",
+                "forceoff",
+                "notsupported",
+                "notimplemented",
+                "2"
+            ]),
+            cpus(),
+            prop_oneof![
+                1 => prop::collection::vec(prop::collection::vec(0u32..12, 0..4), 0..5)
+                    .prop_map(|v| serde_json::json!(v)),
+                2 => Just(serde_json::json!([[0, 1], [2, 3]])),
+            ],
+            word(&["off", "on"]),
+        )
+            .prop_map(
+                |(schema, control, online, cores, command)| JournalCase::Fields {
+                    schema,
+                    control,
+                    online,
+                    cores,
+                    command,
+                }
+            ),
+    ]
+}
+
+/// The SMT journal's parse and checks: never a panic; every journal it accepts is one
+/// `restore` may act on (a non-empty set of present CPUs holding CPU 0, which cannot go
+/// offline; cores of those CPUs, apart; a control value the kernel writes); every refusal
+/// says why.
+fn check_smt_journal(case: &JournalCase) -> Result<(), TestCaseError> {
+    let text = match case {
+        JournalCase::Garbage(t) => t.clone(),
+        JournalCase::Fields {
+            schema,
+            control,
+            online,
+            cores,
+            command,
+        } => serde_json::json!({
+            "schema_version": schema, "root": "/", "boot_id": null, "pid": 1,
+            "written_unix_s": 0, "command": command, "control": control,
+            "online": online, "cores": cores,
+        })
+        .to_string(),
+    };
+    let st = journal_machine();
+    match smtlab::smt::journal::parse_checked(&text, &st) {
+        Ok(j) => {
+            ACCEPTED_JOURNALS.fetch_add(1, Ordering::Relaxed);
+            prop_assert!(!j.online.is_empty() && j.online.is_subset(&st.present));
+            prop_assert!(
+                j.online.contains(0),
+                "CPU 0 cannot go offline: {:?}",
+                j.online
+            );
+            let mut seen = CpuSet::new();
+            for c in &j.cores {
+                prop_assert!(!c.is_empty() && c.is_subset(&j.online) && !seen.intersects(c));
+                seen = seen.union(c);
+            }
+            if let Some(c) = &j.control {
+                prop_assert!(
+                    smtlab::smt::journal::CONTROL_VALUES.contains(&c.as_str())
+                        || c.parse::<u32>().is_ok_and(|n| n >= 1),
+                    "control {}",
+                    c
+                );
+            }
+            prop_assert!(j.command == "off" || j.command == "on");
+        }
+        Err(why) => prop_assert!(!why.trim().is_empty()),
+    }
+    Ok(())
+}
+
+/// Journals [`check_smt_journal`] saw accepted: the property says nothing unless some are.
+static ACCEPTED_JOURNALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[test]
+fn smt_journals() {
+    fuzz("smt-journal", 512, journal_cases(), check_smt_journal);
+    assert!(
+        ACCEPTED_JOURNALS.load(Ordering::Relaxed) > 0,
+        "no journal was accepted"
+    );
+}
+
+#[test]
+#[ignore = "long run: cargo test --release --test fuzz -- --ignored"]
+fn long_smt_journals() {
+    fuzz(
+        "smt-journal",
+        long_cases(),
+        journal_cases(),
+        check_smt_journal,
+    );
+}
+
+fn pool_path_cases() -> impl Strategy<Value = String> {
+    prop_oneof![
+        garbage("a-z0-9/.\\-"),
+        regex(
+            "(/|\\./|\\.\\./)?sys/(kernel/mm|devices/system/node/node[0-9x]{0,3})\
+             (/\\.\\.)?/hugepages/hugepages-[0-9]{0,9}[kKmM]B/(nr|free)_hugepages/?"
+        ),
+    ]
+}
+
+/// What a hugetlb journal may name: only the two `nr_hugepages` forms, relative, with no
+/// `.` or `..` in them, and a page size that is a whole number of KiB.
+fn check_pool_path(rel: &str) -> Result<(), TestCaseError> {
+    use smtlab::mem::pages::reserve::pool_page_bytes;
+    if let Some(bytes) = pool_page_bytes(rel) {
+        let parts: Vec<&str> = rel.split('/').collect();
+        prop_assert!(!rel.starts_with('/') && !parts.contains(&"..") && !parts.contains(&"."));
+        prop_assert_eq!(parts.last().copied(), Some("nr_hugepages"));
+        prop_assert!(
+            rel.starts_with("sys/kernel/mm/hugepages/hugepages-")
+                || rel.starts_with("sys/devices/system/node/node")
+        );
+        let kb = parts[parts.len() - 2]
+            .strip_prefix("hugepages-")
+            .and_then(|p| p.strip_suffix("kB"))
+            .and_then(|n| n.parse::<u64>().ok());
+        prop_assert_eq!(kb.map(|k| k * 1024), Some(bytes));
+    }
+    Ok(())
+}
+
+#[test]
+fn hugetlb_pool_paths() {
+    fuzz("hugetlb-pool-paths", 512, pool_path_cases(), |p| {
+        check_pool_path(p)
+    });
+}
+
+#[test]
+#[ignore = "long run: cargo test --release --test fuzz -- --ignored"]
+fn long_hugetlb_pool_paths() {
+    fuzz("hugetlb-pool-paths", long_cases(), pool_path_cases(), |p| {
+        check_pool_path(p)
+    });
+}
+
+// ------------------------------------------------------------------ Markdown
+
+fn markdown_cases() -> impl Strategy<Value = String> {
+    prop_oneof![
+        garbage("a-z `\\[\\]()<>&#|!\\\\\n\r"),
+        regex(
+            "[a-z ]{0,8}(`{1,3})?\\[[a-z]{0,5}\\]\\((javascript:)?[a-z()]{0,10}\\)(`{1,3})?\n?#? ?[a-z]{0,5}"
+        ),
+    ]
+}
+
+/// Any field through `render::markdown::md` is one line of inline text: no line break, and
+/// outside code spans no raw `<`, no unescaped `[` or `]` (no link, no image).
+fn check_markdown(t: &str) -> Result<(), TestCaseError> {
+    let m = smtlab::render::markdown::md(t);
+    prop_assert!(!m.contains(['\n', '\r']), "{:?}", m);
+    // Outside code spans as CommonMark reads them: a backtick run closed by one of the
+    // same length. md() leaves exactly those alone, so strip them the same way.
+    let b = m.as_bytes();
+    let mut i = 0;
+    let mut outside = Vec::new();
+    while i < b.len() {
+        if b[i] == b'\\' && i + 1 < b.len() {
+            i += 2; // an escaped character is literal
+            continue;
+        }
+        if b[i] == b'`' {
+            let n = b[i..].iter().take_while(|&&c| c == b'`').count();
+            let mut j = i + n;
+            let mut closed = None;
+            while j < b.len() {
+                if b[j] == b'`' {
+                    let k = b[j..].iter().take_while(|&&c| c == b'`').count();
+                    if k == n {
+                        closed = Some(j + k);
+                        break;
+                    }
+                    j += k;
+                } else {
+                    j += 1;
+                }
+            }
+            i = closed.unwrap_or(i + n);
+            continue;
+        }
+        outside.push(b[i]);
+        i += 1;
+    }
+    prop_assert!(
+        !outside.contains(&b'<') && !outside.contains(&b'[') && !outside.contains(&b']'),
+        "{:?} gave {:?}",
+        t,
+        m
+    );
+    Ok(())
+}
+
+#[test]
+fn markdown_fields() {
+    fuzz("markdown", 512, markdown_cases(), |t| check_markdown(t));
+}
+
+#[test]
+#[ignore = "long run: cargo test --release --test fuzz -- --ignored"]
+fn long_markdown_fields() {
+    fuzz("markdown", long_cases(), markdown_cases(), |t| {
+        check_markdown(t)
+    });
 }
 
 // ------------------------------------------------------------------ results.json

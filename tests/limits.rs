@@ -384,6 +384,12 @@ fn every_limit_in_the_table_is_the_one_enforced() {
         if matches!(l.bound, Bound::Words(_) | Bound::PerCpu(_)) {
             continue; // memory and the per-CPU cap have their own tests below
         }
+        if matches!(l.bound, Bound::AtMost(_, after) if after.starts_with(" bytes")) {
+            continue; // input files: input_files_past_their_size_cap_are_refused_unread
+        }
+        if l.options.contains("`merge`'s input files") {
+            continue; // merge_past_its_file_limit_is_refused_unread
+        }
         if !cases.iter().any(|(key, _, _)| l.options.contains(key)) {
             failures.push(format!("no case for the limit row {}", l.readme_row()));
         }
@@ -515,7 +521,8 @@ fn a_crowded_run_needs_force_and_the_largest_allowed_stops_within_3_s() {
             err.contains("--force") && err.contains("per CPU"),
             "{args:?}: {err}"
         );
-        assert!(t0.elapsed() < Duration::from_secs(2), "{args:?}");
+        // Refused before anything starts; the margin is for a busy machine.
+        assert!(t0.elapsed() < Duration::from_secs(10), "{args:?}");
     }
     // The largest count allowed without --force: spinning burners and hot-page workers,
     // every one runnable, stop within 3 s of Ctrl-C (2 CPUs: 128 threads).
@@ -644,4 +651,133 @@ fn buffers_beyond_available_memory_are_refused_at_once() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Input files larger than their kind's cap in `smtlab::limits` are refused before they
+/// are read, naming the cap: a 133 MB one-line password file was read whole and sent, and
+/// a results.json, `--yield` file or SMT journal could grow the process without bound.
+#[test]
+fn input_files_past_their_size_cap_are_refused_unread() {
+    use smtlab::limits;
+    let dir = tempfile::tempdir().unwrap();
+    // Sparse files: one byte past the cap costs no disk.
+    let big = |name: &str, cap: u64| {
+        let p = dir.path().join(name);
+        std::fs::File::create(&p).unwrap().set_len(cap + 1).unwrap();
+        p
+    };
+    let results = big("results.json", limits::MAX_RESULTS_BYTES);
+    let password = big("password", limits::MAX_PASSWORD_FILE_BYTES);
+    let yields = big("yield.json", limits::MAX_YIELD_FILE_BYTES);
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("sys/devices/system/cpu/cpu0")).unwrap();
+    std::fs::create_dir_all(tree.join("run/smtlab")).unwrap();
+    std::fs::File::create(tree.join("run/smtlab/smt-journal.json"))
+        .unwrap()
+        .set_len(limits::MAX_JOURNAL_BYTES + 1)
+        .unwrap();
+    let s = |p: &std::path::Path| p.display().to_string();
+    let pg = "postgres://u@127.0.0.1:1/db";
+    // (a piece of the TABLE row's options, the arguments, PGPASSFILE, the cap).
+    let cases: Vec<(&str, Vec<String>, Option<String>, u64)> = vec![
+        (
+            "results.json",
+            vec!["report".into(), s(&results)],
+            None,
+            limits::MAX_RESULTS_BYTES,
+        ),
+        (
+            "`--db-password-file`",
+            ["oltp", "--db", pg, "--db-password-file", &s(&password)]
+                .map(String::from)
+                .to_vec(),
+            None,
+            limits::MAX_PASSWORD_FILE_BYTES,
+        ),
+        (
+            "`PGPASSFILE`",
+            ["oltp", "--rows-per-thread", "1", "--db", pg]
+                .map(String::from)
+                .to_vec(),
+            Some(s(&password)),
+            limits::MAX_PASSWORD_FILE_BYTES,
+        ),
+        (
+            "`top --yield` file",
+            ["top", "--once", "--yield", &s(&yields)]
+                .map(String::from)
+                .to_vec(),
+            None,
+            limits::MAX_YIELD_FILE_BYTES,
+        ),
+        (
+            "the SMT journal",
+            ["smt", "restore", "--sysfs-root", &s(&tree)]
+                .map(String::from)
+                .to_vec(),
+            None,
+            limits::MAX_JOURNAL_BYTES,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for l in limits::TABLE {
+        if matches!(l.bound, limits::Bound::AtMost(_, after) if after.starts_with(" bytes"))
+            && !cases.iter().any(|(key, ..)| l.options.contains(key))
+        {
+            failures.push(format!("no case for the limit row {}", l.readme_row()));
+        }
+    }
+    for (_, args, passfile, cap) in cases {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_smtlab"));
+        cmd.args(&args).env_remove("PGPASSWORD");
+        if let Some(f) = &passfile {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o600)).unwrap();
+            cmd.env("PGPASSFILE", f);
+        }
+        let t0 = Instant::now();
+        let out = cmd.output().unwrap();
+        let took = t0.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(2)
+            || !err.contains(&format!("at most {cap} "))
+            || took > Duration::from_secs(10)
+        {
+            failures.push(format!(
+                "{args:?} (PGPASSFILE {passfile:?}): exit {:?} in {took:?}: {err}",
+                out.status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// One more file than a merge may read is refused, naming the limit, before any is read
+/// (the files here are empty: reading one would skip it as empty, not refuse the merge).
+#[test]
+fn merge_past_its_file_limit_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = smtlab::limits::MAX_MERGE_FILES + 1;
+    let names: Vec<String> = (0..n).map(|k| k.to_string()).collect();
+    for name in &names {
+        std::fs::File::create(dir.path().join(name)).unwrap();
+    }
+    let out = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+        .current_dir(dir.path())
+        .arg("merge")
+        .arg("--out")
+        .arg("fleet")
+        .args(&names)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "at most {} files",
+            smtlab::limits::MAX_MERGE_FILES
+        )),
+        "{err}"
+    );
+    assert!(!dir.path().join("fleet").join("fleet.json").exists());
 }

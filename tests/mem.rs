@@ -90,17 +90,18 @@ fn report_on_a_tree_with_files_missing_names_them() {
     assert!(v["thp"]["enabled"].is_null());
     assert!(v["overcommit"]["ratio_percent"].is_null());
 
-    // An empty root: a report of what is not there, exit 0.
+    // An empty root is no procfs root: refused, not a report of nothing.
     let empty = tempfile::tempdir().unwrap();
-    let text = text_of(
-        smtlab()
-            .args(["mem", "report", "--sysfs-root"])
-            .arg(empty.path()),
-    );
-    assert!(
-        text.contains("not available: /proc/meminfo missing"),
-        "{text}"
-    );
+    let out = smtlab()
+        .args(["mem", "report", "--sysfs-root"])
+        .arg(empty.path())
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8_lossy(&out);
+    assert!(err.contains("no proc/meminfo"), "{err}");
 }
 
 #[test]
@@ -324,6 +325,15 @@ fn reserve_puts_the_pool_back_on_exit_sigint_and_sigterm() {
         let (code, took) = reserve_then_signal(sig);
         assert_eq!(code, Some(130), "{name}");
         assert!(took < std::time::Duration::from_secs(5), "{name}: {took:?}");
+        // Pages still mapped when the run wrote the old size back stay as surplus pages
+        // until their last mapping goes (Documentation/admin-guide/mm/hugetlbpage.rst);
+        // in full test runs the pool was seen above its old size just after the process
+        // was reaped, and back soon after. What counts is that it comes back: wait for
+        // it, with a wide margin.
+        let t0 = std::time::Instant::now();
+        while read_num(NR_2M) != before && t0.elapsed() < std::time::Duration::from_secs(30) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         assert_eq!(read_num(NR_2M), before, "after {name}");
     }
     assert!(!std::path::Path::new("/run/smtlab/hugepages-journal.json").exists());

@@ -65,11 +65,21 @@ pub fn fraction(s: &str) -> Result<f64, String> {
 fn duration_at_least(s: &str, min: Option<Duration>, why: &str) -> Result<Duration, String> {
     let range = || match min {
         Some(m) => format!(
-            "expected a duration between {} and 366 days, e.g. 5s, 500ms, 2m, 1.5s",
-            duration::format_duration(m)
+            "expected a duration between {} and 366 days, e.g. {}",
+            duration::format_duration(m),
+            // Examples the bound allows (`--budget 9s` once suggested 5s and 500ms).
+            if m >= Duration::from_secs(10) {
+                "90s, 5m, 20m"
+            } else {
+                "5s, 500ms, 2m, 1.5s"
+            }
         ),
         None => "expected 0 (none) or a duration up to 366 days, e.g. 1s, 500ms".to_string(),
     };
+    // 0 is allowed, so "must be greater than zero" would contradict the range.
+    if min.is_none() && s.trim().starts_with('-') {
+        return Err(format!("negative; {}", range()));
+    }
     let parsed = match min {
         Some(_) => duration::parse_duration(s),
         None => duration::parse_duration_or_zero(s),
@@ -217,6 +227,20 @@ pub fn cpus(s: &str) -> Result<crate::cpuset::CpuSet, String> {
     }
 }
 
+/// Refuses a comma-separated `list` with an empty item (`a,,b`, a trailing comma): it
+/// was dropped without a word, so a typo ran one layout or workload fewer.
+pub fn no_empty_items(option: &str, list: &str) -> Result<(), crate::error::BadInput> {
+    match list.split(',').position(|item| item.trim().is_empty()) {
+        None => Ok(()),
+        Some(i) => Err(crate::error::BadInput(format!(
+            "{option} {}: item {} is empty (`,,`, or a comma at an end); list each item once, \
+             separated by single commas",
+            crate::quote::shorten(list),
+            i + 1
+        ))),
+    }
+}
+
 /// A list of counts from [`counts`] (its own type, so that clap takes it as one value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counts(pub Vec<usize>);
@@ -271,8 +295,16 @@ mod tests {
         }
         assert_eq!(warmup("0"), Ok(Duration::ZERO));
         assert_eq!(warmup("250us"), Ok(Duration::from_micros(250)));
-        assert!(warmup("-5").unwrap_err().contains("0 (none) or a duration"));
-        assert!(budget("5s").unwrap_err().contains("--quick"));
+        assert!(
+            warmup("-5")
+                .unwrap_err()
+                .starts_with("negative; expected 0 (none) or a duration")
+        );
+        let e = budget("5s").unwrap_err();
+        assert!(
+            e.contains("--quick") && e.contains("e.g. 90s, 5m, 20m"),
+            "{e}"
+        );
         let c = counts(0, 4096, "");
         assert_eq!(c("0, 1,4"), Ok(Counts(vec![0, 1, 4])));
         assert!(c("0,-1").unwrap_err().starts_with("`-1`: expected"));
@@ -280,6 +312,15 @@ mod tests {
         assert_eq!(bytes_or_auto("auto"), Ok(Bytes::Auto));
         for bad in ["0", "-1", "x", "18446744073709551615G"] {
             assert!(bytes_or_auto(bad).unwrap_err().contains("1MiB"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn empty_list_items_are_refused() {
+        assert!(no_empty_items("--configs", "one-per-core,all").is_ok());
+        for (bad, item) in [("a,,b", 2), (",a", 1), ("a,", 2), ("a, ,b", 2), ("", 1)] {
+            let e = no_empty_items("--configs", bad).unwrap_err().0;
+            assert!(e.contains(&format!("item {item} is empty")), "{bad}: {e}");
         }
     }
 

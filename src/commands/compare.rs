@@ -20,11 +20,13 @@ pub struct Config {
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
-    for p in [&cfg.export_csv, &cfg.export_markdown]
-        .into_iter()
-        .flatten()
-    {
-        check_writable(p)?;
+    for (what, p) in [
+        ("--export-csv", &cfg.export_csv),
+        ("--export-markdown", &cfg.export_markdown),
+    ] {
+        if let Some(p) = p {
+            crate::fsutil::check_output(what, p)?;
+        }
     }
     let topo = super::topology_for_run(Path::new("/"), false, false)?;
     if let Some(b) = &cfg.exp.burners {
@@ -43,6 +45,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let rep = experiment::run(&topo, &cfg.exp, &ui);
     ui.close();
     let rep = rep?;
+    // The comparison first: an export that fails now (a disk that filled) must not take
+    // the results on stdout with it.
+    super::emit(out, cfg.json, &rep, render::text, false)?;
     let export = |p: &Path, text: String| {
         crate::fsutil::replace(p, text.as_bytes())
             .with_context(|| format!("writing {}", p.display()))
@@ -53,34 +58,15 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     if let Some(p) = &cfg.export_markdown {
         export(p, render::markdown(&rep))?;
     }
-    super::emit(out, cfg.json, &rep, render::text, rep.interrupted)
+    if rep.interrupted {
+        return Err(crate::error::Interrupted.into());
+    }
+    Ok(())
 }
 
 /// The guard process's main (`smtlab compare --internal-guard`).
 pub fn guard_main() -> Result<()> {
     experiment::guard::serve(std::io::stdin().lock());
-    Ok(())
-}
-
-/// Refuses an export path whose directory does not exist, before anything runs.
-fn check_writable(p: &Path) -> Result<()> {
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(crate::error::BadInput(format!(
-            "export file {}: directory {} does not exist",
-            p.display(),
-            dir.display()
-        ))
-        .into());
-    }
-    if p.is_dir() {
-        return Err(
-            crate::error::BadInput(format!("export file {} is a directory", p.display())).into(),
-        );
-    }
     Ok(())
 }
 

@@ -54,6 +54,17 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
                 ))
                 .into());
             }
+            // Every figure comes from procfs: a tree without it (an empty directory, a
+            // sysfs-only dump) once gave a report of nothing but "not available", exit 0.
+            if !root.join("proc/meminfo").is_file() {
+                return Err(crate::error::BadInput(format!(
+                    "--sysfs-root {}: no proc/meminfo under it, so nothing `mem report` reads \
+                     is there; give the root of a procfs and sysfs tree (`/` for this machine, \
+                     or a copy that holds proc/meminfo)",
+                    root.display()
+                ))
+                .into());
+            }
             let rep = crate::mem::read(&crate::mem::source::Dir::new(root));
             super::emit(out, *json, &rep, crate::mem::render::human, false)
         }

@@ -24,9 +24,9 @@ pub struct Config {
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
-    report::check_out_dir(&cfg.out)?;
+    report::check_out_dir(&cfg.out, &[FLEET_JSON, FLEET_HTML, FLEET_MD])?;
     if let Some(p) = &cfg.prometheus {
-        report::check_out_file(p, "--prometheus")?;
+        crate::fsutil::check_output("--prometheus", p)?;
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let f = fleet::merge(&cfg.inputs, threads, fleet::provenance(cfg.command.clone()))?;

@@ -15,9 +15,8 @@ pub struct Config {
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
-    let text = std::fs::read_to_string(&cfg.results)
-        .with_context(|| format!("reading `{}`", cfg.results.display()))
-        .map_err(|e| crate::error::BadInput(format!("{e:#}")))?;
+    let text = crate::fsutil::read_input_text(&cfg.results, crate::limits::MAX_RESULTS_BYTES)
+        .map_err(|e| e.into_error(&format!("reading `{}`", cfg.results.display())))?;
     let rendered = report::render_json(&text)
         .with_context(|| format!("rendering `{}`", cfg.results.display()))?;
     let dir = match &cfg.out {
@@ -29,7 +28,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(".")),
     };
-    report::check_out_dir(&dir)?;
+    report::check_out_dir(&dir, &[report::REPORT_HTML, report::SUMMARY_MD])?;
     for p in report::write_rendered(&rendered, &dir, false)? {
         writeln!(out, "wrote {}", p.display())?;
     }

@@ -7,7 +7,7 @@ use crate::engine::RealEngine;
 use crate::render::Table;
 use crate::report::{self, PhaseName, PhaseStatus};
 use crate::study::{self, Progress};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::cell::RefCell;
 use std::io::{IsTerminal, Write};
@@ -28,9 +28,16 @@ pub struct Config {
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let root = Path::new("/");
     // Fail on an unusable output directory now, not after a minute of measuring.
-    report::check_out_dir(&cfg.out)?;
+    report::check_out_dir(
+        &cfg.out,
+        &[
+            report::RESULTS_JSON,
+            report::REPORT_HTML,
+            report::SUMMARY_MD,
+        ],
+    )?;
     if let Some(p) = &cfg.prometheus {
-        report::check_out_file(p, "--prometheus")?;
+        crate::fsutil::check_output("--prometheus", p)?;
     }
 
     check_database(&cfg.study.db)?;
@@ -116,13 +123,13 @@ fn answer_table(v: &crate::report::Verdict) -> String {
 fn check_database(db: &crate::oltp::DbTarget) -> Result<()> {
     use crate::oltp::DbTarget;
     match db {
+        // Context, not a new error: bad input found here stays exit 2.
         DbTarget::Postgres { .. } => {
             crate::oltp::Db::open(db, crate::oltp::Durability::Delayed, 1)
-                .map_err(|e| anyhow::anyhow!("checking --db before the study: {e:#}"))?;
+                .context("checking --db before the study")?;
         }
         DbTarget::PostgresManaged => {
-            crate::oltp::managed::find_binaries()
-                .map_err(|e| anyhow::anyhow!("checking --db before the study: {e:#}"))?;
+            crate::oltp::managed::find_binaries().context("checking --db before the study")?;
         }
         DbTarget::Sqlite(_) => {}
     }

@@ -12,14 +12,13 @@ use crate::report::{
     slurm::SlurmJob,
 };
 use serde::Deserialize;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The largest file read: far above any results.json smtlab writes (a few MB for hundreds
 /// of CPUs), far below what would exhaust memory with one file per CPU in flight.
-pub const MAX_FILE_BYTES: u64 = 256 << 20;
+pub const MAX_FILE_BYTES: u64 = crate::limits::MAX_RESULTS_BYTES;
 /// The most files one merge reads.
-pub const MAX_FILES: usize = 100_000;
+pub const MAX_FILES: usize = crate::limits::MAX_MERGE_FILES as usize;
 /// How deep directories are searched.
 const MAX_DEPTH: usize = 16;
 /// The file name searched for in directories.
@@ -174,7 +173,8 @@ pub fn expand(args: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<Skipped>), crate::e
             }
             if files.len() > MAX_FILES {
                 return Err(crate::error::BadInput(format!(
-                    "more than {MAX_FILES} files to merge under the paths given; merge fewer at a time"
+                    "more than {MAX_FILES} files to merge under the paths given, and one merge \
+                     reads at most {MAX_FILES} files; merge fewer at a time"
                 )));
             }
         }
@@ -250,41 +250,16 @@ pub fn load(path: &Path) -> Result<Loaded, Skipped> {
     })
 }
 
+/// The file's bytes through [`crate::fsutil::read_input`] (regular files only, never a
+/// blocking open, at most [`MAX_FILE_BYTES`], stopping on a signal), or why it is skipped.
 fn read_capped(path: &Path) -> Result<Vec<u8>, Skipped> {
-    let unreadable =
-        |e: std::io::Error| skip(path, Problem::Unreadable, format!("cannot be read ({e})"));
-    let f = std::fs::File::open(path).map_err(unreadable)?;
-    let meta = f.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(skip(
-            path,
-            Problem::Unreadable,
-            "is not a regular file".into(),
-        ));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(too_large(path, meta.len()));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_large(path, bytes.len() as u64));
-    }
-    Ok(bytes)
-}
-
-fn too_large(path: &Path, len: u64) -> Skipped {
-    skip(
-        path,
-        Problem::TooLarge,
-        format!(
-            "{} MiB, more than the {} MiB any results.json smtlab writes could reach",
-            len >> 20,
-            MAX_FILE_BYTES >> 20
-        ),
-    )
+    use crate::fsutil::InputError;
+    crate::fsutil::read_input(path, MAX_FILE_BYTES).map_err(|e| match &e {
+        InputError::Bad(why) if why.contains("may hold at most") => {
+            skip(path, Problem::TooLarge, why.clone())
+        }
+        _ => skip(path, Problem::Unreadable, format!("cannot be read: {e}")),
+    })
 }
 
 /// Decodes a results.json's bytes, or says what is wrong with them.

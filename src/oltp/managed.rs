@@ -18,6 +18,18 @@
 //!   cluster or a SQLite database) removes every `$TMPDIR/smtlab-pg-PID-N` whose smtlab is
 //!   gone ([`reap_stale_temp_dirs`]).
 //!
+//! **Shared memory.** A postmaster that is killed (SIGKILL after the grace period, or with
+//! smtlab) removes none of its shared memory. So the cluster keeps its dynamic shared
+//! memory in files of its data directory (`dynamic_shared_memory_type = mmap`; the default,
+//! `posix`, puts `PostgreSQL.*` segments in /dev/shm, which outlive it), removed with the
+//! directory; its main shared memory is anonymous (`shared_memory_type = mmap`, the
+//! default) and dies with the processes. The one System V segment the postmaster still
+//! makes (56 bytes, to detect a second postmaster on the same data directory) is removed by
+//! [`ManagedCluster::stop`] and the reaper when no process is attached and it is provably
+//! this cluster's: its id is the one `postmaster.pid` records and its creator is the
+//! postmaster that file names (PostgreSQL docs, "19.4.1 Shared Memory and Semaphores" and
+//! "20.4 Resource Consumption").
+//!
 //! **Root.** `initdb` and `postgres` refuse to run as root. When smtlab runs as root, the
 //! cluster runs as the `postgres` system user (as the distribution packages create it, or
 //! `SMTLAB_PG_USER`): the temporary directory is given to that user, and every PostgreSQL
@@ -215,6 +227,8 @@ fn settings(
         ("fsync", "on".into()),
         ("autovacuum", "off".into()),
         ("huge_pages", "off".into()),
+        // In the data directory, not /dev/shm: removed with it however the server ends.
+        ("dynamic_shared_memory_type", "mmap".into()),
         ("logging_collector", "off".into()),
         ("log_min_messages", "warning".into()),
     ]
@@ -499,8 +513,12 @@ impl ManagedCluster {
             return Ok(());
         }
         self.stopped = true;
+        let segment = sysv_segment(&self.data_dir());
         if let Some(mut child) = self.server.take() {
             stop_child(&mut child);
+        }
+        if let Some(seg) = segment {
+            remove_sysv_segment(seg);
         }
         std::fs::remove_dir_all(&self.dir)
             .or_else(|e| {
@@ -653,9 +671,59 @@ pub fn reap_stale_temp_dirs(base: &Path) -> Vec<PathBuf> {
     crate::tempstate::reap_every_kind(base, &mut |d| stop_stale_postmaster(d))
 }
 
+/// The System V segment a postmaster recorded in `data/postmaster.pid`: line 1 its pid,
+/// line 7 the segment's key and id (PostgreSQL's `miscadmin.h`, `LOCK_FILE_LINE_SHMEM_KEY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SysvSegment {
+    postmaster: libc::pid_t,
+    shmid: libc::c_int,
+}
+
+fn sysv_segment(data: &Path) -> Option<SysvSegment> {
+    let text = std::fs::read_to_string(data.join("postmaster.pid")).ok()?;
+    parse_sysv_segment(&text)
+}
+
+fn parse_sysv_segment(pid_file: &str) -> Option<SysvSegment> {
+    let mut lines = pid_file.lines();
+    let postmaster = lines.next()?.trim().parse().ok().filter(|&p| p > 0)?;
+    let shmid = lines
+        .nth(5)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+        .filter(|&id| id >= 0)?;
+    Some(SysvSegment { postmaster, shmid })
+}
+
+/// Removes the segment when it is still the one the postmaster made (its creator pid is
+/// that postmaster's) and nothing is attached; anything else is left alone.
+fn remove_sysv_segment(seg: SysvSegment) {
+    // SAFETY: IPC_STAT writes into the zeroed struct we pass.
+    let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the id is only an integer to the kernel.
+    if unsafe { libc::shmctl(seg.shmid, libc::IPC_STAT, &mut ds) } != 0 {
+        return; // gone already (a clean shutdown removes it)
+    }
+    if ds.shm_cpid == seg.postmaster && ds.shm_nattch == 0 {
+        // SAFETY: IPC_RMID takes no buffer.
+        unsafe { libc::shmctl(seg.shmid, libc::IPC_RMID, std::ptr::null_mut()) };
+    }
+}
+
 /// SIGQUIT (then SIGKILL) a postmaster still serving `dir`'s data directory, if its pid
-/// file names a process whose command line mentions `dir` (so a reused pid is left alone).
+/// file names a process whose command line mentions `dir` (so a reused pid is left alone),
+/// then removes the System V segment it recorded once nothing is attached to it.
 pub(crate) fn stop_stale_postmaster(dir: &Path) {
+    let segment = sysv_segment(&dir.join("data"));
+    stop_stale_postmaster_process(dir);
+    if let Some(seg) = segment {
+        remove_sysv_segment(seg);
+    }
+}
+
+fn stop_stale_postmaster_process(dir: &Path) {
     let Some(pid) = std::fs::read_to_string(dir.join("data/postmaster.pid"))
         .ok()
         .and_then(|s| s.lines().next()?.trim().parse::<i32>().ok())
@@ -781,6 +849,7 @@ mod tests {
         assert!(s.contains(&"listen_addresses=".to_string()), "{s:?}");
         assert!(s.contains(&"unix_socket_directories=/tmp/x".to_string()));
         assert!(s.contains(&"synchronous_commit=off".to_string()));
+        assert!(s.contains(&"dynamic_shared_memory_type=mmap".to_string()));
         assert!(s.iter().all(|kv| kv.split_once('=').is_some()));
         assert!(s.contains(&"max_wal_size=8192MB".to_string()));
         assert!(s.contains(&"min_wal_size=1024MB".to_string()));
@@ -808,6 +877,40 @@ mod tests {
         assert!(!server_ready(&f));
         std::fs::write(&f, format!("{head}ready   \n")).unwrap();
         assert!(server_ready(&f));
+    }
+
+    #[test]
+    fn the_sysv_segment_is_read_from_the_pid_file() {
+        let head = "4321\n/data\n1700000000\n5432\n/tmp/x\n\n  5432001     65572\nready\n";
+        assert_eq!(
+            parse_sysv_segment(head),
+            Some(SysvSegment {
+                postmaster: 4321,
+                shmid: 65572
+            })
+        );
+        assert_eq!(parse_sysv_segment("4321\n/data\n"), None);
+        assert_eq!(parse_sysv_segment("x\n\n\n\n\n\n 1 2\n"), None);
+        // A segment that is not the postmaster's (creator pid differs) is left alone:
+        // here one this process makes.
+        // SAFETY: shmget with IPC_PRIVATE makes a new segment; nothing is attached.
+        let id = unsafe { libc::shmget(libc::IPC_PRIVATE, 64, libc::IPC_CREAT | 0o600) };
+        assert!(id >= 0);
+        remove_sysv_segment(SysvSegment {
+            postmaster: 1,
+            shmid: id,
+        });
+        let exists = |id| {
+            // SAFETY: IPC_STAT into a zeroed struct.
+            let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+            unsafe { libc::shmctl(id, libc::IPC_STAT, &mut ds) == 0 }
+        };
+        assert!(exists(id));
+        remove_sysv_segment(SysvSegment {
+            postmaster: std::process::id() as i32,
+            shmid: id,
+        });
+        assert!(!exists(id));
     }
 
     #[test]

@@ -66,14 +66,13 @@ pub fn url_password_warning() -> &'static str {
      (PGPASSFILE) or --db-password-file instead"
 }
 
-/// The first line of a `--db-password-file`, without its line ending.
+/// The first line of a `--db-password-file`, without its line ending: a regular file of at
+/// most [`crate::limits::MAX_PASSWORD_FILE_BYTES`] ([`crate::fsutil::read_input`]).
 pub fn read_password_file(path: &Path) -> Result<String, crate::error::BadInput> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        crate::error::BadInput(format!(
-            "--db-password-file {}: cannot read it ({e})",
-            path.display()
-        ))
-    })?;
+    let text = crate::fsutil::read_input_text(path, crate::limits::MAX_PASSWORD_FILE_BYTES)
+        .map_err(|e| {
+            crate::error::BadInput(format!("--db-password-file {}: {e}", path.display()))
+        })?;
     let line = text.lines().next().unwrap_or("").to_string();
     if line.is_empty() {
         return Err(crate::error::BadInput(format!(
@@ -138,6 +137,23 @@ pub fn passfile_mode_problem(path: &Path, mode: u32) -> Option<String> {
     })
 }
 
+/// The warning for a `--db-password-file` that group or others can read or write: libpq
+/// ignores such a `~/.pgpass` (and so does smtlab, [`passfile_mode_problem`]); a file named
+/// on the command line is used, but not without a word. None when its mode is 0600 or
+/// stricter, or it cannot be read (reading it says why).
+pub fn password_file_warning(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode();
+    (mode & 0o077 != 0).then(|| {
+        format!(
+            "warning: --db-password-file {} can be read by group or others (mode {:o}), as \
+             libpq refuses for ~/.pgpass: chmod 0600 it",
+            path.display(),
+            mode & 0o777
+        )
+    })
+}
+
 /// The password for `ep` when the URL has none: `password_file` first, then `PGPASSWORD`,
 /// then the password file. Warnings (an ignored password file) go to `warn`.
 pub fn resolve(
@@ -158,8 +174,26 @@ pub fn resolve(
     let Some(path) = env.passfile() else {
         return Ok(None);
     };
-    let Ok(meta) = std::fs::metadata(&path) else {
-        return Ok(None);
+    let name = if env.pgpassfile.is_some() {
+        "PGPASSFILE"
+    } else {
+        "the password file"
+    };
+    let bad = |e: crate::fsutil::InputError| {
+        crate::error::BadInput(format!("{name} {}: {e}", path.display()))
+    };
+    // As libpq: a password file that is not there is no password. Anything else there
+    // that is not a readable regular file is an error, not a silent "no password" that
+    // surfaces later as an authentication failure; `read_input` names it (a FIFO, a loop
+    // of links, …) without opening it.
+    let meta = match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => m,
+        _ => {
+            return match crate::fsutil::read_input(&path, 0) {
+                Err(crate::fsutil::InputError::Missing) | Ok(_) => Ok(None),
+                Err(e) => Err(bad(e)),
+            };
+        }
     };
     #[cfg(unix)]
     {
@@ -169,9 +203,8 @@ pub fn resolve(
             return Ok(None);
         }
     }
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(None);
-    };
+    let text = crate::fsutil::read_input_text(&path, crate::limits::MAX_PASSWORD_FILE_BYTES)
+        .map_err(bad)?;
     Ok(match_passfile(&text, ep).map(|pw| (pw, PasswordSource::PassFile(path))))
 }
 

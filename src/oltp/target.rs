@@ -48,6 +48,25 @@ impl DbTarget {
                     path.join("oltp.db").display()
                 )));
             }
+            // SQLite writes the file in place: a device or FIFO there would be written
+            // into, and a missing directory would fail only after the run has started.
+            if let Some(why) = crate::fsutil::not_replaceable(&path) {
+                return Err(BadInput(format!(
+                    "`--db sqlite:{p}`: {why}, not a database file; give a regular file (or \
+                     a path with nothing yet)"
+                )));
+            }
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            if !dir.is_dir() {
+                return Err(BadInput(format!(
+                    "`--db sqlite:{p}`: directory {} does not exist; give a file in an existing \
+                     directory",
+                    dir.display()
+                )));
+            }
             return Ok(DbTarget::Sqlite(Some(path)));
         }
         if t == "postgres-managed" || t == "postgresql-managed" {
@@ -69,10 +88,18 @@ impl DbTarget {
     pub fn with_password_file(self, file: Option<PathBuf>) -> Result<Self, BadInput> {
         match (self, file) {
             (t, None) => Ok(t),
-            (DbTarget::Postgres { url, .. }, Some(f)) => Ok(DbTarget::Postgres {
-                url,
-                password_file: Some(f),
-            }),
+            // Read now, so a file that is missing, not a file or empty is refused (exit 2)
+            // before anything runs, by every command alike; it is read again to connect.
+            (DbTarget::Postgres { url, .. }, Some(f)) => {
+                super::secret::read_password_file(&f)?;
+                if let Some(w) = super::secret::password_file_warning(&f) {
+                    crate::say!("{w}");
+                }
+                Ok(DbTarget::Postgres {
+                    url,
+                    password_file: Some(f),
+                })
+            }
             (t, Some(_)) => Err(BadInput(format!(
                 "--db-password-file is for --db postgres://…; `{t}` needs no password"
             ))),

@@ -7,10 +7,19 @@
 //! backtick string of the same length closes it, and a backslash-escaped backtick (§2.4)
 //! opens nothing. A span is kept verbatim only when it does not cross a line break, since a
 //! blank line would end the paragraph (and the span) first; anything else is escaped.
+//!
+//! A value is one piece of inline text wherever it lands: its line breaks become spaces
+//! (a `--db` path holding `\n# x` once started a heading in `summary.md`, and a line
+//! break in a table cell split the row), `[` and `]` are escaped so that nothing in it is
+//! a link or image (`[x](javascript:…)` passed through, §6.3, §6.4), and a leading `#` or
+//! `>` is escaped so that a value starting a line starts no heading or quote (§4.2, §5.1).
 
-/// Text as Markdown: `<`, `>` and `&` escaped outside code spans (which are literal in
-/// Markdown, so they are left alone).
+/// Text as Markdown: line breaks turned into spaces; `<`, `>`, `&`, `\`, `[` and `]`
+/// escaped outside code spans (which are literal in Markdown, so they are left alone), and a
+/// leading `#` or `>` escaped.
 pub fn md(text: &str) -> String {
+    let one_line = text.replace("\r\n", " ").replace(['\r', '\n'], " ");
+    let text = one_line.as_str();
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -23,6 +32,12 @@ pub fn md(text: &str) -> String {
                 '&' => out.push_str("&amp;"),
                 '<' => out.push_str("&lt;"),
                 '>' => out.push_str("&gt;"),
+                // A backslash of the value's own would escape the escape that follows it
+                // (`\]` becoming `\\]`, a literal backslash and a bare bracket).
+                '\\' => out.push_str("\\\\"),
+                '[' => out.push_str("\\["),
+                ']' => out.push_str("\\]"),
+                '#' if out.trim_start().is_empty() => out.push_str("\\#"),
                 c => out.push(c),
             }
         }
@@ -138,8 +153,24 @@ mod tests {
         assert_eq!(md("\\`<img>`"), "\\`&lt;img&gt;`");
         // Runs match by length: "``a`<b>`c``" is one span.
         assert_eq!(md("``a`<b>`c``"), "``a`<b>`c``");
-        // A span that would cross a line break is not trusted.
-        assert_eq!(md("`a\n\n<img>`"), "`a\n\n&lt;img&gt;`");
+        // A value is one line: a span across its line break is a span on that line.
+        assert_eq!(md("`a\n\n<img>`"), "`a  <img>`");
+    }
+
+    #[test]
+    fn a_value_is_one_line_of_text_without_links() {
+        assert_eq!(md("out\n# heading\r\n| a | b |"), "out # heading | a | b |");
+        assert_eq!(md("# top"), "\\# top");
+        assert_eq!(md("> quote"), "&gt; quote");
+        assert_eq!(
+            md("[x](javascript:alert(1)) ![i](y)"),
+            "\\[x\\](javascript:alert(1)) !\\[i\\](y)"
+        );
+        // The value's own backslash cannot undo an escape.
+        assert_eq!(md("\\[x\\](y)"), "\\\\\\[x\\\\\\](y)");
+        // Inside a code span the text is literal already.
+        assert_eq!(md("run `[x](y)` now"), "run `[x](y)` now");
+        assert_eq!(md("a\nb"), "a b");
     }
 
     #[test]

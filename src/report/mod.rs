@@ -723,11 +723,18 @@ impl Report {
                 "results.json is not valid JSON ({e}); was it cut short or edited?"
             ))
         })?;
-        let version = v.get("schema_version").and_then(|x| x.as_u64());
-        if version != Some(SCHEMA_VERSION as u64) {
+        let version = v.get("schema_version");
+        if version.and_then(|x| x.as_u64()) != Some(SCHEMA_VERSION as u64) {
+            // The value as written (`"one"`, `-1`): only an absent field is "missing".
+            let found = match version {
+                Some(x) => format!(
+                    "has schema_version {}",
+                    crate::quote::shorten(&x.to_string())
+                ),
+                None => "has no schema_version".to_string(),
+            };
             return Err(crate::error::BadInput(format!(
-                "results.json has schema_version {}, this smtlab reads {SCHEMA_VERSION}",
-                version.map_or("missing".to_string(), |x| x.to_string())
+                "results.json {found}, and this smtlab reads {SCHEMA_VERSION}"
             ))
             .into());
         }
@@ -777,10 +784,12 @@ pub fn write_rendered(r: &Rendered, dir: &Path, with_json: bool) -> Result<Vec<P
     Ok(out)
 }
 
-/// Checks, before any work, that the output directory can be created and written: an
-/// `--out` that is a file, or under /proc or /sys, is the user's input (exit 2), and
-/// finding out after a study has measured for minutes would lose the results.
-pub fn check_out_dir(dir: &Path) -> Result<(), crate::error::BadInput> {
+/// Checks, before any work, that the output directory can be created and written and
+/// that each of `files` in it is a regular file or nothing ([`crate::fsutil::check_output`]):
+/// an `--out` that is a file, or under /proc or /sys, or whose `report.html` is a FIFO, is
+/// the user's input (exit 2), and finding out after a study has measured for minutes would
+/// lose the results.
+pub fn check_out_dir(dir: &Path, files: &[&str]) -> Result<(), crate::error::BadInput> {
     let bad = |why: String| {
         crate::error::BadInput(format!(
             "--out {}: {why}; give a directory smtlab can create and write",
@@ -794,45 +803,9 @@ pub fn check_out_dir(dir: &Path) -> Result<(), crate::error::BadInput> {
     let probe = dir.join(format!(".smtlab-write-test.{}", std::process::id()));
     write_atomic(&probe, b"").map_err(|e| bad(format!("cannot write in it ({e:#})")))?;
     let _ = std::fs::remove_file(&probe);
-    Ok(())
-}
-
-/// Checks, before any work, that `path` can take a file written whole: its directory
-/// exists and is writable, and `path` is missing or a regular file (a directory, FIFO or
-/// device there is refused: [`crate::fsutil::replace`] would rename over a link or fail
-/// after the run). `option` names the flag in the message (`--prometheus`).
-pub fn check_out_file(path: &Path, option: &str) -> Result<(), crate::error::BadInput> {
-    let bad = |why: String| {
-        crate::error::BadInput(format!(
-            "{option} {}: {why}; give a file path in a directory smtlab can write",
-            path.display()
-        ))
-    };
-    if path.file_name().is_none() {
-        return Err(bad("it names no file".into()));
+    for f in files {
+        crate::fsutil::check_output("--out", &dir.join(f))?;
     }
-    if let Ok(m) = std::fs::symlink_metadata(path)
-        && !m.file_type().is_file()
-    {
-        return Err(bad(if m.is_dir() {
-            "it is a directory".into()
-        } else {
-            "it exists and is not a regular file".into()
-        }));
-    }
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        return Err(bad(format!(
-            "its directory `{}` does not exist",
-            dir.display()
-        )));
-    }
-    let probe = dir.join(format!(".smtlab-write-test.{}", std::process::id()));
-    write_atomic(&probe, b"").map_err(|e| bad(format!("cannot write in its directory ({e:#})")))?;
-    let _ = std::fs::remove_file(&probe);
     Ok(())
 }
 

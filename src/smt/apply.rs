@@ -192,7 +192,7 @@ fn journal_for_change(
     dir: &Path,
     out: &mut dyn Write,
 ) -> Result<(std::path::PathBuf, Journal)> {
-    if let Some(found) = journal::find(root)? {
+    if let Some(found) = journal::find(root, journal::OnInvalid::KeepAside)? {
         if found.journal.boot_id == state::boot_id(root) {
             writeln!(
                 out,
@@ -214,7 +214,7 @@ fn journal_for_change(
 }
 
 fn restore(root: &Path, opts: &Options, out: &mut dyn Write) -> Result<()> {
-    let Some(found) = journal::find(root)? else {
+    let Some(found) = journal::find(root, journal::OnInvalid::KeepAside)? else {
         let dirs: Vec<String> = journal::candidates(root)
             .iter()
             .map(|d| d.display().to_string())

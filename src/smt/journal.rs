@@ -134,37 +134,182 @@ pub struct Found {
     pub journal: Journal,
 }
 
-/// The journal for `root`, if one exists. A file that does not parse is an error naming it
-/// (it is never overwritten or removed silently: it may be the only record).
-pub fn find(root: &Path) -> Result<Option<Found>> {
+/// What to do with a journal that fails its checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnInvalid {
+    /// Only say so (`smt status`: reading changes nothing).
+    Report,
+    /// Rename it aside ([`crate::fsutil::keep_aside`]) and say where it is, so that it is
+    /// neither applied nor lost, and the next change is not blocked (`off`, `on`,
+    /// `restore`).
+    KeepAside,
+}
+
+/// The journal for `root`, if one exists, checked against the machine under `root`
+/// ([`check`]). A journal that cannot be read, does not parse or fails a check is an
+/// error (exit 2) naming it and why; it is never applied, never overwritten and never
+/// deleted: with [`OnInvalid::KeepAside`] it is renamed aside with a timestamp.
+pub fn find(root: &Path, on_invalid: OnInvalid) -> Result<Option<Found>> {
     for dir in candidates(root) {
         let path = dir.join(FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                return Err(anyhow::Error::new(e))
-                    .with_context(|| format!("reading the SMT journal `{}`", path.display()));
+        // Root's journal directory (0700) as another user: not this user's to read. `smt
+        // status` goes on without it; a change needs root anyway.
+        if denied(&path) {
+            if on_invalid == OnInvalid::Report {
+                continue;
             }
-        };
-        let journal: Journal = serde_json::from_str(&text).map_err(|e| {
-            crate::error::BadInput(format!(
-                "the SMT journal `{}` is not one smtlab wrote ({e}); look at it, put the CPUs \
-                 back by hand (echo 1 > /sys/devices/system/cpu/cpuN/online) and remove it",
+            return Err(crate::error::NeedsPrivilege(format!(
+                "the SMT journal `{}` can be read only by its owner (root): run as root \
+                 (sudo smtlab smt …)",
                 path.display()
-            ))
-        })?;
-        if journal.schema_version != SCHEMA_VERSION {
-            return Err(crate::error::BadInput(format!(
-                "the SMT journal `{}` has schema version {}, this smtlab reads {SCHEMA_VERSION}",
-                path.display(),
-                journal.schema_version
             ))
             .into());
         }
-        return Ok(Some(Found { path, journal }));
+        let why = match crate::fsutil::read_input_text(&path, crate::limits::MAX_JOURNAL_BYTES) {
+            Err(crate::fsutil::InputError::Missing) => continue,
+            Err(crate::fsutil::InputError::Interrupted) => {
+                return Err(crate::error::Interrupted.into());
+            }
+            Err(e) => e.to_string(),
+            // The root's own errors are the root's, not the journal's.
+            Ok(text) => match parse_checked(&text, &super::state::read(root)?) {
+                Ok(journal) => return Ok(Some(Found { path, journal })),
+                Err(why) => why,
+            },
+        };
+        return Err(invalid(&path, &why, on_invalid));
     }
     Ok(None)
+}
+
+/// The first place a journal for `root` could be that this user may not read (root's
+/// 0700 journal directory, seen by another user), if any.
+pub fn unreadable(root: &Path) -> Option<PathBuf> {
+    candidates(root)
+        .into_iter()
+        .map(|d| d.join(FILE))
+        .find(|p| denied(p))
+}
+
+/// True when this user may not read what is at `path` (or look into its directory).
+/// Never opens it: a FIFO there would block the open.
+fn denied(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    match std::fs::metadata(path) {
+        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+        Ok(m) if m.is_file() => std::ffi::CString::new(path.as_os_str().as_bytes())
+            // SAFETY: access() on a valid NUL-terminated path.
+            .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::R_OK) } != 0),
+        Ok(_) => false,
+    }
+}
+
+/// The journal in `text`, checked against the machine's state `st` ([`check`]), or why it
+/// is not one to act on (a sentence that follows "the SMT journal `PATH`").
+pub fn parse_checked(text: &str, st: &super::state::SmtState) -> Result<Journal, String> {
+    parse(text).and_then(|j| check(&j, st).map(|()| j))
+}
+
+/// The journal in `text`, or why it is not one this smtlab wrote.
+fn parse(text: &str) -> Result<Journal, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("is not JSON ({e})"))?;
+    match v.get("schema_version") {
+        Some(serde_json::Value::Number(n)) if n.as_u64() == Some(u64::from(SCHEMA_VERSION)) => {}
+        Some(other) => {
+            return Err(format!(
+                "has schema version {other}, and this smtlab reads {SCHEMA_VERSION}"
+            ));
+        }
+        None => return Err("has no schema_version".into()),
+    }
+    serde_json::from_value(v).map_err(|e| format!("is not one smtlab wrote ({e})"))
+}
+
+/// The values `smt/control` takes (Documentation/ABI/testing/sysfs-devices-system-cpu):
+/// these words, or a number of threads per core on kernels that offer SMT-N.
+pub const CONTROL_VALUES: &[&str] = &["on", "off", "forceoff", "notsupported", "notimplemented"];
+
+/// Checks a journal as strictly as sysfs input before anything acts on it, against the
+/// machine's state `st` under the same root: its online set is not empty, names only
+/// present CPUs, and holds every present CPU without an `online` file (those cannot go
+/// offline, so they were online when it was written; x86 has one, CPU 0); each core is a
+/// non-empty set of its online CPUs, disjoint from the others; `control` is a value the
+/// kernel writes; `command` is `off` or `on`.
+pub fn check(j: &Journal, st: &super::state::SmtState) -> Result<(), String> {
+    if j.online.is_empty() {
+        return Err("names no online CPU, and the kernel always keeps at least one online".into());
+    }
+    let absent = j.online.difference(&st.present);
+    if !absent.is_empty() {
+        return Err(format!(
+            "names CPUs {absent} online, which are not present here (present: {})",
+            st.present
+        ));
+    }
+    let fixed = st.present.difference(&st.switchable);
+    let missing = fixed.difference(&j.online);
+    if !missing.is_empty() {
+        let cpus: Vec<String> = missing.iter().map(|c| format!("cpu{c}")).collect();
+        return Err(format!(
+            "records {} offline, which cannot go offline here (no online file)",
+            cpus.join(", ")
+        ));
+    }
+    let mut seen = CpuSet::new();
+    for core in &j.cores {
+        if core.is_empty() || !core.is_subset(&j.online) || seen.intersects(core) {
+            return Err(format!(
+                "has a core {{{core}}} that is not a set of its online CPUs {} apart from the \
+                 other cores",
+                j.online
+            ));
+        }
+        seen = seen.union(core);
+    }
+    if let Some(c) = &j.control
+        && !CONTROL_VALUES.contains(&c.as_str())
+        && !c.parse::<u32>().is_ok_and(|n| n >= 1)
+    {
+        return Err(format!(
+            "has smt/control `{}`, which the kernel never writes (it writes {} or a thread \
+             count)",
+            crate::quote::shorten(c),
+            CONTROL_VALUES.join(", ")
+        ));
+    }
+    if !matches!(j.command.as_str(), "off" | "on") {
+        return Err(format!(
+            "was written before `smt {}`, which is no change smtlab makes (off, on)",
+            crate::quote::shorten(&j.command)
+        ));
+    }
+    Ok(())
+}
+
+/// The error for a journal at `path` that failed (`why`), after keeping it aside if asked.
+fn invalid(path: &Path, why: &str, on_invalid: OnInvalid) -> anyhow::Error {
+    let by_hand = "put the CPUs back by hand if needed (echo 1 > \
+                   /sys/devices/system/cpu/cpuN/online)";
+    let what = format!("the SMT journal `{}` {why}", path.display());
+    let msg = match on_invalid {
+        OnInvalid::Report => format!(
+            "{what}; nothing was done: look at it, {by_hand}, and remove it, or let `smt \
+             restore` set it aside"
+        ),
+        OnInvalid::KeepAside => match crate::fsutil::keep_aside(path) {
+            Ok(kept) => format!(
+                "{what}; it was not applied and is kept as `{}`: look at it, {by_hand}, then \
+                 remove it",
+                kept.display()
+            ),
+            Err(e) => format!(
+                "{what}; it was not applied, and setting it aside failed ({e}): look at it, \
+                 {by_hand}, then remove it"
+            ),
+        },
+    };
+    crate::error::BadInput(msg).into()
 }
 
 /// Writes `journal` atomically into `dir` (created with mode 0700 when missing) and
@@ -254,7 +399,11 @@ mod tests {
     #[test]
     fn write_then_find_round_trips_and_keeps_no_temp_file() {
         let t = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(t.path().join("sys/devices/system/cpu")).unwrap();
+        for c in 0..4 {
+            let d = t.path().join(format!("sys/devices/system/cpu/cpu{c}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("online"), "1\n").unwrap();
+        }
         let j = Journal {
             root: t.path().display().to_string(),
             control: Some("on".into()),
@@ -265,14 +414,16 @@ mod tests {
         let dir = dir_to_write(t.path());
         let p = write(&dir, &j).unwrap();
         assert_eq!(p, t.path().join("run/smtlab").join(FILE));
-        let found = find(t.path()).unwrap().unwrap();
+        let found = find(t.path(), OnInvalid::KeepAside).unwrap().unwrap();
         assert_eq!(found.journal, j);
         let names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
         assert_eq!(names.len(), 1, "{names:?}");
         std::fs::write(&p, "{ not json").unwrap();
-        let e = find(t.path()).unwrap_err().to_string();
-        assert!(e.contains("not one smtlab wrote"), "{e}");
+        // Reported only: still there.
+        let e = find(t.path(), OnInvalid::Report).unwrap_err().to_string();
+        assert!(e.contains("is not JSON"), "{e}");
+        assert!(p.exists());
         remove(&p).unwrap();
-        assert!(find(t.path()).unwrap().is_none());
+        assert!(find(t.path(), OnInvalid::KeepAside).unwrap().is_none());
     }
 }

@@ -42,6 +42,10 @@ pub struct SmtStatus {
     pub privileges: Privileges,
     /// The journal of an earlier change, when one is waiting for `smt restore`.
     pub journal: Option<JournalStatus>,
+    /// Where a journal could be that this user may not read (root's journal directory):
+    /// `journal` is then unknown, not absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_unreadable: Option<String>,
 }
 
 /// One core.
@@ -86,7 +90,7 @@ pub struct JournalStatus {
 /// Reads the status under `root`.
 pub fn read(root: &Path) -> Result<SmtStatus> {
     let st = state::read(root)?;
-    let found = journal::find(root)?;
+    let found = journal::find(root, journal::OnInvalid::Report)?;
     let dir = state::cpu_dir(root);
     let can = |rel: &str| writable(&dir.join(rel));
     let can_write_control = st.control.is_some() && can("smt/control");
@@ -95,7 +99,8 @@ pub fn read(root: &Path) -> Result<SmtStatus> {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     let boot = state::boot_id(root);
-    Ok(build(
+    let unreadable = journal::unreadable(root).map(|p| p.display().to_string());
+    let mut status = build(
         root,
         &st,
         found.map(|f| (f.path.display().to_string(), f.journal)),
@@ -103,7 +108,11 @@ pub fn read(root: &Path) -> Result<SmtStatus> {
         can_write_control,
         can_write_online,
         boot,
-    ))
+    );
+    if status.journal.is_none() {
+        status.journal_unreadable = unreadable;
+    }
+    Ok(status)
 }
 
 fn writable(p: &Path) -> bool {
@@ -221,6 +230,7 @@ pub fn build(
             summary,
         },
         journal,
+        journal_unreadable: None,
     }
 }
 
@@ -334,7 +344,16 @@ pub fn human(s: &SmtStatus) -> String {
     }
     line(&mut out, "this process", s.privileges.summary.clone());
     match &s.journal {
-        None => line(&mut out, "journal", "none (nothing to restore)".into()),
+        None => match &s.journal_unreadable {
+            Some(p) => line(
+                &mut out,
+                "journal",
+                format!(
+                    "not known: this user may not read {p} (`sudo smtlab smt status` shows it)"
+                ),
+            ),
+            None => line(&mut out, "journal", "none (nothing to restore)".into()),
+        },
         Some(j) => {
             let who = if j.writer_running {
                 format!("smtlab pid {} (still running)", j.pid)

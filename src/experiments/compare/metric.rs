@@ -123,6 +123,54 @@ impl MetricSpec {
     }
 }
 
+impl MetricSpec {
+    /// Why [`MetricSpec::read`] found no number in a run's output, as the error says it:
+    /// nothing matched; or what did match (quoted) and why it is not a number — a regex
+    /// without a capture group reads its whole match, and `NaN`, `inf` or `1e400` parse but
+    /// are not finite. `place` says whose output (`the output of `CMD` on LABEL (round 2)`);
+    /// `dropped` is the bytes of it that were not kept ([`super::runner::CAPTURE_LIMIT`]).
+    pub fn miss(&self, stdout: &str, stderr: &str, place: &str, dropped: u64) -> String {
+        let what = match self {
+            MetricSpec::Pgbench => format!("--metric pgbench found no `tps = …` line in {place}"),
+            MetricSpec::Sysbench => format!(
+                "--metric sysbench found no `events per second:` or `transactions: … per \
+                 sec.` line in {place}"
+            ),
+            MetricSpec::Regex { pattern, re, .. } => {
+                let shown = crate::quote::shorten(pattern);
+                let first = [stdout, stderr]
+                    .into_iter()
+                    .find_map(|t| re.captures(t))
+                    .and_then(|c| c.get(1).or_else(|| c.get(0)))
+                    .map(|m| crate::quote::shorten(m.as_str().trim()));
+                match first {
+                    None => format!("--metric '{shown}' matched nothing in {place}"),
+                    Some(m) if re.captures_len() == 1 => format!(
+                        "--metric '{shown}' matched `{m}`, which is not a number (the regex \
+                         has no capture group, so its whole match is read: put the number in \
+                         one, e.g. 'tps = ([0-9.]+)'), in {place}"
+                    ),
+                    Some(m) if m.replace([',', '_'], "").parse::<f64>().is_ok() => format!(
+                        "--metric '{shown}' captured `{m}`, which is not a finite number, in \
+                         {place}"
+                    ),
+                    Some(m) => format!(
+                        "--metric '{shown}' captured `{m}`, which is not a number, in {place}"
+                    ),
+                }
+            }
+        };
+        if dropped == 0 {
+            return what;
+        }
+        format!(
+            "{what}; {dropped} bytes in the middle of its output were not kept (only the first \
+             and last {} MiB of each stream are), so a number there was not seen",
+            (super::runner::CAPTURE_LIMIT / 2) >> 20
+        )
+    }
+}
+
 fn first_line(s: &str) -> String {
     // regex's errors draw the pattern over several lines; the last says what is wrong.
     s.lines()
@@ -183,16 +231,29 @@ pub fn regex_value(re: &regex::Regex, text: &str) -> Option<f64> {
     })
 }
 
-/// The last `n` lines of a command's output, for messages (empty lines dropped).
+/// The last `n` lines of a command's output, for messages (empty lines dropped), each cut
+/// to [`QUOTED_LINE_CHARS`] characters: a command that printed 20 MB on one line once had
+/// all of it quoted back.
 pub fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let start = lines.len().saturating_sub(n);
     lines[start..]
         .iter()
-        .map(|l| format!("  | {l}"))
+        .map(|l| {
+            let chars = l.chars().count();
+            if chars <= QUOTED_LINE_CHARS {
+                format!("  | {l}")
+            } else {
+                let cut: String = l.chars().take(QUOTED_LINE_CHARS).collect();
+                format!("  | {cut}… ({chars} characters)")
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The longest line [`last_lines`] quotes whole.
+pub const QUOTED_LINE_CHARS: usize = 300;
 
 #[cfg(test)]
 mod tests {
@@ -292,6 +353,42 @@ General statistics:
     fn last_lines_quote_the_end() {
         assert_eq!(last_lines("a\n\nb\nc\n", 2), "  | b\n  | c");
         assert_eq!(last_lines("", 3), "");
+        let long = "x".repeat(5000);
+        let q = last_lines(&long, 1);
+        assert!(q.len() < 400 && q.ends_with("… (5000 characters)"), "{q}");
+    }
+
+    #[test]
+    fn a_miss_says_what_matched_and_why_it_is_no_number() {
+        let at = "the output of `x` on cpus:0 (round 1)";
+        let miss = |pattern: &str, out: &str, dropped: u64| {
+            MetricSpec::parse(pattern, false)
+                .unwrap()
+                .miss(out, "", at, dropped)
+        };
+        assert_eq!(
+            miss("rate=([0-9]+)", "nothing", 0),
+            format!("--metric 'rate=([0-9]+)' matched nothing in {at}")
+        );
+        assert!(miss("tps", "tps=5", 0).starts_with(
+            "--metric 'tps' matched `tps`, which is not a number (the regex has no capture group"
+        ));
+        for v in ["NaN", "-inf", "1e400", "inf"] {
+            let m = miss("v=(\\S+)", &format!("v={v}"), 0);
+            assert!(
+                m.contains(&format!("captured `{v}`, which is not a finite number")),
+                "{m}"
+            );
+        }
+        let m = miss("v=(\\S+)", "v=fast", 0);
+        assert!(m.contains("captured `fast`, which is not a number"), "{m}");
+        let m = miss("w=([0-9]+)", "xxx", 1234);
+        assert!(m.ends_with("1234 bytes in the middle of its output were not kept (only the first and last 8 MiB of each stream are), so a number there was not seen"), "{m}");
+        let m = MetricSpec::Pgbench.miss("", "", at, 0);
+        assert!(
+            m.starts_with("--metric pgbench found no `tps = …` line in the output"),
+            "{m}"
+        );
     }
 
     proptest! {

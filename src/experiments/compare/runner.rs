@@ -17,7 +17,9 @@
 //!   when smtlab dies; the [`super::guard`] process kills the group.
 //! - **Waiting.** A `pidfd` (pidfd_open(2), Linux 5.3) polled in 50 ms slices: the exit is
 //!   seen at once, and Ctrl-C between slices (poll(2) is never restarted after a signal
-//!   handler, signal(7)) sends the group SIGTERM, then SIGKILL after a grace period.
+//!   handler, signal(7)) sends the group SIGTERM, then SIGKILL after a grace period —
+//!   at once for the command, `--setup` and `--prepare`; for `--cleanup`, which undoes
+//!   what the command changed, only after it had [`OnSignal::FinishWithin`] to finish.
 
 use super::guard::Guard;
 use crate::cpuset::CpuSet;
@@ -28,8 +30,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Output kept per stream; more is read and dropped (the metric lines of pgbench and
-/// sysbench come at the end of a few kilobytes).
+/// Output kept per stream: its first and its last half of this; the middle of a longer
+/// output is read and dropped, and counted ([`Finished::dropped`]). The end is kept
+/// because that is where pgbench and sysbench print their numbers.
 pub const CAPTURE_LIMIT: usize = 16 << 20;
 /// How long a terminated command gets between SIGTERM and SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_secs(2);
@@ -49,13 +52,27 @@ pub struct Launch<'a> {
     pub cgroup_procs: Option<RawFd>,
     /// Copy the output to smtlab's stderr as it comes (`--show-output`).
     pub echo: bool,
-    /// Ctrl-C ends the run (false for `--cleanup` after an interrupted run).
-    pub interruptible: bool,
+    /// What the first signal does to it.
+    pub on_signal: OnSignal,
     /// Longest the command may run before it is terminated.
     pub limit: Option<Duration>,
     /// Event counters over the command's whole tree, from its `execve` to its exit
     /// ([`crate::counters::Counters::open_for_exec`]).
     pub counters: crate::counters::Mode,
+}
+
+/// What the first signal (SIGINT, SIGTERM, SIGHUP; [`crate::interrupt`]) does to a
+/// running execution. Either way its process group then gets SIGTERM, and SIGKILL
+/// [`TERM_GRACE`] later, and the run returns [`Interrupted`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnSignal {
+    /// Terminated at once: the command, `--setup`, `--prepare`.
+    Stop,
+    /// Left to finish for this long after the first signal (or after its start, when the
+    /// signal came first), then terminated; a second signal ends the wait. For
+    /// `--cleanup`: it undoes what the command changed, so it runs after Ctrl-C too, but
+    /// the first signal still ends smtlab within seconds.
+    FinishWithin(Duration),
 }
 
 /// Resource usage of a process tree.
@@ -141,8 +158,12 @@ pub struct Finished {
     /// The command's tree: itself, what it reaped, and leftovers reaped by us.
     pub usage: Usage,
     pub status: Status,
+    /// stdout and stderr as kept: a stream longer than [`CAPTURE_LIMIT`] is its first and
+    /// last halves of that, joined by a line break.
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// Bytes of stdout and of stderr dropped from the middle (0 when all was kept).
+    pub dropped: [u64; 2],
     /// Processes of its group still running at its exit (killed).
     pub leftovers: usize,
     /// What the tree's event counters counted; None with counters off.
@@ -241,7 +262,12 @@ fn pidfd_open(pid: i32) -> Option<OwnedFd> {
 struct Pipes {
     /// stdout, stderr; None once at end of file.
     fds: [Option<OwnedFd>; 2],
+    /// The first half of [`CAPTURE_LIMIT`] of each stream.
     bufs: [Vec<u8>; 2],
+    /// What came after that, trimmed to its last half of [`CAPTURE_LIMIT`].
+    tails: [Vec<u8>; 2],
+    /// Bytes trimmed from the front of each tail.
+    dropped: [u64; 2],
     echo: bool,
 }
 
@@ -257,6 +283,8 @@ impl Pipes {
         Pipes {
             fds: [out, err],
             bufs: [Vec::new(), Vec::new()],
+            tails: [Vec::new(), Vec::new()],
+            dropped: [0, 0],
             echo,
         }
     }
@@ -287,21 +315,20 @@ impl Pipes {
 
     /// Reads what pipe `i` holds now; closes it at end of file.
     fn drain(&mut self, i: usize) {
-        let Some(fd) = self.fds[i].as_ref() else {
+        let Some(fd) = self.fds[i].as_ref().map(|f| f.as_raw_fd()) else {
             return;
         };
         let mut buf = [0u8; 16384];
         loop {
             // SAFETY: reading into a local buffer of the given length.
-            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
             if n > 0 {
                 let n = n as usize;
                 if self.echo {
                     use std::io::Write;
                     let _ = std::io::stderr().write_all(&buf[..n]);
                 }
-                let room = CAPTURE_LIMIT.saturating_sub(self.bufs[i].len());
-                self.bufs[i].extend_from_slice(&buf[..n.min(room)]);
+                self.keep(i, &buf[..n]);
                 continue;
             }
             let e = std::io::Error::last_os_error();
@@ -314,6 +341,41 @@ impl Pipes {
             }
             return;
         }
+    }
+
+    /// Keeps `bytes` of stream `i`: into the head while it has room, then into the tail,
+    /// which is cut back to its last half of [`CAPTURE_LIMIT`] whenever it reaches twice
+    /// that (so each byte is moved at most once more).
+    fn keep(&mut self, i: usize, bytes: &[u8]) {
+        const HALF: usize = CAPTURE_LIMIT / 2;
+        let room = HALF.saturating_sub(self.bufs[i].len());
+        let (head, rest) = bytes.split_at(room.min(bytes.len()));
+        self.bufs[i].extend_from_slice(head);
+        let tail = &mut self.tails[i];
+        tail.extend_from_slice(rest);
+        if tail.len() >= 2 * HALF {
+            let cut = tail.len() - HALF;
+            tail.drain(..cut);
+            self.dropped[i] += cut as u64;
+        }
+    }
+
+    /// Stream `i` as kept: the head, then (when the middle was dropped, after a line
+    /// break, so no line is made of two) the tail's last half of [`CAPTURE_LIMIT`].
+    fn take(&mut self, i: usize) -> (Vec<u8>, u64) {
+        const HALF: usize = CAPTURE_LIMIT / 2;
+        let mut tail = std::mem::take(&mut self.tails[i]);
+        if tail.len() > HALF {
+            let cut = tail.len() - HALF;
+            tail.drain(..cut);
+            self.dropped[i] += cut as u64;
+        }
+        let mut out = std::mem::take(&mut self.bufs[i]);
+        if self.dropped[i] > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(&tail);
+        (out, self.dropped[i])
     }
 
     fn drain_all(&mut self) {
@@ -340,14 +402,16 @@ impl Pipes {
 }
 
 /// Waits for `pid` to exit, up to `deadline`, reading its output meanwhile and polling
-/// Ctrl-C when `interruptible`.
+/// Ctrl-C as `on_signal` says (None: not at all).
 fn wait_exit(
     pid: i32,
     pipes: &mut Pipes,
     deadline: Option<Instant>,
-    interruptible: bool,
+    on_signal: Option<OnSignal>,
 ) -> std::io::Result<Ended> {
     let pidfd = pidfd_open(pid);
+    // When this wait first saw a signal.
+    let mut signal_seen: Option<Instant> = None;
     loop {
         let p = pipes.pollfds();
         let mut raw: Vec<libc::pollfd> = Vec::with_capacity(3);
@@ -394,8 +458,13 @@ fn wait_exit(
                 }
             }
         }
-        if interruptible && crate::interrupt::requested() {
-            return Ok(Ended::Interrupted);
+        if on_signal.is_some() && crate::interrupt::requested() {
+            let seen = *signal_seen.get_or_insert(now);
+            match on_signal {
+                Some(OnSignal::FinishWithin(grace))
+                    if now.duration_since(seen) < grace && !crate::interrupt::hurry() => {}
+                _ => return Ok(Ended::Interrupted),
+            }
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(Ended::TimedOut);
@@ -407,7 +476,7 @@ fn wait_exit(
 fn terminate(pid: i32, pipes: &mut Pipes) -> std::io::Result<(libc::c_int, Usage)> {
     kill_group(pid, libc::SIGTERM);
     if let Ok(Ended::Exited(_, st, u)) =
-        wait_exit(pid, pipes, Some(Instant::now() + TERM_GRACE), false)
+        wait_exit(pid, pipes, Some(Instant::now() + TERM_GRACE), None)
     {
         return Ok((st, u));
     }
@@ -455,8 +524,9 @@ fn format_decimal(mut v: u64, buf: &mut [u8; 24]) -> usize {
     n
 }
 
-/// Runs the command once. Ctrl-C (when interruptible) terminates its group and returns
-/// [`Interrupted`]; every other end returns [`Finished`], the status saying how it ended.
+/// Runs the command once. The first signal terminates its group (as [`Launch::on_signal`]
+/// says) and returns [`Interrupted`]; every other end returns [`Finished`], the status
+/// saying how it ended.
 pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     let (prog, args) = l
         .argv
@@ -497,8 +567,8 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     // std's Child neither kills nor waits on drop: the pid is ours to reap with wait4.
     drop(child);
     let deadline = l.limit.map(|d| t0 + d);
-    let ended =
-        wait_exit(pid, &mut pipes, deadline, l.interruptible).context("waiting for the command")?;
+    let ended = wait_exit(pid, &mut pipes, deadline, Some(l.on_signal))
+        .context("waiting for the command")?;
     let (end, raw, mut usage, timed_out) = match ended {
         Ended::Exited(at, st, u) => (at, st, u, false),
         Ended::TimedOut => {
@@ -512,7 +582,14 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
             if let Some(g) = guard {
                 g.process_group_done(pid);
             }
-            return Err(Interrupted.into());
+            return Err(match l.on_signal {
+                OnSignal::Stop => Interrupted.into(),
+                OnSignal::FinishWithin(grace) => anyhow::Error::new(Interrupted).context(format!(
+                    "still running {} after {}: its process group was terminated",
+                    crate::duration::format_duration(grace),
+                    crate::interrupt::name(crate::interrupt::signal())
+                )),
+            });
         }
     };
     group.reaped = true;
@@ -532,12 +609,15 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     } else {
         Status::Code(libc::WEXITSTATUS(raw))
     };
+    let (stdout, out_dropped) = pipes.take(0);
+    let (stderr, err_dropped) = pipes.take(1);
     Ok(Finished {
         wall_ns: end.duration_since(t0).as_nanos() as u64,
         usage,
         status,
-        stdout: std::mem::take(&mut pipes.bufs[0]),
-        stderr: std::mem::take(&mut pipes.bufs[1]),
+        stdout,
+        stderr,
+        dropped: [out_dropped, err_dropped],
         leftovers,
         counters,
     })
@@ -558,7 +638,7 @@ mod tests {
             cpus: None,
             cgroup_procs: None,
             echo: false,
-            interruptible: false,
+            on_signal: OnSignal::Stop,
             limit: Some(Duration::from_secs(20)),
             counters: crate::counters::Mode::Off,
         }
@@ -609,6 +689,28 @@ mod tests {
         assert_eq!(f.stdout.len(), 1_000_000);
         assert!(f.stdout.iter().all(|&b| b == b'a'));
         assert_eq!(f.stderr, b"done\n");
+    }
+
+    #[test]
+    fn a_long_output_keeps_its_start_and_its_end_and_counts_the_middle() {
+        const HALF: usize = CAPTURE_LIMIT / 2;
+        let mut p = Pipes::new(None, None, false);
+        // 3 × CAPTURE_LIMIT of numbered 1 MiB blocks, in pieces of odd sizes.
+        let blocks = 3 * CAPTURE_LIMIT / (1 << 20);
+        let all: Vec<u8> = (0..blocks)
+            .flat_map(|b| std::iter::repeat_n(b as u8, 1 << 20))
+            .collect();
+        for piece in all.chunks(16_381) {
+            p.keep(0, piece);
+        }
+        p.keep(1, b"short\n");
+        let (out, dropped) = p.take(0);
+        assert_eq!(dropped as usize, all.len() - 2 * HALF);
+        assert_eq!(out.len(), 2 * HALF + 1);
+        assert_eq!(&out[..HALF], &all[..HALF]);
+        assert_eq!(out[HALF], b'\n');
+        assert_eq!(&out[HALF + 1..], &all[all.len() - HALF..]);
+        assert_eq!(p.take(1), (b"short\n".to_vec(), 0));
     }
 
     #[test]

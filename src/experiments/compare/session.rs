@@ -14,18 +14,18 @@ use super::guard::Guard;
 use super::metric::last_lines;
 use super::model::{Run, ServerInfo};
 use super::pins::TreePins;
-use super::runner::{self, Launch};
+use super::runner::{self, Launch, OnSignal};
 use super::{Context, Failed, Kept, Measured, Ui};
 use crate::burn::{BurnSpec, ProcessBurners, ProcessOptions};
 use crate::cpuset::CpuSet;
 use crate::error::{BadInput, Interrupted};
 use crate::oltp::managed::{ManagedCluster, SUPERUSER};
 use crate::topology::Topology;
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use std::time::{Duration, Instant};
 
-/// Longest `--cleanup` may take when it runs after Ctrl-C (it is not interruptible then).
-const CLEANUP_LIMIT: Duration = Duration::from_secs(60);
+/// How long `--cleanup` may go on after the first signal before it is terminated.
+pub const CLEANUP_GRACE: Duration = Duration::from_secs(5);
 /// Longest burners may take to report their first progress.
 const BURNER_START_LIMIT: Duration = Duration::from_secs(10);
 /// Lines of output quoted in error messages.
@@ -161,7 +161,7 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
             setup_started = true;
             ui.note(&format!("setup: {s}"));
             session
-                .shell("--setup", s, true, None)
+                .shell("--setup", s, OnSignal::Stop)
                 .map_err(|error| Failed {
                     error,
                     measured: Measured::default(),
@@ -184,11 +184,7 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
     {
         let interrupted = crate::interrupt::requested();
         ui.note(&format!("cleanup: {c}"));
-        let r = if interrupted {
-            session.shell("--cleanup", c, false, Some(CLEANUP_LIMIT))
-        } else {
-            session.shell("--cleanup", c, true, None)
-        };
+        let r = session.shell("--cleanup", c, OnSignal::FinishWithin(CLEANUP_GRACE));
         if let Err(e) = r {
             if outcome.is_ok() && !interrupted {
                 return Err(e);
@@ -196,6 +192,12 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
             crate::say!("warning: {e:#}");
         }
     }
+    // A signal that came while `--cleanup` ran (and finished in its grace period) still
+    // ends the command with exit 130, its whole runs shown.
+    let outcome = outcome.map(|mut m| {
+        m.interrupted |= crate::interrupt::requested();
+        m
+    });
     let leftovers = session.leftovers;
     let metric_unit = session.metric_unit;
     let counters = (!session.counted.is_empty())
@@ -272,13 +274,7 @@ impl Session<'_> {
 
     /// Runs a `--setup`/`--prepare`/`--cleanup` shell command, unpinned, with the
     /// command's environment; a failure is an error quoting its output.
-    fn shell(
-        &self,
-        what: &str,
-        text: &str,
-        interruptible: bool,
-        limit: Option<Duration>,
-    ) -> Result<()> {
+    fn shell(&self, what: &str, text: &str, on_signal: OnSignal) -> Result<()> {
         let argv = vec!["sh".to_string(), "-c".to_string(), text.to_string()];
         let f = runner::run(
             &Launch {
@@ -287,12 +283,13 @@ impl Session<'_> {
                 cpus: None,
                 cgroup_procs: None,
                 echo: self.cfg.show_output,
-                interruptible,
-                limit,
+                on_signal,
+                limit: None,
                 counters: crate::counters::Mode::Off,
             },
             Some(self.guard),
-        )?;
+        )
+        .with_context(|| format!("{what} `{text}`"))?;
         if !f.status.success() {
             bail!(
                 "{what} `{text}` failed ({}){}",
@@ -335,7 +332,7 @@ impl Session<'_> {
     fn exec(&mut self, i: usize, round: Option<usize>) -> Result<Run> {
         let v = &self.variants[i];
         if let Some(p) = &self.cfg.prepare {
-            self.shell("--prepare", p, true, None)?;
+            self.shell("--prepare", p, OnSignal::Stop)?;
         }
         crate::interrupt::check()?;
         let mut pins = match &self.server_cpus[i] {
@@ -354,7 +351,7 @@ impl Session<'_> {
                 cpus: Some(&v.cpus),
                 cgroup_procs: cg.and_then(Cpuset::procs_fd),
                 echo: self.cfg.show_output,
-                interruptible: true,
+                on_signal: OnSignal::Stop,
                 limit: None,
                 counters: self.cfg.counters,
             },
@@ -410,25 +407,13 @@ impl Session<'_> {
                         Some(value)
                     }
                     None => {
-                        let what = match spec {
-                            super::metric::MetricSpec::Regex { pattern, .. } => {
-                                format!("--metric '{pattern}' matched nothing")
-                            }
-                            super::metric::MetricSpec::Pgbench => {
-                                "--metric pgbench found no `tps = …` line".to_string()
-                            }
-                            super::metric::MetricSpec::Sysbench => {
-                                "--metric sysbench found no `events per second:` or \
-                                 `transactions: … per sec.` line"
-                                    .to_string()
-                            }
-                        };
-                        let msg = format!(
-                            "{what} in the output of `{}` on {} ({when}){}",
+                        let place = format!(
+                            "the output of `{}` on {} ({when})",
                             self.command_text(),
-                            v.label,
-                            quote(&f.stdout, &f.stderr)
+                            v.label
                         );
+                        let what = spec.miss(&out, &err, &place, f.dropped[0] + f.dropped[1]);
+                        let msg = format!("{what}{}", quote(&f.stdout, &f.stderr));
                         return Err(if self.metric_seen {
                             anyhow!(msg)
                         } else {

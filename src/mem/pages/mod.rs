@@ -34,6 +34,9 @@ use std::time::Duration;
 
 /// `--max` when not given: 1 GiB, as far as MemAvailable allows.
 pub const DEFAULT_MAX: u64 = 1 << 30;
+/// The largest `--max` considered at all: a user address space of 4-level paging, 128 TiB
+/// (Documentation/arch/x86/x86_64/mm.rst); MemAvailable refuses far less in practice.
+pub const MAX_MAPPABLE: u64 = 1 << 47;
 /// The fresh mapping each first-touch sample faults in (rounded up to whole pages).
 pub const FIRST_TOUCH_BYTES: u64 = 64 << 20;
 
@@ -94,6 +97,17 @@ impl PagesConfig {
                      (e.g. 512MiB)",
                     bytes(m),
                     bytes(floor)
+                )));
+            }
+            // Before any arithmetic on it: `18446744073709551615` overflowed the rounding
+            // and was described as "a buffer of 0 B".
+            Some(m) if m > MAX_MAPPABLE => {
+                return Err(BadInput(format!(
+                    "--max {m}: {} is more than a process can map ({} of address space on \
+                     x86-64 with 4-level page tables); give at most this machine's memory, \
+                     e.g. 1GiB",
+                    bytes(m),
+                    bytes(MAX_MAPPABLE)
                 )));
             }
             Some(m) => {

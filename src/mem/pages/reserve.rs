@@ -141,23 +141,27 @@ fn alive(pid: u32) -> bool {
 
 /// Puts back the pools of a journal left by an smtlab that died (SIGKILL) during a
 /// `--reserve` run. Returns what it said; nothing when there is no journal, or its writer
-/// still runs.
+/// still runs. A journal that fails [`check`] is never applied and never deleted: it is
+/// renamed aside ([`crate::fsutil::keep_aside`]) and the error (exit 2) names it.
 pub fn recover(root: &Path, dir: &Path) -> Result<Vec<String>> {
     let path = dir.join(JOURNAL);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::fsutil::read_input_text(&path, crate::limits::MAX_JOURNAL_BYTES) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(crate::fsutil::InputError::Missing) => return Ok(Vec::new()),
+        Err(crate::fsutil::InputError::Interrupted) => {
+            return Err(crate::error::Interrupted.into());
+        }
         // Another user's (root's) journal directory: only its owner can put pools back.
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading `{}`", path.display())),
+        Err(_) if denied(&path) => return Ok(Vec::new()),
+        Err(e) => return Err(invalid(&path, &e.to_string())),
     };
-    let j: Journal = serde_json::from_str(&text).map_err(|e| {
-        BadInput(format!(
-            "the hugetlb journal `{}` is not one smtlab wrote ({e}); look at it, set \
-             nr_hugepages back by hand and remove it",
-            path.display()
-        ))
-    })?;
+    let j: Journal = match serde_json::from_str(&text) {
+        Ok(j) => j,
+        Err(e) => return Err(invalid(&path, &format!("is not one smtlab wrote ({e})"))),
+    };
+    if let Err(why) = check(root, &j) {
+        return Err(invalid(&path, &why));
+    }
     if j.pid != std::process::id() && alive(j.pid) {
         return Ok(Vec::new());
     }
@@ -200,6 +204,139 @@ pub fn recover(root: &Path, dir: &Path) -> Result<Vec<String>> {
     }
     std::fs::remove_file(&path).with_context(|| format!("removing `{}`", path.display()))?;
     Ok(said)
+}
+
+/// True when this user may not read the regular file at `path` (or look into its
+/// directory). Never opens it: a FIFO there would block the open.
+fn denied(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    match std::fs::metadata(path) {
+        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+        Ok(m) if m.is_file() => std::ffi::CString::new(path.as_os_str().as_bytes())
+            // SAFETY: access() on a valid NUL-terminated path.
+            .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::R_OK) } != 0),
+        Ok(_) => false,
+    }
+}
+
+/// The error for a hugetlb journal at `path` that failed (`why`), after renaming it aside.
+fn invalid(path: &Path, why: &str) -> anyhow::Error {
+    let what = format!("the hugetlb journal `{}` {why}", path.display());
+    let msg = match crate::fsutil::keep_aside(path) {
+        Ok(kept) => format!(
+            "{what}; it was not applied and is kept as `{}`: look at it, set nr_hugepages back \
+             by hand if needed (/sys/kernel/mm/hugepages/hugepages-*/nr_hugepages), then remove it",
+            kept.display()
+        ),
+        Err(e) => format!(
+            "{what}; it was not applied, and setting it aside failed ({e}): look at it, set \
+             nr_hugepages back by hand if needed, then remove it"
+        ),
+    };
+    BadInput(msg).into()
+}
+
+/// A pool's `nr_hugepages` relative to a root: the global pool
+/// (`sys/kernel/mm/hugepages/hugepages-<N>kB/nr_hugepages`) or a NUMA node's
+/// (`sys/devices/system/node/node<M>/hugepages/hugepages-<N>kB/nr_hugepages`), as
+/// Documentation/admin-guide/mm/hugetlbpage.rst lays them out. Returns the page size in
+/// bytes; None for any other path (`..`, absolute, another file).
+pub fn pool_page_bytes(rel: &str) -> Option<u64> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let number = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
+    let pool = match parts.as_slice() {
+        ["sys", "kernel", "mm", "hugepages", pool, "nr_hugepages"] => pool,
+        [
+            "sys",
+            "devices",
+            "system",
+            "node",
+            node,
+            "hugepages",
+            pool,
+            "nr_hugepages",
+        ] if node.strip_prefix("node").is_some_and(number) => pool,
+        _ => return None,
+    };
+    let kb = pool.strip_prefix("hugepages-")?.strip_suffix("kB")?;
+    if !number(kb) {
+        return None;
+    }
+    kb.parse::<u64>().ok()?.checked_mul(1024).filter(|&b| b > 0)
+}
+
+/// Checks a hugetlb journal before anything acts on it: every file it names is a pool's
+/// `nr_hugepages` under `root` ([`pool_page_bytes`]), reached without a symbolic link
+/// (the sysfs directories on the way are real directories), named once, with a value whose
+/// pages fit in the machine's memory (`MemTotal` under the root; a pool cannot be larger).
+pub fn check(root: &Path, j: &Journal) -> Result<(), String> {
+    if j.schema_version != 1 {
+        return Err(format!(
+            "has schema version {}, and this smtlab reads 1",
+            j.schema_version
+        ));
+    }
+    let mem_total = std::fs::read_to_string(root.join("proc/meminfo"))
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            line.split_whitespace()
+                .nth(1)?
+                .parse::<u64>()
+                .ok()?
+                .checked_mul(1024)
+        });
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &j.pools {
+        let shown = crate::quote::shorten(&p.file);
+        let Some(page) = pool_page_bytes(&p.file) else {
+            return Err(format!(
+                "names `{shown}`, which is not a hugetlb pool's nr_hugepages under the root \
+                 (sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages or \
+                 sys/devices/system/node/node<N>/hugepages/hugepages-<size>kB/nr_hugepages)"
+            ));
+        };
+        if !seen.insert(p.file.as_str()) {
+            return Err(format!("names `{shown}` twice"));
+        }
+        // Each directory on the way exists and is not a link, and the file is a file.
+        let mut at = root.to_path_buf();
+        let last = p.file.split('/').count() - 1;
+        for (i, part) in p.file.split('/').enumerate() {
+            at.push(part);
+            let ok = std::fs::symlink_metadata(&at).is_ok_and(|m| {
+                if i == last {
+                    m.file_type().is_file()
+                } else {
+                    m.file_type().is_dir()
+                }
+            });
+            if !ok {
+                return Err(format!(
+                    "names `{shown}`, but `{}` is not there as a plain {} (a pool of a \
+                     different kernel, or a link)",
+                    at.display(),
+                    if i == last { "file" } else { "directory" }
+                ));
+            }
+        }
+        let plausible = match mem_total {
+            Some(total) => p.nr_hugepages.checked_mul(page).is_some_and(|b| b <= total),
+            None => p.nr_hugepages.checked_mul(page).is_some(),
+        };
+        if !plausible {
+            return Err(format!(
+                "puts {} back to {} pages of {} KiB, more than this machine's memory{}",
+                shown,
+                p.nr_hugepages,
+                page / 1024,
+                mem_total
+                    .map(|t| format!(" ({} MiB MemTotal)", t >> 20))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Reservation {
@@ -400,5 +537,113 @@ mod tests {
         std::fs::write(dir.join(JOURNAL), "garbage").unwrap();
         let e = recover(t.path(), &dir).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
+    }
+
+    /// Files in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The journal drives root writes, so it may name only a pool's `nr_hugepages` under
+    /// the root (the global pools, or a NUMA node's), with a value the machine could hold.
+    /// A journal naming `../../tmp/x/victim2.txt` once made a plain `mem pages` write 7
+    /// into that file. A failing journal is never applied and never deleted: it is renamed
+    /// aside with a timestamp and named in the error (exit 2).
+    #[test]
+    fn a_journal_naming_anything_but_a_pool_is_kept_aside_and_never_applied() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("root");
+        pool(&root, "hugepages-2048kB", 300, 300);
+        let meminfo = root.join("proc/meminfo");
+        std::fs::create_dir_all(meminfo.parent().unwrap()).unwrap();
+        // 8 GiB: at most 4096 pages of 2 MiB.
+        std::fs::write(&meminfo, "MemTotal:        8388608 kB\n").unwrap();
+        let victim = t.path().join("victim2.txt");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let outside = root.join("etc");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("nr_hugepages"), "keep\n").unwrap();
+        let free = "sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages";
+        for (file, value, says) in [
+            ("../victim2.txt", 7, "../victim2.txt"),
+            ("../../../../../../tmp/x/victim2.txt", 7, "victim2.txt"),
+            (victim.to_str().unwrap(), 7, "victim2.txt"),
+            ("etc/nr_hugepages", 7, "etc/nr_hugepages"),
+            (free, 7, "free_hugepages"),
+            (
+                "sys/kernel/mm/hugepages/hugepages-2048kB/../hugepages-2048kB/nr_hugepages",
+                7,
+                "..",
+            ),
+            (
+                "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages",
+                1 << 40,
+                "1099511627776",
+            ),
+        ] {
+            let dir = t.path().join("run");
+            let _ = std::fs::remove_dir_all(&dir);
+            write_journal(
+                &dir,
+                &Journal {
+                    schema_version: 1,
+                    pid: u32::MAX - 1, // no such process
+                    boot_id: None,
+                    pools: vec![PoolBefore {
+                        file: file.into(),
+                        nr_hugepages: value,
+                    }],
+                },
+            )
+            .unwrap();
+            let e = recover(&root, &dir).unwrap_err();
+            let msg = format!("{e:#}");
+            assert_eq!(crate::error::exit_code(&e), 2, "{file}: {msg}");
+            assert!(msg.contains(says), "{file}: {msg}");
+            let kept = names(&dir);
+            assert!(
+                kept.len() == 1 && kept[0].starts_with("hugepages-journal.json.invalid-"),
+                "{file}: {kept:?}"
+            );
+            assert!(msg.contains(&kept[0]), "{file}: {msg}");
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+            assert_eq!(
+                std::fs::read_to_string(outside.join("nr_hugepages")).unwrap(),
+                "keep\n"
+            );
+            assert_eq!(std::fs::read_to_string(root.join(free)).unwrap(), "300\n");
+            assert_eq!(nr(&root, "hugepages-2048kB"), 300);
+        }
+        // A NUMA node's pool is a pool too.
+        let node = root.join("sys/devices/system/node/node1/hugepages/hugepages-2048kB");
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::write(node.join("nr_hugepages"), "9\n").unwrap();
+        let dir = t.path().join("run");
+        let _ = std::fs::remove_dir_all(&dir);
+        write_journal(
+            &dir,
+            &Journal {
+                schema_version: 1,
+                pid: u32::MAX - 1,
+                boot_id: None,
+                pools: vec![PoolBefore {
+                    file: "sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages"
+                        .into(),
+                    nr_hugepages: 2,
+                }],
+            },
+        )
+        .unwrap();
+        assert_eq!(recover(&root, &dir).unwrap().len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(node.join("nr_hugepages")).unwrap(),
+            "2\n"
+        );
+        assert!(names(&dir).is_empty());
     }
 }

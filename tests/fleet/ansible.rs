@@ -116,8 +116,21 @@ fn the_ansible_playbook_studies_localhost_and_merges_on_the_controller() {
             .any(|s| s.metric == "smtlab_fleet_answer")
     );
     println!("merged: {}", f.types[0].headline);
+    // Ansible's async wrapper watches the job from a process of its own that polls every
+    // few seconds (its `step`), so it may outlive the playbook by a poll: give it 20 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !super::procs::mentioning(t).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let left: Vec<String> = super::procs::mentioning(t)
+        .iter()
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            format!("{p}: {}", String::from_utf8_lossy(&cmd).replace('\0', " "))
+        })
+        .collect();
     assert!(
-        super::procs::mentioning(t).is_empty(),
-        "nothing the playbook started is still running"
+        left.is_empty(),
+        "nothing the playbook started is still running 20 s after it ended: {left:?}"
     );
 }

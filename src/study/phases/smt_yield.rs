@@ -16,6 +16,10 @@ use std::time::Duration;
 /// page under a sleeping and a spinning lock.
 pub const QUICK_WORKLOADS: &str = "prime,int,l2,hot-page/mutex,hot-page/ttas";
 
+/// The shortest run slot (warm-up, run and overhead) for which the phase takes 5 rounds
+/// rather than the study's 3.
+const YIELD_MIN_SLOT: Duration = Duration::from_millis(120);
+
 /// The sized phase.
 #[derive(Debug, Clone)]
 pub struct YieldPhase {
@@ -76,9 +80,17 @@ impl YieldPhase {
             Err(e) if not_possible_here(&e) => (0, 0, Some(format!("{e:#}"))),
             Err(e) => return Err(e),
         };
-        let runs = (layouts * workloads * ctx.repeat).max(1) as u32;
-        let per_run =
-            (ctx.budget.saturating_sub(setup(&ctx.cfg.db)) / runs).saturating_sub(RUN_OVERHEAD);
+        // Rounds before run length: the answer rows' Student-t intervals narrow with
+        // rounds (t = 4.30 at 3, 2.78 at 5), so the phase runs the default 5 rounds when
+        // each run still gets YIELD_MIN_SLOT, else the study's count.
+        let available = ctx.budget.saturating_sub(setup(&ctx.cfg.db));
+        let slot = |repeat: usize| available / (layouts * workloads * repeat).max(1) as u32;
+        config.repeat = if slot(crate::stats::DEFAULT_ROUNDS) >= YIELD_MIN_SLOT {
+            ctx.repeat.max(crate::stats::DEFAULT_ROUNDS)
+        } else {
+            ctx.repeat
+        };
+        let per_run = slot(config.repeat).saturating_sub(RUN_OVERHEAD);
         let (warmup, duration) = split_run(
             per_run,
             0.8,
@@ -166,11 +178,17 @@ mod tests {
         let s = sized(4, 2, QUICK, PhaseName::Yield, YieldPhase::size).unwrap();
         assert!(s.skip.is_none());
         assert_eq!((s.layouts, s.workloads), (3, 5));
-        assert_eq!(s.config.repeat, 3);
+        // The quick study's 3 rounds become the default 5 while each run gets 120 ms.
+        assert_eq!(s.config.repeat, 5);
         // The study's default SQLite is left out of the yield (single writer).
         assert!(s.config.db.as_ref().unwrap().single_writer());
-        // The runs fit near the share: minimum lengths on a short budget.
-        assert!(s.estimate() < Duration::from_secs(8), "{:?}", s.estimate());
+        // The runs fit near the share.
+        let share = QUICK.mul_f64(crate::study::phases::share(PhaseName::Yield));
+        assert!(
+            s.estimate() <= share + Duration::from_secs(1),
+            "{:?}",
+            s.estimate()
+        );
         let d = sized(4, 2, DEFAULT, PhaseName::Yield, YieldPhase::size).unwrap();
         assert_eq!((d.layouts, d.workloads, d.config.repeat), (3, 8, 5));
         let share = DEFAULT.mul_f64(crate::study::phases::share(PhaseName::Yield));

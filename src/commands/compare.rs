@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 
 /// A validated `compare` invocation.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct CompareCommand {
     pub exp: experiment::Config,
     pub json: bool,
     pub export_csv: Option<PathBuf>,
     pub export_markdown: Option<PathBuf>,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &CompareCommand, out: &mut dyn Write) -> Result<()> {
     for (what, p) in [
         ("--export-csv", &cfg.export_csv),
         ("--export-markdown", &cfg.export_markdown),

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct PlanCommand {
     pub root: PathBuf,
     pub request: Request,
     pub threads: usize,
@@ -16,7 +16,7 @@ pub struct Config {
     pub json: bool,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> Result<()> {
+pub fn run(cfg: &PlanCommand, out: &mut dyn std::io::Write) -> Result<()> {
     crate::limits::at_most(
         "--threads",
         cfg.threads as u64,

@@ -325,6 +325,7 @@ pub fn main() -> Result<()> {
                 round_trips,
                 budget,
                 json,
+                exports: Default::default(),
             },
             &mut out,
         ),
@@ -657,6 +658,7 @@ fn neighbors_config(a: NeighborsArgs) -> Result<commands::neighbors::Config> {
         workload,
         json: a.json,
         dry_run: a.dry_run,
+        exports: Default::default(),
     })
 }
 
@@ -1334,6 +1336,7 @@ fn lockscan_config(a: LockscanArgs) -> Result<commands::lockscan::Config> {
             .with_baseline(!a.no_baseline),
         json: a.json,
         dry_run: a.dry_run,
+        exports: Default::default(),
     })
 }
 
@@ -1439,6 +1442,7 @@ fn rwcache_config(a: RwcacheArgs) -> Result<commands::rwcache::Config> {
         root: a.root.sysfs_root,
         exp,
         json: a.json,
+        exports: Default::default(),
     })
 }
 

@@ -1536,57 +1536,6 @@ mod tests {
         );
     }
 
-    /// Replaces the sibling scenarios by one per entry: its own-baseline comparison and the
-    /// per-round ratios behind it.
-    /// Scanner scenarios with these sharing comparisons; lock threads on other cores kept
-    /// their rate in every round (the control then equals the sharing ratios).
-    fn sibling_scenarios(r: &mut Report, scenarios: &[(Comparison, Vec<f64>)]) {
-        sibling_scenarios_with_cross(r, scenarios, None)
-    }
-
-    /// As [`sibling_scenarios`], the other-core lock threads at `cross` of their rate in
-    /// each round (None: 1.0 in every round).
-    fn sibling_scenarios_with_cross(
-        r: &mut Report,
-        scenarios: &[(Comparison, Vec<f64>)],
-        cross: Option<&[f64]>,
-    ) {
-        let l = r.lockscan.as_mut().unwrap();
-        let template = l
-            .result
-            .results
-            .iter()
-            .find(|s| !s.scenario.scan_cpus.is_empty())
-            .unwrap()
-            .clone();
-        l.result.results.retain(|s| s.scenario.scan_cpus.is_empty());
-        for (i, (c, ratios)) in scenarios.iter().enumerate() {
-            let mut s = template.clone();
-            s.scenario.label = format!("scenario {i}");
-            s.sharing_vs_own_baseline = Some(*c);
-            s.sharing_ratios = ratios.clone();
-            s.runs = ratios.len();
-            let ones = vec![1.0; ratios.len()];
-            let cross = cross.unwrap_or(&ones);
-            s.cross_core_ratios = cross.to_vec();
-            s.cross_core_vs_own_baseline =
-                Comparison::of_paired_ratios(cross, Thresholds::SLOWDOWN, 0.95);
-            s.sharing_vs_cross_core_ratios = ratios.iter().zip(cross).map(|(a, b)| a / b).collect();
-            s.sharing_vs_cross_core = Comparison::of_paired_ratios(
-                &s.sharing_vs_cross_core_ratios,
-                Thresholds::SLOWDOWN,
-                0.95,
-            );
-            l.result.results.push(s);
-        }
-    }
-
-    /// A scenario whose own-baseline comparison comes from `ratios`.
-    fn paired(ratios: &[f64]) -> (Comparison, Vec<f64>) {
-        let c = Comparison::of_paired_ratios(ratios, Thresholds::SLOWDOWN, 0.95).unwrap();
-        (c, ratios.to_vec())
-    }
-
     fn ci(estimate: f64, low: f64, high: f64) -> Ci {
         Ci {
             estimate,
@@ -1594,29 +1543,6 @@ mod tests {
             high,
             confidence: 0.95,
         }
-    }
-
-    #[test]
-    fn a_wide_interval_around_half_is_inconclusive_not_no_effect() {
-        let mut r = smt().clone();
-        let c = Comparison::from_ci(ci(0.50, 0.30, 0.85), 5, Thresholds::SLOWDOWN);
-        sibling_scenarios(&mut r, &[(c, vec![0.30, 0.45, 0.50, 0.60, 0.85])]);
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
-        assert!(
-            a.reason.contains("its own rate without a scanner"),
-            "{}",
-            a.reason
-        );
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(f.meaning.contains("too wide to call"), "{}", f.meaning);
-        assert!(f.observed.contains("inconclusive"), "{}", f.observed);
     }
 
     #[test]
@@ -1761,127 +1687,6 @@ mod tests {
                 .any(|n| n.contains("did not run: no SMT siblings")),
             "{:?}",
             v.not_measured
-        );
-    }
-
-    /// One scanner position of 24 with a clear loss (even at 1 − 0.05/24) beside 23 with
-    /// none: neither "no difference" (the median) nor "turn HT off" (the worst) holds for
-    /// the row, which says so and names the position.
-    #[test]
-    fn one_lost_scenario_of_24_makes_the_row_depend_on_it() {
-        let mut r = smt().clone();
-        let mut all = vec![paired(&[0.97, 0.98, 0.99, 0.98, 0.98]); 23];
-        all.insert(7, paired(&[0.55, 0.60, 0.65, 0.60, 0.58]));
-        sibling_scenarios(&mut r, &all);
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::DependsOnWorkload, "{a:?}");
-        assert!((a.evidence.as_ref().unwrap().comparison.estimate - 0.98).abs() < 0.005);
-        assert!(a.reason.contains("per-round median of 24"), "{}", a.reason);
-        // The lowest's interval comes from its own rounds at 1 − 0.05/24, labelled so.
-        assert!(
-            a.reason
-                .contains("lowest `ttas`, scenario 7 0.60× (99.8 % CI"),
-            "{}",
-            a.reason
-        );
-        assert!(
-            a.reason.contains("loss for `ttas`, scenario 7"),
-            "{}",
-            a.reason
-        );
-        assert!(!a.reason.contains("100 % CI"), "{}", a.reason);
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            f.observed.contains("per-round median of 24"),
-            "{}",
-            f.observed
-        );
-    }
-
-    #[test]
-    fn a_sibling_loss_names_the_lock_that_lost() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &vec![paired(&[0.5, 0.52, 0.48, 0.5, 0.49]); 3]);
-        let lock = r
-            .lockscan
-            .as_ref()
-            .unwrap()
-            .result
-            .results
-            .last()
-            .unwrap()
-            .lock;
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        assert_eq!(
-            answer(&v, WorkloadClass::LocksBesideScans).answer,
-            HtAnswer::TurnHtOff
-        );
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            f.meaning.starts_with(&format!(
-                "`{lock}` lost beside a scanning sibling and more than lock threads on other cores"
-            )),
-            "{}",
-            f.meaning
-        );
-    }
-
-    #[test]
-    fn a_thread_slow_against_the_others_but_not_against_itself_is_no_loss() {
-        // An unfair lock: beside the scanner the thread gets 0.3× the others, as it did
-        // without a scanner; against its own baseline it kept its rate.
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[0.99, 1.0, 1.01, 1.0, 0.98])]);
-        for s in &mut r.lockscan.as_mut().unwrap().result.results {
-            s.sharing_vs_others = Some(ci(0.30, 0.25, 0.35));
-        }
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::NoDifference, "{a:?}");
-        assert!(!a.reason.contains("0.30"), "{}", a.reason);
-    }
-
-    #[test]
-    fn an_old_file_falls_back_to_the_other_threads_and_says_so() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[1.0; 5]), paired(&[1.0; 5])]);
-        for s in &mut r.lockscan.as_mut().unwrap().result.results {
-            s.sharing_vs_own_baseline = None;
-            s.sharing_ratios.clear();
-            s.sharing_vs_others = Some(ci(0.98, 0.96, 1.0));
-        }
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::NoDifference, "{a:?}");
-        assert!(a.reason.starts_with("this file predates"), "{}", a.reason);
-        assert!(
-            a.reason.contains("the other lock threads' rate"),
-            "{}",
-            a.reason
-        );
-        assert!(a.reason.contains("not widened"), "{}", a.reason);
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            f.observed.starts_with("This file predates"),
-            "{}",
-            f.observed
         );
     }
 
@@ -2414,42 +2219,6 @@ mod tests {
         assert_ne!(a.answer, HtAnswer::KeepHtOn, "{}", a.reason);
     }
 
-    /// A lock thread beside a scanning sibling at 0.97× (0.96–1.01) was mapped to keep HT
-    /// on, though the scanner's own progress was never measured.
-    #[test]
-    fn no_slowdown_beside_a_scanner_is_no_difference_not_keep_ht_on() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[0.96, 0.97, 0.98, 0.965, 0.975])]);
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::NoDifference, "{}", a.reason);
-        assert!(
-            a.reason.contains("scanner's own progress was not measured"),
-            "{}",
-            a.reason
-        );
-    }
-
-    /// 0.87× (0.85–0.90) against a 0.80 loss line and a ±5 % band was "inconclusive, too
-    /// wide to call; more runs needed": it is a measured 10–15 % loss.
-    #[test]
-    fn a_narrow_slowdown_above_the_loss_line_is_a_small_loss() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[0.85, 0.87, 0.89, 0.86, 0.88])]);
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::SmallLoss, "{}", a.reason);
-        assert!(a.reason.contains("small loss"), "{}", a.reason);
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(!f.meaning.contains("too wide"), "{}", f.meaning);
-    }
-
     /// Lock and insert yields compare N threads with 2N on the same cores: the row says
     /// that "turn HT off" assumes a pool sized to the logical CPUs, and offers the other
     /// remedy.
@@ -2470,67 +2239,6 @@ mod tests {
             assert!(a.reason.contains("one thread per core"), "{}", a.reason);
             assert!(a.reason.contains("other remedy"), "{}", a.reason);
         }
-    }
-
-    /// A sibling lock thread at 0.70× while the lock threads on other cores of the same
-    /// runs were at 0.72×: the scanner slowed every core, so the loss is not put down to
-    /// sharing the core, and the row does not say turn HT off.
-    #[test]
-    fn a_sibling_loss_matched_on_other_cores_is_not_blamed_on_core_sharing() {
-        let mut r = smt().clone();
-        let sharing = [0.69, 0.70, 0.71, 0.70, 0.695];
-        let cross = [0.71, 0.72, 0.73, 0.72, 0.715];
-        sibling_scenarios_with_cross(&mut r, &[paired(&sharing)], Some(&cross));
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::Inconclusive, "{}", a.reason);
-        assert!(
-            a.reason.contains("not shown to come from sharing the core"),
-            "{}",
-            a.reason
-        );
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            !f.meaning.contains("comes with sharing the core"),
-            "{}",
-            f.meaning
-        );
-        assert!(f.meaning.contains("slowed every core"), "{}", f.meaning);
-        // With the other cores unaffected, the same loss does come with sharing the core.
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&sharing)]);
-        let v = build(&r);
-        assert_eq!(
-            answer(&v, WorkloadClass::LocksBesideScans).answer,
-            HtAnswer::TurnHtOff
-        );
-    }
-
-    /// "(no hardware counters)" was printed beside a sibling loss when counters ran.
-    #[test]
-    fn a_sibling_loss_does_not_say_no_counters_when_they_ran() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[0.5, 0.52, 0.48, 0.5, 0.49])]);
-        r.lockscan.as_mut().unwrap().result.counters = Some(crate::counters::Status {
-            mode: crate::counters::Mode::All,
-            unavailable: Vec::new(),
-        });
-        let f = build(&r)
-            .findings
-            .into_iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            f.meaning.contains("comes with sharing the core"),
-            "{}",
-            f.meaning
-        );
-        assert!(!f.meaning.contains("no hardware counters"), "{}", f.meaning);
     }
 
     /// The neighbours finding said "lost: SMT sharing" for a sibling-series step whose own

@@ -1502,4 +1502,252 @@ mod tests {
                 .unwrap();
         assert_eq!(json, serde_json::to_value(&r).unwrap());
     }
+
+    // -----------------------------------------------------------------------------------
+    // The study's finding and answer row, on a fake sweep whose scanner scenarios are then
+    // set to given per-round ratios.
+
+    const NO_SMT: &str = "no SMT siblings";
+    const PHASE: &str = "the lockscan phase did not run";
+
+    /// A study-like section: the scanner swept over a 4-core, 2-thread fixture, two locks,
+    /// three rounds, on the fake engine.
+    fn section() -> LockscanSection {
+        use crate::engine::{FakeEngine, RunSpec};
+        let topo = crate::topology::fixture::topology(4, 2, false);
+        let spec = RunSpec::new(
+            std::time::Duration::ZERO,
+            std::time::Duration::from_millis(10),
+        );
+        let cfg = LockscanConfig::new(
+            Layout::Sweep(crate::placement::Scope::Package),
+            vec![LockKind::Ttas, LockKind::Ticket],
+            spec,
+        )
+        .unwrap()
+        .with_repeat(3)
+        .unwrap();
+        let scen = super::super::scenarios(&topo, &cfg.layout, true).unwrap();
+        let engine = FakeEngine::new(7).with_topology(&topo);
+        let result =
+            super::super::run(&engine, &topo, &cfg, &scen, &mut |_, _, _, _| {}).unwrap();
+        LockscanSection {
+            layout: "sweep".into(),
+            locks: cfg.locks.clone(),
+            warmup_ns: 0,
+            duration_ns: 10_000_000,
+            result,
+        }
+    }
+
+    /// Replaces the scanner scenarios by one per entry, each with its own-baseline
+    /// comparison and per-round ratios, and lock threads on other cores at `cross` (None:
+    /// 1.0 in every round).
+    fn sibling_scenarios(
+        l: &mut LockscanSection,
+        scenarios: &[(Comparison, Vec<f64>)],
+        cross: Option<&[f64]>,
+    ) {
+        use crate::stats::Thresholds;
+        let template = l
+            .result
+            .results
+            .iter()
+            .find(|s| !s.scenario.scan_cpus.is_empty())
+            .unwrap()
+            .clone();
+        l.result.results.retain(|s| s.scenario.scan_cpus.is_empty());
+        for (i, (c, ratios)) in scenarios.iter().enumerate() {
+            let mut s = template.clone();
+            s.scenario.label = format!("scenario {i}");
+            s.sharing_vs_own_baseline = Some(*c);
+            s.sharing_ratios = ratios.clone();
+            s.runs = ratios.len();
+            let ones = vec![1.0; ratios.len()];
+            let cross = cross.unwrap_or(&ones);
+            s.cross_core_ratios = cross.to_vec();
+            s.cross_core_vs_own_baseline =
+                Comparison::of_paired_ratios(cross, Thresholds::SLOWDOWN, 0.95);
+            s.sharing_vs_cross_core_ratios = ratios.iter().zip(cross).map(|(a, b)| a / b).collect();
+            s.sharing_vs_cross_core = Comparison::of_paired_ratios(
+                &s.sharing_vs_cross_core_ratios,
+                Thresholds::SLOWDOWN,
+                0.95,
+            );
+            l.result.results.push(s);
+        }
+    }
+
+    /// A scenario whose own-baseline comparison comes from `ratios`.
+    fn paired(ratios: &[f64]) -> (Comparison, Vec<f64>) {
+        use crate::stats::Thresholds;
+        let c = Comparison::of_paired_ratios(ratios, Thresholds::SLOWDOWN, 0.95).unwrap();
+        (c, ratios.to_vec())
+    }
+
+    /// The row and the finding of a section with these scanner scenarios.
+    fn judged(
+        scenarios: &[(Comparison, Vec<f64>)],
+        cross: Option<&[f64]>,
+    ) -> (Answer, Finding) {
+        let mut l = section();
+        sibling_scenarios(&mut l, scenarios, cross);
+        let a = answer(Some(&l), true, NO_SMT, PHASE);
+        let f = finding(&l, true);
+        for text in [&a.reason, &f.observed, &f.meaning] {
+            for banned in ["fill buffer", "store queue", "far less", "did not measurably"] {
+                assert!(!text.contains(banned), "`{banned}` in: {text}");
+            }
+        }
+        (a, f)
+    }
+
+    #[test]
+    fn without_siblings_or_without_a_section_the_row_says_why() {
+        let l = section();
+        let a = answer(Some(&l), false, NO_SMT, PHASE);
+        assert_eq!(a.answer, HtAnswer::NotMeasured);
+        assert!(a.reason.starts_with("no SMT siblings; a scanner here"), "{}", a.reason);
+        let a = answer(None, true, NO_SMT, PHASE);
+        assert_eq!((a.answer, a.reason.as_str()), (HtAnswer::NotMeasured, PHASE));
+        assert!(finding(&l, false).meaning.starts_with("A scanner here can only time-share"));
+    }
+
+    #[test]
+    fn a_wide_interval_around_half_is_inconclusive_not_no_effect() {
+        use crate::stats::Thresholds;
+        let c = Comparison::from_ci(ci(0.50, 0.30, 0.85), 5, Thresholds::SLOWDOWN);
+        let (a, f) = judged(&[(c, vec![0.30, 0.45, 0.50, 0.60, 0.85])], None);
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
+        assert!(a.reason.contains("its own rate without a scanner"), "{}", a.reason);
+        assert!(f.meaning.contains("too wide to call"), "{}", f.meaning);
+        assert!(f.observed.contains("inconclusive"), "{}", f.observed);
+    }
+
+    /// One scanner position of 24 with a clear loss (even at 1 − 0.05/24) beside 23 with
+    /// none: neither "no difference" (the median) nor "turn HT off" (the worst) holds for
+    /// the row, which says so and names the position.
+    #[test]
+    fn one_lost_scenario_of_24_makes_the_row_depend_on_it() {
+        let mut all = vec![paired(&[0.97, 0.98, 0.99, 0.98, 0.98]); 23];
+        all.insert(7, paired(&[0.55, 0.60, 0.65, 0.60, 0.58]));
+        let (a, f) = judged(&all, None);
+        assert_eq!(a.answer, HtAnswer::DependsOnWorkload, "{a:?}");
+        assert!((a.evidence.as_ref().unwrap().comparison.estimate - 0.98).abs() < 0.005);
+        assert!(a.reason.contains("per-round median of 24"), "{}", a.reason);
+        // The lowest's interval comes from its own rounds at 1 − 0.05/24, labelled so.
+        assert!(
+            a.reason.contains("lowest `ttas`, scenario 7 0.60× (99.8 % CI"),
+            "{}",
+            a.reason
+        );
+        assert!(a.reason.contains("loss for `ttas`, scenario 7"), "{}", a.reason);
+        assert!(!a.reason.contains("100 % CI"), "{}", a.reason);
+        assert!(f.observed.contains("per-round median of 24"), "{}", f.observed);
+    }
+
+    #[test]
+    fn a_sibling_loss_names_the_lock_that_lost() {
+        let (a, f) = judged(&vec![paired(&[0.5, 0.52, 0.48, 0.5, 0.49]); 3], None);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff);
+        assert!(
+            f.meaning.starts_with(
+                "`ttas` lost beside a scanning sibling and more than lock threads on other cores"
+            ),
+            "{}",
+            f.meaning
+        );
+        // At a glance: what was lost and why, then what to do — two sentences.
+        assert_eq!(f.meaning.matches(". ").count(), 1, "{}", f.meaning);
+    }
+
+    #[test]
+    fn a_thread_slow_against_the_others_but_not_against_itself_is_no_loss() {
+        // An unfair lock: beside the scanner the thread gets 0.3× the others, as it did
+        // without a scanner; against its own baseline it kept its rate.
+        let mut l = section();
+        sibling_scenarios(&mut l, &[paired(&[0.99, 1.0, 1.01, 1.0, 0.98])], None);
+        for s in &mut l.result.results {
+            s.sharing_vs_others = Some(ci(0.30, 0.25, 0.35));
+        }
+        let a = answer(Some(&l), true, NO_SMT, PHASE);
+        assert_eq!(a.answer, HtAnswer::NoDifference, "{a:?}");
+        assert!(!a.reason.contains("0.30"), "{}", a.reason);
+    }
+
+    #[test]
+    fn an_old_file_falls_back_to_the_other_threads_and_says_so() {
+        let mut l = section();
+        sibling_scenarios(&mut l, &[paired(&[1.0; 5]), paired(&[1.0; 5])], None);
+        for s in &mut l.result.results {
+            s.sharing_vs_own_baseline = None;
+            s.sharing_ratios.clear();
+            s.sharing_vs_others = Some(ci(0.98, 0.96, 1.0));
+        }
+        let a = answer(Some(&l), true, NO_SMT, PHASE);
+        assert_eq!(a.answer, HtAnswer::NoDifference, "{a:?}");
+        assert!(a.reason.starts_with("this file predates"), "{}", a.reason);
+        assert!(a.reason.contains("the other lock threads' rate"), "{}", a.reason);
+        assert!(a.reason.contains("not widened"), "{}", a.reason);
+        let f = finding(&l, true);
+        assert!(f.observed.starts_with("This file predates"), "{}", f.observed);
+    }
+
+    /// A lock thread beside a scanning sibling at 0.97× (0.96–1.01) was mapped to keep HT
+    /// on, though the scanner's own progress was never measured.
+    #[test]
+    fn no_slowdown_beside_a_scanner_is_no_difference_not_keep_ht_on() {
+        let (a, _) = judged(&[paired(&[0.96, 0.97, 0.98, 0.965, 0.975])], None);
+        assert_eq!(a.answer, HtAnswer::NoDifference, "{}", a.reason);
+        assert!(
+            a.reason.contains("scanner's own progress was not measured"),
+            "{}",
+            a.reason
+        );
+    }
+
+    /// 0.87× (0.85–0.90) against a 0.80 loss line and a ±5 % band was "inconclusive, too
+    /// wide to call; more runs needed": it is a measured 10–15 % loss.
+    #[test]
+    fn a_narrow_slowdown_above_the_loss_line_is_a_small_loss() {
+        let (a, f) = judged(&[paired(&[0.85, 0.87, 0.89, 0.86, 0.88])], None);
+        assert_eq!(a.answer, HtAnswer::SmallLoss, "{}", a.reason);
+        assert!(a.reason.contains("small loss"), "{}", a.reason);
+        assert!(!f.meaning.contains("too wide"), "{}", f.meaning);
+    }
+
+    /// A sibling lock thread at 0.70× while the lock threads on other cores of the same
+    /// runs were at 0.72×: the scanner slowed every core, so the loss is not put down to
+    /// sharing the core, and the row does not say turn HT off.
+    #[test]
+    fn a_sibling_loss_matched_on_other_cores_is_not_blamed_on_core_sharing() {
+        let sharing = [0.69, 0.70, 0.71, 0.70, 0.695];
+        let cross = [0.71, 0.72, 0.73, 0.72, 0.715];
+        let (a, f) = judged(&[paired(&sharing)], Some(&cross));
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{}", a.reason);
+        assert!(
+            a.reason.contains("not shown to come from sharing the core"),
+            "{}",
+            a.reason
+        );
+        assert!(!f.meaning.contains("comes with sharing the core"), "{}", f.meaning);
+        assert!(f.meaning.contains("slowed every core"), "{}", f.meaning);
+        // With the other cores unaffected, the same loss does come with sharing the core.
+        let (a, _) = judged(&[paired(&sharing)], None);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff);
+    }
+
+    /// "(no hardware counters)" was printed beside a sibling loss when counters ran.
+    #[test]
+    fn a_sibling_loss_does_not_say_no_counters_when_they_ran() {
+        let mut l = section();
+        sibling_scenarios(&mut l, &[paired(&[0.5, 0.52, 0.48, 0.5, 0.49])], None);
+        l.result.counters = Some(crate::counters::Status {
+            mode: crate::counters::Mode::All,
+            unavailable: Vec::new(),
+        });
+        let f = finding(&l, true);
+        assert!(f.meaning.contains("comes with sharing the core"), "{}", f.meaning);
+        assert!(!f.meaning.contains("no hardware counters"), "{}", f.meaning);
+    }
 }

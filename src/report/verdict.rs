@@ -27,7 +27,6 @@ use super::{
     Answer, Evidence, Finding, HtAnswer, PhaseName, PhaseStatus, Report, SeriesPlacement, Status,
     Verdict, WorkloadClass,
 };
-use crate::experiments::diagnosis::Diagnosis;
 use crate::experiments::{c2c, lockscan, neighbors, rwcache};
 use crate::experiments::smt_yield::{
     Layout as YieldLayout, WorkloadClass as YieldClass, WorkloadResult as YieldWorkload,
@@ -1546,130 +1545,6 @@ mod tests {
     }
 
     #[test]
-    fn the_worst_neighbours_step_not_oversubscribed_is_not_called_oversubscription() {
-        let mut r = no_smt().clone();
-        let n = r.neighbors.as_mut().unwrap();
-        for s in &mut n.series {
-            for st in &mut s.steps {
-                st.runnable_threads = st.cpus;
-                if st.burners > 0 {
-                    st.diagnosis = Diagnosis::SharedResources;
-                    st.reason = "2 runnable on 2 CPUs, 0% of time waiting for a CPU".into();
-                    st.ratio = Some(Comparison::from_ci(
-                        ci(0.6, 0.55, 0.65),
-                        5,
-                        Thresholds::SLOWDOWN,
-                    ));
-                }
-            }
-        }
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        assert!(
-            v.headline.contains("Largest measured loss"),
-            "{}",
-            v.headline
-        );
-        assert!(v.headline.contains("`shared-resources`"), "{}", v.headline);
-        for s in sentences(&v) {
-            assert!(!s.contains("oversubscription"), "{s}");
-            assert!(!s.contains("more runnable threads than CPUs"), "{s}");
-        }
-    }
-
-    /// Makes the `placement` series' step with `burners` of `lock` the deepest loss.
-    fn deep_loss(
-        r: &mut Report,
-        placement: SeriesPlacement,
-        burners: usize,
-        d: Diagnosis,
-        reason: &str,
-    ) {
-        let n = r.neighbors.as_mut().unwrap();
-        let s = n
-            .series
-            .iter_mut()
-            .find(|s| s.placement == placement)
-            .expect("the series ran");
-        let st = s.steps.iter_mut().find(|st| st.burners == burners).unwrap();
-        st.diagnosis = d;
-        st.reason = reason.into();
-        st.ratio = Some(Comparison::from_ci(
-            ci(0.2, 0.15, 0.25),
-            5,
-            Thresholds::SLOWDOWN,
-        ));
-    }
-
-    #[test]
-    fn a_controlled_sibling_loss_names_smt_sharing_and_an_unpinned_one_does_not() {
-        let base = smt();
-        let n = base.neighbors.as_ref().unwrap();
-        let sib = n
-            .series
-            .iter()
-            .find(|s| s.placement == SeriesPlacement::SiblingBurners)
-            .expect("the study ran the sibling series on SMT");
-        assert_eq!(sib.workers, Some(4));
-        assert_eq!(n.sibling_skipped, None);
-        // Controlled: burners pinned to the workers' siblings.
-        let mut r = base.clone();
-        deep_loss(
-            &mut r,
-            SeriesPlacement::SiblingBurners,
-            4,
-            Diagnosis::SmtSharing,
-            "burners pinned to the workers' SMT siblings; 4 runnable on 4 CPUs",
-        );
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        assert!(
-            v.headline.contains(
-                "with 4 burners pinned to the workers' SMT siblings and 4 workers one per core"
-            ),
-            "{}",
-            v.headline
-        );
-        assert!(
-            v.headline
-                .contains("— SMT sharing: the burners were pinned"),
-            "{}",
-            v.headline
-        );
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("noisy"))
-            .unwrap();
-        assert!(
-            f.meaning
-                .contains("SMT sharing, since each thread had a CPU of its own"),
-            "{}",
-            f.meaning
-        );
-        // Unpinned: at most possibly, whether the step says so or an old file says
-        // `smt-sharing`.
-        for d in [Diagnosis::PossiblySmtSharing, Diagnosis::SmtSharing] {
-            let mut r = base.clone();
-            deep_loss(
-                &mut r,
-                SeriesPlacement::Unpinned,
-                2,
-                d,
-                "6 runnable on 8 CPUs",
-            );
-            let v = build(&r);
-            assert_cites_only_what_was_measured(&v);
-            assert!(
-                v.headline.contains("possibly SMT sharing"),
-                "{}",
-                v.headline
-            );
-            assert!(!v.headline.contains("— SMT sharing"), "{}", v.headline);
-        }
-    }
-
-    #[test]
     fn without_smt_the_missing_sibling_series_is_listed_with_its_reason() {
         let v = build(no_smt());
         assert!(
@@ -2239,38 +2114,6 @@ mod tests {
             assert!(a.reason.contains("one thread per core"), "{}", a.reason);
             assert!(a.reason.contains("other remedy"), "{}", a.reason);
         }
-    }
-
-    /// The neighbours finding said "lost: SMT sharing" for a sibling-series step whose own
-    /// diagnosis was `external-load` (the headline of the same report said external load).
-    #[test]
-    fn a_sibling_series_loss_diagnosed_external_load_is_not_called_smt_sharing() {
-        let mut r = smt().clone();
-        let last = r
-            .neighbors
-            .as_ref()
-            .unwrap()
-            .series
-            .iter()
-            .find(|s| s.placement == SeriesPlacement::SiblingBurners)
-            .and_then(|s| s.steps.iter().map(|st| st.burners).max())
-            .expect("the sibling series ran on SMT");
-        deep_loss(
-            &mut r,
-            SeriesPlacement::SiblingBurners,
-            last,
-            Diagnosis::ExternalLoad,
-            "workers waited for a CPU 40 % of the time with no burner",
-        );
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("noisy"))
-            .unwrap();
-        assert!(!f.meaning.contains("lost: SMT sharing"), "{}", f.meaning);
-        assert!(f.meaning.contains("external-load"), "{}", f.meaning);
     }
 
     /// The yield phase's own notes (CPUs busy before the runs, steal above 5 %, threads

@@ -764,4 +764,188 @@ mod tests {
         assert!(md.starts_with("# smtlab neighbors\n"), "{md}");
         assert!(md.contains("| ROUND | BURNERS | WORKERS |"), "{md}");
     }
+
+    // -----------------------------------------------------------------------------------
+    // The study's finding and the headline's largest loss, on a made-up section: per lock
+    // an unpinned series (2 workers, 0–4 burners on 4 CPUs) and a controlled one (4
+    // workers one per core, 0–4 burners on their siblings, 8 CPUs), every step at its
+    // unloaded rate.
+
+    fn section() -> NeighborsSection {
+        use crate::locks::LockKind;
+        use crate::stats::{Summary, Thresholds};
+        let step = |burners: usize, workers: usize, cpus: usize| SeriesStep {
+            burners,
+            runnable_threads: workers + burners,
+            cpus,
+            ops_per_sec: Summary::of(&[1e6, 1.01e6, 0.99e6]).unwrap(),
+            ratio_to_first: 1.0,
+            latency_p99_ns: 1_000,
+            diagnosis: Diagnosis::None,
+            reason: "no sign of contention".into(),
+            ratio: (burners > 0)
+                .then(|| {
+                    crate::stats::Comparison::of_paired_ratios(
+                        &[0.99, 1.0, 1.01, 1.0, 0.995],
+                        Thresholds::SLOWDOWN,
+                        0.95,
+                    )
+                })
+                .flatten(),
+        };
+        let locks = vec![LockKind::Ticket, LockKind::Adaptive];
+        let mut series = Vec::new();
+        for &lock in &locks {
+            series.push(NeighborsSeries {
+                lock,
+                placement: SeriesPlacement::Unpinned,
+                workers: Some(2),
+                steps: (0..=4).map(|b| step(b, 2, 4)).collect(),
+            });
+            series.push(NeighborsSeries {
+                lock,
+                placement: SeriesPlacement::SiblingBurners,
+                workers: Some(4),
+                steps: (0..=4).map(|b| step(b, 4, 8)).collect(),
+            });
+        }
+        NeighborsSection {
+            workers: 2,
+            locks,
+            burner_steps: (0..=4).collect(),
+            burner_kind: "prime".into(),
+            burner_mode: super::super::BurnerMode::Thread,
+            warmup_ns: 0,
+            duration_ns: 10_000_000,
+            repeat: 5,
+            series,
+            sibling_skipped: None,
+            runs: Vec::new(),
+        }
+    }
+
+    /// Makes the `placement` series' step with `burners` of the first lock a deep loss.
+    fn deep_loss(
+        n: &mut NeighborsSection,
+        placement: SeriesPlacement,
+        burners: usize,
+        d: Diagnosis,
+        reason: &str,
+    ) {
+        let s = n
+            .series
+            .iter_mut()
+            .find(|s| s.placement == placement)
+            .unwrap();
+        let st = s.steps.iter_mut().find(|st| st.burners == burners).unwrap();
+        st.diagnosis = d;
+        st.reason = reason.into();
+        st.ratio = Some(crate::stats::Comparison::from_ci(
+            crate::stats::Ci {
+                estimate: 0.2,
+                low: 0.15,
+                high: 0.25,
+                confidence: 0.95,
+            },
+            5,
+            crate::stats::Thresholds::SLOWDOWN,
+        ));
+    }
+
+    #[test]
+    fn the_worst_neighbours_step_not_oversubscribed_is_not_called_oversubscription() {
+        let mut n = section();
+        n.series.retain(|s| s.placement == SeriesPlacement::Unpinned);
+        for s in &mut n.series {
+            for st in &mut s.steps {
+                st.runnable_threads = st.cpus;
+                if st.burners > 0 {
+                    st.diagnosis = Diagnosis::SharedResources;
+                    st.reason = "2 runnable on 2 CPUs, 0% of time waiting for a CPU".into();
+                    st.ratio = Some(crate::stats::Comparison::from_ci(
+                        crate::stats::Ci {
+                            estimate: 0.6,
+                            low: 0.55,
+                            high: 0.65,
+                            confidence: 0.95,
+                        },
+                        5,
+                        crate::stats::Thresholds::SLOWDOWN,
+                    ));
+                }
+            }
+        }
+        let loss = largest_loss(&n).expect("a loss");
+        assert!(loss.starts_with("Largest measured loss"), "{loss}");
+        assert!(loss.contains("`shared-resources`"), "{loss}");
+        let f = finding(&n);
+        for s in [&loss, &f.observed, &f.meaning] {
+            assert!(!s.contains("oversubscription"), "{s}");
+            assert!(!s.contains("more runnable threads than CPUs"), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_controlled_sibling_loss_names_smt_sharing_and_an_unpinned_one_does_not() {
+        // Controlled: burners pinned to the workers' siblings.
+        let mut n = section();
+        deep_loss(
+            &mut n,
+            SeriesPlacement::SiblingBurners,
+            4,
+            Diagnosis::SmtSharing,
+            "burners pinned to the workers' SMT siblings; 4 runnable on 4 CPUs",
+        );
+        let loss = largest_loss(&n).unwrap();
+        assert!(
+            loss.contains(
+                "with 4 burners pinned to the workers' SMT siblings and 4 workers one per core"
+            ),
+            "{loss}"
+        );
+        assert!(loss.contains("— SMT sharing: the burners were pinned"), "{loss}");
+        let f = finding(&n);
+        assert!(
+            f.meaning
+                .contains("SMT sharing, since each thread had a CPU of its own"),
+            "{}",
+            f.meaning
+        );
+        // At a glance: at most two sentences.
+        assert!(f.meaning.matches(". ").count() <= 1, "{}", f.meaning);
+        // Unpinned: at most possibly, whether the step says so or an old file says
+        // `smt-sharing`.
+        for d in [Diagnosis::PossiblySmtSharing, Diagnosis::SmtSharing] {
+            let mut n = section();
+            deep_loss(&mut n, SeriesPlacement::Unpinned, 2, d, "6 runnable on 8 CPUs");
+            let loss = largest_loss(&n).unwrap();
+            assert!(loss.contains("possibly SMT sharing"), "{loss}");
+            assert!(!loss.contains("— SMT sharing"), "{loss}");
+        }
+    }
+
+    /// The neighbours finding said "lost: SMT sharing" for a sibling-series step whose own
+    /// diagnosis was `external-load` (the headline of the same report said external load).
+    #[test]
+    fn a_sibling_series_loss_diagnosed_external_load_is_not_called_smt_sharing() {
+        let mut n = section();
+        deep_loss(
+            &mut n,
+            SeriesPlacement::SiblingBurners,
+            4,
+            Diagnosis::ExternalLoad,
+            "workers waited for a CPU 40 % of the time with no burner",
+        );
+        let f = finding(&n);
+        assert!(!f.meaning.contains("lost: SMT sharing"), "{}", f.meaning);
+        assert!(f.meaning.contains("external-load"), "{}", f.meaning);
+    }
+
+    #[test]
+    fn disturbed_only_when_an_unloaded_step_saw_external_load() {
+        let mut n = section();
+        assert!(!disturbed(&n));
+        n.series[0].steps[0].diagnosis = Diagnosis::ExternalLoad;
+        assert!(disturbed(&n));
+    }
 }

@@ -32,10 +32,8 @@ use crate::experiments::smt_yield::{
     Layout as YieldLayout, WorkloadClass as YieldClass, WorkloadResult as YieldWorkload,
 };
 use crate::placement::Request;
-use crate::render::{count, si_sig, sig};
-use crate::rwcache::SchemeKind;
+use crate::render::{count, sig};
 use crate::stats::{Comparison, Effect, IntervalMethod, Summary, Thresholds};
-use crate::topology::Proximity;
 
 /// Confidence asked of every interval the verdict computes itself.
 const CONFIDENCE: f64 = 0.95;

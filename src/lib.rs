@@ -43,6 +43,7 @@
 //! - [`burn`]: CPU burners ("rulers") stressing one resource each, as engine threads or child processes.
 //! - [`cli`]: The command line: clap types live here and nowhere else.
 //! - [`commands`]: One module per subcommand, each taking a typed config.
+//! - [`conclusion`]: What a run concluded: findings, answer rows and their evidence, shared by every experiment and the report.
 //! - [`counters`]: Hardware and software event counters per thread and per process tree (perf_event_open), and IPC/CPI.
 //! - [`cpuset`]: `CpuSet` and its list / hex / sysfs / decimal-mask forms.
 //! - [`duration`]: Durations as users type them (`5`, `500ms`, `250us`, `1.5s`, `1h`), one grammar for every option.
@@ -87,6 +88,7 @@ pub mod affinity;
 pub mod burn;
 pub mod cli;
 pub mod commands;
+pub mod conclusion;
 pub mod counters;
 pub mod cpuset;
 pub mod duration;

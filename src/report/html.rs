@@ -6,7 +6,7 @@ use super::tables::{self, Table};
 use super::{PhaseStatus, Report, Status};
 use crate::experiments::diagnosis::Diagnosis;
 use crate::experiments::{lockscan, rwcache};
-use crate::render::{duration_ns, si};
+use crate::render::si;
 use crate::topology::Topology;
 use std::fmt::Write;
 
@@ -182,11 +182,7 @@ fn finding(o: &mut String, f: &super::Finding) {
             ),
         );
     }
-    let _ = writeln!(
-        o,
-        "<p><strong>Meaning:</strong> {}</p>",
-        inline(&f.meaning)
-    );
+    let _ = writeln!(o, "<p><strong>Meaning:</strong> {}</p>", inline(&f.meaning));
     if !f.evidence.is_empty() {
         let _ = writeln!(
             o,
@@ -446,7 +442,11 @@ fn neighbors(o: &mut String, r: &Report) {
         o.push_str("</section>\n");
         return;
     };
-    para(o, "note", &crate::experiments::neighbors::view::section_intro(n));
+    para(
+        o,
+        "note",
+        &crate::experiments::neighbors::view::section_intro(n),
+    );
     interrupted_note(o, r, super::PhaseName::Neighbors);
     let series: Vec<Series> = n
         .series
@@ -628,7 +628,10 @@ fn rwcache(o: &mut String, r: &Report) {
         false,
     ));
     table(o, &rwcache::view::rows(w));
-    for n in rwcache::view::verdict(&w.result).iter().chain(&w.result.notes) {
+    for n in rwcache::view::verdict(&w.result)
+        .iter()
+        .chain(&w.result.notes)
+    {
         para(o, "note", n);
     }
     o.push_str("</section>\n");

@@ -3,22 +3,11 @@
 
 use super::tables::{self, Table};
 use super::{PhaseName, Report};
-use crate::render::markdown::{cell, code, md};
+use crate::render::markdown::{code, md};
 use std::fmt::Write;
 
 fn table(o: &mut String, t: &Table) {
-    let header: Vec<String> = if t.header.iter().all(|h| h.is_empty()) {
-        vec!["".into(); t.header.len()]
-    } else {
-        t.header.iter().map(|h| cell(h)).collect()
-    };
-    let _ = writeln!(o, "| {} |", header.join(" | "));
-    let _ = writeln!(o, "|{}|", vec!["---"; header.len()].join("|"));
-    for r in &t.rows {
-        let cells: Vec<String> = r.iter().map(|c| cell(c)).collect();
-        let _ = writeln!(o, "| {} |", cells.join(" | "));
-    }
-    o.push('\n');
+    crate::render::export::markdown_table(o, t);
 }
 
 fn missing(o: &mut String, r: &Report, phase: PhaseName) {
@@ -139,7 +128,10 @@ pub fn render(r: &Report) -> String {
     o.push_str("## lockscan: lock threads vs a memory scanner\n\n");
     match &r.lockscan {
         Some(l) => {
-            table(&mut o, &crate::experiments::lockscan::view::scenarios(&l.result));
+            table(
+                &mut o,
+                &crate::experiments::lockscan::view::scenarios(&l.result),
+            );
             let verdict = crate::experiments::lockscan::view::verdict(&l.result);
             for v in verdict.iter().chain(&l.result.notes) {
                 let _ = writeln!(o, "- {}", md(v));

@@ -24,6 +24,7 @@ pub mod svg;
 pub mod tables;
 pub mod verdict;
 
+pub use crate::conclusion::{Answer, Evidence, Finding, HtAnswer, PhaseName, WorkloadClass};
 // The sections of the experiments that own their view live beside their models.
 pub use crate::experiments::c2c::C2cSection;
 pub use crate::experiments::lockscan::LockscanSection;
@@ -199,56 +200,6 @@ pub struct StudySettings {
     pub db: String,
 }
 
-/// The phases, in the order they run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PhaseName {
-    Topology,
-    Memory,
-    C2c,
-    Lockscan,
-    Neighbors,
-    Oltp,
-    Rwcache,
-    Yield,
-    /// The user's own command (`smtlab study -- CMD`).
-    Compare,
-}
-
-impl PhaseName {
-    pub const ALL: [PhaseName; 9] = [
-        PhaseName::Topology,
-        PhaseName::Memory,
-        PhaseName::C2c,
-        PhaseName::Lockscan,
-        PhaseName::Neighbors,
-        PhaseName::Oltp,
-        PhaseName::Rwcache,
-        PhaseName::Yield,
-        PhaseName::Compare,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            PhaseName::Topology => "topology",
-            PhaseName::Memory => "memory",
-            PhaseName::C2c => "c2c",
-            PhaseName::Lockscan => "lockscan",
-            PhaseName::Neighbors => "neighbors",
-            PhaseName::Oltp => "oltp",
-            PhaseName::Rwcache => "rwcache",
-            PhaseName::Yield => "yield",
-            PhaseName::Compare => "compare",
-        }
-    }
-}
-
-impl std::fmt::Display for PhaseName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.label())
-    }
-}
-
 /// What happened to a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -379,143 +330,6 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// What could not be measured here, and why.
     pub not_measured: Vec<String>,
-}
-
-/// A class of workload the answer table has a row for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WorkloadClass {
-    /// CPU-bound loops that stress one execution resource each (the compute burn rulers).
-    Compute,
-    /// Loops bound by the memory hierarchy (the memory burn rulers: cache, DRAM bandwidth
-    /// or latency). A row of its own: SMT yields of memory-bound and compute-bound loops
-    /// differ in kind, so one median over both answers neither.
-    Memory,
-    /// Threads appending to one hot page under a lock.
-    Locks,
-    /// Lock-heavy threads whose SMT sibling streams memory.
-    LocksBesideScans,
-    /// Singleton inserts into a database.
-    Inserts,
-    /// A read-mostly table behind a reader/writer scheme.
-    ReadMostlyCache,
-    /// The user's own command.
-    Command,
-}
-
-impl WorkloadClass {
-    pub fn label(self) -> &'static str {
-        match self {
-            WorkloadClass::Compute => "compute (burn rulers)",
-            WorkloadClass::Memory => "memory-bound (burn rulers)",
-            WorkloadClass::Locks => "lock-heavy threads",
-            WorkloadClass::LocksBesideScans => "locks beside memory scans",
-            WorkloadClass::Inserts => "database inserts",
-            WorkloadClass::ReadMostlyCache => "read-mostly cache",
-            WorkloadClass::Command => "your command",
-        }
-    }
-}
-
-/// The answer for one workload class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HtAnswer {
-    /// SMT on gave a gain beyond the noise band.
-    KeepHtOn,
-    /// SMT on (or sharing a core) cost a loss beyond the loss threshold.
-    TurnHtOff,
-    /// Sharing a core cost a measured slowdown smaller than a loss: the whole interval
-    /// lies between the loss threshold and the noise band.
-    SmallLoss,
-    /// The whole interval lies inside the noise band: any change is smaller than the band.
-    NoDifference,
-    /// The class's workloads disagree (one gains, another loses or stays flat): no single
-    /// answer holds for the class, and the reason names which is which.
-    DependsOnWorkload,
-    /// The interval straddles a threshold: more runs, or a quieter machine, are needed.
-    Inconclusive,
-    /// Nothing on this machine or in this run could answer it (the reason says why).
-    NotMeasured,
-}
-
-impl HtAnswer {
-    /// The answer a yield (SMT on ÷ SMT off on the same cores) gives: a gain keeps HT on,
-    /// a loss turns it off, a smaller measured loss is a small loss, no effect is no
-    /// difference.
-    pub fn from_yield(e: crate::stats::Effect) -> Self {
-        use crate::stats::Effect;
-        match e {
-            Effect::Gain => HtAnswer::KeepHtOn,
-            Effect::NoEffect => HtAnswer::NoDifference,
-            Effect::Loss => HtAnswer::TurnHtOff,
-            Effect::SmallLoss => HtAnswer::SmallLoss,
-            Effect::Inconclusive => HtAnswer::Inconclusive,
-        }
-    }
-
-    /// The answer a slowdown from sharing a core (shared ÷ alone) gives: a loss argues for
-    /// HT off, a measured smaller slowdown is a small loss, and no slowdown is no
-    /// difference — not "keep HT on", since what the sibling's own work gained was not
-    /// measured. A sharing thread that ran faster is not an answer either way.
-    pub fn from_sharing(e: crate::stats::Effect) -> Self {
-        use crate::stats::Effect;
-        match e {
-            Effect::Loss => HtAnswer::TurnHtOff,
-            Effect::SmallLoss => HtAnswer::SmallLoss,
-            Effect::NoEffect => HtAnswer::NoDifference,
-            Effect::Gain | Effect::Inconclusive => HtAnswer::Inconclusive,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            HtAnswer::KeepHtOn => "keep HT on",
-            HtAnswer::TurnHtOff => "turn HT off",
-            HtAnswer::SmallLoss => "small loss",
-            HtAnswer::NoDifference => "no difference",
-            HtAnswer::DependsOnWorkload => "depends on the workload",
-            HtAnswer::Inconclusive => "inconclusive",
-            HtAnswer::NotMeasured => "not measured here",
-        }
-    }
-}
-
-/// One row of the answer table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Answer {
-    pub class: WorkloadClass,
-    pub answer: HtAnswer,
-    /// The comparison the answer rests on; None when not measured.
-    pub evidence: Option<Evidence>,
-    /// Why this answer, or why the class could not be answered here.
-    pub reason: String,
-    /// The report section that holds the runs behind it.
-    pub section: Option<PhaseName>,
-}
-
-/// A ratio a sentence cites, with its interval, its run count and which runs it came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Evidence {
-    /// What the ratio compares, e.g. "inserts/s, all ÷ one-per-core on the same cores".
-    pub what: String,
-    /// Which runs it rests on, e.g. "oltp rounds 1–5".
-    pub runs: String,
-    pub comparison: crate::stats::Comparison,
-}
-
-/// What one experiment showed and what it means for HT and pinning.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// `locks`, `neighbors`, `oltp`, `rwcache`, `c2c`.
-    pub topic: String,
-    /// What was measured, with numbers and spread.
-    pub observed: String,
-    /// What it means for someone deciding on HT and pinning.
-    pub meaning: String,
-    /// The comparisons the two sentences cite.
-    #[serde(default)]
-    pub evidence: Vec<Evidence>,
 }
 
 impl Report {

@@ -27,16 +27,16 @@ use super::{
     Answer, Evidence, Finding, HtAnswer, PhaseName, PhaseStatus, Report, SeriesPlacement, Status,
     Verdict, WorkloadClass,
 };
-use crate::experiments::{c2c, lockscan, neighbors, rwcache};
+use crate::conclusion::{
+    Aggregate, CONFIDENCE, Member, cmp_text, decide, indicative_note, not_answered, pm, ratio_of,
+};
 use crate::experiments::smt_yield::{
     Layout as YieldLayout, WorkloadClass as YieldClass, WorkloadResult as YieldWorkload,
 };
+use crate::experiments::{c2c, lockscan, neighbors, rwcache};
 use crate::placement::Request;
 use crate::render::{count, sig};
-use crate::stats::{Comparison, Effect, IntervalMethod, Summary, Thresholds};
-
-/// Confidence asked of every interval the verdict computes itself.
-const CONFIDENCE: f64 = 0.95;
+use crate::stats::{Comparison, Effect, Thresholds};
 
 /// Builds the verdict from everything else in the report.
 pub fn build(r: &Report) -> Verdict {
@@ -100,46 +100,8 @@ pub fn build(r: &Report) -> Verdict {
 // ---------------------------------------------------------------------------------------
 // Numbers as the verdict prints them: 3 significant figures, spreads 2.
 
-/// Median ± MAD, both in the median's unit: `20.0 M ± 0.40 M`, or the median alone when
-/// there is no spread.
-fn pm(s: &Summary) -> String {
-    format!("{} (n = {})", crate::render::pm_sig(s.median, s.mad), s.n)
-}
-
-/// The comparison with its interval and class: `0.50× (95 % CI 0.30–0.85, n = 3):
-/// inconclusive`.
-fn cmp_text(c: &Comparison) -> String {
-    c.to_string()
-}
-
-/// The ratio inside a sentence, its interval and class after what it is a ratio of:
-/// `0.50× the others' rate (95 % CI 0.30–0.85: inconclusive)`.
-fn ratio_of(c: &Comparison, of: &str) -> String {
-    let of = if of.is_empty() {
-        String::new()
-    } else {
-        format!(" {of}")
-    };
-    format!(
-        "{}×{of} ({}: {})",
-        crate::stats::ratio_text(c.estimate),
-        c.interval_text(),
-        c.effect
-    )
-}
-
 // ---------------------------------------------------------------------------------------
 // The answer table.
-
-fn not_answered(class: WorkloadClass, reason: String, section: Option<PhaseName>) -> Answer {
-    Answer {
-        class,
-        answer: HtAnswer::NotMeasured,
-        evidence: None,
-        reason,
-        section,
-    }
-}
 
 fn no_smt_reason(r: &Report) -> String {
     format!(
@@ -166,57 +128,9 @@ fn phase_reason(r: &Report, phase: PhaseName) -> String {
         .unwrap_or_else(|| format!("the {phase} phase did not run"))
 }
 
-/// An answer needs a confidence interval: fewer than [`crate::stats::MIN_RUNS_FOR_CI`]
-/// paired runs (or, in files written before the Student-t interval, fewer than
-/// [`crate::stats::BOOTSTRAP_MIN_RUNS`] bootstrap runs) give none, so such a row stays
-/// inconclusive and its reason says why.
-fn decide(c: &Comparison, map: fn(Effect) -> HtAnswer) -> HtAnswer {
-    if c.indicative || c.n < crate::stats::MIN_RUNS_FOR_CI {
-        HtAnswer::Inconclusive
-    } else {
-        map(c.effect)
-    }
-}
-
-/// The reason's tail when [`decide`] held back an answer.
-fn indicative_note(c: &Comparison) -> String {
-    if !(c.indicative || c.n < crate::stats::MIN_RUNS_FOR_CI) {
-        return String::new();
-    }
-    let (min, why) = match c.method {
-        IntervalMethod::PercentileBootstrap => (
-            crate::stats::BOOTSTRAP_MIN_RUNS,
-            "this file's intervals are percentile bootstraps, which give no confidence interval",
-        ),
-        _ => (
-            crate::stats::MIN_RUNS_FOR_CI,
-            "fewer runs give no confidence interval",
-        ),
-    };
-    format!(
-        "; only {} — {why} below {min} runs, so no answer is drawn (a longer `--budget` runs more rounds)",
-        count(c.n, "run")
-    )
-}
-
 /// For a yield (SMT on ÷ SMT off on the same cores): more is better.
 fn yield_answer(e: Effect) -> HtAnswer {
     HtAnswer::from_yield(e)
-}
-
-/// For a slowdown from sharing a core (shared ÷ alone).
-fn sharing_answer(e: Effect) -> HtAnswer {
-    HtAnswer::from_sharing(e)
-}
-
-/// The direction an effect points for aggregation: losses of both sizes count as one.
-fn direction(e: Effect) -> Option<u8> {
-    match e {
-        Effect::Loss | Effect::SmallLoss => Some(0),
-        Effect::NoEffect => Some(1),
-        Effect::Gain => Some(2),
-        Effect::Inconclusive => None,
-    }
 }
 
 fn compute_answer(r: &Report, smt: bool) -> Answer {
@@ -278,212 +192,6 @@ fn yield_round_ratios(w: &YieldWorkload) -> Vec<(usize, f64)> {
         .filter(|(_, x)| x.is_finite())
         .collect()
 }
-
-/// One workload (or scanner scenario) of an answer row: its own comparison and the
-/// per-round ratios behind it, keyed by round so that members can be paired.
-#[derive(Debug, Clone)]
-struct Member {
-    /// `` `int` `` or `` `ttas`, scanner on 1 (sibling of 0) ``.
-    label: String,
-    comparison: Comparison,
-    ratios: Vec<(usize, f64)>,
-}
-
-/// A row's members taken together.
-#[derive(Debug, Clone)]
-struct Aggregate {
-    /// The row's central value: the one member's comparison, or with several members
-    /// the per-round median of their ratios (a true median: the mean of the middle two for
-    /// an even count), paired by round.
-    central: Comparison,
-    /// Set when the central value is not the per-round median (a file without per-round
-    /// ratios): which member stands in, said in the row.
-    central_note: Option<String>,
-    k: usize,
-    /// Each member at confidence 1 − 0.05/k (Bonferroni: calling any one of k members out
-    /// claims no more than the runs show), lowest first; false where there were no
-    /// per-round ratios to widen from.
-    members: Vec<(String, Comparison, bool)>,
-    /// Several members whose adjusted intervals point different ways (a gain and a loss,
-    /// a gain and no effect, …): the row depends on the workload.
-    disagree: bool,
-}
-
-impl Aggregate {
-    fn of(mut members: Vec<Member>, t: Thresholds) -> Option<Self> {
-        members.retain(|m| m.comparison.n > 0);
-        if members.is_empty() {
-            return None;
-        }
-        members.sort_by(|a, b| a.comparison.estimate.total_cmp(&b.comparison.estimate));
-        let k = members.len();
-        if k == 1 {
-            let m = members.remove(0);
-            return Some(Self {
-                central: m.comparison,
-                central_note: None,
-                k,
-                members: vec![(m.label, m.comparison, false)],
-                disagree: false,
-            });
-        }
-        // Rounds every member has a ratio for.
-        let mut rounds: Vec<usize> = members[0].ratios.iter().map(|(r, _)| *r).collect();
-        rounds.retain(|r| members.iter().all(|m| m.ratios.iter().any(|(x, _)| x == r)));
-        let medians: Vec<f64> = rounds
-            .iter()
-            .map(|r| {
-                let xs: Vec<f64> = members
-                    .iter()
-                    .filter_map(|m| m.ratios.iter().find(|(x, _)| x == r).map(|(_, v)| *v))
-                    .collect();
-                crate::stats::median(&xs)
-            })
-            .collect();
-        let (central, central_note) = match Comparison::of_paired_ratios(&medians, t, CONFIDENCE) {
-            Some(c) => (c, None),
-            None => {
-                let m = &members[(k - 1) / 2];
-                (
-                    m.comparison,
-                    Some(format!(
-                        "these runs hold no per-round ratios to take a median of, so the row \
-                         stands on the lower middle of {k}, {}",
-                        m.label
-                    )),
-                )
-            }
-        };
-        let level = 1.0 - (1.0 - CONFIDENCE) / k as f64;
-        let adjusted: Vec<(String, Comparison, bool)> = members
-            .iter()
-            .map(|m| {
-                let values: Vec<f64> = m.ratios.iter().map(|(_, v)| *v).collect();
-                match Comparison::of_paired_ratios(&values, t, level) {
-                    Some(c) => (m.label.clone(), c, true),
-                    None => (m.label.clone(), m.comparison, false),
-                }
-            })
-            .collect();
-        let mut dirs: Vec<u8> = adjusted
-            .iter()
-            .filter(|(_, c, _)| !c.indicative)
-            .filter_map(|(_, c, _)| direction(c.effect))
-            .collect();
-        if !central.indicative {
-            dirs.extend(direction(central.effect));
-        }
-        dirs.sort_unstable();
-        dirs.dedup();
-        Some(Self {
-            central,
-            central_note,
-            k,
-            members: adjusted,
-            disagree: dirs.len() > 1,
-        })
-    }
-
-    /// The row's answer: [`HtAnswer::DependsOnWorkload`] when members disagree, else the
-    /// central value's.
-    fn answer(&self, map: fn(Effect) -> HtAnswer) -> HtAnswer {
-        if self.disagree {
-            HtAnswer::DependsOnWorkload
-        } else {
-            decide(&self.central, map)
-        }
-    }
-
-    /// `per-round median of 3 workloads: 1.20× … (95 % CI …: gain); each at 98.3 %
-    /// (widened for being one of 3): `a` 0.90× (…), …`, or for one member `` `int` at
-    /// 1.90× … ``; `of` says what the ratios are of. Beyond [`LIST_ALL`] members only the
-    /// lowest, the highest and the count per class are listed.
-    fn text(&self, of: &str, what: &str) -> String {
-        if self.k == 1 {
-            let (label, c, _) = &self.members[0];
-            return format!("{label}: {}", ratio_of(c, of));
-        }
-        let level = crate::stats::level_text(1.0 - (1.0 - CONFIDENCE) / self.k as f64);
-        let one = |(label, c, widened): &(String, Comparison, bool)| {
-            format!(
-                "{label} {}{}",
-                ratio_of(c, ""),
-                if *widened {
-                    ""
-                } else {
-                    " (not widened: no per-round ratios)"
-                }
-            )
-        };
-        let mut s = match &self.central_note {
-            None => format!(
-                "per-round median of {} {what}: {}",
-                self.k,
-                ratio_of(&self.central, of)
-            ),
-            Some(note) => format!("{}: {note}", ratio_of(&self.central, of)),
-        };
-        if self.members.iter().all(|(_, _, widened)| !widened) {
-            let each: Vec<String> = self.members.iter().map(one).collect();
-            s.push_str(&format!("; each: {}", each.join(", ")));
-        } else if self.k <= LIST_ALL {
-            let each: Vec<String> = self.members.iter().map(one).collect();
-            s.push_str(&format!(
-                "; each at {level} % (widened for being one of {}): {}",
-                self.k,
-                each.join(", ")
-            ));
-        } else {
-            let mut classes: Vec<(Effect, usize)> = Vec::new();
-            for (_, c, _) in &self.members {
-                match classes.iter_mut().find(|(e, _)| *e == c.effect) {
-                    Some((_, n)) => *n += 1,
-                    None => classes.push((c.effect, 1)),
-                }
-            }
-            s.push_str(&format!(
-                "; at {level} % each (widened for being one of {}): lowest {}, highest {}; {}",
-                self.k,
-                one(&self.members[0]),
-                one(&self.members[self.k - 1]),
-                classes
-                    .iter()
-                    .map(|(e, n)| format!("{n} {e}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        if self.disagree {
-            let named = |want: u8| -> Vec<String> {
-                self.members
-                    .iter()
-                    .filter(|(_, c, _)| !c.indicative && direction(c.effect) == Some(want))
-                    .map(|(l, _, _)| l.clone())
-                    .collect()
-            };
-            let mut parts = Vec::new();
-            for (want, word) in [(2, "gain"), (1, "no effect"), (0, "loss")] {
-                let n = named(want);
-                match n.len() {
-                    0 => {}
-                    1..=LIST_ALL => parts.push(format!("{word} for {}", n.join(", "))),
-                    more => parts.push(format!("{word} for {more} of them")),
-                }
-            }
-            if parts.len() < 2 {
-                parts.push(format!("{} for the median", self.central.effect));
-            }
-            s.push_str(&format!(
-                "; the {what} disagree ({}), so no single answer holds for the class",
-                parts.join("; ")
-            ));
-        }
-        s
-    }
-}
-
-/// Members an answer row lists one by one; more are summarised.
-const LIST_ALL: usize = 4;
 
 /// What in the yield phase's own records makes its numbers unfit to answer from: CPUs
 /// busy before the runs, steal above [`crate::hygiene::STEAL_WARN`], threads seen on CPUs
@@ -1197,7 +905,7 @@ mod tests {
     use super::*;
     use crate::engine::FakeEngine;
     use crate::report::{MachineInfo, Provenance};
-    use crate::stats::Ci;
+    use crate::stats::Summary;
     use crate::topology::fixture;
     use std::sync::OnceLock;
 
@@ -1300,7 +1008,10 @@ mod tests {
                 .iter()
                 .any(|h| h.contains("IPC"))
         );
-        assert!(crate::experiments::lockscan::view::core_cpi(&r.lockscan.as_ref().unwrap().result).is_none());
+        assert!(
+            crate::experiments::lockscan::view::core_cpi(&r.lockscan.as_ref().unwrap().result)
+                .is_none()
+        );
         assert_eq!(
             tables::counters_not_measured(&r).as_deref(),
             Some("IPC and per-core CPI: not measured (a synthetic report counts nothing).")
@@ -1339,7 +1050,8 @@ mod tests {
         let core: crate::cpuset::CpuSet = "0-1".parse().unwrap();
         let s = &mut r.lockscan.as_mut().unwrap().result.results[0];
         s.core_cpi = crate::counters::per_core([(0, 0, core.clone(), &a), (1, 1, core, &b)]);
-        let t = crate::experiments::lockscan::view::core_cpi(&r.lockscan.as_ref().unwrap().result).unwrap();
+        let t = crate::experiments::lockscan::view::core_cpi(&r.lockscan.as_ref().unwrap().result)
+            .unwrap();
         assert_eq!(t.rows.len(), 2);
         assert_eq!(&t.rows[0][5..], ["1.33", "0.80"]);
         assert_eq!(&t.rows[1][5..], ["2.00", ""]);
@@ -1531,15 +1243,6 @@ mod tests {
             "{}",
             v.headline
         );
-    }
-
-    fn ci(estimate: f64, low: f64, high: f64) -> Ci {
-        Ci {
-            estimate,
-            low,
-            high,
-            confidence: 0.95,
-        }
     }
 
     #[test]

@@ -4,9 +4,9 @@
 
 use super::model::{C2c, C2cSection};
 use crate::conclusion::Finding;
-use crate::topology::Proximity;
 use crate::render::export::{Document, Section};
 use crate::render::{self, Table, si};
+use crate::topology::Proximity;
 
 /// The text report: matrix, per-pair spread (up to 8 CPUs), ceilings per relation.
 pub fn text(r: &C2c, hypervisor: bool) -> String {
@@ -404,7 +404,10 @@ mod tests {
         let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
         assert_eq!(rows.len(), r.pairs.len());
         for (row, p) in rows.iter().zip(&r.pairs) {
-            assert_eq!(row[col("median_ns")].parse::<f64>().unwrap(), p.latency_ns.median);
+            assert_eq!(
+                row[col("median_ns")].parse::<f64>().unwrap(),
+                p.latency_ns.median
+            );
             assert_eq!(row[col("cpu_a")].parse::<u32>().unwrap(), p.a);
         }
         let md = std::fs::read_to_string(d.path().join("c.md")).unwrap();

@@ -37,8 +37,8 @@ pub use analysis::summarise;
 pub use config::{BurnerMode, BurnerPlacement, NeighborsConfig};
 pub use diagnosis::Diagnosis;
 pub use model::{
-    NeighborsReport, NeighborsSection, NeighborsSeries, SCHEMA_VERSION, SeriesPlacement, SeriesStep,
-    SeriesStep as NeighborsStep, Step,
+    NeighborsReport, NeighborsSection, NeighborsSeries, SCHEMA_VERSION, SeriesPlacement,
+    SeriesStep, SeriesStep as NeighborsStep, Step,
 };
 pub use plan::{contention, step_not_possible_here, step_plan};
 pub use run::run;

@@ -9,9 +9,9 @@ use super::model::{
 };
 use crate::conclusion::{Evidence, Finding, pm, ratio_of};
 use crate::render::count;
-use crate::stats::Effect;
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, duration_ns, si};
+use crate::stats::Effect;
 
 // ---------------------------------------------------------------------------------------
 // The terminal.
@@ -135,7 +135,11 @@ fn legend(r: &NeighborsReport) -> Vec<String> {
             } else {
                 "the first step"
             },
-            if r.repeat > 1 { " of the same round" } else { "" }
+            if r.repeat > 1 {
+                " of the same round"
+            } else {
+                ""
+            }
         ),
         "RUNNABLE: threads that can take a worker's CPU / the CPUs they may use".into(),
         "P50, P99, MAX: latency of the operations that started and ended in the window".into(),
@@ -756,7 +760,10 @@ mod tests {
         let steps: Vec<&Step> = r.reference.iter().chain(&r.steps).collect();
         assert_eq!(rows.len(), steps.len());
         for (row, s) in rows.iter().zip(steps) {
-            assert_eq!(row[col("ops_per_sec")].parse::<f64>().unwrap(), s.ops_per_sec);
+            assert_eq!(
+                row[col("ops_per_sec")].parse::<f64>().unwrap(),
+                s.ops_per_sec
+            );
             assert_eq!(row[col("burners")].parse::<usize>().unwrap(), s.burners);
             assert_eq!(row[col("round")].parse::<usize>().unwrap(), s.round);
         }
@@ -855,7 +862,8 @@ mod tests {
     #[test]
     fn the_worst_neighbours_step_not_oversubscribed_is_not_called_oversubscription() {
         let mut n = section();
-        n.series.retain(|s| s.placement == SeriesPlacement::Unpinned);
+        n.series
+            .retain(|s| s.placement == SeriesPlacement::Unpinned);
         for s in &mut n.series {
             for st in &mut s.steps {
                 st.runnable_threads = st.cpus;
@@ -903,7 +911,10 @@ mod tests {
             ),
             "{loss}"
         );
-        assert!(loss.contains("— SMT sharing: the burners were pinned"), "{loss}");
+        assert!(
+            loss.contains("— SMT sharing: the burners were pinned"),
+            "{loss}"
+        );
         let f = finding(&n);
         assert!(
             f.meaning
@@ -917,7 +928,13 @@ mod tests {
         // `smt-sharing`.
         for d in [Diagnosis::PossiblySmtSharing, Diagnosis::SmtSharing] {
             let mut n = section();
-            deep_loss(&mut n, SeriesPlacement::Unpinned, 2, d, "6 runnable on 8 CPUs");
+            deep_loss(
+                &mut n,
+                SeriesPlacement::Unpinned,
+                2,
+                d,
+                "6 runnable on 8 CPUs",
+            );
             let loss = largest_loss(&n).unwrap();
             assert!(loss.contains("possibly SMT sharing"), "{loss}");
             assert!(!loss.contains("— SMT sharing"), "{loss}");

@@ -4,10 +4,10 @@
 //! export document ([`document`]). Pure.
 
 use super::model::{BeforeAfter, Best, ReadCost, RwcacheReport, RwcacheSection, SchemeResult};
+use crate::conclusion::{Answer, Finding, PhaseName, WorkloadClass, not_answered, pm};
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, count, ns_figure, si, thousands};
 use crate::rwcache::SchemeKind;
-use crate::conclusion::{Answer, Finding, PhaseName, WorkloadClass, not_answered, pm};
 use crate::stats::{Thresholds, Verdict};
 
 // ---------------------------------------------------------------------------------------
@@ -440,7 +440,10 @@ pub fn document(r: &RwcacheReport) -> Document {
     sections.push(section(schemes(r), Vec::new()));
     sections.push(section(lock_stats(r), Vec::new()));
     for b in &r.before_after {
-        sections.push(section(before_after(b), before_after_ratio(b).into_iter().collect()));
+        sections.push(section(
+            before_after(b),
+            before_after_ratio(b).into_iter().collect(),
+        ));
     }
     if let Some(t) = read_cost(r) {
         sections.push(section(t, Vec::new()));
@@ -777,7 +780,10 @@ mod tests {
             Request::Spread,
             Scope::Package,
             TableSpec::default(),
-            RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_millis(100)),
+            RunSpec::new(
+                std::time::Duration::ZERO,
+                std::time::Duration::from_millis(100),
+            ),
             1,
             1,
         )
@@ -824,7 +830,10 @@ mod tests {
         let header = rd.headers().unwrap().clone();
         let col = |name: &str| header.iter().position(|h| h == name).unwrap();
         let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
-        assert_eq!(rows.len(), r.results.len() + usize::from(r.reference.is_some()));
+        assert_eq!(
+            rows.len(),
+            r.results.len() + usize::from(r.reference.is_some())
+        );
         // Not measured: an empty field, not a dash or a zero.
         assert_eq!(&rows[0][col("requests_per_sec")], "");
         for (row, s) in rows.iter().zip(&r.results).skip(1) {

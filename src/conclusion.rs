@@ -1,0 +1,492 @@
+//! What a run concluded, in the terms every output shares: the answer table's rows
+//! ([`Answer`]: a [`WorkloadClass`], its [`HtAnswer`] and the [`Evidence`] behind it), the
+//! findings each experiment states ([`Finding`]) and the study's sections ([`PhaseName`]).
+//!
+//! A low module: experiments build their findings and answer rows from these types
+//! without importing `report`, and `report` only lays them out. The serialised names are
+//! `results.json`'s.
+
+use crate::render::count;
+use crate::stats::{Comparison, Effect, IntervalMethod, Summary, Thresholds};
+use serde::{Deserialize, Serialize};
+
+/// The phases, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseName {
+    Topology,
+    Memory,
+    C2c,
+    Lockscan,
+    Neighbors,
+    Oltp,
+    Rwcache,
+    Yield,
+    /// The user's own command (`smtlab study -- CMD`).
+    Compare,
+}
+
+impl PhaseName {
+    pub const ALL: [PhaseName; 9] = [
+        PhaseName::Topology,
+        PhaseName::Memory,
+        PhaseName::C2c,
+        PhaseName::Lockscan,
+        PhaseName::Neighbors,
+        PhaseName::Oltp,
+        PhaseName::Rwcache,
+        PhaseName::Yield,
+        PhaseName::Compare,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            PhaseName::Topology => "topology",
+            PhaseName::Memory => "memory",
+            PhaseName::C2c => "c2c",
+            PhaseName::Lockscan => "lockscan",
+            PhaseName::Neighbors => "neighbors",
+            PhaseName::Oltp => "oltp",
+            PhaseName::Rwcache => "rwcache",
+            PhaseName::Yield => "yield",
+            PhaseName::Compare => "compare",
+        }
+    }
+}
+
+impl std::fmt::Display for PhaseName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// A class of workload the answer table has a row for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadClass {
+    /// CPU-bound loops that stress one execution resource each (the compute burn rulers).
+    Compute,
+    /// Loops bound by the memory hierarchy (the memory burn rulers: cache, DRAM bandwidth
+    /// or latency). A row of its own: SMT yields of memory-bound and compute-bound loops
+    /// differ in kind, so one median over both answers neither.
+    Memory,
+    /// Threads appending to one hot page under a lock.
+    Locks,
+    /// Lock-heavy threads whose SMT sibling streams memory.
+    LocksBesideScans,
+    /// Singleton inserts into a database.
+    Inserts,
+    /// A read-mostly table behind a reader/writer scheme.
+    ReadMostlyCache,
+    /// The user's own command.
+    Command,
+}
+
+impl WorkloadClass {
+    pub fn label(self) -> &'static str {
+        match self {
+            WorkloadClass::Compute => "compute (burn rulers)",
+            WorkloadClass::Memory => "memory-bound (burn rulers)",
+            WorkloadClass::Locks => "lock-heavy threads",
+            WorkloadClass::LocksBesideScans => "locks beside memory scans",
+            WorkloadClass::Inserts => "database inserts",
+            WorkloadClass::ReadMostlyCache => "read-mostly cache",
+            WorkloadClass::Command => "your command",
+        }
+    }
+}
+
+/// The answer for one workload class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HtAnswer {
+    /// SMT on gave a gain beyond the noise band.
+    KeepHtOn,
+    /// SMT on (or sharing a core) cost a loss beyond the loss threshold.
+    TurnHtOff,
+    /// Sharing a core cost a measured slowdown smaller than a loss: the whole interval
+    /// lies between the loss threshold and the noise band.
+    SmallLoss,
+    /// The whole interval lies inside the noise band: any change is smaller than the band.
+    NoDifference,
+    /// The class's workloads disagree (one gains, another loses or stays flat): no single
+    /// answer holds for the class, and the reason names which is which.
+    DependsOnWorkload,
+    /// The interval straddles a threshold: more runs, or a quieter machine, are needed.
+    Inconclusive,
+    /// Nothing on this machine or in this run could answer it (the reason says why).
+    NotMeasured,
+}
+
+impl HtAnswer {
+    /// The answer a yield (SMT on ÷ SMT off on the same cores) gives: a gain keeps HT on,
+    /// a loss turns it off, a smaller measured loss is a small loss, no effect is no
+    /// difference.
+    pub fn from_yield(e: crate::stats::Effect) -> Self {
+        use crate::stats::Effect;
+        match e {
+            Effect::Gain => HtAnswer::KeepHtOn,
+            Effect::NoEffect => HtAnswer::NoDifference,
+            Effect::Loss => HtAnswer::TurnHtOff,
+            Effect::SmallLoss => HtAnswer::SmallLoss,
+            Effect::Inconclusive => HtAnswer::Inconclusive,
+        }
+    }
+
+    /// The answer a slowdown from sharing a core (shared ÷ alone) gives: a loss argues for
+    /// HT off, a measured smaller slowdown is a small loss, and no slowdown is no
+    /// difference — not "keep HT on", since what the sibling's own work gained was not
+    /// measured. A sharing thread that ran faster is not an answer either way.
+    pub fn from_sharing(e: crate::stats::Effect) -> Self {
+        use crate::stats::Effect;
+        match e {
+            Effect::Loss => HtAnswer::TurnHtOff,
+            Effect::SmallLoss => HtAnswer::SmallLoss,
+            Effect::NoEffect => HtAnswer::NoDifference,
+            Effect::Gain | Effect::Inconclusive => HtAnswer::Inconclusive,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            HtAnswer::KeepHtOn => "keep HT on",
+            HtAnswer::TurnHtOff => "turn HT off",
+            HtAnswer::SmallLoss => "small loss",
+            HtAnswer::NoDifference => "no difference",
+            HtAnswer::DependsOnWorkload => "depends on the workload",
+            HtAnswer::Inconclusive => "inconclusive",
+            HtAnswer::NotMeasured => "not measured here",
+        }
+    }
+}
+
+/// One row of the answer table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub class: WorkloadClass,
+    pub answer: HtAnswer,
+    /// The comparison the answer rests on; None when not measured.
+    pub evidence: Option<Evidence>,
+    /// Why this answer, or why the class could not be answered here.
+    pub reason: String,
+    /// The report section that holds the runs behind it.
+    pub section: Option<PhaseName>,
+}
+
+/// A ratio a sentence cites, with its interval, its run count and which runs it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// What the ratio compares, e.g. "inserts/s, all ÷ one-per-core on the same cores".
+    pub what: String,
+    /// Which runs it rests on, e.g. "oltp rounds 1–5".
+    pub runs: String,
+    pub comparison: crate::stats::Comparison,
+}
+
+/// What one experiment showed and what it means for HT and pinning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// `locks`, `neighbors`, `oltp`, `rwcache`, `c2c`.
+    pub topic: String,
+    /// What was measured, with numbers and spread.
+    pub observed: String,
+    /// What it means for someone deciding on HT and pinning.
+    pub meaning: String,
+    /// The comparisons the two sentences cite.
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Stating a comparison, and answer rows from several members.
+
+/// Confidence asked of every interval the verdict computes itself.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// Median ± MAD, both in the median's unit: `20.0 M ± 0.40 M`, or the median alone when
+/// there is no spread.
+pub fn pm(s: &Summary) -> String {
+    format!("{} (n = {})", crate::render::pm_sig(s.median, s.mad), s.n)
+}
+
+/// The comparison with its interval and class: `0.50× (95 % CI 0.30–0.85, n = 3):
+/// inconclusive`.
+pub fn cmp_text(c: &Comparison) -> String {
+    c.to_string()
+}
+
+/// The ratio inside a sentence, its interval and class after what it is a ratio of:
+/// `0.50× the others' rate (95 % CI 0.30–0.85: inconclusive)`.
+pub fn ratio_of(c: &Comparison, of: &str) -> String {
+    let of = if of.is_empty() {
+        String::new()
+    } else {
+        format!(" {of}")
+    };
+    format!(
+        "{}×{of} ({}: {})",
+        crate::stats::ratio_text(c.estimate),
+        c.interval_text(),
+        c.effect
+    )
+}
+
+/// A row this run could not answer, with the reason and the section that would have.
+pub fn not_answered(class: WorkloadClass, reason: String, section: Option<PhaseName>) -> Answer {
+    Answer {
+        class,
+        answer: HtAnswer::NotMeasured,
+        evidence: None,
+        reason,
+        section,
+    }
+}
+
+/// An answer needs a confidence interval: fewer than [`crate::stats::MIN_RUNS_FOR_CI`]
+/// paired runs (or, in files written before the Student-t interval, fewer than
+/// [`crate::stats::BOOTSTRAP_MIN_RUNS`] bootstrap runs) give none, so such a row stays
+/// inconclusive and its reason says why.
+pub fn decide(c: &Comparison, map: fn(Effect) -> HtAnswer) -> HtAnswer {
+    if c.indicative || c.n < crate::stats::MIN_RUNS_FOR_CI {
+        HtAnswer::Inconclusive
+    } else {
+        map(c.effect)
+    }
+}
+
+/// The reason's tail when [`decide`] held back an answer.
+pub fn indicative_note(c: &Comparison) -> String {
+    if !(c.indicative || c.n < crate::stats::MIN_RUNS_FOR_CI) {
+        return String::new();
+    }
+    let (min, why) = match c.method {
+        IntervalMethod::PercentileBootstrap => (
+            crate::stats::BOOTSTRAP_MIN_RUNS,
+            "this file's intervals are percentile bootstraps, which give no confidence interval",
+        ),
+        _ => (
+            crate::stats::MIN_RUNS_FOR_CI,
+            "fewer runs give no confidence interval",
+        ),
+    };
+    format!(
+        "; only {} — {why} below {min} runs, so no answer is drawn (a longer `--budget` runs more rounds)",
+        count(c.n, "run")
+    )
+}
+
+/// The direction an effect points for aggregation: losses of both sizes count as one.
+pub fn direction(e: Effect) -> Option<u8> {
+    match e {
+        Effect::Loss | Effect::SmallLoss => Some(0),
+        Effect::NoEffect => Some(1),
+        Effect::Gain => Some(2),
+        Effect::Inconclusive => None,
+    }
+}
+
+/// One workload (or scanner scenario) of an answer row: its own comparison and the
+/// per-round ratios behind it, keyed by round so that members can be paired.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// `` `int` `` or `` `ttas`, scanner on 1 (sibling of 0) ``.
+    pub label: String,
+    pub comparison: Comparison,
+    pub ratios: Vec<(usize, f64)>,
+}
+
+/// A row's members taken together.
+#[derive(Debug, Clone)]
+pub struct Aggregate {
+    /// The row's central value: the one member's comparison, or with several members
+    /// the per-round median of their ratios (a true median: the mean of the middle two for
+    /// an even count), paired by round.
+    pub central: Comparison,
+    /// Set when the central value is not the per-round median (a file without per-round
+    /// ratios): which member stands in, said in the row.
+    pub central_note: Option<String>,
+    pub k: usize,
+    /// Each member at confidence 1 − 0.05/k (Bonferroni: calling any one of k members out
+    /// claims no more than the runs show), lowest first; false where there were no
+    /// per-round ratios to widen from.
+    pub members: Vec<(String, Comparison, bool)>,
+    /// Several members whose adjusted intervals point different ways (a gain and a loss,
+    /// a gain and no effect, …): the row depends on the workload.
+    pub disagree: bool,
+}
+
+impl Aggregate {
+    pub fn of(mut members: Vec<Member>, t: Thresholds) -> Option<Self> {
+        members.retain(|m| m.comparison.n > 0);
+        if members.is_empty() {
+            return None;
+        }
+        members.sort_by(|a, b| a.comparison.estimate.total_cmp(&b.comparison.estimate));
+        let k = members.len();
+        if k == 1 {
+            let m = members.remove(0);
+            return Some(Self {
+                central: m.comparison,
+                central_note: None,
+                k,
+                members: vec![(m.label, m.comparison, false)],
+                disagree: false,
+            });
+        }
+        // Rounds every member has a ratio for.
+        let mut rounds: Vec<usize> = members[0].ratios.iter().map(|(r, _)| *r).collect();
+        rounds.retain(|r| members.iter().all(|m| m.ratios.iter().any(|(x, _)| x == r)));
+        let medians: Vec<f64> = rounds
+            .iter()
+            .map(|r| {
+                let xs: Vec<f64> = members
+                    .iter()
+                    .filter_map(|m| m.ratios.iter().find(|(x, _)| x == r).map(|(_, v)| *v))
+                    .collect();
+                crate::stats::median(&xs)
+            })
+            .collect();
+        let (central, central_note) = match Comparison::of_paired_ratios(&medians, t, CONFIDENCE) {
+            Some(c) => (c, None),
+            None => {
+                let m = &members[(k - 1) / 2];
+                (
+                    m.comparison,
+                    Some(format!(
+                        "these runs hold no per-round ratios to take a median of, so the row \
+                         stands on the lower middle of {k}, {}",
+                        m.label
+                    )),
+                )
+            }
+        };
+        let level = 1.0 - (1.0 - CONFIDENCE) / k as f64;
+        let adjusted: Vec<(String, Comparison, bool)> = members
+            .iter()
+            .map(|m| {
+                let values: Vec<f64> = m.ratios.iter().map(|(_, v)| *v).collect();
+                match Comparison::of_paired_ratios(&values, t, level) {
+                    Some(c) => (m.label.clone(), c, true),
+                    None => (m.label.clone(), m.comparison, false),
+                }
+            })
+            .collect();
+        let mut dirs: Vec<u8> = adjusted
+            .iter()
+            .filter(|(_, c, _)| !c.indicative)
+            .filter_map(|(_, c, _)| direction(c.effect))
+            .collect();
+        if !central.indicative {
+            dirs.extend(direction(central.effect));
+        }
+        dirs.sort_unstable();
+        dirs.dedup();
+        Some(Self {
+            central,
+            central_note,
+            k,
+            members: adjusted,
+            disagree: dirs.len() > 1,
+        })
+    }
+
+    /// The row's answer: [`HtAnswer::DependsOnWorkload`] when members disagree, else the
+    /// central value's.
+    pub fn answer(&self, map: fn(Effect) -> HtAnswer) -> HtAnswer {
+        if self.disagree {
+            HtAnswer::DependsOnWorkload
+        } else {
+            decide(&self.central, map)
+        }
+    }
+
+    /// `per-round median of 3 workloads: 1.20× … (95 % CI …: gain); each at 98.3 %
+    /// (widened for being one of 3): `a` 0.90× (…), …`, or for one member `` `int` at
+    /// 1.90× … ``; `of` says what the ratios are of. Beyond [`LIST_ALL`] members only the
+    /// lowest, the highest and the count per class are listed.
+    pub fn text(&self, of: &str, what: &str) -> String {
+        if self.k == 1 {
+            let (label, c, _) = &self.members[0];
+            return format!("{label}: {}", ratio_of(c, of));
+        }
+        let level = crate::stats::level_text(1.0 - (1.0 - CONFIDENCE) / self.k as f64);
+        let one = |(label, c, widened): &(String, Comparison, bool)| {
+            format!(
+                "{label} {}{}",
+                ratio_of(c, ""),
+                if *widened {
+                    ""
+                } else {
+                    " (not widened: no per-round ratios)"
+                }
+            )
+        };
+        let mut s = match &self.central_note {
+            None => format!(
+                "per-round median of {} {what}: {}",
+                self.k,
+                ratio_of(&self.central, of)
+            ),
+            Some(note) => format!("{}: {note}", ratio_of(&self.central, of)),
+        };
+        if self.members.iter().all(|(_, _, widened)| !widened) {
+            let each: Vec<String> = self.members.iter().map(one).collect();
+            s.push_str(&format!("; each: {}", each.join(", ")));
+        } else if self.k <= LIST_ALL {
+            let each: Vec<String> = self.members.iter().map(one).collect();
+            s.push_str(&format!(
+                "; each at {level} % (widened for being one of {}): {}",
+                self.k,
+                each.join(", ")
+            ));
+        } else {
+            let mut classes: Vec<(Effect, usize)> = Vec::new();
+            for (_, c, _) in &self.members {
+                match classes.iter_mut().find(|(e, _)| *e == c.effect) {
+                    Some((_, n)) => *n += 1,
+                    None => classes.push((c.effect, 1)),
+                }
+            }
+            s.push_str(&format!(
+                "; at {level} % each (widened for being one of {}): lowest {}, highest {}; {}",
+                self.k,
+                one(&self.members[0]),
+                one(&self.members[self.k - 1]),
+                classes
+                    .iter()
+                    .map(|(e, n)| format!("{n} {e}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if self.disagree {
+            let named = |want: u8| -> Vec<String> {
+                self.members
+                    .iter()
+                    .filter(|(_, c, _)| !c.indicative && direction(c.effect) == Some(want))
+                    .map(|(l, _, _)| l.clone())
+                    .collect()
+            };
+            let mut parts = Vec::new();
+            for (want, word) in [(2, "gain"), (1, "no effect"), (0, "loss")] {
+                let n = named(want);
+                match n.len() {
+                    0 => {}
+                    1..=LIST_ALL => parts.push(format!("{word} for {}", n.join(", "))),
+                    more => parts.push(format!("{word} for {more} of them")),
+                }
+            }
+            if parts.len() < 2 {
+                parts.push(format!("{} for the median", self.central.effect));
+            }
+            s.push_str(&format!(
+                "; the {what} disagree ({}), so no single answer holds for the class",
+                parts.join("; ")
+            ));
+        }
+        s
+    }
+}
+
+/// Members an answer row lists one by one; more are summarised.
+pub const LIST_ALL: usize = 4;

@@ -307,7 +307,7 @@ fn fake_engine_report_has_every_table() {
     assert_eq!(j["reference"]["scheme"], "none");
     assert!(j["reference"]["cpu_ns_per_request"]["median"].is_number());
     assert!(j["before_after"][0]["before"]["lock_cpu_pct"].is_number());
-    let text = smtlab::commands::rwcache::human(&r);
+    let text = smtlab::experiments::rwcache::view::text(&r);
     for want in [
         "before/after at 2 threads",
         "% CPU IN LOCK",

@@ -47,6 +47,7 @@ impl C2cArgs {
                 round_trips: self.round_trips,
                 budget: self.budget,
                 json: self.output.json(),
+                exports: self.output.exports(),
             },
             out,
         )

@@ -158,6 +158,7 @@ impl LockscanArgs {
                 .with_repeat(a.run.repeat())?
                 .with_baseline(!a.no_baseline),
             json: a.output.json(),
+            exports: a.output.exports(),
             dry_run: a.dry_run,
         })
     }

@@ -197,6 +197,7 @@ impl NeighborsArgs {
                 .with_repeat(a.run.repeat())?,
             workload,
             json,
+            exports: a.output.exports(),
             dry_run: a.dry_run,
         })
     }

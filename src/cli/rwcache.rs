@@ -128,6 +128,7 @@ impl RwcacheArgs {
             root: a.root.sysfs_root,
             exp,
             json: a.output.json(),
+            exports: a.output.exports(),
         })
     }
 }

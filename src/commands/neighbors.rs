@@ -2,9 +2,9 @@
 //! ops/s with a diagnosis per step, or `--json`.
 
 use crate::engine::RealEngine;
-use crate::experiments::neighbors::{self, HotPage, NeighborsConfig, NeighborsReport, Worker};
+use crate::experiments::neighbors::{self, HotPage, NeighborsConfig, Worker};
 use crate::locks::LockKind;
-use crate::render::{self, Table, duration_ns, si};
+use crate::render::si;
 use anyhow::Result;
 use std::io::Write;
 use std::path::PathBuf;
@@ -29,9 +29,12 @@ pub struct NeighborsCommand {
     /// Allows more than [`crate::limits::MAX_THREADS_PER_CPU`] threads per usable CPU.
     pub force: bool,
     pub dry_run: bool,
+    /// `--export-json/--export-csv/--export-markdown`.
+    pub exports: crate::render::export::Exports,
 }
 
 pub fn run(cfg: &NeighborsCommand, out: &mut dyn Write) -> Result<()> {
+    cfg.exports.check()?;
     let topo = super::topology_for_run(&cfg.root, cfg.dry_run, true)?;
     let most = cfg.exp.workers + cfg.exp.burner_steps.iter().copied().max().unwrap_or(0);
     crate::limits::per_cpu(
@@ -138,7 +141,13 @@ pub fn run(cfg: &NeighborsCommand, out: &mut dyn Write) -> Result<()> {
         }
     };
     report.notes.extend(busy);
-    super::emit(out, cfg.json, &report, human, report.interrupted)
+    // The exports hold what an interrupted run finished too, before its exit code.
+    super::emit(out, cfg.json, &report, neighbors::view::text, false)?;
+    cfg.exports.write(|| neighbors::view::document(&report))?;
+    if report.interrupted {
+        return Err(crate::error::Interrupted.into());
+    }
+    Ok(())
 }
 
 /// `round 2, ` before a live step line when there are several rounds.
@@ -148,195 +157,6 @@ fn round_prefix(rounds: usize, s: &neighbors::Step) -> String {
     } else {
         String::new()
     }
-}
-
-/// One row per step (burners → ops/s and the evidence), then one diagnosis line per step;
-/// with several rounds, also one row per burner count over them, its ratio paired with
-/// each round's first step.
-pub fn human(r: &NeighborsReport) -> String {
-    let mut o = String::new();
-    o.push_str(&format!(
-        "neighbors: {} workers ({}, {}) vs {} burners ({}, {} mode, policy {}); time slice {}{}\n",
-        r.workers,
-        r.workload,
-        r.worker_placement,
-        r.burner_kind,
-        r.burner_placement,
-        r.burner_mode,
-        r.burner_policy,
-        duration_ns(r.time_slice_ns),
-        if r.repeat > 1 {
-            format!("; {} rounds", r.repeat)
-        } else {
-            String::new()
-        }
-    ));
-    let rounds = r.repeat > 1;
-    let mut table = Table::new(&[
-        "BURNERS",
-        "WORKERS",
-        "RUNNABLE",
-        "OPS/S",
-        "SHARE",
-        "TIME/OP",
-        "P50",
-        "P99",
-        "MAX",
-        "INVOL/S",
-        "RUNQ WAIT",
-        "LONG HOLDS",
-        "LONG WAITS",
-        "BURNER OPS/S",
-        "DIAGNOSIS",
-    ]);
-    if rounds {
-        table.header.insert(0, "ROUND".into());
-    }
-    let row = |label: String, s: &neighbors::Step| -> Vec<String> {
-        let mut v = vec![
-            label,
-            s.workers.to_string(),
-            format!("{}/{}", s.runnable_threads, s.cpus),
-            si(s.ops_per_sec),
-            format!("{:.1}%", s.ratio_to_first * 100.0),
-            duration_ns(s.time_per_op_ns),
-            duration_ns(s.latency_p50_ns as f64),
-            duration_ns(s.latency_p99_ns as f64),
-            duration_ns(s.latency_max_ns as f64),
-            format!("{:.0}", s.worker_involuntary_switches_per_sec),
-            s.worker_run_delay_share
-                .map(|d| format!("{:.0}%", d * 100.0))
-                .unwrap_or_else(|| "-".into()),
-            s.holder_preemptions
-                .map(render::thousands)
-                .unwrap_or_else(|| "-".into()),
-            s.long_waits
-                .map(render::thousands)
-                .unwrap_or_else(|| "-".into()),
-            si(s.burner_ops_per_sec),
-            s.diagnosis.label().into(),
-        ];
-        if rounds {
-            v.insert(0, (s.round + 1).to_string());
-        }
-        v
-    };
-    if let Some(rf) = &r.reference {
-        table.push(row("ref".into(), rf));
-    }
-    for s in &r.steps {
-        table.push(row(s.burners.to_string(), s));
-    }
-    o.push_str(&table.text());
-    o.push_str("SHARE is relative to ");
-    o.push_str(if r.reference.is_some() {
-        "the reference run (`ref`: as many workers as CPUs, no burners)"
-    } else {
-        "the first step"
-    });
-    o.push_str(if rounds { " of the same round\n" } else { "\n" });
-    o.push_str("RUNNABLE: threads that can take a worker's CPU / the CPUs they may use\n");
-    o.push_str("P50, P99, MAX: latency of the operations that started and ended in the window\n");
-    o.push_str(
-        "RUNQ WAIT: share of each worker's time spent waiting for a CPU, mean over the workers\n",
-    );
-    if rounds {
-        o.push_str(&format!(
-            "\nOver {} rounds (RATIO: each round's ops/s ÷ its own first step, paired):\n",
-            r.repeat
-        ));
-        let mut table = Table::new(&["BURNERS", "RUNNABLE", "OPS/S", "±MAD", "RATIO", "DIAGNOSIS"]);
-        for s in &r.summary {
-            table.push(vec![
-                s.burners.to_string(),
-                format!("{}/{}", s.runnable_threads, s.cpus),
-                si(s.ops_per_sec.median),
-                si(s.ops_per_sec.mad),
-                render::or_dash(s.ratio, |c| c.to_string()),
-                s.diagnosis.label().into(),
-            ]);
-        }
-        o.push_str(&table.text());
-        o.push_str("\nDiagnosis (most rounds; evidence of the round nearest the median):\n");
-        for s in &r.summary {
-            o.push_str(&format!(
-                "  {}: {} — {}\n",
-                render::count(s.burners, "burner"),
-                s.diagnosis.label(),
-                s.reason
-            ));
-        }
-    } else {
-        o.push_str("\nDiagnosis:\n");
-        for s in &r.steps {
-            o.push_str(&format!(
-                "  {}: {} — {}\n",
-                render::count(s.burners, "burner"),
-                s.diagnosis.label(),
-                s.reason
-            ));
-        }
-    }
-    for (b, why) in &r.skipped {
-        o.push_str(&format!(
-            "  {}: skipped — {why}\n",
-            render::count(*b, "burner")
-        ));
-    }
-    o.push_str(&counters_text(r));
-    for n in &r.notes {
-        o.push_str(&format!("note: {n}\n"));
-    }
-    if r.hypervisor {
-        let kind = None;
-        o.push_str(&format!(
-            "note: {}\n",
-            crate::render::Caveat::Hypervisor { kind }
-        ));
-    }
-    if let Some(st) = &r.counters {
-        for l in crate::counters::text::status_lines(st) {
-            o.push_str(&format!("{l}\n"));
-        }
-    }
-    o
-}
-
-/// The workers' counters per step, summed over the workers; empty when no step counted.
-fn counters_text(r: &NeighborsReport) -> String {
-    use crate::counters::text;
-    let steps: Vec<(String, &neighbors::Step)> = r
-        .reference
-        .iter()
-        .map(|s| ("ref".to_string(), s))
-        .chain(r.steps.iter().map(|s| (s.burners.to_string(), s)))
-        .collect();
-    let counts = || steps.iter().map(|(_, s)| s.worker_counters.as_ref());
-    if counts().all(|c| c.is_none()) {
-        return String::new();
-    }
-    let hw = text::any_hardware(counts());
-    let rounds = r.repeat > 1;
-    let mut head: Vec<String> = vec!["BURNERS".into()];
-    if rounds {
-        head.insert(0, "ROUND".into());
-    }
-    let mut table =
-        Table::with_header(head.into_iter().chain(text::header(hw)).collect::<Vec<_>>());
-    for (label, s) in &steps {
-        let mut row = vec![label.clone()];
-        if rounds {
-            row.insert(0, (s.round + 1).to_string());
-        }
-        row.extend(text::cells(s.worker_counters.as_ref(), hw));
-        table.push(row);
-    }
-    let mut o = String::from("\nWorker counters per step (summed over the workers):\n");
-    o.push_str(&table.text());
-    if let Some(n) = text::multiplexing_note(counts()) {
-        o.push_str(&format!("note: {n}\n"));
-    }
-    o
 }
 
 /// `oltp`'s insert path as a neighbors worker.

@@ -195,6 +195,131 @@ impl std::fmt::Display for Caveat {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// Cells and ratio phrases the experiments' views share (lockscan, rwcache, c2c, neighbors).
+
+/// A median ± MAD cell with SI prefixes, `5.2 M ± 0.1 M`; the median alone without spread;
+/// `–` when not finite.
+pub fn summary_cell(s: &crate::stats::Summary) -> String {
+    if !s.median.is_finite() {
+        return NONE.into();
+    }
+    if s.mad.is_finite() && s.mad > 0.0 {
+        format!("{} ± {}", si(s.median), si(s.mad))
+    } else {
+        si(s.median)
+    }
+}
+
+/// A ratio with its interval as a cell, `0.52× (0.48–0.55)`, or `–`.
+pub fn ci_cell(c: Option<&crate::stats::Ci>) -> String {
+    match c {
+        Some(c) if c.estimate.is_finite() => {
+            format!("{:.2}× ({:.2}–{:.2})", c.estimate, c.low, c.high)
+        }
+        _ => NONE.into(),
+    }
+}
+
+/// A comparison as a cell, `0.98× (95 % CI 0.95–1.01): no effect`, or `–`.
+pub fn comparison_cell(c: Option<&crate::stats::Comparison>) -> String {
+    match c {
+        Some(c) if c.estimate.is_finite() => format!(
+            "{}× ({}): {}",
+            crate::stats::ratio_text(c.estimate),
+            c.interval_text(),
+            c.effect
+        ),
+        _ => NONE.into(),
+    }
+}
+
+/// Two decimals, `–` when not finite: an index or a ratio in a table.
+pub fn fixed2(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        NONE.into()
+    }
+}
+
+/// A share 0–1 as a percentage with `decimals` decimals and the sign: `31.8%`.
+pub fn percent(share: f64, decimals: usize) -> String {
+    format!("{:.*}%", decimals, share * 100.0)
+}
+
+/// A share 0–1 as a percentage figure without the sign, for a column headed `%`: `31.8`.
+pub fn percent_figure(share: f64, decimals: usize) -> String {
+    format!("{:.*}", decimals, share * 100.0)
+}
+
+/// Nanoseconds as a bare figure, one decimal below 100: `42.5`, `812`.
+pub fn ns_figure(x: f64) -> String {
+    if x < 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// A finding's comparisons at a glance: one row per comparison with what was compared, the
+/// ratio, its interval, the number of paired runs and the class (loss, no effect, …).
+pub fn comparisons_table<'a>(
+    rows: impl IntoIterator<Item = (&'a str, &'a crate::stats::Comparison)>,
+) -> Table {
+    let mut t = Table::new(&["COMPARED", "RATIO", "INTERVAL", "N", "CLASS"]);
+    for (what, c) in rows {
+        let interval = if c.n < 2 {
+            NONE.to_string()
+        } else {
+            format!(
+                "{}–{} ({})",
+                crate::stats::ratio_text(c.low),
+                crate::stats::ratio_text(c.high),
+                c.interval_label()
+            )
+        };
+        t.push(vec![
+            what.to_string(),
+            format!("{}×", crate::stats::ratio_text(c.estimate)),
+            interval,
+            c.n.to_string(),
+            c.effect.to_string(),
+        ]);
+    }
+    t
+}
+
+/// A comparison inside a sentence, what it is a ratio of between the ratio and its
+/// interval: `0.99× OF (95 % CI 0.97–1.01, n = 5: no effect)`.
+pub fn comparison_of(c: &crate::stats::Comparison, of: &str) -> String {
+    let n = if c.indicative || c.n < 2 {
+        String::new()
+    } else {
+        format!(", n = {}", c.n)
+    };
+    format!(
+        "{}× {of} ({}{n}: {})",
+        crate::stats::ratio_text(c.estimate),
+        c.interval_text(),
+        c.effect
+    )
+}
+
+/// A bootstrap ratio with its interval, or with the reason it has none (fewer than three
+/// runs): `0.52× (95% CI 0.48–0.55)`.
+pub fn ci_with_runs(c: &crate::stats::Ci, runs: usize) -> String {
+    if runs < 3 {
+        format!(
+            "{:.2}× ({}: too few for a confidence interval, use --repeat 3 or more)",
+            c.estimate,
+            count(runs, "run")
+        )
+    } else {
+        format!("{:.2}× (95% CI {:.2}–{:.2})", c.estimate, c.low, c.high)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -5,7 +5,8 @@ use super::svg::{self, Bar, CoreBox, Group, L3Box, PackageBox, Point, Series, es
 use super::tables::{self, Table};
 use super::{PhaseStatus, Report, Status};
 use crate::experiments::diagnosis::Diagnosis;
-use crate::render::{duration_ns, si};
+use crate::experiments::{lockscan, rwcache};
+use crate::render::si;
 use crate::topology::Topology;
 use std::fmt::Write;
 
@@ -152,13 +153,7 @@ fn verdict(o: &mut String, r: &Report) {
             "<h3>What each experiment showed, and what it means for HT and pinning</h3>\n<dl>\n",
         );
         for f in &v.findings {
-            let _ = writeln!(
-                o,
-                "<dt>{}</dt>\n<dd><p>{}</p><p><strong>Meaning:</strong> {}</p></dd>",
-                inline(&f.topic),
-                inline(&f.observed),
-                inline(&f.meaning)
-            );
+            finding(o, f);
         }
         o.push_str("</dl>\n");
     }
@@ -170,6 +165,32 @@ fn verdict(o: &mut String, r: &Report) {
         o.push_str("</ul>\n");
     }
     o.push_str("</section>\n");
+}
+
+/// One finding at a glance: its comparisons as a table (what, ratio, interval, n, class)
+/// and what they mean; the full observation folded away below. A finding without
+/// comparisons (medians only) shows its observation instead of a table.
+fn finding(o: &mut String, f: &super::Finding) {
+    let _ = writeln!(o, "<dt>{}</dt>\n<dd>", inline(&f.topic));
+    if f.evidence.is_empty() {
+        para(o, "observed", &f.observed);
+    } else {
+        table(
+            o,
+            &crate::render::comparisons_table(
+                f.evidence.iter().map(|e| (e.what.as_str(), &e.comparison)),
+            ),
+        );
+    }
+    let _ = writeln!(o, "<p><strong>Meaning:</strong> {}</p>", inline(&f.meaning));
+    if !f.evidence.is_empty() {
+        let _ = writeln!(
+            o,
+            "<details><summary>Everything observed</summary><p>{}</p></details>",
+            inline(&f.observed)
+        );
+    }
+    o.push_str("</dd>\n");
 }
 
 /// The topology picture's boxes: packages ⊃ L3 groups ⊃ cores (online CPUs).
@@ -276,14 +297,7 @@ fn c2c(o: &mut String, r: &Report) {
         o.push_str("</section>\n");
         return;
     };
-    para(
-        o,
-        "note",
-        &format!(
-            "One-way latency of moving a modified cache line between two CPUs (compare-and-swap ping-pong, median of {} samples × {} round trips per pair). A contended lock handoff needs at least one such transfer, so 1/latency caps handoffs per second.",
-            c.samples, c.round_trips
-        ),
-    );
+    para(o, "note", &crate::experiments::c2c::view::section_intro(c));
     interrupted_note(o, r, super::PhaseName::C2c);
     let labels: Vec<String> = c.result.cpus.iter().map(|x| x.to_string()).collect();
     o.push_str(&svg::heatmap(
@@ -293,13 +307,9 @@ fn c2c(o: &mut String, r: &Report) {
         &c.result.matrix_ns,
         "ns",
     ));
-    table(o, &tables::c2c(c));
-    if !c.cpus_left_out.is_empty() {
-        para(
-            o,
-            "note",
-            &format!("CPUs {} were left out to fit the budget.", c.cpus_left_out),
-        );
+    table(o, &crate::experiments::c2c::view::classes(&c.result));
+    if let Some(n) = crate::experiments::c2c::view::section_left_out(c) {
+        para(o, "note", &n);
     }
     o.push_str("</section>\n");
 }
@@ -317,18 +327,7 @@ fn lockscan(o: &mut String, r: &Report) {
         o.push_str("</section>\n");
         return;
     };
-    para(
-        o,
-        "note",
-        &format!(
-            "Lock threads loop acquire → release on one global lock while a scan thread memsets {} per pass; one scenario per scanner position{} plus a baseline without scanner, {} runs each of {} (after {} warm-up), interleaved. Bars: each lock thread's acquisitions per second (median; whiskers min–max over runs).",
-            crate::topology::render::human_bytes(l.result.scan_bytes as u64),
-            scope_phrase(l.result.scope.as_ref()),
-            l.result.repeat,
-            duration_ns(l.duration_ns as f64),
-            duration_ns(l.warmup_ns as f64)
-        ),
-    );
+    para(o, "note", &lockscan::view::section_intro(l));
     interrupted_note(o, r, super::PhaseName::Lockscan);
     const MAX_BARS: usize = 96;
     let mut groups = Vec::new();
@@ -388,8 +387,8 @@ fn lockscan(o: &mut String, r: &Report) {
             "The chart shows the first scenarios only; the table has all.",
         );
     }
-    table(o, &tables::lockscan(l));
-    if let Some(t) = tables::core_cpi(l) {
+    table(o, &lockscan::view::scenarios(&l.result));
+    if let Some(t) = lockscan::view::core_cpi(&l.result) {
         para(
             o,
             "note",
@@ -399,8 +398,8 @@ fn lockscan(o: &mut String, r: &Report) {
     } else if let Some(why) = tables::counters_not_measured(r) {
         para(o, "note", &why);
     }
-    for line in &l.result.verdict {
-        para(o, "note", line);
+    for line in lockscan::view::verdict(&l.result) {
+        para(o, "note", &line);
     }
     for n in &l.result.notes {
         para(o, "note", n);
@@ -413,7 +412,7 @@ fn lockscan(o: &mut String, r: &Report) {
             esc(&s.lock.to_string()),
             esc(&s.scenario.label)
         );
-        table(o, &tables::lockscan_threads(s));
+        table(o, &lockscan::view::threads(s));
     }
     o.push_str("</details>\n</section>\n");
 }
@@ -446,31 +445,7 @@ fn neighbors(o: &mut String, r: &Report) {
     para(
         o,
         "note",
-        &format!(
-            "{} workers append rows to one shared page under the lock while `{}` burners ({} mode) step up, workers and burners placed by the scheduler (unpinned){}; {} sweep(s) per lock, {} per step after {} warm-up. Points: median ops/s (log axis), bars min–max; marker fill = diagnosis.",
-            n.workers,
-            n.burner_kind,
-            match n.burner_mode {
-                crate::experiments::neighbors::BurnerMode::Thread => "thread",
-                crate::experiments::neighbors::BurnerMode::Process => "process",
-            },
-            match (
-                n.series
-                    .iter()
-                    .find(|s| s.placement == super::SeriesPlacement::SiblingBurners),
-                &n.sibling_skipped,
-            ) {
-                (Some(s), _) => format!(
-                    "; beside them a controlled series: {} one per core, burners pinned to their SMT siblings",
-                    crate::render::count(s.workers_in(n), "worker")
-                ),
-                (None, Some(why)) => format!("; no controlled sibling series: {why}"),
-                (None, None) => String::new(),
-            },
-            n.repeat,
-            duration_ns(n.duration_ns as f64),
-            duration_ns(n.warmup_ns as f64)
-        ),
+        &crate::experiments::neighbors::view::section_intro(n),
     );
     interrupted_note(o, r, super::PhaseName::Neighbors);
     let series: Vec<Series> = n
@@ -523,7 +498,7 @@ fn neighbors(o: &mut String, r: &Report) {
         &legend,
         true,
     ));
-    table(o, &tables::neighbors(n));
+    table(o, &crate::experiments::neighbors::view::series(n));
     let mut notes: Vec<&String> = Vec::new();
     for run in &n.runs {
         for x in &run.notes {
@@ -608,7 +583,7 @@ fn rwcache(o: &mut String, r: &Report) {
         o.push_str("</section>\n");
         return;
     };
-    para(o, "note", &tables::rwcache_settings(w));
+    para(o, "note", &rwcache::view::settings(&w.result));
     interrupted_note(o, r, super::PhaseName::Rwcache);
     let mut schemes: Vec<crate::rwcache::SchemeKind> = Vec::new();
     let mut threads: Vec<usize> = Vec::new();
@@ -637,7 +612,7 @@ fn rwcache(o: &mut String, r: &Report) {
                     tooltip: format!(
                         "{} at {t} threads: {} requests/s",
                         x.scheme,
-                        tables::summary(&x.requests_per_sec)
+                        crate::render::summary_cell(&x.requests_per_sec)
                     ),
                 })
                 .collect(),
@@ -652,8 +627,11 @@ fn rwcache(o: &mut String, r: &Report) {
         None,
         false,
     ));
-    table(o, &tables::rwcache(w));
-    for n in w.result.verdict.iter().chain(&w.result.notes) {
+    table(o, &rwcache::view::rows(w));
+    for n in rwcache::view::verdict(&w.result)
+        .iter()
+        .chain(&w.result.notes)
+    {
         para(o, "note", n);
     }
     o.push_str("</section>\n");

@@ -24,6 +24,27 @@ fn missing(o: &mut String, r: &Report, phase: PhaseName) {
     }
 }
 
+/// One finding at a glance: its comparisons as a table (what, ratio, interval, n, class),
+/// what they mean, then the full observation; a finding without comparisons (medians
+/// only) states its observation first.
+fn finding(o: &mut String, f: &super::Finding) {
+    let _ = writeln!(o, "**{}**\n", md(&f.topic));
+    if f.evidence.is_empty() {
+        let _ = writeln!(o, "{}\n", md(&f.observed));
+    } else {
+        table(
+            o,
+            &crate::render::comparisons_table(
+                f.evidence.iter().map(|e| (e.what.as_str(), &e.comparison)),
+            ),
+        );
+    }
+    let _ = writeln!(o, "*Meaning:* {}\n", md(&f.meaning));
+    if !f.evidence.is_empty() {
+        let _ = writeln!(o, "Everything observed: {}\n", md(&f.observed));
+    }
+}
+
 /// Renders the summary.
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
@@ -55,16 +76,7 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(o, "{}\n", md(&r.verdict.headline));
     for f in &r.verdict.findings {
-        let _ = writeln!(
-            o,
-            "- **{}**: {}\n  *Meaning:* {}",
-            md(&f.topic),
-            md(&f.observed),
-            md(&f.meaning)
-        );
-    }
-    if !r.verdict.findings.is_empty() {
-        o.push('\n');
+        finding(&mut o, f);
     }
     if !r.verdict.not_measured.is_empty() {
         o.push_str("### Not measured here, and why\n\n");
@@ -110,18 +122,22 @@ pub fn render(r: &Report) -> String {
     }
     o.push_str("## c2c: cache-line handoff latency\n\n");
     match &r.c2c {
-        Some(c) => table(&mut o, &tables::c2c(c)),
+        Some(c) => table(&mut o, &crate::experiments::c2c::view::classes(&c.result)),
         None => missing(&mut o, r, PhaseName::C2c),
     }
     o.push_str("## lockscan: lock threads vs a memory scanner\n\n");
     match &r.lockscan {
         Some(l) => {
-            table(&mut o, &tables::lockscan(l));
-            for v in l.result.verdict.iter().chain(&l.result.notes) {
+            table(
+                &mut o,
+                &crate::experiments::lockscan::view::scenarios(&l.result),
+            );
+            let verdict = crate::experiments::lockscan::view::verdict(&l.result);
+            for v in verdict.iter().chain(&l.result.notes) {
                 let _ = writeln!(o, "- {}", md(v));
             }
             o.push('\n');
-            if let Some(t) = tables::core_cpi(l) {
+            if let Some(t) = crate::experiments::lockscan::view::core_cpi(&l.result) {
                 o.push_str("Per-core CPI (median run; a core's cycles over all its threads' instructions):\n\n");
                 table(&mut o, &t);
             } else if let Some(why) = tables::counters_not_measured(r) {
@@ -132,7 +148,7 @@ pub fn render(r: &Report) -> String {
     }
     o.push_str("## neighbors: a hot lock vs CPU burners\n\n");
     match &r.neighbors {
-        Some(n) => table(&mut o, &tables::neighbors(n)),
+        Some(n) => table(&mut o, &crate::experiments::neighbors::view::series(n)),
         None => missing(&mut o, r, PhaseName::Neighbors),
     }
     o.push_str("## oltp: inserts per CPU layout\n\n");
@@ -151,9 +167,13 @@ pub fn render(r: &Report) -> String {
     o.push_str("## rwcache: read-mostly cache schemes\n\n");
     match &r.rwcache {
         Some(w) => {
-            let _ = writeln!(o, "{}\n", md(&tables::rwcache_settings(w)));
-            table(&mut o, &tables::rwcache(w));
-            for v in &w.result.verdict {
+            let _ = writeln!(
+                o,
+                "{}\n",
+                md(&crate::experiments::rwcache::view::settings(&w.result))
+            );
+            table(&mut o, &crate::experiments::rwcache::view::rows(w));
+            for v in &crate::experiments::rwcache::view::verdict(&w.result) {
                 let _ = writeln!(o, "- {}", md(v));
             }
             o.push('\n');

@@ -25,12 +25,13 @@ pub mod tables;
 pub mod verdict;
 
 pub use crate::conclusion::{Answer, Evidence, Finding, HtAnswer, PhaseName, WorkloadClass};
-
-use crate::experiments::c2c::C2c;
-use crate::experiments::lockscan::LockscanReport;
-use crate::experiments::neighbors::NeighborsReport;
-use crate::experiments::rwcache::RwcacheReport;
-use crate::locks::LockKind;
+// The sections of the experiments that own their view live beside their models.
+pub use crate::experiments::c2c::C2cSection;
+pub use crate::experiments::lockscan::LockscanSection;
+pub use crate::experiments::neighbors::{
+    NeighborsSection, NeighborsSeries, NeighborsStep, SeriesPlacement,
+};
+pub use crate::experiments::rwcache::{RwcacheRow, RwcacheSection};
 use crate::oltp::OltpReport;
 use crate::stats::Summary;
 use crate::topology::Topology;
@@ -240,106 +241,6 @@ pub struct PhaseRecord {
     pub wall_ns: u64,
 }
 
-/// `c2c` as the study ran it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct C2cSection {
-    /// Samples kept per pair.
-    pub samples: usize,
-    /// Round trips per sample.
-    pub round_trips: usize,
-    /// Usable CPUs left out to fit the budget (empty when all were measured).
-    pub cpus_left_out: String,
-    pub result: C2c,
-}
-
-/// `lockscan` as the study ran it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LockscanSection {
-    /// `sweep`: one scenario per scanner position, plus a baseline without scanner.
-    pub layout: String,
-    pub locks: Vec<LockKind>,
-    /// Discarded warm-up per run, ns.
-    pub warmup_ns: u64,
-    /// Measured time per run, ns.
-    pub duration_ns: u64,
-    pub result: LockscanReport,
-}
-
-/// `neighbors` as the study ran it: per lock an unpinned burner sweep and, on SMT
-/// machines, a controlled sweep of burners on the workers' siblings; repeated,
-/// interleaved.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NeighborsSection {
-    /// Workers of the unpinned series.
-    pub workers: usize,
-    pub locks: Vec<LockKind>,
-    /// Burner counts of the unpinned series.
-    pub burner_steps: Vec<usize>,
-    pub burner_kind: String,
-    pub burner_mode: crate::experiments::neighbors::BurnerMode,
-    /// Discarded warm-up per step, ns.
-    pub warmup_ns: u64,
-    /// Measured time per step, ns.
-    pub duration_ns: u64,
-    /// Sweeps per lock.
-    pub repeat: usize,
-    /// Per lock and placement: every step summarised over the sweeps.
-    pub series: Vec<NeighborsSeries>,
-    /// Why the controlled sibling series did not run (no SMT siblings, …); None when it
-    /// ran, and in files written before it existed.
-    #[serde(default)]
-    pub sibling_skipped: Option<String>,
-    /// Every sweep as `neighbors` reported it, in the order they ran.
-    pub runs: Vec<NeighborsReport>,
-}
-
-/// How a neighbors series placed its threads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SeriesPlacement {
-    /// Workers and burners placed by the scheduler, as on a machine nobody tuned: shows
-    /// what oversubscription costs, but whether burners met workers on a core was the
-    /// scheduler's choice, so SMT sharing is at most possible.
-    #[default]
-    Unpinned,
-    /// Workers one per core, burners pinned to their SMT siblings: SMT sharing controlled
-    /// by the placement.
-    SiblingBurners,
-}
-
-impl SeriesPlacement {
-    pub fn label(self) -> &'static str {
-        match self {
-            SeriesPlacement::Unpinned => "unpinned",
-            SeriesPlacement::SiblingBurners => "sibling burners",
-        }
-    }
-}
-
-/// One lock's burner sweep under one placement, summarised over repetitions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NeighborsSeries {
-    pub lock: LockKind,
-    /// `unpinned` in files written before the sibling series existed.
-    #[serde(default)]
-    pub placement: SeriesPlacement,
-    /// Workers of this series; None in files written before it existed (then the
-    /// section's `workers`).
-    #[serde(default)]
-    pub workers: Option<usize>,
-    pub steps: Vec<NeighborsStep>,
-}
-
-impl NeighborsSeries {
-    /// Workers of this series.
-    pub fn workers_in(&self, section: &NeighborsSection) -> usize {
-        self.workers.unwrap_or(section.workers)
-    }
-}
-
-/// One burner count of one lock, over repetitions (the experiment's own summary type).
-pub use crate::experiments::neighbors::SeriesStep as NeighborsStep;
-
 /// `oltp` as the study ran it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OltpSection {
@@ -361,25 +262,6 @@ pub struct OltpLayoutSummary {
     pub commit_latency_p99_ns: u64,
     /// Every round's row count matched what was committed.
     pub rows_verified: bool,
-}
-
-/// `rwcache` as the study ran it: every scheme at 1 thread and at every usable CPU.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RwcacheSection {
-    /// One row per scheme × thread count (what the chart and table show).
-    pub rows: Vec<RwcacheRow>,
-    /// The experiment's own report (lock stats, before/after, best, verdict, notes).
-    pub result: RwcacheReport,
-}
-
-/// One scheme at one thread count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RwcacheRow {
-    pub scheme: crate::rwcache::SchemeKind,
-    pub threads: usize,
-    pub requests_per_sec: Summary,
-    /// Median share of the threads' time spent in the lock code, 0–1, when measured.
-    pub lock_cpu_share: Option<f64>,
 }
 
 /// `yield` as the study ran it: every workload as one-per-core, all and pairs on the same

@@ -1,7 +1,7 @@
 //! The report's tables as plain rows of text, shared by the HTML and Markdown renderers so
 //! both say the same thing. Pure.
 
-use super::{Report, RwcacheSection};
+use super::Report;
 use crate::render::{duration_ns, si, thousands};
 use crate::stats::{Ci, Summary};
 
@@ -159,141 +159,6 @@ pub fn phases(r: &Report) -> Table {
     t
 }
 
-/// c2c classes.
-pub fn c2c(c: &super::C2cSection) -> Table {
-    let mut t = Table::new(&["CLASS", "PAIRS", "MEDIAN", "RANGE", "CEILING k=1", "k=2"]);
-    for k in &c.result.classes {
-        t.rows.push(vec![
-            k.proximity.label().into(),
-            k.pairs.to_string(),
-            format!("{:.0} ns", k.median_latency_ns),
-            format!("{:.0}–{:.0} ns", k.min_latency_ns, k.max_latency_ns),
-            format!("{}/s", si(k.ceiling.k1_handoffs_per_sec)),
-            format!("{}/s", si(k.ceiling.k2_handoffs_per_sec)),
-        ]);
-    }
-    t
-}
-
-/// lockscan: one row per lock × scenario.
-pub fn lockscan(l: &super::LockscanSection) -> Table {
-    let mut t = Table::new(&[
-        "LOCK",
-        "SCENARIO",
-        "ACQ/S",
-        "HANDOFFS/S",
-        "OF CEILING",
-        "JAIN",
-        "MAX/MIN",
-        "SHARING/OWN BASELINE",
-        "SHARING/OTHERS (BIASED)",
-        "CROSS-CORE/BASELINE",
-    ]);
-    for s in &l.result.results {
-        t.rows.push(vec![
-            s.lock.to_string(),
-            s.scenario.label.clone(),
-            s.acquisitions_per_sec
-                .as_ref()
-                .map(summary)
-                .unwrap_or_else(|| "–".into()),
-            s.handoffs_per_sec.map(si).unwrap_or_else(|| "–".into()),
-            s.handoffs_share_of_ceiling
-                .map(|x| format!("{:.0}%", x * 100.0))
-                .unwrap_or_else(|| "–".into()),
-            num2(s.jain_index),
-            num2(s.max_min_ratio),
-            comparison(s.sharing_vs_own_baseline.as_ref()),
-            ci(s.sharing_vs_others.as_ref()),
-            ci(s.cross_core_vs_baseline.as_ref()),
-        ]);
-    }
-    t
-}
-
-/// lockscan per thread, for one scenario result: the terminal's end-of-run table
-/// (`smtlab lockscan`, through [`Table::text`]) and the report's per-thread tables.
-pub fn lockscan_threads(s: &crate::experiments::lockscan::ScenarioResult) -> Table {
-    let mut t = Table::new(&[
-        "THREAD",
-        "ROLE",
-        "CPU",
-        "CORE",
-        "SHARES",
-        "OPS/S",
-        "±MAD",
-        "LOCKED",
-        "SPINS",
-        "SHARE",
-        "SPINS/ACQ",
-        "HANDOFFS IN",
-        "CPU%",
-    ]);
-    for th in &s.threads {
-        // A scanner has no lock counts; spins and handoffs are None with lock stats off.
-        let lock_only = |v: Option<String>| v.filter(|_| th.is_lock()).unwrap_or(NONE.into());
-        t.rows.push(vec![
-            th.thread.to_string(),
-            th.role.to_string(),
-            th.cpu.to_string(),
-            th.core.to_string(),
-            lock_only(Some(
-                if th.shares_core_with_scanner {
-                    "yes"
-                } else {
-                    "no"
-                }
-                .into(),
-            )),
-            si(th.ops_per_sec),
-            th.ops_per_sec_summary
-                .map(|x| si(x.mad))
-                .unwrap_or(NONE.into()),
-            lock_only(Some(thousands(th.locked))),
-            lock_only(th.spins.map(thousands)),
-            lock_only(Some(format!("{:.1}%", th.share_of_acquisitions * 100.0))),
-            lock_only(th.spins_per_acquire.map(num2)),
-            lock_only(th.handoffs_received.map(thousands)),
-            format!("{:.0}%", th.cpu_share * 100.0),
-        ]);
-    }
-    t
-}
-
-/// neighbors: one row per series (lock and placement) × burner step.
-pub fn neighbors(n: &super::NeighborsSection) -> Table {
-    let mut t = Table::new(&[
-        "LOCK",
-        "SERIES",
-        "BURNERS",
-        "RUNNABLE/CPUS",
-        "OPS/S",
-        "RATIO",
-        "P99",
-        "DIAGNOSIS",
-        "EVIDENCE",
-    ]);
-    for s in &n.series {
-        for st in &s.steps {
-            t.rows.push(vec![
-                s.lock.to_string(),
-                s.placement.label().to_string(),
-                st.burners.to_string(),
-                format!("{}/{}", st.runnable_threads, st.cpus),
-                summary(&st.ops_per_sec),
-                match &st.ratio {
-                    Some(c) => comparison(Some(c)),
-                    None => format!("{:.3}", st.ratio_to_first),
-                },
-                duration_ns(st.latency_p99_ns as f64),
-                st.diagnosis.label().into(),
-                st.reason.clone(),
-            ]);
-        }
-    }
-    t
-}
-
 /// oltp: one row per layout.
 pub fn oltp(o: &super::OltpSection) -> Table {
     let mut t = Table::new(&[
@@ -357,38 +222,6 @@ pub fn oltp_runs(o: &super::OltpSection) -> Table {
                 .collect::<Vec<_>>()
                 .join(" "),
             thousands(r.involuntary_ctx_switches),
-        ]);
-    }
-    t
-}
-
-/// rwcache's settings in one sentence.
-pub fn rwcache_settings(w: &RwcacheSection) -> String {
-    let r = &w.result;
-    format!(
-        "A hash table of {} entries; each request looks up {} keys, {} of requests replace an entry; threads placed `{}`; {} run(s) of {} per scheme and thread count after {} warm-up, interleaved. Lock time sampled with the {} clock.",
-        thousands(r.table.entries as u64),
-        r.table.lookups,
-        r.table.write_ratio,
-        r.placement,
-        r.repeat,
-        duration_ns(r.duration_ns as f64),
-        duration_ns(r.warmup_ns as f64),
-        r.clock
-    )
-}
-
-/// rwcache: one row per scheme × threads.
-pub fn rwcache(w: &RwcacheSection) -> Table {
-    let mut t = Table::new(&["SCHEME", "THREADS", "REQUESTS/S", "CPU IN LOCK"]);
-    for r in &w.rows {
-        t.rows.push(vec![
-            r.scheme.to_string(),
-            r.threads.to_string(),
-            summary(&r.requests_per_sec),
-            r.lock_cpu_share
-                .map(|x| format!("{:.1}%", x * 100.0))
-                .unwrap_or_else(|| "–".into()),
         ]);
     }
     t
@@ -602,46 +435,6 @@ pub fn compare(c: &super::CompareSection) -> Table {
         ]);
     }
     t
-}
-
-/// Per core, its threads' CPI and the core's (two siblings sharing 1 M cycles with 750 k
-/// and 500 k instructions have thread CPIs 1.33 and 2.0, core CPI 0.80), for every
-/// lockscan scenario whose median run counted cycles; None when none did.
-pub fn core_cpi(l: &super::LockscanSection) -> Option<Table> {
-    let mut t = Table::new(&[
-        "LOCK",
-        "SCENARIO",
-        "CORE",
-        "THREAD",
-        "CPU",
-        "THREAD CPI",
-        "CORE CPI",
-    ]);
-    for s in &l.result.results {
-        for k in &s.core_cpi {
-            for (i, th) in k.threads.iter().enumerate() {
-                let first = i == 0;
-                t.rows.push(vec![
-                    s.lock.to_string(),
-                    s.scenario.label.clone(),
-                    if first {
-                        k.core.to_string()
-                    } else {
-                        String::new()
-                    },
-                    th.thread.to_string(),
-                    th.cpu.to_string(),
-                    th.cpi.map(num2).unwrap_or_else(|| "–".into()),
-                    if first {
-                        k.core_cpi.map(num2).unwrap_or_else(|| "–".into())
-                    } else {
-                        String::new()
-                    },
-                ]);
-            }
-        }
-    }
-    (!t.rows.is_empty()).then_some(t)
 }
 
 /// Why the report has no IPC column or per-core CPI table, in one sentence; None when

@@ -30,34 +30,32 @@ use super::{
 use crate::conclusion::{
     Aggregate, CONFIDENCE, Member, cmp_text, decide, indicative_note, not_answered, pm, ratio_of,
 };
-use crate::experiments::diagnosis::Diagnosis;
 use crate::experiments::smt_yield::{
     Layout as YieldLayout, WorkloadClass as YieldClass, WorkloadResult as YieldWorkload,
 };
+use crate::experiments::{c2c, lockscan, neighbors, rwcache};
 use crate::placement::Request;
-use crate::render::{count, si_sig, sig};
-use crate::rwcache::SchemeKind;
+use crate::render::{count, sig};
 use crate::stats::{Comparison, Effect, Thresholds};
-use crate::topology::Proximity;
 
 /// Builds the verdict from everything else in the report.
 pub fn build(r: &Report) -> Verdict {
     let smt = r.smt.threads_per_core > 1;
     let mut findings = Vec::new();
     if let Some(l) = &r.lockscan {
-        findings.push(lock_finding(l, smt));
+        findings.push(lockscan::view::finding(l, smt));
     }
     if let Some(n) = &r.neighbors {
-        findings.push(neighbors_finding(n));
+        findings.push(neighbors::view::finding(n));
     }
     if let Some(o) = &r.oltp {
         findings.push(oltp_finding(o, smt));
     }
     if let Some(w) = &r.rwcache {
-        findings.push(rwcache_finding(w));
+        findings.push(rwcache::view::finding(w));
     }
     if let Some(c) = &r.c2c {
-        findings.push(c2c_finding(c));
+        findings.push(c2c::view::finding(c));
     }
     if let Some(y) = &r.smt_yield {
         findings.push(yield_finding(y));
@@ -75,9 +73,19 @@ pub fn build(r: &Report) -> Verdict {
                 Some(PhaseName::Yield),
             )
         }),
-        locks_answer(r, smt),
+        lockscan::view::answer(
+            r.lockscan.as_ref(),
+            smt,
+            &no_smt_reason(r),
+            &phase_reason(r, PhaseName::Lockscan),
+        ),
         inserts_answer(r, smt),
-        cache_answer(r, smt),
+        rwcache::view::answer(
+            r.rwcache.as_ref(),
+            smt,
+            &no_smt_reason(r),
+            &phase_reason(r, PhaseName::Rwcache),
+        ),
         command_answer(r, smt),
     ];
     let headline = headline(r, smt, &answers);
@@ -123,11 +131,6 @@ fn phase_reason(r: &Report, phase: PhaseName) -> String {
 /// For a yield (SMT on ÷ SMT off on the same cores): more is better.
 fn yield_answer(e: Effect) -> HtAnswer {
     HtAnswer::from_yield(e)
-}
-
-/// For a slowdown from sharing a core (shared ÷ alone).
-fn sharing_answer(e: Effect) -> HtAnswer {
-    HtAnswer::from_sharing(e)
 }
 
 fn compute_answer(r: &Report, smt: bool) -> Answer {
@@ -293,218 +296,6 @@ fn yield_answer_for(
     })
 }
 
-/// One scanner scenario's sharing comparison, as the verdict judges it.
-#[derive(Debug, Clone)]
-struct Sharing {
-    /// `` `ttas`, scanner on 1 (sibling of 0) ``.
-    label: String,
-    lock: crate::locks::LockKind,
-    comparison: Comparison,
-    /// The per-round ratios behind it (own-baseline comparisons only).
-    ratios: Vec<f64>,
-    /// Per round, this ratio ÷ the same runs' lock threads on other cores against their
-    /// own baseline: the control that separates sharing the core from whatever the scanner
-    /// does to every core. Empty without such threads and in older files.
-    control_ratios: Vec<f64>,
-    /// Against the thread's own rate without a scanner (false: against the other lock
-    /// threads of the same runs, from a file written before the own comparison existed).
-    own: bool,
-}
-
-impl Sharing {
-    fn member(&self) -> Member {
-        Member {
-            label: self.label.clone(),
-            comparison: self.comparison,
-            ratios: self.ratios.iter().copied().enumerate().collect(),
-        }
-    }
-}
-
-/// The scanner scenarios of lockscan, each judged by its lock threads' own rate without a
-/// scanner; a file written before that comparison existed falls back to the other lock
-/// threads of the same runs (each such entry says so through `own`).
-fn sibling_comparisons(l: &super::LockscanSection) -> Vec<Sharing> {
-    let scanners = || {
-        l.result
-            .results
-            .iter()
-            .filter(|s| !s.scenario.scan_cpus.is_empty())
-    };
-    let entry =
-        |s: &crate::experiments::lockscan::ScenarioResult, c: Comparison, own: bool| Sharing {
-            label: format!("`{}`, {}", s.lock, s.scenario.label),
-            lock: s.lock,
-            comparison: c,
-            ratios: if own {
-                s.sharing_ratios.clone()
-            } else {
-                Vec::new()
-            },
-            control_ratios: if own {
-                s.sharing_vs_cross_core_ratios.clone()
-            } else {
-                Vec::new()
-            },
-            own,
-        };
-    let own: Vec<Sharing> = scanners()
-        .filter_map(|s| Some(entry(s, s.sharing_vs_own_baseline?, true)))
-        .collect();
-    if !own.is_empty() {
-        return own;
-    }
-    scanners()
-        .filter_map(|s| {
-            let c = Comparison::from_ci(s.sharing_vs_others?, s.runs, Thresholds::SLOWDOWN);
-            Some(entry(s, c, false))
-        })
-        .collect()
-}
-
-/// The control over the same scenarios: per round, the sharing threads' ratio ÷ the
-/// other-core threads' ratio, taken together as the sharing comparisons are. None when no
-/// scenario had lock threads on other cores.
-fn control_of(all: &[Sharing]) -> Option<Comparison> {
-    let members: Vec<Member> = all
-        .iter()
-        .filter(|s| !s.control_ratios.is_empty())
-        .filter_map(|s| {
-            Some(Member {
-                label: s.label.clone(),
-                comparison: Comparison::of_paired_ratios(
-                    &s.control_ratios,
-                    Thresholds::SLOWDOWN,
-                    CONFIDENCE,
-                )?,
-                ratios: s.control_ratios.iter().copied().enumerate().collect(),
-            })
-        })
-        .collect();
-    Aggregate::of(members, Thresholds::SLOWDOWN).map(|a| a.central)
-}
-
-/// What a loss beside a scanning sibling may be put down to, given the control: `(clause,
-/// shown)` — `shown` is false when the threads on other cores lost about as much, so the
-/// loss is not specific to sharing the core.
-fn control_clause(control: Option<&Comparison>) -> (String, bool) {
-    match control {
-        Some(c) if matches!(c.effect, Effect::Loss | Effect::SmallLoss) => (
-            format!(
-                "lock threads on other cores of the same runs lost less (the sharing thread ÷ them: {}), so the loss comes with sharing the core",
-                ratio_of(c, "")
-            ),
-            true,
-        ),
-        Some(c) => (
-            format!(
-                "but lock threads on other cores of the same runs lost about as much (the sharing thread ÷ them: {}), so the loss is not shown to come from sharing the core: the scanner slowed the other cores too (memory bandwidth, the lock's cache line, the clock)",
-                ratio_of(c, "")
-            ),
-            false,
-        ),
-        None => (
-            "no lock thread ran on another core in the same runs, so whether the loss is specific to sharing the core was not measured".into(),
-            true,
-        ),
-    }
-}
-
-/// What a sharing comparison is a ratio of.
-fn sharing_of(own: bool) -> &'static str {
-    if own {
-        "its own rate without a scanner in the same round"
-    } else {
-        "the other lock threads' rate"
-    }
-}
-
-/// Said once where a file predates the own-baseline comparison.
-const OTHERS_FALLBACK: &str = "this file predates the comparison of each lock thread with its own rate without a scanner, so it is compared with the other lock threads of the same runs, which an unfair lock biases by position";
-
-/// Said where lock threads beside a scanner kept their rate: what that does not show.
-const SCANNER_UNMEASURED: &str = "the scanner's own progress was not measured, so this says a scanning sibling did not slow the lock threads, not that HT adds capacity";
-
-fn locks_answer(r: &Report, smt: bool) -> Answer {
-    let class = WorkloadClass::LocksBesideScans;
-    let section = Some(PhaseName::Lockscan);
-    if !smt {
-        return not_answered(
-            class,
-            format!(
-                "{}; a scanner here can only time-share a lock thread's CPU, a scheduler \
-                 effect that HT does not change",
-                no_smt_reason(r)
-            ),
-            section,
-        );
-    }
-    let Some(l) = &r.lockscan else {
-        return not_answered(class, phase_reason(r, PhaseName::Lockscan), section);
-    };
-    let sharing = sibling_comparisons(l);
-    let own = sharing.iter().all(|s| s.own);
-    let Some(agg) = Aggregate::of(
-        sharing.iter().map(Sharing::member).collect(),
-        Thresholds::SLOWDOWN,
-    ) else {
-        return not_answered(
-            class,
-            "lockscan ran no scenario with a scanner on a lock thread's sibling and a \
-             baseline to compare it with"
-                .into(),
-            section,
-        );
-    };
-    let mut reason = format!(
-        "acquisitions of a lock thread whose SMT sibling ran a memory scanner, {}",
-        agg.text(sharing_of(own), "scanner scenarios")
-    );
-    if !own {
-        reason = format!("{OTHERS_FALLBACK}: {reason}");
-    }
-    reason.push_str(&indicative_note(&agg.central));
-    let mut answer = agg.answer(sharing_answer);
-    if matches!(answer, HtAnswer::TurnHtOff | HtAnswer::SmallLoss) {
-        let (clause, shown) = control_clause(control_of(&sharing).as_ref());
-        reason.push_str(&format!("; {clause}"));
-        if !shown {
-            answer = HtAnswer::Inconclusive;
-        } else {
-            reason.push_str("; keeping memory-streaming work off the siblings of threads that hold such a lock is the other remedy");
-        }
-    }
-    if answer == HtAnswer::NoDifference {
-        reason.push_str(&format!("; {SCANNER_UNMEASURED}"));
-    }
-    if agg.central.effect == Effect::Gain && !agg.disagree {
-        reason.push_str("; the lock threads ran faster beside a scanning sibling, which answers neither way: the scanner's own progress was not measured");
-    }
-    Answer {
-        class,
-        answer,
-        evidence: Some(Evidence {
-            what: if own {
-                "acquisitions/s of a lock thread beside a scanning sibling ÷ the same thread \
-                 without a scanner, paired by round"
-                    .into()
-            } else {
-                "acquisitions/s of a lock thread beside a scanning sibling ÷ the other lock \
-                 threads of the same runs (biased by an unfair lock's positions)"
-                    .into()
-            },
-            runs: if agg.k == 1 {
-                format!("lockscan, {}", agg.members[0].0)
-            } else {
-                format!("lockscan, {} scanner scenarios", agg.k)
-            },
-            comparison: agg.central,
-        }),
-        reason,
-        section,
-    }
-}
-
 fn is_sqlite(o: &super::OltpSection) -> bool {
     o.result.db_version.starts_with("SQLite") || o.result.db.starts_with("sqlite")
 }
@@ -600,24 +391,6 @@ fn inserts_answer(r: &Report, smt: bool) -> Answer {
             section,
         ),
     }
-}
-
-fn cache_answer(r: &Report, smt: bool) -> Answer {
-    let class = WorkloadClass::ReadMostlyCache;
-    let section = Some(PhaseName::Rwcache);
-    if !smt {
-        return not_answered(class, no_smt_reason(r), section);
-    }
-    if r.rwcache.is_none() {
-        return not_answered(class, phase_reason(r, PhaseName::Rwcache), section);
-    }
-    not_answered(
-        class,
-        "rwcache compared schemes at 1 thread and at every usable CPU; it did not compare one \
-         thread per core with both siblings on the same cores"
-            .into(),
-        section,
-    )
 }
 
 /// The labels of the placements a comparison ran, as `` `one-per-core`, `all` ``.
@@ -773,14 +546,14 @@ fn headline(r: &Report, smt: bool, answers: &[Answer]) -> String {
             parts.push(format!("{}.", capitalise(&answered.join("; "))));
         }
     }
-    if let Some(s) = largest_loss(r) {
+    if let Some(s) = r.neighbors.as_ref().and_then(neighbors::view::largest_loss) {
         parts.push(s);
     } else if r.neighbors.is_some() {
         parts.push(
             "No neighbours step's interval lay wholly below 0.8× of its unloaded rate.".into(),
         );
     }
-    if disturbed(r) {
+    if r.neighbors.as_ref().is_some_and(neighbors::view::disturbed) {
         parts.push("Caution: other processes competed for these CPUs during the study (workers waited for a CPU even without burners), so the numbers are noisier than on a quiet machine.".into());
     }
     if r.status == Status::Partial {
@@ -799,99 +572,6 @@ fn capitalise(s: &str) -> String {
         Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
         None => String::new(),
     }
-}
-
-/// The neighbors step whose paired interval lies lowest, when it is a loss: what it cost,
-/// what the diagnosis measured, and what the other locks of the same placement kept at the
-/// same burner count.
-fn largest_loss(r: &Report) -> Option<String> {
-    let n = r.neighbors.as_ref()?;
-    let (series, st, c) = n
-        .series
-        .iter()
-        .flat_map(|s| {
-            s.steps
-                .iter()
-                .filter(|st| st.burners > 0)
-                .filter_map(move |st| Some((s, st, st.ratio?)))
-        })
-        .filter(|(_, _, c)| c.effect == Effect::Loss)
-        .min_by(|a, b| a.2.high.total_cmp(&b.2.high))?;
-    let others: Vec<String> = n
-        .series
-        .iter()
-        .filter(|s| s.lock != series.lock && s.placement == series.placement)
-        .filter_map(|s| {
-            let o = s.steps.iter().find(|o| o.burners == st.burners)?;
-            Some(format!("`{}` was at {}", s.lock, ratio_of(&o.ratio?, "")))
-        })
-        .collect();
-    Some(format!(
-        "Largest measured loss: with {} and {} the `{}` lock ran at {}{}{}.",
-        placed_burners(series.placement, st.burners),
-        placed_workers(series.placement, series.workers_in(n)),
-        series.lock,
-        ratio_of(&c, "its unloaded rate"),
-        mechanism(series, st),
-        if others.is_empty() {
-            String::new()
-        } else {
-            format!("; at the same step {}", others.join(", "))
-        }
-    ))
-}
-
-/// `2 burners` (unpinned) or `2 burners pinned to the workers' SMT siblings`.
-fn placed_burners(p: SeriesPlacement, b: usize) -> String {
-    match p {
-        SeriesPlacement::Unpinned => count(b, "burner"),
-        SeriesPlacement::SiblingBurners => {
-            format!("{} pinned to the workers' SMT siblings", count(b, "burner"))
-        }
-    }
-}
-
-/// `4 workers` (unpinned) or `2 workers one per core`.
-fn placed_workers(p: SeriesPlacement, w: usize) -> String {
-    match p {
-        SeriesPlacement::Unpinned => count(w, "worker"),
-        SeriesPlacement::SiblingBurners => format!("{} one per core", count(w, "worker")),
-    }
-}
-
-/// The diagnosis as a clause, only where the run measured its signs. SMT sharing is named
-/// only for the controlled series (burners pinned to the workers' siblings); with unpinned
-/// threads the scheduler, not the run, chose who shared a core, so it is at most possible
-/// (files written before `possibly-smt-sharing` existed may say `smt-sharing` there).
-fn mechanism(s: &super::NeighborsSeries, st: &super::NeighborsStep) -> String {
-    match st.diagnosis {
-        Diagnosis::None => String::new(),
-        Diagnosis::SmtSharing | Diagnosis::PossiblySmtSharing
-            if s.placement == SeriesPlacement::Unpinned =>
-        {
-            format!(
-                " — possibly SMT sharing, but the workers and burners were unpinned, so the \
-                 run did not control it ({})",
-                st.reason
-            )
-        }
-        Diagnosis::SmtSharing => format!(
-            " — SMT sharing: the burners were pinned to the workers' siblings and the threads \
-             had a CPU each ({})",
-            st.reason
-        ),
-        d => format!(" — diagnosed `{}` from {}", d.label(), st.reason),
-    }
-}
-
-fn disturbed(r: &Report) -> bool {
-    r.neighbors.as_ref().is_some_and(|n| {
-        n.series.iter().any(|s| {
-            s.steps
-                .first()
-                .is_some_and(|st| st.diagnosis == Diagnosis::ExternalLoad)
-        })
-    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -970,390 +650,6 @@ fn not_measured(r: &Report, smt: bool) -> Vec<String> {
 
 // ---------------------------------------------------------------------------------------
 // Findings, one per experiment.
-
-fn lock_finding(l: &super::LockscanSection, smt: bool) -> Finding {
-    let results = &l.result.results;
-    let mut obs = Vec::new();
-    let mut evidence = Vec::new();
-    let mut locks = Vec::new();
-    for s in results {
-        if !locks.contains(&s.lock) {
-            locks.push(s.lock);
-        }
-    }
-    let sharing = sibling_comparisons(l);
-    let own = sharing.iter().all(|s| s.own);
-    if !own {
-        obs.push(capitalise(OTHERS_FALLBACK));
-    }
-    let beside = if smt {
-        "beside"
-    } else {
-        "time-sharing its CPU with"
-    };
-    let mut sharing_effects = Vec::new();
-    // Locks that lost beside a scanner, split by what the cross-core control says.
-    let (mut lost_core, mut lost_everywhere, mut lost_uncontrolled) =
-        (Vec::new(), Vec::new(), Vec::new());
-    for lock in locks {
-        let mine: Vec<_> = results.iter().filter(|s| s.lock == lock).collect();
-        let mut line = format!("`{lock}`:");
-        if let Some(b) = mine.iter().find(|s| s.scenario.scan_cpus.is_empty())
-            && let Some(a) = &b.acquisitions_per_sec
-        {
-            line.push_str(&format!(
-                " {} acquisitions/s without a scanner (Jain {:.2})",
-                pm(a),
-                b.jain_index
-            ));
-        }
-        let of_lock: Vec<Sharing> = sharing.iter().filter(|s| s.lock == lock).cloned().collect();
-        if let Some(agg) = Aggregate::of(
-            of_lock.iter().map(Sharing::member).collect(),
-            Thresholds::SLOWDOWN,
-        ) {
-            let c = agg.central;
-            sharing_effects.push(if agg.disagree {
-                Effect::Inconclusive
-            } else {
-                c.effect
-            });
-            line.push_str(&format!(
-                "; the lock thread {beside} a scanner, {}",
-                agg.text(sharing_of(own), "scanner positions")
-            ));
-            let control = control_of(&of_lock);
-            if let Some(ctrl) = &control {
-                line.push_str(&format!(
-                    "; against lock threads on other cores of the same runs, {}",
-                    ratio_of(ctrl, "")
-                ));
-                evidence.push(Evidence {
-                    what: format!(
-                        "`{lock}`: the scanner-sharing thread's ratio ÷ the other-core threads' ratio, same runs, paired by round"
-                    ),
-                    runs: format!("lockscan, {}", count(of_lock.len(), "scanner position")),
-                    comparison: *ctrl,
-                });
-            }
-            if matches!(c.effect, Effect::Loss | Effect::SmallLoss) && !agg.disagree {
-                let name = format!("`{lock}`");
-                match control.map(|x| x.effect) {
-                    Some(Effect::Loss | Effect::SmallLoss) => lost_core.push(name),
-                    Some(_) => lost_everywhere.push(name),
-                    None => lost_uncontrolled.push(name),
-                }
-            }
-            evidence.push(Evidence {
-                what: format!(
-                    "`{lock}` acquisitions/s, scanner-sharing thread ÷ {}",
-                    if own {
-                        "itself without a scanner, paired by round"
-                    } else {
-                        "the other lock threads"
-                    }
-                ),
-                runs: if agg.k == 1 {
-                    format!("lockscan, {}", agg.members[0].0)
-                } else {
-                    format!("lockscan, {}", count(agg.k, "scanner position"))
-                },
-                comparison: c,
-            });
-        }
-        // Cross-core: paired against the same threads' own baseline where the file has it,
-        // else the older unpaired interval.
-        let cross: Vec<Member> = mine
-            .iter()
-            .filter_map(|s| {
-                let c = s.cross_core_vs_own_baseline.or_else(|| {
-                    s.cross_core_vs_baseline
-                        .map(|ci| Comparison::from_ci(ci, s.runs, Thresholds::SLOWDOWN))
-                })?;
-                Some(Member {
-                    label: s.scenario.label.clone(),
-                    comparison: c,
-                    ratios: s.cross_core_ratios.iter().copied().enumerate().collect(),
-                })
-            })
-            .collect();
-        if let Some(agg) = Aggregate::of(cross, Thresholds::SLOWDOWN) {
-            line.push_str(&format!(
-                "; lock threads on other cores kept {}{}",
-                ratio_of(&agg.central, "of their rate without a scanner"),
-                if agg.k > 1 {
-                    format!(
-                        " ({} over {} scanner positions)",
-                        if agg.central_note.is_none() {
-                            "per-round median"
-                        } else {
-                            "lower middle"
-                        },
-                        agg.k
-                    )
-                } else {
-                    String::new()
-                }
-            ));
-            evidence.push(Evidence {
-                what: format!("`{lock}` acquisitions/s on other cores, with ÷ without scanner"),
-                runs: format!(
-                    "lockscan, {} and baseline",
-                    count(agg.k, "scanner position")
-                ),
-                comparison: agg.central,
-            });
-        }
-        obs.push(line);
-    }
-    let any = |e: Effect| sharing_effects.contains(&e);
-    let against = if own {
-        "their own rates without a scanner"
-    } else {
-        "the other lock threads"
-    };
-    let counted = l
-        .result
-        .counters
-        .as_ref()
-        .is_some_and(|c| !c.hardware_missing());
-    let meaning = if !smt {
-        "A scanner here can only time-share a lock thread's CPU, so that thread runs part of the time and acquires accordingly: the scheduler dividing a CPU, not HT. To see what a scanning sibling does, run on an SMT machine.".to_string()
-    } else if !lost_core.is_empty() || !lost_everywhere.is_empty() || !lost_uncontrolled.is_empty()
-    {
-        let mut parts = Vec::new();
-        if !lost_core.is_empty() {
-            parts.push(format!(
-                "{} lost beside a scanning sibling and more than lock threads on other cores of the same runs: the loss comes with sharing the core{}. Keep memory-streaming work off the siblings of threads holding such a lock, or turn HT off for such a mix",
-                lost_core.join(", "),
-                if counted {
-                    "; which resource inside the core is not identified by the cycle and instruction counts"
-                } else {
-                    "; which resource inside the core was not measured (no hardware counters)"
-                }
-            ));
-        }
-        if !lost_everywhere.is_empty() {
-            parts.push(format!(
-                "{} lost beside a scanning sibling, but lock threads on other cores lost about as much: the scanner slowed every core, so the loss is not shown to come from sharing the core, and HT off would not remove it",
-                lost_everywhere.join(", ")
-            ));
-        }
-        if !lost_uncontrolled.is_empty() {
-            parts.push(format!(
-                "{} lost beside a scanning sibling; no lock thread ran on another core in the same runs, so whether the loss is specific to sharing the core was not measured",
-                lost_uncontrolled.join(", ")
-            ));
-        }
-        format!("{}.", parts.join(". "))
-    } else if !sharing_effects.is_empty() && sharing_effects.iter().all(|e| *e == Effect::NoEffect)
-    {
-        let mut m = format!(
-            "Every lock's interval lay within ±5 % of {against}: on this machine a scanning sibling did not slow lock threads by more than 5 %; {SCANNER_UNMEASURED}",
-        );
-        if evidence.iter().any(|e| e.comparison.indicative) {
-            m.push_str(" — indicative where fewer than 3 runs ran; more runs (`--repeat`) give confidence intervals");
-        }
-        m.push('.');
-        m
-    } else if any(Effect::Inconclusive) {
-        "At least one lock's intervals were too wide to call, or its scanner positions disagreed (see each interval): more runs (`--repeat`) or a quieter machine are needed before deciding HT for this mix.".into()
-    } else {
-        format!("No lock lost beside a scanning sibling; {SCANNER_UNMEASURED}.")
-    };
-    Finding {
-        topic: "locks (lockscan)".into(),
-        observed: obs.join(". ") + ".",
-        meaning,
-        evidence,
-    }
-}
-
-fn neighbors_finding(n: &super::NeighborsSection) -> Finding {
-    let mut obs = Vec::new();
-    let mut evidence = Vec::new();
-    for s in &n.series {
-        let Some(first) = s.steps.first() else {
-            continue;
-        };
-        let placement = match s.placement {
-            SeriesPlacement::Unpinned => "unpinned".to_string(),
-            SeriesPlacement::SiblingBurners => "burners on the workers' siblings".to_string(),
-        };
-        let mut line = format!(
-            "`{}` ({placement}) with {}: {} ops/s with {}",
-            s.lock,
-            placed_workers(s.placement, s.workers_in(n)),
-            pm(&first.ops_per_sec),
-            count(first.burners, "burner"),
-        );
-        if let Some((worst, c)) = s
-            .steps
-            .iter()
-            .filter(|st| st.burners != first.burners)
-            .filter_map(|st| Some((st, st.ratio?)))
-            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate))
-        {
-            line.push_str(&format!(
-                "; lowest at {} ({} runnable on {}): {}, diagnosis `{}`",
-                count(worst.burners, "burner"),
-                worst.runnable_threads,
-                count(worst.cpus, "CPU"),
-                ratio_of(&c, "the 0-burner rate"),
-                worst.diagnosis.label()
-            ));
-            evidence.push(Evidence {
-                what: format!(
-                    "`{}` ops/s with {} ÷ with {}",
-                    s.lock,
-                    placed_burners(s.placement, worst.burners),
-                    count(first.burners, "burner")
-                ),
-                runs: format!("neighbors ({placement}), {} rounds", c.n),
-                comparison: c,
-            });
-        }
-        obs.push(line);
-    }
-    // Which locks lost at a step with more runnable threads than CPUs, and which did not.
-    let mut lost = Vec::new();
-    let mut slowed = Vec::new();
-    let mut kept = Vec::new();
-    for s in &n.series {
-        if let Some(c) = s
-            .steps
-            .iter()
-            .filter(|st| st.runnable_threads > st.cpus)
-            .filter_map(|st| st.ratio)
-            .min_by(|a, b| a.estimate.total_cmp(&b.estimate))
-        {
-            match c.effect {
-                Effect::Loss => lost.push(format!("`{}`", s.lock)),
-                Effect::SmallLoss => slowed.push(format!("`{}`", s.lock)),
-                Effect::NoEffect | Effect::Gain => kept.push(format!("`{}`", s.lock)),
-                Effect::Inconclusive => {}
-            }
-        }
-    }
-    let mut meaning = if !lost.is_empty() && !kept.is_empty() {
-        format!(
-            "With more runnable threads than CPUs, {} lost while {} did not: the lock, not only the thread count, decides what oversubscription costs. Keep runnable lock-heavy threads at or below the CPUs they may use, or use the lock that kept its rate.",
-            lost.join(", "),
-            kept.join(", ")
-        )
-    } else if !lost.is_empty() {
-        format!(
-            "With more runnable threads than CPUs, {} lost: keep runnable lock-heavy threads at or below the CPUs they may use.",
-            lost.join(", ")
-        )
-    } else if !kept.is_empty() && slowed.is_empty() {
-        "No lock lost with more runnable threads than CPUs at these step lengths.".into()
-    } else if slowed.is_empty() {
-        "No step oversubscribed the CPUs with an interval narrow enough to call.".into()
-    } else {
-        String::new()
-    };
-    if !slowed.is_empty() {
-        if !meaning.is_empty() {
-            meaning.push(' ');
-        }
-        meaning.push_str(&format!(
-            "With more runnable threads than CPUs, {} slowed by a measured amount smaller than the loss line (a small loss; see its interval).",
-            slowed.join(", ")
-        ));
-    }
-    if let Some(m) = sibling_meaning(n) {
-        if !meaning.is_empty() {
-            meaning.push(' ');
-        }
-        meaning.push_str(&m);
-    }
-    Finding {
-        topic: "noisy neighbours (neighbors)".into(),
-        observed: obs.join(". ") + ".",
-        meaning,
-        evidence,
-    }
-}
-
-/// What the controlled sibling series says: per lock, its rate with every worker's sibling
-/// busy (the last step) against the same round's rate without burners. Only this series
-/// may name SMT sharing, the placement, not the scheduler, having put the burners there;
-/// and only where that step's own diagnosis says so: a step diagnosed otherwise (other
-/// processes competing for the CPUs, say) is named by its diagnosis.
-fn sibling_meaning(n: &super::NeighborsSection) -> Option<String> {
-    let mut lost = Vec::new();
-    let mut lost_other = Vec::new();
-    let mut kept = Vec::new();
-    let mut unclear = Vec::new();
-    for s in n
-        .series
-        .iter()
-        .filter(|s| s.placement == SeriesPlacement::SiblingBurners)
-    {
-        let Some((st, c)) = s
-            .steps
-            .iter()
-            .filter(|st| st.burners > 0)
-            .max_by_key(|st| st.burners)
-            .and_then(|st| Some((st, st.ratio?)))
-        else {
-            continue;
-        };
-        let what = format!(
-            "`{}` ({} with {})",
-            s.lock,
-            ratio_of(&c, "of its rate without burners"),
-            count(st.burners, "busy sibling")
-        );
-        match c.effect {
-            Effect::Loss | Effect::SmallLoss if st.diagnosis == Diagnosis::SmtSharing => {
-                lost.push(what)
-            }
-            Effect::Loss | Effect::SmallLoss => lost_other.push(format!(
-                "{what}, diagnosed `{}` from {}",
-                st.diagnosis.label(),
-                st.reason
-            )),
-            Effect::NoEffect | Effect::Gain => kept.push(what),
-            Effect::Inconclusive => unclear.push(what),
-        }
-    }
-    if lost.is_empty() && lost_other.is_empty() && kept.is_empty() && unclear.is_empty() {
-        return None;
-    }
-    let mut parts = Vec::new();
-    if !lost.is_empty() {
-        parts.push(format!(
-            "{} lost: SMT sharing, since each thread had a CPU of its own and only the core was shared",
-            lost.join(", ")
-        ));
-    }
-    if !lost_other.is_empty() {
-        parts.push(format!(
-            "{} lost, but that step's diagnosis is not SMT sharing, so the loss is not put down to the busy siblings",
-            lost_other.join("; ")
-        ));
-    }
-    if !kept.is_empty() {
-        parts.push(format!(
-            "{} kept {} rate within its interval: a busy sibling did not slow {} beyond the ±5 % band",
-            kept.join(", "),
-            if kept.len() == 1 { "its" } else { "their" },
-            if kept.len() == 1 { "it" } else { "them" }
-        ));
-    }
-    if !unclear.is_empty() {
-        parts.push(format!(
-            "the interval was too wide to call for {}",
-            unclear.join(", ")
-        ));
-    }
-    Some(format!(
-        "With one worker per core and burners pinned to their SMT siblings, {}.",
-        parts.join("; ")
-    ))
-}
 
 fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
     let mut obs: Vec<String> = o
@@ -1442,66 +738,6 @@ fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
         observed: obs.join("; ") + ".",
         meaning,
         evidence,
-    }
-}
-
-fn rwcache_finding(w: &super::RwcacheSection) -> Finding {
-    let top = w.rows.iter().map(|r| r.threads).max().unwrap_or(1);
-    let at = |s: SchemeKind| w.rows.iter().find(|r| r.threads == top && r.scheme == s);
-    let mut obs = Vec::new();
-    if let Some(b) = w.result.best.as_ref().map(|b| b.overall)
-        && let Some(row) = at(b)
-    {
-        obs.push(format!(
-            "best at {}: `{b}` {} requests/s",
-            count(top, "thread"),
-            pm(&row.requests_per_sec)
-        ));
-    }
-    if let (Some(s), Some(rw)) = (at(SchemeKind::Spin), at(SchemeKind::RwSpin)) {
-        obs.push(format!(
-            "`spin` {} → `rwspin` {} ({:+.1} %, medians)",
-            si_sig(s.requests_per_sec.median, 3),
-            si_sig(rw.requests_per_sec.median, 3),
-            (rw.requests_per_sec.median / s.requests_per_sec.median - 1.0) * 100.0
-        ));
-    }
-    let best = |want: bool| {
-        w.result
-            .results
-            .iter()
-            .filter(|x| x.threads == top && x.shared_reader_line == want)
-            .filter_map(|x| x.requests_per_sec.map(|s| s.median))
-            .fold(0.0, f64::max)
-    };
-    let (with, without) = (best(true), best(false));
-    let meaning = if with > 0.0 && without > 0.0 {
-        let ratio = with / without;
-        obs.push(format!(
-            "at {} the best scheme whose readers write a shared line reached {}× the best without one (medians; no interval)",
-            count(top, "thread"),
-            sig(ratio, 3)
-        ));
-        if ratio < Thresholds::SLOWDOWN.loss_below {
-            format!(
-                "The best scheme whose readers write a shared line (the lock word) reached only {}× the best whose readers write nothing shared (per-CPU slots, seqlock, RCU-style snapshots) — medians without an interval, so indicative; fix the lock before judging HT for such a workload.",
-                sig(ratio, 3)
-            )
-        } else {
-            format!(
-                "Whether readers that write a shared line cost throughput is not established at this thread count: the medians differ by {} %, and no interval was computed.",
-                sig(((1.0 - ratio) * 100.0).abs(), 2)
-            )
-        }
-    } else {
-        "Too few schemes ran to compare readers that write a shared line with readers that do not."
-            .into()
-    };
-    Finding {
-        topic: "read-mostly cache (rwcache)".into(),
-        observed: obs.join("; ") + ".",
-        meaning,
-        evidence: Vec::new(),
     }
 }
 
@@ -1664,59 +900,12 @@ fn command_finding(c: &super::CompareSection, smt: bool) -> Finding {
     }
 }
 
-fn c2c_finding(c: &super::C2cSection) -> Finding {
-    let classes: Vec<String> = c
-        .result
-        .classes
-        .iter()
-        .map(|k| {
-            format!(
-                "{} {} ns (≤ {} handoffs/s)",
-                k.proximity.label(),
-                sig(k.median_latency_ns, 3),
-                si_sig(k.ceiling.k1_handoffs_per_sec, 3)
-            )
-        })
-        .collect();
-    let sib = c.result.class(Proximity::SmtSibling);
-    let other = c
-        .result
-        .classes
-        .iter()
-        .filter(|k| k.proximity != Proximity::SmtSibling)
-        .min_by(|a, b| a.median_latency_ns.total_cmp(&b.median_latency_ns));
-    let meaning = match (sib, other) {
-        (Some(s), Some(o)) if s.median_latency_ns > 0.0 => format!(
-            "Handing a cache line between SMT siblings took {} ns, {}× faster than the fastest other pair measured ({}, {} ns): a lock passed between siblings moves its cache line that much faster.",
-            sig(s.median_latency_ns, 3),
-            sig(o.median_latency_ns / s.median_latency_ns, 2),
-            o.proximity.label(),
-            sig(o.median_latency_ns, 3)
-        ),
-        (Some(s), None) => format!(
-            "Handing a cache line between SMT siblings took {} ns; no pair on different cores was measured to compare with.",
-            sig(s.median_latency_ns, 3)
-        ),
-        _ => "Every contended lock handoff moves at least one cache line at this latency, which bounds lock throughput; no SMT sibling pair was measured here.".into(),
-    };
-    Finding {
-        topic: "cache-line handoff (c2c)".into(),
-        observed: if classes.is_empty() {
-            "no pair finished.".into()
-        } else {
-            classes.join("; ") + "."
-        },
-        meaning,
-        evidence: Vec::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::FakeEngine;
     use crate::report::{MachineInfo, Provenance};
-    use crate::stats::{Ci, Summary};
+    use crate::stats::Summary;
     use crate::topology::fixture;
     use std::sync::OnceLock;
 
@@ -1819,7 +1008,10 @@ mod tests {
                 .iter()
                 .any(|h| h.contains("IPC"))
         );
-        assert!(tables::core_cpi(r.lockscan.as_ref().unwrap()).is_none());
+        assert!(
+            crate::experiments::lockscan::view::core_cpi(&r.lockscan.as_ref().unwrap().result)
+                .is_none()
+        );
         assert_eq!(
             tables::counters_not_measured(&r).as_deref(),
             Some("IPC and per-core CPI: not measured (a synthetic report counts nothing).")
@@ -1858,7 +1050,8 @@ mod tests {
         let core: crate::cpuset::CpuSet = "0-1".parse().unwrap();
         let s = &mut r.lockscan.as_mut().unwrap().result.results[0];
         s.core_cpi = crate::counters::per_core([(0, 0, core.clone(), &a), (1, 1, core, &b)]);
-        let t = tables::core_cpi(r.lockscan.as_ref().unwrap()).unwrap();
+        let t = crate::experiments::lockscan::view::core_cpi(&r.lockscan.as_ref().unwrap().result)
+            .unwrap();
         assert_eq!(t.rows.len(), 2);
         assert_eq!(&t.rows[0][5..], ["1.33", "0.80"]);
         assert_eq!(&t.rows[1][5..], ["2.00", ""]);
@@ -2052,213 +1245,6 @@ mod tests {
         );
     }
 
-    /// Replaces the sibling scenarios by one per entry: its own-baseline comparison and the
-    /// per-round ratios behind it.
-    /// Scanner scenarios with these sharing comparisons; lock threads on other cores kept
-    /// their rate in every round (the control then equals the sharing ratios).
-    fn sibling_scenarios(r: &mut Report, scenarios: &[(Comparison, Vec<f64>)]) {
-        sibling_scenarios_with_cross(r, scenarios, None)
-    }
-
-    /// As [`sibling_scenarios`], the other-core lock threads at `cross` of their rate in
-    /// each round (None: 1.0 in every round).
-    fn sibling_scenarios_with_cross(
-        r: &mut Report,
-        scenarios: &[(Comparison, Vec<f64>)],
-        cross: Option<&[f64]>,
-    ) {
-        let l = r.lockscan.as_mut().unwrap();
-        let template = l
-            .result
-            .results
-            .iter()
-            .find(|s| !s.scenario.scan_cpus.is_empty())
-            .unwrap()
-            .clone();
-        l.result.results.retain(|s| s.scenario.scan_cpus.is_empty());
-        for (i, (c, ratios)) in scenarios.iter().enumerate() {
-            let mut s = template.clone();
-            s.scenario.label = format!("scenario {i}");
-            s.sharing_vs_own_baseline = Some(*c);
-            s.sharing_ratios = ratios.clone();
-            s.runs = ratios.len();
-            let ones = vec![1.0; ratios.len()];
-            let cross = cross.unwrap_or(&ones);
-            s.cross_core_ratios = cross.to_vec();
-            s.cross_core_vs_own_baseline =
-                Comparison::of_paired_ratios(cross, Thresholds::SLOWDOWN, 0.95);
-            s.sharing_vs_cross_core_ratios = ratios.iter().zip(cross).map(|(a, b)| a / b).collect();
-            s.sharing_vs_cross_core = Comparison::of_paired_ratios(
-                &s.sharing_vs_cross_core_ratios,
-                Thresholds::SLOWDOWN,
-                0.95,
-            );
-            l.result.results.push(s);
-        }
-    }
-
-    /// A scenario whose own-baseline comparison comes from `ratios`.
-    fn paired(ratios: &[f64]) -> (Comparison, Vec<f64>) {
-        let c = Comparison::of_paired_ratios(ratios, Thresholds::SLOWDOWN, 0.95).unwrap();
-        (c, ratios.to_vec())
-    }
-
-    fn ci(estimate: f64, low: f64, high: f64) -> Ci {
-        Ci {
-            estimate,
-            low,
-            high,
-            confidence: 0.95,
-        }
-    }
-
-    #[test]
-    fn a_wide_interval_around_half_is_inconclusive_not_no_effect() {
-        let mut r = smt().clone();
-        let c = Comparison::from_ci(ci(0.50, 0.30, 0.85), 5, Thresholds::SLOWDOWN);
-        sibling_scenarios(&mut r, &[(c, vec![0.30, 0.45, 0.50, 0.60, 0.85])]);
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
-        assert!(
-            a.reason.contains("its own rate without a scanner"),
-            "{}",
-            a.reason
-        );
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(f.meaning.contains("too wide to call"), "{}", f.meaning);
-        assert!(f.observed.contains("inconclusive"), "{}", f.observed);
-    }
-
-    #[test]
-    fn the_worst_neighbours_step_not_oversubscribed_is_not_called_oversubscription() {
-        let mut r = no_smt().clone();
-        let n = r.neighbors.as_mut().unwrap();
-        for s in &mut n.series {
-            for st in &mut s.steps {
-                st.runnable_threads = st.cpus;
-                if st.burners > 0 {
-                    st.diagnosis = Diagnosis::SharedResources;
-                    st.reason = "2 runnable on 2 CPUs, 0% of time waiting for a CPU".into();
-                    st.ratio = Some(Comparison::from_ci(
-                        ci(0.6, 0.55, 0.65),
-                        5,
-                        Thresholds::SLOWDOWN,
-                    ));
-                }
-            }
-        }
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        assert!(
-            v.headline.contains("Largest measured loss"),
-            "{}",
-            v.headline
-        );
-        assert!(v.headline.contains("`shared-resources`"), "{}", v.headline);
-        for s in sentences(&v) {
-            assert!(!s.contains("oversubscription"), "{s}");
-            assert!(!s.contains("more runnable threads than CPUs"), "{s}");
-        }
-    }
-
-    /// Makes the `placement` series' step with `burners` of `lock` the deepest loss.
-    fn deep_loss(
-        r: &mut Report,
-        placement: SeriesPlacement,
-        burners: usize,
-        d: Diagnosis,
-        reason: &str,
-    ) {
-        let n = r.neighbors.as_mut().unwrap();
-        let s = n
-            .series
-            .iter_mut()
-            .find(|s| s.placement == placement)
-            .expect("the series ran");
-        let st = s.steps.iter_mut().find(|st| st.burners == burners).unwrap();
-        st.diagnosis = d;
-        st.reason = reason.into();
-        st.ratio = Some(Comparison::from_ci(
-            ci(0.2, 0.15, 0.25),
-            5,
-            Thresholds::SLOWDOWN,
-        ));
-    }
-
-    #[test]
-    fn a_controlled_sibling_loss_names_smt_sharing_and_an_unpinned_one_does_not() {
-        let base = smt();
-        let n = base.neighbors.as_ref().unwrap();
-        let sib = n
-            .series
-            .iter()
-            .find(|s| s.placement == SeriesPlacement::SiblingBurners)
-            .expect("the study ran the sibling series on SMT");
-        assert_eq!(sib.workers, Some(4));
-        assert_eq!(n.sibling_skipped, None);
-        // Controlled: burners pinned to the workers' siblings.
-        let mut r = base.clone();
-        deep_loss(
-            &mut r,
-            SeriesPlacement::SiblingBurners,
-            4,
-            Diagnosis::SmtSharing,
-            "burners pinned to the workers' SMT siblings; 4 runnable on 4 CPUs",
-        );
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        assert!(
-            v.headline.contains(
-                "with 4 burners pinned to the workers' SMT siblings and 4 workers one per core"
-            ),
-            "{}",
-            v.headline
-        );
-        assert!(
-            v.headline
-                .contains("— SMT sharing: the burners were pinned"),
-            "{}",
-            v.headline
-        );
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("noisy"))
-            .unwrap();
-        assert!(
-            f.meaning
-                .contains("SMT sharing, since each thread had a CPU of its own"),
-            "{}",
-            f.meaning
-        );
-        // Unpinned: at most possibly, whether the step says so or an old file says
-        // `smt-sharing`.
-        for d in [Diagnosis::PossiblySmtSharing, Diagnosis::SmtSharing] {
-            let mut r = base.clone();
-            deep_loss(
-                &mut r,
-                SeriesPlacement::Unpinned,
-                2,
-                d,
-                "6 runnable on 8 CPUs",
-            );
-            let v = build(&r);
-            assert_cites_only_what_was_measured(&v);
-            assert!(
-                v.headline.contains("possibly SMT sharing"),
-                "{}",
-                v.headline
-            );
-            assert!(!v.headline.contains("— SMT sharing"), "{}", v.headline);
-        }
-    }
-
     #[test]
     fn without_smt_the_missing_sibling_series_is_listed_with_its_reason() {
         let v = build(no_smt());
@@ -2277,127 +1263,6 @@ mod tests {
                 .any(|n| n.contains("did not run: no SMT siblings")),
             "{:?}",
             v.not_measured
-        );
-    }
-
-    /// One scanner position of 24 with a clear loss (even at 1 − 0.05/24) beside 23 with
-    /// none: neither "no difference" (the median) nor "turn HT off" (the worst) holds for
-    /// the row, which says so and names the position.
-    #[test]
-    fn one_lost_scenario_of_24_makes_the_row_depend_on_it() {
-        let mut r = smt().clone();
-        let mut all = vec![paired(&[0.97, 0.98, 0.99, 0.98, 0.98]); 23];
-        all.insert(7, paired(&[0.55, 0.60, 0.65, 0.60, 0.58]));
-        sibling_scenarios(&mut r, &all);
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::DependsOnWorkload, "{a:?}");
-        assert!((a.evidence.as_ref().unwrap().comparison.estimate - 0.98).abs() < 0.005);
-        assert!(a.reason.contains("per-round median of 24"), "{}", a.reason);
-        // The lowest's interval comes from its own rounds at 1 − 0.05/24, labelled so.
-        assert!(
-            a.reason
-                .contains("lowest `ttas`, scenario 7 0.60× (99.8 % CI"),
-            "{}",
-            a.reason
-        );
-        assert!(
-            a.reason.contains("loss for `ttas`, scenario 7"),
-            "{}",
-            a.reason
-        );
-        assert!(!a.reason.contains("100 % CI"), "{}", a.reason);
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            f.observed.contains("per-round median of 24"),
-            "{}",
-            f.observed
-        );
-    }
-
-    #[test]
-    fn a_sibling_loss_names_the_lock_that_lost() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &vec![paired(&[0.5, 0.52, 0.48, 0.5, 0.49]); 3]);
-        let lock = r
-            .lockscan
-            .as_ref()
-            .unwrap()
-            .result
-            .results
-            .last()
-            .unwrap()
-            .lock;
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        assert_eq!(
-            answer(&v, WorkloadClass::LocksBesideScans).answer,
-            HtAnswer::TurnHtOff
-        );
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            f.meaning.starts_with(&format!(
-                "`{lock}` lost beside a scanning sibling and more than lock threads on other cores"
-            )),
-            "{}",
-            f.meaning
-        );
-    }
-
-    #[test]
-    fn a_thread_slow_against_the_others_but_not_against_itself_is_no_loss() {
-        // An unfair lock: beside the scanner the thread gets 0.3× the others, as it did
-        // without a scanner; against its own baseline it kept its rate.
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[0.99, 1.0, 1.01, 1.0, 0.98])]);
-        for s in &mut r.lockscan.as_mut().unwrap().result.results {
-            s.sharing_vs_others = Some(ci(0.30, 0.25, 0.35));
-        }
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::NoDifference, "{a:?}");
-        assert!(!a.reason.contains("0.30"), "{}", a.reason);
-    }
-
-    #[test]
-    fn an_old_file_falls_back_to_the_other_threads_and_says_so() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[1.0; 5]), paired(&[1.0; 5])]);
-        for s in &mut r.lockscan.as_mut().unwrap().result.results {
-            s.sharing_vs_own_baseline = None;
-            s.sharing_ratios.clear();
-            s.sharing_vs_others = Some(ci(0.98, 0.96, 1.0));
-        }
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::NoDifference, "{a:?}");
-        assert!(a.reason.starts_with("this file predates"), "{}", a.reason);
-        assert!(
-            a.reason.contains("the other lock threads' rate"),
-            "{}",
-            a.reason
-        );
-        assert!(a.reason.contains("not widened"), "{}", a.reason);
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            f.observed.starts_with("This file predates"),
-            "{}",
-            f.observed
         );
     }
 
@@ -2930,42 +1795,6 @@ mod tests {
         assert_ne!(a.answer, HtAnswer::KeepHtOn, "{}", a.reason);
     }
 
-    /// A lock thread beside a scanning sibling at 0.97× (0.96–1.01) was mapped to keep HT
-    /// on, though the scanner's own progress was never measured.
-    #[test]
-    fn no_slowdown_beside_a_scanner_is_no_difference_not_keep_ht_on() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[0.96, 0.97, 0.98, 0.965, 0.975])]);
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::NoDifference, "{}", a.reason);
-        assert!(
-            a.reason.contains("scanner's own progress was not measured"),
-            "{}",
-            a.reason
-        );
-    }
-
-    /// 0.87× (0.85–0.90) against a 0.80 loss line and a ±5 % band was "inconclusive, too
-    /// wide to call; more runs needed": it is a measured 10–15 % loss.
-    #[test]
-    fn a_narrow_slowdown_above_the_loss_line_is_a_small_loss() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[0.85, 0.87, 0.89, 0.86, 0.88])]);
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::SmallLoss, "{}", a.reason);
-        assert!(a.reason.contains("small loss"), "{}", a.reason);
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(!f.meaning.contains("too wide"), "{}", f.meaning);
-    }
-
     /// Lock and insert yields compare N threads with 2N on the same cores: the row says
     /// that "turn HT off" assumes a pool sized to the logical CPUs, and offers the other
     /// remedy.
@@ -2986,99 +1815,6 @@ mod tests {
             assert!(a.reason.contains("one thread per core"), "{}", a.reason);
             assert!(a.reason.contains("other remedy"), "{}", a.reason);
         }
-    }
-
-    /// A sibling lock thread at 0.70× while the lock threads on other cores of the same
-    /// runs were at 0.72×: the scanner slowed every core, so the loss is not put down to
-    /// sharing the core, and the row does not say turn HT off.
-    #[test]
-    fn a_sibling_loss_matched_on_other_cores_is_not_blamed_on_core_sharing() {
-        let mut r = smt().clone();
-        let sharing = [0.69, 0.70, 0.71, 0.70, 0.695];
-        let cross = [0.71, 0.72, 0.73, 0.72, 0.715];
-        sibling_scenarios_with_cross(&mut r, &[paired(&sharing)], Some(&cross));
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let a = answer(&v, WorkloadClass::LocksBesideScans);
-        assert_eq!(a.answer, HtAnswer::Inconclusive, "{}", a.reason);
-        assert!(
-            a.reason.contains("not shown to come from sharing the core"),
-            "{}",
-            a.reason
-        );
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            !f.meaning.contains("comes with sharing the core"),
-            "{}",
-            f.meaning
-        );
-        assert!(f.meaning.contains("slowed every core"), "{}", f.meaning);
-        // With the other cores unaffected, the same loss does come with sharing the core.
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&sharing)]);
-        let v = build(&r);
-        assert_eq!(
-            answer(&v, WorkloadClass::LocksBesideScans).answer,
-            HtAnswer::TurnHtOff
-        );
-    }
-
-    /// "(no hardware counters)" was printed beside a sibling loss when counters ran.
-    #[test]
-    fn a_sibling_loss_does_not_say_no_counters_when_they_ran() {
-        let mut r = smt().clone();
-        sibling_scenarios(&mut r, &[paired(&[0.5, 0.52, 0.48, 0.5, 0.49])]);
-        r.lockscan.as_mut().unwrap().result.counters = Some(crate::counters::Status {
-            mode: crate::counters::Mode::All,
-            unavailable: Vec::new(),
-        });
-        let f = build(&r)
-            .findings
-            .into_iter()
-            .find(|f| f.topic.starts_with("locks"))
-            .unwrap();
-        assert!(
-            f.meaning.contains("comes with sharing the core"),
-            "{}",
-            f.meaning
-        );
-        assert!(!f.meaning.contains("no hardware counters"), "{}", f.meaning);
-    }
-
-    /// The neighbours finding said "lost: SMT sharing" for a sibling-series step whose own
-    /// diagnosis was `external-load` (the headline of the same report said external load).
-    #[test]
-    fn a_sibling_series_loss_diagnosed_external_load_is_not_called_smt_sharing() {
-        let mut r = smt().clone();
-        let last = r
-            .neighbors
-            .as_ref()
-            .unwrap()
-            .series
-            .iter()
-            .find(|s| s.placement == SeriesPlacement::SiblingBurners)
-            .and_then(|s| s.steps.iter().map(|st| st.burners).max())
-            .expect("the sibling series ran on SMT");
-        deep_loss(
-            &mut r,
-            SeriesPlacement::SiblingBurners,
-            last,
-            Diagnosis::ExternalLoad,
-            "workers waited for a CPU 40 % of the time with no burner",
-        );
-        let v = build(&r);
-        assert_cites_only_what_was_measured(&v);
-        let f = v
-            .findings
-            .iter()
-            .find(|f| f.topic.starts_with("noisy"))
-            .unwrap();
-        assert!(!f.meaning.contains("lost: SMT sharing"), "{}", f.meaning);
-        assert!(f.meaning.contains("external-load"), "{}", f.meaning);
     }
 
     /// The yield phase's own notes (CPUs busy before the runs, steal above 5 %, threads

@@ -6,17 +6,19 @@
 //! it). Split by job: `run.rs` measures the pairs on any engine, `analysis.rs` turns the
 //! samples into a matrix and summaries and owns the ceiling arithmetic the lock
 //! experiments use (pure, tested on made-up samples), `budget.rs` fits a run into a time
-//! budget, `model.rs` is the serde result. The terminal text is in `commands::c2c`.
+//! budget, `model.rs` is the serde result, `view.rs` turns it into tables and sentences (the
+//! terminal, the study's section, its finding, exports).
 
 mod analysis;
 mod budget;
 mod model;
 mod run;
+pub mod view;
 
 pub use analysis::{Ceiling, ceiling, share_of_ceiling};
 pub use budget::{
     ASSUMED_LATENCY_NS, BudgetFit, MIN_BUDGET_SAMPLES, budget_order, estimate, fit_budget,
     fit_prefix,
 };
-pub use model::{C2c, ClassSummary, Pair};
+pub use model::{C2c, C2cSection, ClassSummary, Pair};
 pub use run::{measure, pairs};

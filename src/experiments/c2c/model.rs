@@ -79,3 +79,18 @@ impl C2c {
         self.classes.iter().find(|c| c.proximity == p)
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The study's section: what results.json keeps under `c2c`.
+
+/// `c2c` as the study ran it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct C2cSection {
+    /// Samples kept per pair.
+    pub samples: usize,
+    /// Round trips per sample.
+    pub round_trips: usize,
+    /// Usable CPUs left out to fit the budget (empty when all were measured).
+    pub cpus_left_out: String,
+    pub result: C2c,
+}

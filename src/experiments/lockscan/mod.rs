@@ -16,7 +16,8 @@
 //! - `workload`: the lock and scan threads ([`LockScan`]);
 //! - `run`: the trials on an [`Engine`](crate::engine::Engine) ([`run`]);
 //! - `analysis`: runs into per-scenario summaries (pure);
-//! - `verdict`: the conclusions and notes in words (pure);
+//! - `view`: the model in tables and words — terminal, study section, verdict lines and
+//!   notes, findings, exports (pure);
 //! - `model`: the serde result ([`LockscanReport`]).
 
 mod analysis;
@@ -24,7 +25,7 @@ mod config;
 mod model;
 mod run;
 mod scenario;
-mod verdict;
+pub mod view;
 mod workload;
 
 pub use analysis::handoff_latency_ns;
@@ -32,7 +33,9 @@ pub use config::{
     AUTO_FALLBACK_BYTES, AUTO_L2_MULTIPLE, AUTO_MAX_BYTES, AutoScanBytes, Layout, LockscanConfig,
     auto_scan_bytes,
 };
-pub use model::{LockscanReport, SCHEMA_VERSION, ScenarioResult, ThreadRole, ThreadRow};
+pub use model::{
+    LockscanReport, LockscanSection, SCHEMA_VERSION, ScenarioResult, ThreadRole, ThreadRow,
+};
 pub use run::{OnInterval, run};
 pub use scenario::{Scenario, scenarios, sweep_scope};
 pub use workload::LockScan;

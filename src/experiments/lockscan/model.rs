@@ -202,6 +202,22 @@ pub struct LockscanReport {
     pub counters: Option<crate::counters::Status>,
 }
 
+// ---------------------------------------------------------------------------------------
+// The study's section: what results.json keeps under `lockscan`.
+
+/// `lockscan` as the study ran it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockscanSection {
+    /// `sweep`: one scenario per scanner position, plus a baseline without scanner.
+    pub layout: String,
+    pub locks: Vec<crate::locks::LockKind>,
+    /// Discarded warm-up per run, ns.
+    pub warmup_ns: u64,
+    /// Measured time per run, ns.
+    pub duration_ns: u64,
+    pub result: LockscanReport,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,8 @@
 //! - `analysis`: one step's measurements into a [`Step`], rounds into [`SeriesStep`]s
 //!   (pure);
 //! - [`diagnosis`]: the rules naming the mechanism (pure);
-//! - `model`: the serde result ([`NeighborsReport`]).
+//! - `model`: the serde result ([`NeighborsReport`]) and the study's section;
+//! - `view`: the model in tables and words (terminal, study section, finding, exports).
 
 mod analysis;
 mod config;
@@ -29,12 +30,16 @@ pub mod diagnosis;
 mod model;
 mod plan;
 mod run;
+pub mod view;
 mod workload;
 
 pub use analysis::summarise;
 pub use config::{BurnerMode, BurnerPlacement, NeighborsConfig};
 pub use diagnosis::Diagnosis;
-pub use model::{NeighborsReport, SCHEMA_VERSION, SeriesStep, Step};
+pub use model::{
+    NeighborsReport, NeighborsSection, NeighborsSeries, SCHEMA_VERSION, SeriesPlacement,
+    SeriesStep, SeriesStep as NeighborsStep, Step,
+};
 pub use plan::{contention, step_not_possible_here, step_plan};
 pub use run::run;
 pub use workload::{HotPage, MakeWorker, PREEMPTED_NS, Page, Worker, WorkerOutcome};

@@ -4,6 +4,7 @@
 use super::config::{BurnerMode, BurnerPlacement};
 use super::diagnosis::Diagnosis;
 use crate::burn::{BurnerKind, Policy};
+use crate::locks::LockKind;
 use crate::stats::{Comparison, Summary};
 use serde::{Deserialize, Serialize};
 
@@ -158,6 +159,81 @@ mod kind_as_name {
         String::deserialize(d)?
             .parse()
             .map_err(serde::de::Error::custom)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The study's section: what results.json keeps under `neighbors`.
+
+/// `neighbors` as the study ran it: per lock an unpinned burner sweep and, on SMT
+/// machines, a controlled sweep of burners on the workers' siblings; repeated,
+/// interleaved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighborsSection {
+    /// Workers of the unpinned series.
+    pub workers: usize,
+    pub locks: Vec<LockKind>,
+    /// Burner counts of the unpinned series.
+    pub burner_steps: Vec<usize>,
+    pub burner_kind: String,
+    pub burner_mode: BurnerMode,
+    /// Discarded warm-up per step, ns.
+    pub warmup_ns: u64,
+    /// Measured time per step, ns.
+    pub duration_ns: u64,
+    /// Sweeps per lock.
+    pub repeat: usize,
+    /// Per lock and placement: every step summarised over the sweeps.
+    pub series: Vec<NeighborsSeries>,
+    /// Why the controlled sibling series did not run (no SMT siblings, …); None when it
+    /// ran, and in files written before it existed.
+    #[serde(default)]
+    pub sibling_skipped: Option<String>,
+    /// Every sweep as `neighbors` reported it, in the order they ran.
+    pub runs: Vec<NeighborsReport>,
+}
+
+/// How a neighbors series placed its threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SeriesPlacement {
+    /// Workers and burners placed by the scheduler, as on a machine nobody tuned: shows
+    /// what oversubscription costs, but whether burners met workers on a core was the
+    /// scheduler's choice, so SMT sharing is at most possible.
+    #[default]
+    Unpinned,
+    /// Workers one per core, burners pinned to their SMT siblings: SMT sharing controlled
+    /// by the placement.
+    SiblingBurners,
+}
+
+impl SeriesPlacement {
+    pub fn label(self) -> &'static str {
+        match self {
+            SeriesPlacement::Unpinned => "unpinned",
+            SeriesPlacement::SiblingBurners => "sibling burners",
+        }
+    }
+}
+
+/// One lock's burner sweep under one placement, summarised over repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighborsSeries {
+    pub lock: LockKind,
+    /// `unpinned` in files written before the sibling series existed.
+    #[serde(default)]
+    pub placement: SeriesPlacement,
+    /// Workers of this series; None in files written before it existed (then the
+    /// section's `workers`).
+    #[serde(default)]
+    pub workers: Option<usize>,
+    pub steps: Vec<SeriesStep>,
+}
+
+impl NeighborsSeries {
+    /// Workers of this series.
+    pub fn workers_in(&self, section: &NeighborsSection) -> usize {
+        self.workers.unwrap_or(section.workers)
     }
 }
 

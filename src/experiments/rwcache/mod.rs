@@ -22,21 +22,22 @@
 //!
 //! Split by job: `config.rs` (what to run, checked), `workload.rs` (the request loop the
 //! engine runs), `run.rs` (planning and interleaved rounds on any engine), `analysis.rs`
-//! (runs → figures, pure), `verdict.rs` (figures → the sentences kept in the model),
-//! `model.rs` (the serde result). The terminal tables are in `commands::rwcache`.
+//! (runs → figures, pure), `view.rs` (the model in tables and words: the terminal, the
+//! study's section, the sentences kept in the model, exports), `model.rs` (the serde
+//! result).
 
 mod analysis;
 mod config;
 mod model;
 mod run;
-mod verdict;
+pub mod view;
 mod workload;
 
 pub use analysis::{RunOutcome, before_after, best, read_cost, summarise, summarise_reference};
 pub use config::{MAX_LOOKUPS, MAX_THREADS, RwcacheConfig, TableSpec};
 pub use model::{
     BeforeAfter, BeforeAfterRow, Best, BestAt, ReadCost, ReadCostAt, ReferenceResult,
-    RwcacheReport, SCHEMA_VERSION, SchemeResult,
+    RwcacheReport, RwcacheRow, RwcacheSection, SCHEMA_VERSION, SchemeResult,
 };
 pub use run::{OnRun, run};
 pub use workload::{CacheWorkload, workload};

@@ -213,3 +213,25 @@ pub struct RwcacheReport {
     #[serde(default)]
     pub counters: Option<crate::counters::Status>,
 }
+
+// ---------------------------------------------------------------------------------------
+// The study's section: what results.json keeps under `rwcache`.
+
+/// `rwcache` as the study ran it: every scheme at 1 thread and at every usable CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RwcacheSection {
+    /// One row per scheme × thread count (what the chart and table show).
+    pub rows: Vec<RwcacheRow>,
+    /// The experiment's own report (lock stats, before/after, best, verdict, notes).
+    pub result: RwcacheReport,
+}
+
+/// One scheme at one thread count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RwcacheRow {
+    pub scheme: crate::rwcache::SchemeKind,
+    pub threads: usize,
+    pub requests_per_sec: Summary,
+    /// Median share of the threads' time spent in the lock code, 0–1, when measured.
+    pub lock_cpu_share: Option<f64>,
+}

@@ -3,7 +3,7 @@
 
 use super::analysis::{self, RunOutcome};
 use super::model::{RwcacheReport, SCHEMA_VERSION, SchemeResult};
-use super::{RwcacheConfig, verdict, workload};
+use super::{RwcacheConfig, view, workload};
 use crate::engine::{Engine, Order, RunResult, schedule};
 use crate::placement::{self, Plan};
 use crate::rwcache::{Layout, SchemeKind};
@@ -50,7 +50,7 @@ pub fn run(
         .filter(|((_, k), r)| *k != SchemeKind::Unlocked && !r.is_empty())
         .map(|(&(pi, kind), r)| analysis::summarise(kind, plans[pi].0, &plans[pi].1, r, ref_ns))
         .collect();
-    notes.extend(verdict::notes(
+    notes.extend(view::notes(
         topo.machine.hypervisor,
         &results,
         &cfg.schemes,
@@ -59,7 +59,7 @@ pub fn run(
     let before_after = analysis::before_after(&results);
     let read_cost = analysis::read_cost(&results, &cfg.schemes);
     let best = analysis::best(&results);
-    let verdict = verdict::lines(&results, &before_after, &read_cost, best.as_ref());
+    let verdict = view::lines(&results, &before_after, &read_cost, best.as_ref());
     let layout = Layout::new(cfg.table.entries);
     Ok(RwcacheReport {
         schema_version: SCHEMA_VERSION,

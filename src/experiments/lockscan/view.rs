@@ -1,0 +1,1813 @@
+//! lockscan's view: everything that turns its model into tables and sentences — the
+//! terminal text ([`text`]), the tables the study's section lays out ([`scenarios`],
+//! [`threads`], [`core_cpi`]), the verdict lines and notes the model keeps
+//! ([`verdict_lines`], [`notes`]), and the export document ([`document`]). Pure.
+
+use super::config::LockscanConfig;
+use super::model::{LockscanReport, LockscanSection, ScenarioResult, ThreadRole};
+use super::scenario::Scenario;
+use crate::conclusion::{
+    Aggregate, Answer, CONFIDENCE, Evidence, Finding, HtAnswer, Member, PhaseName, WorkloadClass,
+    indicative_note, not_answered, pm, ratio_of,
+};
+use crate::locks::StatsMode;
+use crate::render::count;
+use crate::render::export::{Document, Section};
+use crate::render::{self, NONE, Table, si, thousands};
+use crate::stats::{Comparison, Effect, Thresholds};
+
+// ---------------------------------------------------------------------------------------
+// The terminal.
+
+/// The end-of-run text: per scenario a per-thread table, fairness, then the verdict.
+pub fn text(r: &LockscanReport) -> String {
+    let mut o = String::new();
+    o.push_str(&header(r));
+    o.push('\n');
+    if let Some(u) = &r.scope {
+        o.push_str(&format!("sweep {}\n", u));
+    }
+    for s in &r.results {
+        o.push_str(&format!("\n== {} ==\n", scenario_heading(s)));
+        o.push_str(&threads(s).text());
+        o.push_str(&counters_text(s));
+        o.push_str(&scenario_summary(s));
+        o.push('\n');
+        if !s.pinning_ok {
+            o.push_str("warning: a thread was seen outside its pinned CPU\n");
+        }
+    }
+    if r.results.len() > 1 {
+        o.push_str("\n== comparison ==\n");
+        o.push_str(&comparison(r).text());
+    }
+    if let Some(l) = ceiling_line(r) {
+        o.push_str(&format!("\n{l}\n"));
+    }
+    o.push_str("\nVerdict:\n");
+    let verdict = verdict(r);
+    if verdict.is_empty() {
+        o.push_str("  no scanner-sharing comparison in these scenarios\n");
+    }
+    for v in &verdict {
+        o.push_str(&format!("  {v}\n"));
+    }
+    for n in &r.notes {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    if let Some(st) = &r.counters {
+        for l in crate::counters::text::status_lines(st) {
+            o.push_str(&format!("{l}\n"));
+        }
+    }
+    o
+}
+
+/// What ran, in one line.
+fn header(r: &LockscanReport) -> String {
+    format!(
+        "lockscan: {} of {:.1} s per scenario, critical section {} ns, scan buffer {}{}, lock stats {}",
+        render::count(r.repeat, "run"),
+        r.duration_ns as f64 / 1e9,
+        r.cs_ns,
+        crate::topology::render::human_bytes(r.scan_bytes as u64),
+        r.scan_l2_bytes
+            .filter(|l2| *l2 > 0)
+            .map(|l2| format!(
+                " ({}× the scanner's L2)",
+                render::sig(r.scan_bytes as f64 / l2 as f64, 2)
+            ))
+            .unwrap_or_default(),
+        r.lock_stats
+    )
+}
+
+/// `ttas / scanner on 1 (sibling of 0) (lock 0,2, scan 1)`.
+fn scenario_heading(s: &ScenarioResult) -> String {
+    format!(
+        "{} / {} (lock {}, scan {})",
+        s.lock,
+        s.scenario.label,
+        join(&s.scenario.lock_cpus),
+        join(&s.scenario.scan_cpus)
+    )
+}
+
+/// Total acquisitions, handoffs against the cache-line ceiling and fairness, in one line.
+fn scenario_summary(s: &ScenarioResult) -> String {
+    let mut o = match s.acquisitions_per_sec {
+        Some(x) => format!("total {} acquisitions/s ± {}", si(x.median), si(x.mad)),
+        // No run finished (Ctrl-C before the first): nothing to summarise.
+        None => "total acquisitions/s not measured".into(),
+    };
+    if let Some(h) = s.handoffs_per_sec {
+        o.push_str(&format!(", {} handoffs/s", si(h)));
+    }
+    if let (Some(sh), Some(l)) = (s.handoffs_share_of_ceiling, s.c2c_latency_ns) {
+        // Several classes: say what the handoff-weighted latency was made of.
+        let classes = if s.c2c_latency_by_proximity.len() > 1 {
+            let v: Vec<String> = s
+                .c2c_latency_by_proximity
+                .iter()
+                .map(|(p, l)| format!("{} {l:.0}", p.label()))
+                .collect();
+            format!(", weighted by handoffs over {} ns", v.join(", "))
+        } else {
+            String::new()
+        };
+        o.push_str(&format!(
+            " ({} of the {} ceiling at {l:.0} ns c2c{classes})",
+            render::percent(sh, 1),
+            si(1e9 / l)
+        ));
+    }
+    if s.scenario.lock_cpus.len() > 1 {
+        o.push_str(&format!(
+            "; fairness: Jain {:.3}, max/min {:.2}×",
+            s.jain_index, s.max_min_ratio
+        ));
+    }
+    o
+}
+
+/// The cache-line ceiling, said once here only when no scenario line carried it (lock
+/// stats off).
+fn ceiling_line(r: &LockscanReport) -> Option<String> {
+    let shown = r
+        .results
+        .iter()
+        .any(|s| s.handoffs_share_of_ceiling.is_some());
+    let l = r.c2c_latency_ns.filter(|_| !shown)?;
+    Some(format!(
+        "cache-line handoff latency between the first two lock CPUs: {l:.0} ns one way → ceiling {} handoffs/s",
+        si(1e9 / l)
+    ))
+}
+
+/// One row per lock × scenario, as the terminal's `== comparison ==` shows it.
+pub fn comparison(r: &LockscanReport) -> Table {
+    let mut table = Table::new(&[
+        "LOCK",
+        "SCENARIO",
+        "ACQ/S",
+        "±MAD",
+        "HANDOFFS/S",
+        "OF CEILING",
+        "JAIN",
+        "MAX/MIN",
+        "SHARING ÷ OWN BASELINE",
+    ]);
+    for s in &r.results {
+        table.push(vec![
+            s.lock.to_string(),
+            s.scenario.label.clone(),
+            render::or_dash(s.acquisitions_per_sec.map(|x| x.median), si),
+            render::or_dash(s.acquisitions_per_sec.map(|x| x.mad), si),
+            render::or_dash(s.handoffs_per_sec, si),
+            render::or_dash(s.handoffs_share_of_ceiling, |x| render::percent(x, 0)),
+            format!("{:.3}", s.jain_index),
+            format!("{:.2}", s.max_min_ratio),
+            render::or_dash(s.sharing_vs_own_baseline, |c| {
+                format!("{}× {}", crate::stats::ratio_text(c.estimate), c.effect)
+            }),
+        ]);
+    }
+    table
+}
+
+/// A scenario's counters in its median run: per thread, then per core when cycles and
+/// instructions were counted, and the IPC of lock threads beside a scanner against the
+/// other lock threads. Empty when no thread counted.
+fn counters_text(s: &ScenarioResult) -> String {
+    use crate::counters::text;
+    let counts = || s.threads.iter().map(|t| t.counters.as_ref());
+    if counts().all(|c| c.is_none()) {
+        return String::new();
+    }
+    let hw = text::any_hardware(counts());
+    let mut o = String::from("counters (median run):\n");
+    let mut table = Table::with_header(
+        ["THREAD", "ROLE", "CPU", "SHARES"]
+            .map(String::from)
+            .into_iter()
+            .chain(text::header(hw))
+            .collect::<Vec<_>>(),
+    );
+    for t in &s.threads {
+        let shares = if !t.is_lock() {
+            "-"
+        } else if t.shares_core_with_scanner {
+            "yes"
+        } else {
+            "no"
+        };
+        table.push(
+            [
+                t.thread.to_string(),
+                t.role.to_string(),
+                t.cpu.to_string(),
+                shares.into(),
+            ]
+            .into_iter()
+            .chain(text::cells(t.counters.as_ref(), hw))
+            .collect(),
+        );
+    }
+    o.push_str(&table.text());
+    if let Some(n) = text::multiplexing_note(counts()) {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    let ipc = |sharing: bool| {
+        let v: Vec<f64> = s
+            .threads
+            .iter()
+            .filter(|t| t.is_lock() && t.shares_core_with_scanner == sharing)
+            .filter_map(|t| t.counters.as_ref()?.ipc)
+            .collect();
+        (!v.is_empty()).then(|| crate::stats::mean(&v))
+    };
+    if let (Some(a), Some(b)) = (ipc(true), ipc(false)) {
+        o.push_str(&format!(
+            "IPC of lock threads beside a scanner {a:.2}, of the others {b:.2} ({}×)\n",
+            crate::stats::ratio_text(a / b)
+        ));
+    }
+    if !s.core_cpi.is_empty() {
+        o.push_str(
+            "per-core CPI (median run; a core's cycles over all its threads' instructions):\n",
+        );
+        o.push_str(&text::core_cpi_table(&s.core_cpi));
+    }
+    o
+}
+
+fn join(v: &[u32]) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// `--dry-run`: per scenario, where each thread goes and whether it shares a core with a
+/// scanner.
+pub fn dry_run(topo: &crate::topology::Topology, scen: &[Scenario]) -> String {
+    let mut o = String::from("lockscan placements (dry run, nothing started):\n");
+    for s in scen {
+        let scan: crate::cpuset::CpuSet = s.scan_cpus.iter().copied().collect();
+        o.push_str(&format!("\n{}\n", s.label));
+        let mut table = Table::new(&["THREAD", "ROLE", "CPU", "CORE", "SHARES CORE WITH SCANNER"]);
+        let nl = s.lock_cpus.len();
+        for (i, &c) in s.lock_cpus.iter().chain(&s.scan_cpus).enumerate() {
+            let core = topo.core_of(c);
+            table.push(vec![
+                i.to_string(),
+                if i < nl {
+                    ThreadRole::Lock
+                } else {
+                    ThreadRole::Scan
+                }
+                .to_string(),
+                c.to_string(),
+                core.to_string(),
+                if i >= nl {
+                    "-".into()
+                } else if core.intersects(&scan) {
+                    if scan.contains(c) {
+                        "yes (same CPU)".into()
+                    } else {
+                        "yes (SMT sibling)".into()
+                    }
+                } else {
+                    "no".into()
+                },
+            ]);
+        }
+        o.push_str(&table.text());
+    }
+    o
+}
+
+// ---------------------------------------------------------------------------------------
+// Tables the study's section lays out (and the terminal's per-thread table).
+
+// ---------------------------------------------------------------------------------------
+// The study's section.
+
+/// What the section's chart and tables show, in one paragraph.
+pub fn section_intro(l: &LockscanSection) -> String {
+    format!(
+        "Lock threads loop acquire → release on one global lock while a scan thread memsets {} per pass; one scenario per scanner position{} plus a baseline without scanner, {} runs each of {} (after {} warm-up), interleaved. Bars: each lock thread's acquisitions per second (median; whiskers min–max over runs).",
+        crate::topology::render::human_bytes(l.result.scan_bytes as u64),
+        l.result
+            .scope
+            .as_ref()
+            .map(|u| format!(" within {} (CPUs {})", u.label, u.cpus))
+            .unwrap_or_default(),
+        l.result.repeat,
+        render::duration_ns(l.duration_ns as f64),
+        render::duration_ns(l.warmup_ns as f64)
+    )
+}
+
+/// The verdict lines, derived from the results as the model's `verdict` field stores them.
+pub fn verdict(r: &LockscanReport) -> Vec<String> {
+    verdict_lines(&r.results, r.smt)
+}
+
+/// One row per lock × scenario, with every comparison the scenario allows.
+pub fn scenarios(r: &LockscanReport) -> Table {
+    let mut t = Table::new(&[
+        "LOCK",
+        "SCENARIO",
+        "ACQ/S",
+        "HANDOFFS/S",
+        "OF CEILING",
+        "JAIN",
+        "MAX/MIN",
+        "SHARING/OWN BASELINE",
+        "SHARING/OTHERS (BIASED)",
+        "CROSS-CORE/BASELINE",
+    ]);
+    for s in &r.results {
+        t.rows.push(vec![
+            s.lock.to_string(),
+            s.scenario.label.clone(),
+            s.acquisitions_per_sec
+                .as_ref()
+                .map(render::summary_cell)
+                .unwrap_or_else(|| NONE.into()),
+            s.handoffs_per_sec.map(si).unwrap_or_else(|| NONE.into()),
+            s.handoffs_share_of_ceiling
+                .map(|x| render::percent(x, 0))
+                .unwrap_or_else(|| NONE.into()),
+            render::fixed2(s.jain_index),
+            render::fixed2(s.max_min_ratio),
+            render::comparison_cell(s.sharing_vs_own_baseline.as_ref()),
+            render::ci_cell(s.sharing_vs_others.as_ref()),
+            render::ci_cell(s.cross_core_vs_baseline.as_ref()),
+        ]);
+    }
+    t
+}
+
+/// Per thread, for one scenario result: the terminal's end-of-run table and the report's
+/// per-thread tables.
+pub fn threads(s: &ScenarioResult) -> Table {
+    let mut t = Table::new(&[
+        "THREAD",
+        "ROLE",
+        "CPU",
+        "CORE",
+        "SHARES",
+        "OPS/S",
+        "±MAD",
+        "LOCKED",
+        "SPINS",
+        "SHARE",
+        "SPINS/ACQ",
+        "HANDOFFS IN",
+        "CPU%",
+    ]);
+    for th in &s.threads {
+        // A scanner has no lock counts; spins and handoffs are None with lock stats off.
+        let lock_only = |v: Option<String>| v.filter(|_| th.is_lock()).unwrap_or(NONE.into());
+        t.rows.push(vec![
+            th.thread.to_string(),
+            th.role.to_string(),
+            th.cpu.to_string(),
+            th.core.to_string(),
+            lock_only(Some(
+                if th.shares_core_with_scanner {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+            )),
+            si(th.ops_per_sec),
+            th.ops_per_sec_summary
+                .map(|x| si(x.mad))
+                .unwrap_or(NONE.into()),
+            lock_only(Some(thousands(th.locked))),
+            lock_only(th.spins.map(thousands)),
+            lock_only(Some(render::percent(th.share_of_acquisitions, 1))),
+            lock_only(th.spins_per_acquire.map(render::fixed2)),
+            lock_only(th.handoffs_received.map(thousands)),
+            render::percent(th.cpu_share, 0),
+        ]);
+    }
+    t
+}
+
+/// Per core, its threads' CPI and the core's (two siblings sharing 1 M cycles with 750 k
+/// and 500 k instructions have thread CPIs 1.33 and 2.0, core CPI 0.80), for every
+/// scenario whose median run counted cycles; None when none did.
+pub fn core_cpi(r: &LockscanReport) -> Option<Table> {
+    let mut t = Table::new(&[
+        "LOCK",
+        "SCENARIO",
+        "CORE",
+        "THREAD",
+        "CPU",
+        "THREAD CPI",
+        "CORE CPI",
+    ]);
+    for s in &r.results {
+        for k in &s.core_cpi {
+            for (i, th) in k.threads.iter().enumerate() {
+                let first = i == 0;
+                t.rows.push(vec![
+                    s.lock.to_string(),
+                    s.scenario.label.clone(),
+                    if first {
+                        k.core.to_string()
+                    } else {
+                        String::new()
+                    },
+                    th.thread.to_string(),
+                    th.cpu.to_string(),
+                    th.cpi.map(render::fixed2).unwrap_or_else(|| NONE.into()),
+                    if first {
+                        k.core_cpi
+                            .map(render::fixed2)
+                            .unwrap_or_else(|| NONE.into())
+                    } else {
+                        String::new()
+                    },
+                ]);
+            }
+        }
+    }
+    (!t.rows.is_empty()).then_some(t)
+}
+
+// ---------------------------------------------------------------------------------------
+// Exports.
+
+/// Raw numbers, one row per lock × scenario × thread: the CSV export.
+pub fn data(r: &LockscanReport) -> Table {
+    let mut t = Table::new(&[
+        "lock",
+        "scenario",
+        "lock_cpus",
+        "scan_cpus",
+        "runs",
+        "thread",
+        "role",
+        "cpu",
+        "core",
+        "shares_core_with_scanner",
+        "ops_per_sec",
+        "ops_per_sec_mad",
+        "locked",
+        "spins",
+        "share_of_acquisitions",
+        "spins_per_acquire",
+        "handoffs_received",
+        "cpu_share",
+        "involuntary_ctx_switches",
+        "scenario_acquisitions_per_sec",
+        "scenario_handoffs_per_sec",
+        "jain_index",
+        "max_min_ratio",
+        "sharing_vs_own_baseline",
+        "sharing_vs_own_baseline_low",
+        "sharing_vs_own_baseline_high",
+        "interrupted",
+    ]);
+    let raw = |x: Option<f64>| x.map_or_else(|| NONE.to_string(), |x| x.to_string());
+    let cpus = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+    for s in &r.results {
+        let own = s.sharing_vs_own_baseline;
+        for th in &s.threads {
+            t.push(vec![
+                s.lock.to_string(),
+                s.scenario.label.clone(),
+                cpus(&s.scenario.lock_cpus),
+                cpus(&s.scenario.scan_cpus),
+                s.runs.to_string(),
+                th.thread.to_string(),
+                th.role.to_string(),
+                th.cpu.to_string(),
+                th.core.to_string(),
+                th.shares_core_with_scanner.to_string(),
+                th.ops_per_sec.to_string(),
+                raw(th.ops_per_sec_summary.map(|x| x.mad)),
+                th.locked.to_string(),
+                raw(th.spins.map(|x| x as f64)),
+                th.share_of_acquisitions.to_string(),
+                raw(th.spins_per_acquire),
+                raw(th.handoffs_received.map(|x| x as f64)),
+                th.cpu_share.to_string(),
+                th.involuntary_ctx_switches.to_string(),
+                raw(s.acquisitions_per_sec.map(|x| x.median)),
+                raw(s.handoffs_per_sec),
+                s.jain_index.to_string(),
+                s.max_min_ratio.to_string(),
+                raw(own.map(|c| c.estimate)),
+                raw(own.map(|c| c.low)),
+                raw(own.map(|c| c.high)),
+                s.interrupted.to_string(),
+            ]);
+        }
+    }
+    t
+}
+
+/// The export document: the model, the raw rows, and the terminal's tables.
+pub fn document(r: &LockscanReport) -> Document {
+    let mut sections = vec![Section {
+        heading: "Runs".into(),
+        text: [header(r)]
+            .into_iter()
+            .chain(r.scope.as_ref().map(|u| format!("sweep {u}")))
+            .collect(),
+        table: None,
+    }];
+    for s in &r.results {
+        sections.push(Section {
+            heading: scenario_heading(s),
+            text: vec![scenario_summary(s)],
+            table: Some(threads(s)),
+        });
+    }
+    sections.push(Section {
+        heading: "Comparison".into(),
+        text: ceiling_line(r).into_iter().collect(),
+        table: Some(comparison(r)),
+    });
+    if let Some(t) = core_cpi(r) {
+        sections.push(Section {
+            heading: "Per-core CPI (median run)".into(),
+            text: Vec::new(),
+            table: Some(t),
+        });
+    }
+    sections.push(Section {
+        heading: "Verdict".into(),
+        text: verdict(r)
+            .into_iter()
+            .chain(r.notes.iter().map(|n| format!("Note: {n}")))
+            .collect(),
+        table: None,
+    });
+    Document {
+        title: "smtlab lockscan".into(),
+        json: serde_json::to_value(r).unwrap_or(serde_json::Value::Null),
+        data: data(r),
+        sections,
+    }
+}
+
+/// Critical-section length (ns) from which `counters` measured within 2 % of `off` for 7 of
+/// 8 locks (`cargo bench --bench locks`, 100 ns inside, 200 ns outside); below it, lockscan
+/// warns that absolute rates carry the instrumentation's cost.
+const COUNTERS_CHEAP_CS_NS: u64 = 100;
+
+/// One line per comparison a scenario with a scanner allows: the sharing lock threads
+/// against their own rate without a scanner (the answer; the other lock threads beside it,
+/// for comparison), and the others against the baseline.
+pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in results {
+        if r.scenario.scan_cpus.is_empty() {
+            continue;
+        }
+        let what = if smt {
+            "lock threads sharing a core with a scanner"
+        } else {
+            "the lock thread time-sharing its CPU with a scanner"
+        };
+        let others = r
+            .sharing_vs_others
+            .as_ref()
+            .map(|c| crate::render::ci_with_runs(c, r.runs));
+        match (&r.sharing_vs_own_baseline, others) {
+            (Some(c), others) => out.push(format!(
+                "{} / {}: {what} acquired {}{}",
+                r.lock,
+                r.scenario.label,
+                crate::render::comparison_of(
+                    c,
+                    if smt {
+                        "their own rate in the same round without a scanner"
+                    } else {
+                        "its own rate in the same round without a scanner"
+                    }
+                ),
+                others
+                    .map(|o| format!(
+                        "; against the other lock threads of the same runs {o}, a comparison an unfair lock biases by position"
+                    ))
+                    .unwrap_or_default()
+            )),
+            (None, Some(o)) => out.push(format!(
+                "{} / {}: {what} acquired at {o} the rate of the other lock threads of the same runs — {}",
+                r.lock,
+                r.scenario.label,
+                if r.threads.iter().any(|t| t.shares_core_with_scanner) {
+                    "no baseline run to compare them with themselves (without --no-baseline there is one), and an unfair lock favours some positions even without a scanner"
+                } else {
+                    "an unfair lock favours some positions even without a scanner"
+                }
+            )),
+            (None, None) => {
+                if r.threads.iter().any(|t| t.shares_core_with_scanner) {
+                    out.push(format!(
+                        "{} / {}: every lock thread shares a core with a scanner and no baseline paired them with themselves; nothing to compare against",
+                        r.lock, r.scenario.label
+                    ));
+                }
+            }
+        }
+        if let Some(c) = &r.cross_core_vs_own_baseline {
+            out.push(format!(
+                "{} / {}: lock threads on other cores than the scanner ran at {} — {}",
+                r.lock,
+                r.scenario.label,
+                crate::render::comparison_of(
+                    c,
+                    "their own rate in the same round without a scanner"
+                ),
+                cross_core_effect(c.low, c.high)
+            ));
+        } else if let Some(c) = &r.cross_core_vs_baseline {
+            let (lo, hi) = if r.runs >= 3 {
+                (c.low, c.high)
+            } else {
+                (c.estimate, c.estimate)
+            };
+            out.push(format!(
+                "{} / {}: lock threads on other cores than the scanner ran at {} of their rate without a scanner — {}",
+                r.lock,
+                r.scenario.label,
+                crate::render::ci_with_runs(c, r.runs),
+                cross_core_effect(lo, hi)
+            ));
+        }
+        // The control for a sibling loss: did the sharing threads lose more than the
+        // threads on other cores of the same runs?
+        if let (Some(own), Some(ctrl)) = (&r.sharing_vs_own_baseline, &r.sharing_vs_cross_core)
+            && matches!(own.effect, Effect::Loss | Effect::SmallLoss)
+        {
+            out.push(format!(
+                "{} / {}: against the lock threads on other cores of the same runs, the sharing threads got {} — {}",
+                r.lock,
+                r.scenario.label,
+                crate::render::comparison_of(ctrl, "of their rate"),
+                match (matches!(ctrl.effect, Effect::Loss | Effect::SmallLoss), smt) {
+                    (true, true) => "they lost more than threads elsewhere, so the loss comes with sharing the core",
+                    (true, false) => "they lost more than threads elsewhere, so the loss comes with time-sharing the CPU",
+                    (false, true) => "the loss is not shown to come from sharing the core: the scanner slowed the other cores about as much",
+                    (false, false) => "the loss is not shown to come from time-sharing the CPU: the scanner slowed the other CPUs about as much",
+                }
+            ));
+        }
+    }
+    out
+}
+
+/// What a cross-core interval means. A direction is called only when the whole interval
+/// lies beyond a 5 % noise band (criterion's rule). Which shared resource slowed the other
+/// cores is not measured, so none is named.
+fn cross_core_effect(lo: f64, hi: f64) -> &'static str {
+    if lo > 1.05 {
+        "faster: the scanner took CPU time from a competing lock thread, so fewer acquisitions competed"
+    } else if hi < 0.95 {
+        "slower: the scanner slowed lock threads on other cores too, through something the cores share (which was not measured)"
+    } else {
+        "no clear cross-core effect (the interval includes no change)"
+    }
+}
+
+/// What the runs could not show or may have distorted, and why. `steal` is each run's
+/// steal share, where measured.
+pub fn notes(
+    cfg: &LockscanConfig,
+    results: &[ScenarioResult],
+    smt: bool,
+    hypervisor: bool,
+    steal: impl IntoIterator<Item = Option<f64>>,
+    scan_l2_bytes: Option<u64>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    notes.extend(crate::hygiene::steal_note("the runs", steal));
+    let scanners = results.iter().any(|r| !r.scenario.scan_cpus.is_empty());
+    let size = crate::topology::render::human_bytes(cfg.scan_bytes as u64);
+    match scan_l2_bytes {
+        Some(l2) if scanners && cfg.scan_bytes as u64 <= l2 => notes.push(format!(
+            "the {size} scan buffer fits in the scanner's {} L2: its passes stay inside its own core, so only what the siblings share inside the core is exercised, not the L3 or memory path; `--scan-bytes auto` streams past the L2",
+            crate::topology::render::human_bytes(l2)
+        )),
+        None if scanners => notes.push(format!(
+            "this machine reports no L2 size for the scanners' CPUs, so whether the {size} scan buffer streams past the scanner's L2 is not known"
+        )),
+        _ => {}
+    }
+    let over: Vec<String> = results
+        .iter()
+        .filter(|r| r.handoffs_share_of_ceiling.is_some_and(|x| x > 1.0))
+        .map(|r| format!("{} / {}", r.lock, r.scenario.label))
+        .collect();
+    if !over.is_empty() {
+        let why = if hypervisor {
+            "the line moved faster during the run than just before it, as when a host moves vCPUs onto SMT siblings of one core"
+        } else {
+            "the ceiling comes from one pair of CPUs per proximity class, and other pairs of a class can be faster"
+        };
+        notes.push(format!(
+            "handoffs above the c2c ceiling measured just before the run ({}): {why}",
+            over.join(", ")
+        ));
+    }
+    if !smt {
+        // The case the experiment comes from: in SQL Server's "To Hyper or not to Hyper"
+        // test (Slava Oks, 2005) the lock thread beside a scanner on one Hyper-Threading
+        // core took about 700,000 acquisitions while the others took about 10 million.
+        notes.push("no SMT siblings on this machine: the sibling case (a lock thread whose SMT sibling scans memory, about 10× fewer acquisitions in SQL Server's 2005 \"To Hyper or not to Hyper\" test) could not be run here; shown instead: a scanner time-sharing a lock thread's CPU, and lock threads on other cores (cross-core)".into());
+    }
+    if hypervisor {
+        notes.push(crate::render::Caveat::Hypervisor { kind: None }.to_string());
+    }
+    if cfg.stats == StatsMode::Counters && cfg.cs_ns < COUNTERS_CHEAP_CS_NS {
+        notes.push(format!("lock stats cost: counting spins and handoffs adds a few ns to every acquisition, which with a {} ns critical section can be tens of percent of the absolute rate; every thread pays it, so ratios compare like with like; `smtlab lockscan --lock-stats off` runs the bare lock (README: measured cost)", cfg.cs_ns));
+    }
+    if cfg.stats == StatsMode::Off {
+        notes.push("lock stats off: the bare lock algorithms ran; acquisitions are the workload's own count, and spins and handoffs were not recorded".into());
+    }
+    notes
+}
+
+// ---------------------------------------------------------------------------------------
+// The study's finding and answer row.
+
+/// One scanner scenario's sharing comparison, as the verdict judges it.
+#[derive(Debug, Clone)]
+struct Sharing {
+    /// `` `ttas`, scanner on 1 (sibling of 0) ``.
+    label: String,
+    lock: crate::locks::LockKind,
+    comparison: Comparison,
+    /// The per-round ratios behind it (own-baseline comparisons only).
+    ratios: Vec<f64>,
+    /// Per round, this ratio ÷ the same runs' lock threads on other cores against their
+    /// own baseline: the control that separates sharing the core from whatever the scanner
+    /// does to every core. Empty without such threads and in older files.
+    control_ratios: Vec<f64>,
+    /// Against the thread's own rate without a scanner (false: against the other lock
+    /// threads of the same runs, from a file written before the own comparison existed).
+    own: bool,
+}
+
+impl Sharing {
+    fn member(&self) -> Member {
+        Member {
+            label: self.label.clone(),
+            comparison: self.comparison,
+            ratios: self.ratios.iter().copied().enumerate().collect(),
+        }
+    }
+}
+
+/// The scanner scenarios of lockscan, each judged by its lock threads' own rate without a
+/// scanner; a file written before that comparison existed falls back to the other lock
+/// threads of the same runs (each such entry says so through `own`).
+fn sibling_comparisons(l: &LockscanSection) -> Vec<Sharing> {
+    let scanners = || {
+        l.result
+            .results
+            .iter()
+            .filter(|s| !s.scenario.scan_cpus.is_empty())
+    };
+    let entry = |s: &ScenarioResult, c: Comparison, own: bool| Sharing {
+        label: format!("`{}`, {}", s.lock, s.scenario.label),
+        lock: s.lock,
+        comparison: c,
+        ratios: if own {
+            s.sharing_ratios.clone()
+        } else {
+            Vec::new()
+        },
+        control_ratios: if own {
+            s.sharing_vs_cross_core_ratios.clone()
+        } else {
+            Vec::new()
+        },
+        own,
+    };
+    let own: Vec<Sharing> = scanners()
+        .filter_map(|s| Some(entry(s, s.sharing_vs_own_baseline?, true)))
+        .collect();
+    if !own.is_empty() {
+        return own;
+    }
+    scanners()
+        .filter_map(|s| {
+            let c = Comparison::from_ci(s.sharing_vs_others?, s.runs, Thresholds::SLOWDOWN);
+            Some(entry(s, c, false))
+        })
+        .collect()
+}
+
+/// The control over the same scenarios: per round, the sharing threads' ratio ÷ the
+/// other-core threads' ratio, taken together as the sharing comparisons are. None when no
+/// scenario had lock threads on other cores.
+fn control_of(all: &[Sharing]) -> Option<Comparison> {
+    let members: Vec<Member> = all
+        .iter()
+        .filter(|s| !s.control_ratios.is_empty())
+        .filter_map(|s| {
+            Some(Member {
+                label: s.label.clone(),
+                comparison: Comparison::of_paired_ratios(
+                    &s.control_ratios,
+                    Thresholds::SLOWDOWN,
+                    CONFIDENCE,
+                )?,
+                ratios: s.control_ratios.iter().copied().enumerate().collect(),
+            })
+        })
+        .collect();
+    Aggregate::of(members, Thresholds::SLOWDOWN).map(|a| a.central)
+}
+
+/// What a loss beside a scanning sibling may be put down to, given the control: `(clause,
+/// shown)` — `shown` is false when the threads on other cores lost about as much, so the
+/// loss is not specific to sharing the core.
+fn control_clause(control: Option<&Comparison>) -> (String, bool) {
+    match control {
+        Some(c) if matches!(c.effect, Effect::Loss | Effect::SmallLoss) => (
+            format!(
+                "lock threads on other cores of the same runs lost less (the sharing thread ÷ them: {}), so the loss comes with sharing the core",
+                ratio_of(c, "")
+            ),
+            true,
+        ),
+        Some(c) => (
+            format!(
+                "but lock threads on other cores of the same runs lost about as much (the sharing thread ÷ them: {}), so the loss is not shown to come from sharing the core: the scanner slowed the other cores too (memory bandwidth, the lock's cache line, the clock)",
+                ratio_of(c, "")
+            ),
+            false,
+        ),
+        None => (
+            "no lock thread ran on another core in the same runs, so whether the loss is specific to sharing the core was not measured".into(),
+            true,
+        ),
+    }
+}
+
+/// What a sharing comparison is a ratio of.
+fn sharing_of(own: bool) -> &'static str {
+    if own {
+        "its own rate without a scanner in the same round"
+    } else {
+        "the other lock threads' rate"
+    }
+}
+
+/// Said once where a file predates the own-baseline comparison.
+const OTHERS_FALLBACK: &str = "this file predates the comparison of each lock thread with its own rate without a scanner, so it is compared with the other lock threads of the same runs, which an unfair lock biases by position";
+
+/// Said where lock threads beside a scanner kept their rate: what that does not show.
+const SCANNER_UNMEASURED: &str = "the scanner's own progress was not measured, so this says a scanning sibling did not slow the lock threads, not that HT adds capacity";
+
+/// The answer row for lock threads beside a scanning sibling. `no_smt` and `phase` are the
+/// study's reasons for a machine without siblings and for a phase that gave no section.
+pub fn answer(l: Option<&LockscanSection>, smt: bool, no_smt: &str, phase: &str) -> Answer {
+    let class = WorkloadClass::LocksBesideScans;
+    let section = Some(PhaseName::Lockscan);
+    if !smt {
+        return not_answered(
+            class,
+            format!(
+                "{}; a scanner here can only time-share a lock thread's CPU, a scheduler \
+                 effect that HT does not change",
+                no_smt
+            ),
+            section,
+        );
+    }
+    let Some(l) = l else {
+        return not_answered(class, phase.to_string(), section);
+    };
+    let sharing = sibling_comparisons(l);
+    let own = sharing.iter().all(|s| s.own);
+    let Some(agg) = Aggregate::of(
+        sharing.iter().map(Sharing::member).collect(),
+        Thresholds::SLOWDOWN,
+    ) else {
+        return not_answered(
+            class,
+            "lockscan ran no scenario with a scanner on a lock thread's sibling and a \
+             baseline to compare it with"
+                .into(),
+            section,
+        );
+    };
+    let mut reason = format!(
+        "acquisitions of a lock thread whose SMT sibling ran a memory scanner, {}",
+        agg.text(sharing_of(own), "scanner scenarios")
+    );
+    if !own {
+        reason = format!("{OTHERS_FALLBACK}: {reason}");
+    }
+    reason.push_str(&indicative_note(&agg.central));
+    let mut answer = agg.answer(HtAnswer::from_sharing);
+    if matches!(answer, HtAnswer::TurnHtOff | HtAnswer::SmallLoss) {
+        let (clause, shown) = control_clause(control_of(&sharing).as_ref());
+        reason.push_str(&format!("; {clause}"));
+        if !shown {
+            answer = HtAnswer::Inconclusive;
+        } else {
+            reason.push_str("; keeping memory-streaming work off the siblings of threads that hold such a lock is the other remedy");
+        }
+    }
+    if answer == HtAnswer::NoDifference {
+        reason.push_str(&format!("; {SCANNER_UNMEASURED}"));
+    }
+    if agg.central.effect == Effect::Gain && !agg.disagree {
+        reason.push_str("; the lock threads ran faster beside a scanning sibling, which answers neither way: the scanner's own progress was not measured");
+    }
+    Answer {
+        class,
+        answer,
+        evidence: Some(Evidence {
+            what: if own {
+                "acquisitions/s of a lock thread beside a scanning sibling ÷ the same thread \
+                 without a scanner, paired by round"
+                    .into()
+            } else {
+                "acquisitions/s of a lock thread beside a scanning sibling ÷ the other lock \
+                 threads of the same runs (biased by an unfair lock's positions)"
+                    .into()
+            },
+            runs: if agg.k == 1 {
+                format!("lockscan, {}", agg.members[0].0)
+            } else {
+                format!("lockscan, {} scanner scenarios", agg.k)
+            },
+            comparison: agg.central,
+        }),
+        reason,
+        section,
+    }
+}
+
+/// What lockscan showed, for the study's findings: per lock its rate without a scanner,
+/// beside one (against itself, the control on other cores), and on other cores.
+pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
+    let results = &l.result.results;
+    let mut obs = Vec::new();
+    let mut evidence = Vec::new();
+    let mut locks = Vec::new();
+    for s in results {
+        if !locks.contains(&s.lock) {
+            locks.push(s.lock);
+        }
+    }
+    let sharing = sibling_comparisons(l);
+    let own = sharing.iter().all(|s| s.own);
+    if !own {
+        obs.push(capitalise(OTHERS_FALLBACK));
+    }
+    let beside = if smt {
+        "beside"
+    } else {
+        "time-sharing its CPU with"
+    };
+    let mut sharing_effects = Vec::new();
+    // Locks that lost beside a scanner, split by what the cross-core control says.
+    let (mut lost_core, mut lost_everywhere, mut lost_uncontrolled) =
+        (Vec::new(), Vec::new(), Vec::new());
+    for lock in locks {
+        let mine: Vec<_> = results.iter().filter(|s| s.lock == lock).collect();
+        let mut line = format!("`{lock}`:");
+        if let Some(b) = mine.iter().find(|s| s.scenario.scan_cpus.is_empty())
+            && let Some(a) = &b.acquisitions_per_sec
+        {
+            line.push_str(&format!(
+                " {} acquisitions/s without a scanner (Jain {:.2})",
+                pm(a),
+                b.jain_index
+            ));
+        }
+        let of_lock: Vec<Sharing> = sharing.iter().filter(|s| s.lock == lock).cloned().collect();
+        if let Some(agg) = Aggregate::of(
+            of_lock.iter().map(Sharing::member).collect(),
+            Thresholds::SLOWDOWN,
+        ) {
+            let c = agg.central;
+            sharing_effects.push(if agg.disagree {
+                Effect::Inconclusive
+            } else {
+                c.effect
+            });
+            line.push_str(&format!(
+                "; the lock thread {beside} a scanner, {}",
+                agg.text(sharing_of(own), "scanner positions")
+            ));
+            let control = control_of(&of_lock);
+            if let Some(ctrl) = &control {
+                line.push_str(&format!(
+                    "; against lock threads on other cores of the same runs, {}",
+                    ratio_of(ctrl, "")
+                ));
+                evidence.push(Evidence {
+                    what: format!(
+                        "`{lock}`: the scanner-sharing thread's ratio ÷ the other-core threads' ratio, same runs, paired by round"
+                    ),
+                    runs: format!("lockscan, {}", count(of_lock.len(), "scanner position")),
+                    comparison: *ctrl,
+                });
+            }
+            if matches!(c.effect, Effect::Loss | Effect::SmallLoss) && !agg.disagree {
+                let name = format!("`{lock}`");
+                match control.map(|x| x.effect) {
+                    Some(Effect::Loss | Effect::SmallLoss) => lost_core.push(name),
+                    Some(_) => lost_everywhere.push(name),
+                    None => lost_uncontrolled.push(name),
+                }
+            }
+            evidence.push(Evidence {
+                what: format!(
+                    "`{lock}` acquisitions/s, scanner-sharing thread ÷ {}",
+                    if own {
+                        "itself without a scanner, paired by round"
+                    } else {
+                        "the other lock threads"
+                    }
+                ),
+                runs: if agg.k == 1 {
+                    format!("lockscan, {}", agg.members[0].0)
+                } else {
+                    format!("lockscan, {}", count(agg.k, "scanner position"))
+                },
+                comparison: c,
+            });
+        }
+        // Cross-core: paired against the same threads' own baseline where the file has it,
+        // else the older unpaired interval.
+        let cross: Vec<Member> = mine
+            .iter()
+            .filter_map(|s| {
+                let c = s.cross_core_vs_own_baseline.or_else(|| {
+                    s.cross_core_vs_baseline
+                        .map(|ci| Comparison::from_ci(ci, s.runs, Thresholds::SLOWDOWN))
+                })?;
+                Some(Member {
+                    label: s.scenario.label.clone(),
+                    comparison: c,
+                    ratios: s.cross_core_ratios.iter().copied().enumerate().collect(),
+                })
+            })
+            .collect();
+        if let Some(agg) = Aggregate::of(cross, Thresholds::SLOWDOWN) {
+            line.push_str(&format!(
+                "; lock threads on other cores kept {}{}",
+                ratio_of(&agg.central, "of their rate without a scanner"),
+                if agg.k > 1 {
+                    format!(
+                        " ({} over {} scanner positions)",
+                        if agg.central_note.is_none() {
+                            "per-round median"
+                        } else {
+                            "lower middle"
+                        },
+                        agg.k
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+            evidence.push(Evidence {
+                what: format!("`{lock}` acquisitions/s on other cores, with ÷ without scanner"),
+                runs: format!(
+                    "lockscan, {} and baseline",
+                    count(agg.k, "scanner position")
+                ),
+                comparison: agg.central,
+            });
+        }
+        obs.push(line);
+    }
+    let any = |e: Effect| sharing_effects.contains(&e);
+    let against = if own {
+        "their own rates without a scanner"
+    } else {
+        "the other lock threads"
+    };
+    let counted = l
+        .result
+        .counters
+        .as_ref()
+        .is_some_and(|c| !c.hardware_missing());
+    let meaning = if !smt {
+        "A scanner here can only time-share a lock thread's CPU, so that thread runs part of the time and acquires accordingly: the scheduler dividing a CPU, not HT. To see what a scanning sibling does, run on an SMT machine.".to_string()
+    } else if !lost_core.is_empty() || !lost_everywhere.is_empty() || !lost_uncontrolled.is_empty()
+    {
+        let mut parts = Vec::new();
+        if !lost_core.is_empty() {
+            parts.push(format!(
+                "{} lost beside a scanning sibling and more than lock threads on other cores of the same runs: the loss comes with sharing the core{}",
+                lost_core.join(", "),
+                if counted {
+                    "; which resource inside the core is not identified by the cycle and instruction counts"
+                } else {
+                    "; which resource inside the core was not measured (no hardware counters)"
+                }
+            ));
+        }
+        if !lost_everywhere.is_empty() {
+            parts.push(format!(
+                "{} lost beside a scanning sibling, but lock threads on other cores lost about as much: the scanner slowed every core, so the loss is not shown to come from sharing the core, and HT off would not remove it",
+                lost_everywhere.join(", ")
+            ));
+        }
+        if !lost_uncontrolled.is_empty() {
+            parts.push(format!(
+                "{} lost beside a scanning sibling; no lock thread ran on another core in the same runs, so whether the loss is specific to sharing the core was not measured",
+                lost_uncontrolled.join(", ")
+            ));
+        }
+        // One sentence of what was lost and why, one of what to do: read at a glance
+        // beside the comparisons' table.
+        let mut m = capitalise(&format!("{}.", parts.join("; ")));
+        if !lost_core.is_empty() {
+            m.push_str(" Keep memory-streaming work off the siblings of threads holding such a lock, or turn HT off for such a mix.");
+        }
+        m
+    } else if !sharing_effects.is_empty() && sharing_effects.iter().all(|e| *e == Effect::NoEffect)
+    {
+        let mut m = format!(
+            "Every lock's interval lay within ±5 % of {against}: on this machine a scanning sibling did not slow lock threads by more than 5 %; {SCANNER_UNMEASURED}",
+        );
+        if evidence.iter().any(|e| e.comparison.indicative) {
+            m.push_str(" — indicative where fewer than 3 runs ran; more runs (`--repeat`) give confidence intervals");
+        }
+        m.push('.');
+        m
+    } else if any(Effect::Inconclusive) {
+        "At least one lock's intervals were too wide to call, or its scanner positions disagreed (see each interval): more runs (`--repeat`) or a quieter machine are needed before deciding HT for this mix.".into()
+    } else {
+        format!("No lock lost beside a scanning sibling; {SCANNER_UNMEASURED}.")
+    };
+    Finding {
+        topic: "locks (lockscan)".into(),
+        observed: obs.join(". ") + ".",
+        meaning,
+        evidence,
+    }
+}
+
+/// `this file …` → `This file …`.
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::RunSpec;
+    use crate::experiments::lockscan::{Layout, Scenario};
+    use crate::locks::LockKind;
+    use crate::stats::{Ci, Comparison};
+
+    fn result(
+        scan: &[u32],
+        runs: usize,
+        vs_others: Option<Ci>,
+        vs_base: Option<Ci>,
+    ) -> ScenarioResult {
+        ScenarioResult {
+            scenario: Scenario {
+                label: "s".into(),
+                lock_cpus: vec![0, 1],
+                scan_cpus: scan.to_vec(),
+            },
+            lock: LockKind::Ttas,
+            runs,
+            threads: Vec::new(),
+            acquisitions_per_sec: None,
+            jain_index: 1.0,
+            max_min_ratio: 1.0,
+            handoffs_per_sec: None,
+            sharing_vs_own_baseline: None,
+            sharing_ratios: Vec::new(),
+            sharing_vs_others: vs_others,
+            cross_core_vs_baseline: vs_base,
+            cross_core_ratios: Vec::new(),
+            cross_core_vs_own_baseline: None,
+            sharing_vs_cross_core_ratios: Vec::new(),
+            sharing_vs_cross_core: None,
+            c2c_latency_ns: None,
+            c2c_latency_by_proximity: Vec::new(),
+            handoffs_share_of_ceiling: None,
+            pinning_ok: true,
+            interrupted: false,
+            core_cpi: Vec::new(),
+        }
+    }
+
+    fn ci(estimate: f64, low: f64, high: f64) -> Ci {
+        Ci {
+            estimate,
+            low,
+            high,
+            confidence: 0.95,
+        }
+    }
+
+    #[test]
+    fn the_own_baseline_answers_and_the_others_are_shown_as_biased() {
+        let mut r = result(&[2], 5, Some(ci(0.1, 0.08, 0.12)), None);
+        r.sharing_ratios = vec![0.97, 0.99, 1.0, 1.01, 0.98];
+        r.sharing_vs_own_baseline = crate::stats::Comparison::of_paired_ratios(
+            &r.sharing_ratios,
+            crate::stats::Thresholds::SLOWDOWN,
+            0.95,
+        );
+        let v = verdict_lines(&[r], true);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].starts_with(
+                "ttas / s: lock threads sharing a core with a scanner acquired 0.99× their own rate in the same round without a scanner (95 % CI"
+            ),
+            "{v:?}"
+        );
+        assert!(v[0].contains(", n = 5: no effect)"), "{v:?}");
+        assert!(
+            v[0].ends_with("against the other lock threads of the same runs 0.10× (95% CI 0.08–0.12), a comparison an unfair lock biases by position"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_sharing_ratio_carries_its_interval_or_says_why_not() {
+        let r = result(&[2], 5, Some(ci(0.1, 0.08, 0.12)), None);
+        assert_eq!(
+            verdict_lines(&[r], true),
+            [
+                "ttas / s: lock threads sharing a core with a scanner acquired at 0.10× (95% CI 0.08–0.12) the rate of the other lock threads of the same runs — an unfair lock favours some positions even without a scanner"
+            ]
+        );
+        let r = result(&[1], 1, Some(ci(0.5, 0.5, 0.5)), None);
+        let v = verdict_lines(&[r], false);
+        assert!(
+            v[0].contains("the lock thread time-sharing its CPU"),
+            "{v:?}"
+        );
+        assert!(
+            v[0].contains("0.50× (1 run: too few for a confidence interval"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_baseline_scenario_has_no_verdict() {
+        let r = result(&[], 5, None, None);
+        assert!(verdict_lines(&[r], true).is_empty());
+    }
+
+    #[test]
+    fn cross_core_direction_needs_the_whole_interval_beyond_five_percent() {
+        assert!(cross_core_effect(1.06, 1.3).starts_with("faster"));
+        assert!(cross_core_effect(0.7, 0.94).starts_with("slower"));
+        // The interval reaches into the noise band: no direction.
+        assert!(cross_core_effect(1.04, 1.3).starts_with("no clear"));
+        assert!(cross_core_effect(0.7, 0.96).starts_with("no clear"));
+        // An old file's two runs: the estimate alone decides.
+        let v = verdict_lines(&[result(&[2], 2, None, Some(ci(1.2, 0.5, 2.0)))], true);
+        assert!(v[0].contains("faster"), "{v:?}");
+        let v = verdict_lines(&[result(&[2], 3, None, Some(ci(0.8, 0.7, 0.9)))], true);
+        assert_eq!(
+            v.len(),
+            1,
+            "no sharing ratio and no sharing thread: one line"
+        );
+        assert!(
+            v[0].ends_with(
+                "— slower: the scanner slowed lock threads on other cores too, through something the cores share (which was not measured)"
+            ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn notes_say_what_is_missing_here() {
+        let spec = RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1));
+        let cfg = LockscanConfig::new(Layout::ScannerOnLowest, vec![LockKind::Ttas], spec).unwrap();
+        let mut over = result(&[2], 3, None, None);
+        over.handoffs_share_of_ceiling = Some(1.5);
+        let n = notes(&cfg, &[over], false, true, [None], Some(512 << 10));
+        assert!(
+            n[0].starts_with("handoffs above the c2c ceiling") && n[0].contains("moves vCPUs"),
+            "{n:?}"
+        );
+        assert!(
+            n[1].starts_with("no SMT siblings") && !n[1].contains("seed"),
+            "{n:?}"
+        );
+        assert!(n[2].starts_with("running under a hypervisor"), "{n:?}");
+        assert!(n[3].contains("with a 0 ns critical section"), "{n:?}");
+        let off = cfg
+            .clone()
+            .with_stats(StatsMode::Off)
+            .unwrap()
+            .with_cs_ns(500)
+            .unwrap();
+        let n = notes(&off, &[], true, false, [None], None);
+        assert_eq!(n.len(), 1);
+        assert!(n[0].starts_with("lock stats off"), "{n:?}");
+    }
+
+    #[test]
+    fn a_scan_buffer_inside_the_l2_is_said_to_stay_in_the_core() {
+        let spec = RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1));
+        let cfg = LockscanConfig::new(Layout::ScannerOnLowest, vec![LockKind::Ttas], spec)
+            .unwrap()
+            .with_cs_ns(500)
+            .unwrap();
+        let scan = [result(&[2], 3, None, None)];
+        // 1 MiB in a 2 MiB L2.
+        let n = notes(&cfg, &scan, true, false, [None], Some(2 << 20));
+        assert!(
+            n[0].starts_with("the 1 MiB scan buffer fits in the scanner's 2 MiB L2"),
+            "{n:?}"
+        );
+        // Past a 512 KiB L2: nothing to say.
+        assert!(notes(&cfg, &scan, true, false, [None], Some(512 << 10)).is_empty());
+        let n = notes(&cfg, &scan, true, false, [None], None);
+        assert!(n[0].contains("reports no L2 size"), "{n:?}");
+        // No scanner ran: no note about its buffer.
+        assert!(
+            notes(
+                &cfg,
+                &[result(&[], 3, None, None)],
+                true,
+                false,
+                [None],
+                None
+            )
+            .is_empty()
+        );
+    }
+
+    /// A sibling loss at 0.70× beside other-core threads at 0.72× of the same runs: the
+    /// loss is not put down to sharing the core.
+    #[test]
+    fn a_sibling_loss_matched_on_other_cores_is_not_put_down_to_the_core() {
+        use crate::stats::Thresholds;
+        let mut r = result(&[2], 5, None, None);
+        r.sharing_ratios = vec![0.69, 0.70, 0.71, 0.70, 0.695];
+        r.sharing_vs_own_baseline =
+            Comparison::of_paired_ratios(&r.sharing_ratios, Thresholds::SLOWDOWN, 0.95);
+        r.cross_core_ratios = vec![0.71, 0.72, 0.73, 0.72, 0.715];
+        r.cross_core_vs_own_baseline =
+            Comparison::of_paired_ratios(&r.cross_core_ratios, Thresholds::SLOWDOWN, 0.95);
+        r.sharing_vs_cross_core_ratios = r
+            .sharing_ratios
+            .iter()
+            .zip(&r.cross_core_ratios)
+            .map(|(a, b)| a / b)
+            .collect();
+        r.sharing_vs_cross_core = Comparison::of_paired_ratios(
+            &r.sharing_vs_cross_core_ratios,
+            Thresholds::SLOWDOWN,
+            0.95,
+        );
+        let v = verdict_lines(&[r], true);
+        let control = v
+            .iter()
+            .find(|l| l.contains("against the lock threads on other cores"))
+            .unwrap();
+        assert!(
+            control.contains("not shown to come from sharing the core"),
+            "{v:?}"
+        );
+        let cross = v
+            .iter()
+            .find(|l| l.contains("on other cores than the scanner"))
+            .unwrap();
+        assert!(cross.contains("0.72×"), "{v:?}");
+        assert!(
+            !cross.contains("memory bandwidth"),
+            "names no unmeasured cause: {v:?}"
+        );
+    }
+
+    fn scenario(label: &str, acquisitions: Option<f64>) -> ScenarioResult {
+        ScenarioResult {
+            scenario: Scenario {
+                label: label.into(),
+                lock_cpus: vec![0, 1],
+                scan_cpus: vec![2],
+            },
+            lock: LockKind::Ttas,
+            runs: 1,
+            threads: Vec::new(),
+            acquisitions_per_sec: acquisitions.and_then(|x| crate::stats::Summary::of(&[x])),
+            jain_index: 1.0,
+            max_min_ratio: 1.0,
+            handoffs_per_sec: None,
+            sharing_vs_own_baseline: None,
+            sharing_ratios: Vec::new(),
+            sharing_vs_others: None,
+            cross_core_vs_baseline: None,
+            cross_core_ratios: Vec::new(),
+            cross_core_vs_own_baseline: None,
+            sharing_vs_cross_core_ratios: Vec::new(),
+            sharing_vs_cross_core: None,
+            c2c_latency_ns: None,
+            c2c_latency_by_proximity: Vec::new(),
+            handoffs_share_of_ceiling: None,
+            pinning_ok: true,
+            interrupted: true,
+            core_cpi: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn acquisitions_not_measured_print_as_not_measured_and_stay_null_in_json() {
+        let r = LockscanReport {
+            schema_version: 1,
+            smt: true,
+            hypervisor: false,
+            cs_ns: 0,
+            scan_bytes: 1 << 20,
+            scan_l2_bytes: None,
+            duration_ns: 1_000_000_000,
+            repeat: 1,
+            lock_stats: StatsMode::Counters,
+            c2c_latency_ns: None,
+            scope: None,
+            results: vec![
+                scenario("measured", Some(2_000_000.0)),
+                scenario("cut", None),
+            ],
+            verdict: Vec::new(),
+            notes: Vec::new(),
+            counters: None,
+        };
+        let text = text(&r);
+        assert!(text.contains("total 2 M acquisitions/s"), "{text}");
+        assert!(text.contains("total acquisitions/s not measured"), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("ttas") && l.contains("cut"))
+            .expect("a comparison row for the cut scenario");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(&cells[2..4], ["-", "-"], "ACQ/S and ±MAD in `{row}`");
+        assert!(!text.contains(" 0 acquisitions"), "{text}");
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j["results"][1]["acquisitions_per_sec"].is_null());
+    }
+
+    /// A run on the fake engine: the CSV has one row per lock × scenario × thread, with raw
+    /// numbers a CSV reader parses back; the Markdown has the per-thread tables.
+    #[test]
+    fn exports_write_csv_and_markdown_that_parse_back() {
+        use crate::engine::{FakeEngine, RunSpec};
+        use crate::render::export::Exports;
+        let topo = crate::topology::fixture::topology(2, 2, false);
+        let spec = RunSpec::new(
+            std::time::Duration::ZERO,
+            std::time::Duration::from_millis(10),
+        );
+        let cfg = LockscanConfig::new(Layout::ScannerOnLowest, vec![LockKind::Ttas], spec)
+            .unwrap()
+            .with_repeat(3)
+            .unwrap();
+        let scen = super::super::scenarios(&topo, &cfg.layout, true).unwrap();
+        let engine = FakeEngine::new(3).with_topology(&topo);
+        let r = super::super::run(&engine, &topo, &cfg, &scen, &mut |_, _, _, _| {}).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let ex = Exports {
+            json: Some(d.path().join("r.json")),
+            csv: Some(d.path().join("r.csv")),
+            markdown: Some(d.path().join("r.md")),
+        };
+        ex.check().unwrap();
+        ex.write(|| document(&r)).unwrap();
+        let mut rd = csv::Reader::from_path(d.path().join("r.csv")).unwrap();
+        let header = rd.headers().unwrap().clone();
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        let threads: usize = r.results.iter().map(|s| s.threads.len()).sum();
+        assert_eq!(rows.len(), threads);
+        for (row, th) in rows.iter().zip(r.results.iter().flat_map(|s| &s.threads)) {
+            assert_eq!(
+                row[col("ops_per_sec")].parse::<f64>().unwrap(),
+                th.ops_per_sec
+            );
+            assert_eq!(row[col("cpu")].parse::<u32>().unwrap(), th.cpu);
+        }
+        let md = std::fs::read_to_string(d.path().join("r.md")).unwrap();
+        assert!(md.starts_with("# smtlab lockscan\n"), "{md}");
+        assert!(md.contains("| THREAD | ROLE | CPU |"), "{md}");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.path().join("r.json")).unwrap())
+                .unwrap();
+        // The model as `--json` prints it (floats compared as parsed back, not bit for bit).
+        assert_eq!(json["schema_version"], r.schema_version);
+        assert_eq!(
+            json["results"].as_array().map(Vec::len),
+            Some(r.results.len())
+        );
+        assert_eq!(json["verdict"], serde_json::json!(r.verdict));
+    }
+
+    // -----------------------------------------------------------------------------------
+    // The study's finding and answer row, on a fake sweep whose scanner scenarios are then
+    // set to given per-round ratios.
+
+    const NO_SMT: &str = "no SMT siblings";
+    const PHASE: &str = "the lockscan phase did not run";
+
+    /// A study-like section: the scanner swept over a 4-core, 2-thread fixture, two locks,
+    /// three rounds, on the fake engine.
+    fn section() -> LockscanSection {
+        use crate::engine::{FakeEngine, RunSpec};
+        let topo = crate::topology::fixture::topology(4, 2, false);
+        let spec = RunSpec::new(
+            std::time::Duration::ZERO,
+            std::time::Duration::from_millis(10),
+        );
+        let cfg = LockscanConfig::new(
+            Layout::Sweep(crate::placement::Scope::Package),
+            vec![LockKind::Ttas, LockKind::Ticket],
+            spec,
+        )
+        .unwrap()
+        .with_repeat(3)
+        .unwrap();
+        let scen = super::super::scenarios(&topo, &cfg.layout, true).unwrap();
+        let engine = FakeEngine::new(7).with_topology(&topo);
+        let result = super::super::run(&engine, &topo, &cfg, &scen, &mut |_, _, _, _| {}).unwrap();
+        LockscanSection {
+            layout: "sweep".into(),
+            locks: cfg.locks.clone(),
+            warmup_ns: 0,
+            duration_ns: 10_000_000,
+            result,
+        }
+    }
+
+    /// Replaces the scanner scenarios by one per entry, each with its own-baseline
+    /// comparison and per-round ratios, and lock threads on other cores at `cross` (None:
+    /// 1.0 in every round).
+    fn sibling_scenarios(
+        l: &mut LockscanSection,
+        scenarios: &[(Comparison, Vec<f64>)],
+        cross: Option<&[f64]>,
+    ) {
+        use crate::stats::Thresholds;
+        let template = l
+            .result
+            .results
+            .iter()
+            .find(|s| !s.scenario.scan_cpus.is_empty())
+            .unwrap()
+            .clone();
+        l.result.results.retain(|s| s.scenario.scan_cpus.is_empty());
+        for (i, (c, ratios)) in scenarios.iter().enumerate() {
+            let mut s = template.clone();
+            s.scenario.label = format!("scenario {i}");
+            s.sharing_vs_own_baseline = Some(*c);
+            s.sharing_ratios = ratios.clone();
+            s.runs = ratios.len();
+            let ones = vec![1.0; ratios.len()];
+            let cross = cross.unwrap_or(&ones);
+            s.cross_core_ratios = cross.to_vec();
+            s.cross_core_vs_own_baseline =
+                Comparison::of_paired_ratios(cross, Thresholds::SLOWDOWN, 0.95);
+            s.sharing_vs_cross_core_ratios = ratios.iter().zip(cross).map(|(a, b)| a / b).collect();
+            s.sharing_vs_cross_core = Comparison::of_paired_ratios(
+                &s.sharing_vs_cross_core_ratios,
+                Thresholds::SLOWDOWN,
+                0.95,
+            );
+            l.result.results.push(s);
+        }
+    }
+
+    /// A scenario whose own-baseline comparison comes from `ratios`.
+    fn paired(ratios: &[f64]) -> (Comparison, Vec<f64>) {
+        use crate::stats::Thresholds;
+        let c = Comparison::of_paired_ratios(ratios, Thresholds::SLOWDOWN, 0.95).unwrap();
+        (c, ratios.to_vec())
+    }
+
+    /// The row and the finding of a section with these scanner scenarios.
+    fn judged(scenarios: &[(Comparison, Vec<f64>)], cross: Option<&[f64]>) -> (Answer, Finding) {
+        let mut l = section();
+        sibling_scenarios(&mut l, scenarios, cross);
+        let a = answer(Some(&l), true, NO_SMT, PHASE);
+        let f = finding(&l, true);
+        for text in [&a.reason, &f.observed, &f.meaning] {
+            for banned in [
+                "fill buffer",
+                "store queue",
+                "far less",
+                "did not measurably",
+            ] {
+                assert!(!text.contains(banned), "`{banned}` in: {text}");
+            }
+        }
+        (a, f)
+    }
+
+    #[test]
+    fn without_siblings_or_without_a_section_the_row_says_why() {
+        let l = section();
+        let a = answer(Some(&l), false, NO_SMT, PHASE);
+        assert_eq!(a.answer, HtAnswer::NotMeasured);
+        assert!(
+            a.reason.starts_with("no SMT siblings; a scanner here"),
+            "{}",
+            a.reason
+        );
+        let a = answer(None, true, NO_SMT, PHASE);
+        assert_eq!(
+            (a.answer, a.reason.as_str()),
+            (HtAnswer::NotMeasured, PHASE)
+        );
+        assert!(
+            finding(&l, false)
+                .meaning
+                .starts_with("A scanner here can only time-share")
+        );
+    }
+
+    #[test]
+    fn a_wide_interval_around_half_is_inconclusive_not_no_effect() {
+        use crate::stats::Thresholds;
+        let c = Comparison::from_ci(ci(0.50, 0.30, 0.85), 5, Thresholds::SLOWDOWN);
+        let (a, f) = judged(&[(c, vec![0.30, 0.45, 0.50, 0.60, 0.85])], None);
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
+        assert!(
+            a.reason.contains("its own rate without a scanner"),
+            "{}",
+            a.reason
+        );
+        assert!(f.meaning.contains("too wide to call"), "{}", f.meaning);
+        assert!(f.observed.contains("inconclusive"), "{}", f.observed);
+    }
+
+    /// One scanner position of 24 with a clear loss (even at 1 − 0.05/24) beside 23 with
+    /// none: neither "no difference" (the median) nor "turn HT off" (the worst) holds for
+    /// the row, which says so and names the position.
+    #[test]
+    fn one_lost_scenario_of_24_makes_the_row_depend_on_it() {
+        let mut all = vec![paired(&[0.97, 0.98, 0.99, 0.98, 0.98]); 23];
+        all.insert(7, paired(&[0.55, 0.60, 0.65, 0.60, 0.58]));
+        let (a, f) = judged(&all, None);
+        assert_eq!(a.answer, HtAnswer::DependsOnWorkload, "{a:?}");
+        assert!((a.evidence.as_ref().unwrap().comparison.estimate - 0.98).abs() < 0.005);
+        assert!(a.reason.contains("per-round median of 24"), "{}", a.reason);
+        // The lowest's interval comes from its own rounds at 1 − 0.05/24, labelled so.
+        assert!(
+            a.reason
+                .contains("lowest `ttas`, scenario 7 0.60× (99.8 % CI"),
+            "{}",
+            a.reason
+        );
+        assert!(
+            a.reason.contains("loss for `ttas`, scenario 7"),
+            "{}",
+            a.reason
+        );
+        assert!(!a.reason.contains("100 % CI"), "{}", a.reason);
+        assert!(
+            f.observed.contains("per-round median of 24"),
+            "{}",
+            f.observed
+        );
+    }
+
+    #[test]
+    fn a_sibling_loss_names_the_lock_that_lost() {
+        let (a, f) = judged(&vec![paired(&[0.5, 0.52, 0.48, 0.5, 0.49]); 3], None);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff);
+        assert!(
+            f.meaning.starts_with(
+                "`ttas` lost beside a scanning sibling and more than lock threads on other cores"
+            ),
+            "{}",
+            f.meaning
+        );
+        // At a glance: what was lost and why, then what to do — two sentences.
+        assert_eq!(f.meaning.matches(". ").count(), 1, "{}", f.meaning);
+    }
+
+    #[test]
+    fn a_thread_slow_against_the_others_but_not_against_itself_is_no_loss() {
+        // An unfair lock: beside the scanner the thread gets 0.3× the others, as it did
+        // without a scanner; against its own baseline it kept its rate.
+        let mut l = section();
+        sibling_scenarios(&mut l, &[paired(&[0.99, 1.0, 1.01, 1.0, 0.98])], None);
+        for s in &mut l.result.results {
+            s.sharing_vs_others = Some(ci(0.30, 0.25, 0.35));
+        }
+        let a = answer(Some(&l), true, NO_SMT, PHASE);
+        assert_eq!(a.answer, HtAnswer::NoDifference, "{a:?}");
+        assert!(!a.reason.contains("0.30"), "{}", a.reason);
+    }
+
+    #[test]
+    fn an_old_file_falls_back_to_the_other_threads_and_says_so() {
+        let mut l = section();
+        sibling_scenarios(&mut l, &[paired(&[1.0; 5]), paired(&[1.0; 5])], None);
+        for s in &mut l.result.results {
+            s.sharing_vs_own_baseline = None;
+            s.sharing_ratios.clear();
+            s.sharing_vs_others = Some(ci(0.98, 0.96, 1.0));
+        }
+        let a = answer(Some(&l), true, NO_SMT, PHASE);
+        assert_eq!(a.answer, HtAnswer::NoDifference, "{a:?}");
+        assert!(a.reason.starts_with("this file predates"), "{}", a.reason);
+        assert!(
+            a.reason.contains("the other lock threads' rate"),
+            "{}",
+            a.reason
+        );
+        assert!(a.reason.contains("not widened"), "{}", a.reason);
+        let f = finding(&l, true);
+        assert!(
+            f.observed.starts_with("This file predates"),
+            "{}",
+            f.observed
+        );
+    }
+
+    /// A lock thread beside a scanning sibling at 0.97× (0.96–1.01) was mapped to keep HT
+    /// on, though the scanner's own progress was never measured.
+    #[test]
+    fn no_slowdown_beside_a_scanner_is_no_difference_not_keep_ht_on() {
+        let (a, _) = judged(&[paired(&[0.96, 0.97, 0.98, 0.965, 0.975])], None);
+        assert_eq!(a.answer, HtAnswer::NoDifference, "{}", a.reason);
+        assert!(
+            a.reason.contains("scanner's own progress was not measured"),
+            "{}",
+            a.reason
+        );
+    }
+
+    /// 0.87× (0.85–0.90) against a 0.80 loss line and a ±5 % band was "inconclusive, too
+    /// wide to call; more runs needed": it is a measured 10–15 % loss.
+    #[test]
+    fn a_narrow_slowdown_above_the_loss_line_is_a_small_loss() {
+        let (a, f) = judged(&[paired(&[0.85, 0.87, 0.89, 0.86, 0.88])], None);
+        assert_eq!(a.answer, HtAnswer::SmallLoss, "{}", a.reason);
+        assert!(a.reason.contains("small loss"), "{}", a.reason);
+        assert!(!f.meaning.contains("too wide"), "{}", f.meaning);
+    }
+
+    /// A sibling lock thread at 0.70× while the lock threads on other cores of the same
+    /// runs were at 0.72×: the scanner slowed every core, so the loss is not put down to
+    /// sharing the core, and the row does not say turn HT off.
+    #[test]
+    fn a_sibling_loss_matched_on_other_cores_is_not_blamed_on_core_sharing() {
+        let sharing = [0.69, 0.70, 0.71, 0.70, 0.695];
+        let cross = [0.71, 0.72, 0.73, 0.72, 0.715];
+        let (a, f) = judged(&[paired(&sharing)], Some(&cross));
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{}", a.reason);
+        assert!(
+            a.reason.contains("not shown to come from sharing the core"),
+            "{}",
+            a.reason
+        );
+        assert!(
+            !f.meaning.contains("comes with sharing the core"),
+            "{}",
+            f.meaning
+        );
+        assert!(f.meaning.contains("slowed every core"), "{}", f.meaning);
+        // With the other cores unaffected, the same loss does come with sharing the core.
+        let (a, _) = judged(&[paired(&sharing)], None);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff);
+    }
+
+    /// "(no hardware counters)" was printed beside a sibling loss when counters ran.
+    #[test]
+    fn a_sibling_loss_does_not_say_no_counters_when_they_ran() {
+        let mut l = section();
+        sibling_scenarios(&mut l, &[paired(&[0.5, 0.52, 0.48, 0.5, 0.49])], None);
+        l.result.counters = Some(crate::counters::Status {
+            mode: crate::counters::Mode::All,
+            unavailable: Vec::new(),
+        });
+        let f = finding(&l, true);
+        assert!(
+            f.meaning.contains("comes with sharing the core"),
+            "{}",
+            f.meaning
+        );
+        assert!(!f.meaning.contains("no hardware counters"), "{}", f.meaning);
+    }
+}

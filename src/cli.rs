@@ -297,6 +297,7 @@ pub fn main() -> Result<()> {
                     json,
                     force,
                     child,
+                    exports: Default::default(),
                 },
                 &mut out,
             )
@@ -310,7 +311,7 @@ pub fn main() -> Result<()> {
             commands::report::run(&commands::report::Config { results, out: dir }, &mut out)
         }
         Command::Merge(args) => commands::merge::run(&merge_config(args), &mut out),
-        Command::Oltp(args) => commands::oltp::run(&oltp_config(args)?, &mut out),
+        Command::Oltp(args) => commands::oltp::run(&commands::oltp::Config { oltp: oltp_config(args)?, exports: Default::default() }, &mut out),
         Command::Yield(args) => commands::smt_yield::run(&yield_config(args)?, &mut out),
         Command::C2c {
             cpus,
@@ -957,8 +958,11 @@ fn compare_command(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<()> {
         &commands::compare::Config {
             exp,
             json: a.json,
-            export_csv: a.export_csv,
-            export_markdown: a.export_markdown,
+            exports: crate::render::export::Exports {
+                json: None,
+                csv: a.export_csv,
+                markdown: a.export_markdown,
+            },
         },
         out,
     )
@@ -1529,6 +1533,7 @@ fn yield_config(a: YieldArgs) -> Result<commands::smt_yield::Config> {
         exp,
         json: a.json,
         dry_run: a.dry_run,
+        exports: Default::default(),
     })
 }
 
@@ -1697,6 +1702,7 @@ fn mem_config(a: MemAction) -> Result<commands::mem::Config> {
                 repeat,
                 reserve,
                 json,
+                exports: Default::default(),
             })
         }
     }
@@ -1798,5 +1804,6 @@ fn top_config(a: TopArgs) -> Result<commands::top::Config> {
         pid: a.pid,
         smt_yield,
         trace: !a.no_trace,
+        exports: Default::default(),
     })
 }

@@ -4,7 +4,7 @@
 
 use super::buffer::PageKind;
 use super::model::{Bend, CacheMark, Departure, KindResult, Point};
-use crate::mem::render::bytes;
+use crate::render::bytes;
 use crate::mem::tlb::TlbInfo;
 
 /// The smallest working set: a quarter of the smallest L1d in use, so the first points sit

@@ -311,7 +311,13 @@ pub fn main() -> Result<()> {
             commands::report::run(&commands::report::Config { results, out: dir }, &mut out)
         }
         Command::Merge(args) => commands::merge::run(&merge_config(args), &mut out),
-        Command::Oltp(args) => commands::oltp::run(&commands::oltp::Config { oltp: oltp_config(args)?, exports: Default::default() }, &mut out),
+        Command::Oltp(args) => commands::oltp::run(
+            &commands::oltp::Config {
+                oltp: oltp_config(args)?,
+                exports: Default::default(),
+            },
+            &mut out,
+        ),
         Command::Yield(args) => commands::smt_yield::run(&yield_config(args)?, &mut out),
         Command::C2c {
             cpus,

@@ -610,10 +610,12 @@ fn yield_exports_parse_back() {
     assert_eq!(ops, runs[0].ops_per_sec);
     assert_eq!(&rows[0][col("workload")], "prime");
     let md = std::fs::read_to_string(dir.path().join("y.md")).unwrap();
-    assert!(md.starts_with("# smtlab yield: SMT yield on the same 2 cores"), "{md}");
+    assert!(
+        md.starts_with("# smtlab yield: SMT yield on the same 2 cores"),
+        "{md}"
+    );
     assert!(md.contains("| WORKLOAD | YIELD | INTERVAL |"), "{md}");
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("y.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("y.json")).unwrap()).unwrap();
     assert_eq!(json["workloads"][0]["workload"], "prime");
 }

@@ -96,7 +96,11 @@ pub fn burners_table(r: &BurnReport) -> Table {
 /// Each burner's counters; None when no burner counted.
 pub fn counters_table(r: &BurnReport) -> Option<Table> {
     use crate::counters::view as counters;
-    let counts = || r.burners.iter().map(|b| b.counters.as_ref().map(|m| &m.counts));
+    let counts = || {
+        r.burners
+            .iter()
+            .map(|b| b.counters.as_ref().map(|m| &m.counts))
+    };
     if counts().all(|c| c.is_none()) {
         return None;
     }
@@ -132,7 +136,10 @@ pub fn text(r: &BurnReport) -> String {
     if let Some(t) = counters_table(r) {
         out.push_str("counters:\n");
         out.push_str(&t.text());
-        let counts = r.burners.iter().map(|b| b.counters.as_ref().map(|m| &m.counts));
+        let counts = r
+            .burners
+            .iter()
+            .map(|b| b.counters.as_ref().map(|m| &m.counts));
         if let Some(n) = crate::counters::view::multiplexing_note(counts) {
             out.push_str(&format!("note: {n}\n"));
         }

@@ -43,10 +43,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let json = f.to_json()?;
     let mut written = vec![
         report::write_atomic(&cfg.out.join(FLEET_JSON), json.as_bytes())?,
-        report::write_atomic(
-            &cfg.out.join(FLEET_HTML),
-            fleet::view::html(&f).as_bytes(),
-        )?,
+        report::write_atomic(&cfg.out.join(FLEET_HTML), fleet::view::html(&f).as_bytes())?,
         report::write_atomic(
             &cfg.out.join(FLEET_MD),
             fleet::view::markdown(&f).as_bytes(),

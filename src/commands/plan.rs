@@ -22,5 +22,11 @@ pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> Result<()> {
     )?;
     let topo = super::load_topology(&cfg.root)?;
     let plan = placement::plan_within(&topo, &cfg.request, cfg.threads, cfg.within)?;
-    super::emit(out, cfg.json, &plan, |p| crate::topology::view::plan_text(&topo, p), false)
+    super::emit(
+        out,
+        cfg.json,
+        &plan,
+        |p| crate::topology::view::plan_text(&topo, p),
+        false,
+    )
 }

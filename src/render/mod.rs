@@ -195,41 +195,6 @@ impl std::fmt::Display for Caveat {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn significant_figures() {
-        assert_eq!(super::sig(19.979, 3), "20.0");
-        assert_eq!(super::sig(0.401034, 2), "0.40");
-        assert_eq!(super::sig(1234.0, 3), "1234");
-        assert_eq!(super::sig(0.0412, 3), "0.0412");
-        assert_eq!(super::si_sig(59_911.0, 3), "59.9 k");
-        assert_eq!(super::pm_sig(19_979_000.0, 401_034.0), "20.0 M ± 0.40 M");
-        assert_eq!(super::pm_sig(812.0, 0.0), "812");
-    }
-
-    use super::*;
-
-    #[test]
-    fn wall_spans_read_naturally() {
-        use std::time::Duration;
-        assert_eq!(wall(Duration::from_millis(850)), "850 ms");
-        assert_eq!(wall(Duration::from_secs(42)), "42 s");
-        assert_eq!(wall(Duration::from_secs(492)), "8 min 12 s");
-        assert_eq!(wall(Duration::from_secs(7500)), "2 h 5 min");
-    }
-
-    #[test]
-    fn numbers() {
-        assert_eq!(thousands(74635), "74,635");
-        assert_eq!(thousands(212), "212");
-        assert_eq!(si(5_730_000.0), "5.73 M");
-        assert_eq!(si(212.0), "212");
-        assert_eq!(si(36_448.0), "36.448 k");
-        assert_eq!(duration_ns(4_700_000.0), "4.7 ms");
-    }
-}
-
 /// A median with an SI prefix to 3 significant figures and its MAD relative to it, to 2:
 /// `12.3 M ± 1.2 %`; the median alone when the spread is zero or unknown.
 pub fn pm_rel(median: f64, mad: f64) -> String {
@@ -316,5 +281,40 @@ pub fn pct(share: f64) -> String {
         format!("{p:.1}%")
     } else {
         format!("{p:.0}%")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn significant_figures() {
+        assert_eq!(super::sig(19.979, 3), "20.0");
+        assert_eq!(super::sig(0.401034, 2), "0.40");
+        assert_eq!(super::sig(1234.0, 3), "1234");
+        assert_eq!(super::sig(0.0412, 3), "0.0412");
+        assert_eq!(super::si_sig(59_911.0, 3), "59.9 k");
+        assert_eq!(super::pm_sig(19_979_000.0, 401_034.0), "20.0 M ± 0.40 M");
+        assert_eq!(super::pm_sig(812.0, 0.0), "812");
+    }
+
+    use super::*;
+
+    #[test]
+    fn wall_spans_read_naturally() {
+        use std::time::Duration;
+        assert_eq!(wall(Duration::from_millis(850)), "850 ms");
+        assert_eq!(wall(Duration::from_secs(42)), "42 s");
+        assert_eq!(wall(Duration::from_secs(492)), "8 min 12 s");
+        assert_eq!(wall(Duration::from_secs(7500)), "2 h 5 min");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(thousands(74635), "74,635");
+        assert_eq!(thousands(212), "212");
+        assert_eq!(si(5_730_000.0), "5.73 M");
+        assert_eq!(si(212.0), "212");
+        assert_eq!(si(36_448.0), "36.448 k");
+        assert_eq!(duration_ns(4_700_000.0), "4.7 ms");
     }
 }

@@ -163,7 +163,11 @@ pub fn render(r: &Report) -> String {
     o.push_str("## yield: SMT on vs off on the same cores\n\n");
     match &r.smt_yield {
         Some(y) => {
-            let _ = writeln!(o, "{}\n", md(&crate::experiments::smt_yield::view::settings(y)));
+            let _ = writeln!(
+                o,
+                "{}\n",
+                md(&crate::experiments::smt_yield::view::settings(y))
+            );
             table(&mut o, &crate::experiments::smt_yield::view::table(y));
             for l in &y.result.plan.left_out {
                 let _ = writeln!(o, "- Left out: {}: {}", md(&l.workload), md(&l.reason));
@@ -181,7 +185,11 @@ pub fn render(r: &Report) -> String {
     o.push_str("## compare: your command\n\n");
     match &r.compare {
         Some(c) => {
-            let _ = writeln!(o, "{}\n", md(&crate::experiments::compare::view::settings(c)));
+            let _ = writeln!(
+                o,
+                "{}\n",
+                md(&crate::experiments::compare::view::settings(c))
+            );
             table(&mut o, &crate::experiments::compare::view::table(c));
             for l in crate::experiments::compare::view::lines(&c.result) {
                 let _ = writeln!(o, "- {}", md(&l));
@@ -215,7 +223,11 @@ fn memory_pages(o: &mut String, m: &super::MemorySection) {
     if p.interrupted {
         o.push_str("Interrupted: the working sets below are the ones that finished.\n\n");
     }
-    let _ = writeln!(o, "**{}**\n", md(&crate::mem::pages::view::departure_sentence(p)));
+    let _ = writeln!(
+        o,
+        "**{}**\n",
+        md(&crate::mem::pages::view::departure_sentence(p))
+    );
     let _ = writeln!(o, "{}\n", md(&crate::mem::pages::view::study_settings(p)));
     table(o, &crate::mem::pages::view::latency_table(p));
     table(o, &crate::mem::pages::view::backing_table(p));

@@ -1368,7 +1368,10 @@ mod tests {
         let y = r.smt_yield.as_mut().expect("the yield phase ran on SMT");
         let t = y.result.yield_thresholds;
         for w in &mut y.result.workloads {
-            if !matches!(w.class, WorkloadKind::ComputeRuler | WorkloadKind::MemoryRuler) {
+            if !matches!(
+                w.class,
+                WorkloadKind::ComputeRuler | WorkloadKind::MemoryRuler
+            ) {
                 continue;
             }
             let template = w.runs[0].clone();
@@ -2356,7 +2359,10 @@ mod tests {
     #[test]
     fn lock_and_insert_rows_state_the_thread_pool_assumption() {
         let mut r = smt().clone();
-        set_yield(&mut r, &[("hot-page/ttas", WorkloadKind::Lock, &tight(0.76))]);
+        set_yield(
+            &mut r,
+            &[("hot-page/ttas", WorkloadKind::Lock, &tight(0.76))],
+        );
         postgres_with_yield(&mut r, &tight(0.80));
         let v = build(&r);
         for class in [WorkloadClass::Locks, WorkloadClass::Inserts] {

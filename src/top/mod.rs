@@ -9,6 +9,6 @@
 
 pub mod cores;
 pub mod model;
-pub mod view;
 pub mod sample;
 pub mod trace;
+pub mod view;

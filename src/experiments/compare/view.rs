@@ -288,9 +288,9 @@ pub fn text(r: &CompareReport) -> String {
     if let Some(t) = counters_table(r) {
         out.push_str(&format!("\n{}:\n", counters_heading(r)));
         out.push_str(&t.text());
-        if let Some(n) =
-            crate::counters::view::multiplexing_note(r.placements.iter().map(|p| p.counters.as_ref()))
-        {
+        if let Some(n) = crate::counters::view::multiplexing_note(
+            r.placements.iter().map(|p| p.counters.as_ref()),
+        ) {
             out.push_str(&format!("note: {n}\n"));
         }
     }
@@ -772,7 +772,12 @@ fn command_value(c: &CompareSection) -> String {
 /// on each of the same cores (the pair `smtlab compare` reports as its SMT yield).
 /// `missing` is the phase's own reason when `c` is None; `no_smt` why a machine without
 /// siblings cannot answer.
-pub fn command_answer(c: Option<&CompareSection>, smt: bool, missing: &str, no_smt: &str) -> Answer {
+pub fn command_answer(
+    c: Option<&CompareSection>,
+    smt: bool,
+    missing: &str,
+    no_smt: &str,
+) -> Answer {
     let class = WorkloadClass::Command;
     let section = Some(PhaseName::Compare);
     let Some(c) = c else {
@@ -801,8 +806,7 @@ pub fn command_answer(c: Option<&CompareSection>, smt: bool, missing: &str, no_s
     };
     // The comparison compare's own lines print for this pair, computed by compare.
     let fixed = c.result.fixed_duration.as_ref();
-    if let Some(f) =
-        fixed.filter(|f| f.found_by == FoundBy::Arguments && c.result.metric.is_none())
+    if let Some(f) = fixed.filter(|f| f.found_by == FoundBy::Arguments && c.result.metric.is_none())
     {
         return not_answered(class, super::duration::sentence(f), section);
     }
@@ -938,8 +942,8 @@ pub(crate) mod tests {
     use super::super::metric::MetricInfo;
     use super::super::model::{Run, Skipped};
     use super::*;
-    use crate::render::markdown::cell;
     use crate::cpuset::CpuSet;
+    use crate::render::markdown::cell;
 
     fn run(round: usize, wall_ms: f64, metric: f64) -> Run {
         Run {

@@ -350,8 +350,8 @@ pub fn table(o: &OltpSection) -> Table {
             render::pm_sig(s.inserts_per_sec.median, s.inserts_per_sec.mad),
             format!(
                 "{}–{}",
-                render::si_sig(s.inserts_per_sec.min, 3),
-                render::si_sig(s.inserts_per_sec.max, 3)
+                render::si(s.inserts_per_sec.min),
+                render::si(s.inserts_per_sec.max)
             ),
             latency_ns(s.commit_latency_p99_ns),
             if s.rows_verified {

@@ -65,18 +65,14 @@ pub fn text(r: &PagesReport) -> String {
         for (i, p) in first.points.iter().enumerate() {
             let mut row = vec![bytes(p.working_set_bytes)];
             for k in &measured {
-                row.push(
-                    k.points
-                        .get(i)
-                        .map_or("-".into(), |q| pm_sig(q.latency_ns.median, q.latency_ns.mad)),
-                );
+                row.push(k.points.get(i).map_or("-".into(), |q| {
+                    pm_sig(q.latency_ns.median, q.latency_ns.mad)
+                }));
             }
             for k in &measured {
-                row.push(
-                    k.points
-                        .get(i)
-                        .map_or("-".into(), |q| crate::render::bytes_per_sec(q.bandwidth_bytes_per_sec.median)),
-                );
+                row.push(k.points.get(i).map_or("-".into(), |q| {
+                    crate::render::bytes_per_sec(q.bandwidth_bytes_per_sec.median)
+                }));
             }
             table.push(row);
         }
@@ -337,7 +333,9 @@ pub fn latency_table(p: &PagesReport) -> Table {
                 k.points
                     .iter()
                     .find(|q| q.working_set_bytes == ws)
-                    .map_or(NONE.into(), |q| pm_sig(q.latency_ns.median, q.latency_ns.mad)),
+                    .map_or(NONE.into(), |q| {
+                        pm_sig(q.latency_ns.median, q.latency_ns.mad)
+                    }),
             );
         }
         t.rows.push(row);
@@ -487,7 +485,10 @@ pub fn document(r: &PagesReport) -> crate::render::export::Document {
     ];
     sections.push(Section {
         heading: "TLBs".into(),
-        text: tlb_notes(r).into_iter().chain(r.notes.iter().cloned()).collect(),
+        text: tlb_notes(r)
+            .into_iter()
+            .chain(r.notes.iter().cloned())
+            .collect(),
         table: tlb_table(r),
     });
     Document {

@@ -13,6 +13,7 @@ mod common;
 mod burn;
 mod cli_c2c;
 mod cli_compare;
+mod cli_docs;
 mod cli_experiments;
 mod cli_merge;
 mod cli_oltp;

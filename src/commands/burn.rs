@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// A validated `burn` invocation.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct BurnCommand {
     pub spec: BurnSpec,
     /// Number of burners (≥ 1).
     pub threads: usize,
@@ -40,7 +40,7 @@ pub struct Child {
     pub until_stopped: bool,
 }
 
-impl Config {
+impl BurnCommand {
     /// Checks what clap cannot.
     pub fn validate(&self) -> Result<(), BadInput> {
         if self.threads == 0 {
@@ -70,7 +70,7 @@ impl Config {
     }
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &BurnCommand, out: &mut dyn Write) -> Result<()> {
     cfg.validate()?;
     cfg.exports.check()?;
     let topo = super::load_topology(Path::new("/"))?;

@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct C2cCommand {
     /// CPUs to measure; None = every CPU this process may use.
     pub cpus: Option<CpuSet>,
     /// Samples kept per pair.
@@ -26,7 +26,7 @@ pub struct Config {
     pub json: bool,
 }
 
-impl Default for Config {
+impl Default for C2cCommand {
     fn default() -> Self {
         let d = PingPongSpec::default();
         Self {
@@ -39,7 +39,7 @@ impl Default for Config {
     }
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &C2cCommand, out: &mut dyn Write) -> Result<()> {
     if cfg.samples == 0 {
         return Err(BadInput("--samples must be at least 1 (default 300)".into()).into());
     }

@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 
 /// A validated `compare` invocation.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct CompareCommand {
     pub exp: experiment::Config,
     pub json: bool,
     /// `--export-json/csv/markdown`: the report as files.
     pub exports: crate::render::export::Exports,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &CompareCommand, out: &mut dyn Write) -> Result<()> {
     cfg.exports.check()?;
     let topo = super::topology_for_run(Path::new("/"), false, false)?;
     if let Some(b) = &cfg.exp.burners {

@@ -16,14 +16,14 @@ use std::path::PathBuf;
 /// The command: the experiment's config plus where the topology comes from and how to
 /// print.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct LockscanCommand {
     pub root: PathBuf,
     pub exp: LockscanConfig,
     pub json: bool,
     pub dry_run: bool,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &LockscanCommand, out: &mut dyn Write) -> Result<()> {
     let topo = super::topology_for_run(&cfg.root, cfg.dry_run, true)?;
     let scen = lockscan::scenarios(&topo, &cfg.exp.layout, cfg.exp.baseline && !cfg.dry_run)?;
     // Every scan thread memsets its own buffer from the start of its run.

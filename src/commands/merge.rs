@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct MergeCommand {
     /// results.json files, and directories searched for them.
     pub inputs: Vec<PathBuf>,
     /// Directory for the three files (created if missing).
@@ -23,7 +23,7 @@ pub struct Config {
     pub command: String,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &MergeCommand, out: &mut dyn Write) -> Result<()> {
     report::check_out_dir(&cfg.out, &[FLEET_JSON, FLEET_HTML, FLEET_MD])?;
     if let Some(p) = &cfg.prometheus {
         crate::fsutil::check_output("--prometheus", p)?;

@@ -21,7 +21,7 @@ pub enum WorkloadChoice {
 /// The command: the experiment's config plus the worker side, where the topology comes
 /// from and how to print.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct NeighborsCommand {
     pub root: PathBuf,
     pub exp: NeighborsConfig,
     pub workload: WorkloadChoice,
@@ -31,7 +31,7 @@ pub struct Config {
     pub dry_run: bool,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &NeighborsCommand, out: &mut dyn Write) -> Result<()> {
     let topo = super::topology_for_run(&cfg.root, cfg.dry_run, true)?;
     let most = cfg.exp.workers + cfg.exp.burner_steps.iter().copied().max().unwrap_or(0);
     crate::limits::per_cpu(

@@ -9,7 +9,7 @@ use std::io::Write;
 
 /// A checked `smtlab oltp` invocation: the experiment's settings and the exports.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct OltpCommand {
     pub oltp: OltpConfig,
     /// `--export-json/csv/markdown`: the report as files.
     pub exports: crate::render::export::Exports,
@@ -17,7 +17,7 @@ pub struct Config {
 
 /// Runs the command; step narration goes to stderr, the report to `out`. A Ctrl-C'd run
 /// writes the runs so far and exits 130; a failed row check writes the report, then fails.
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &OltpCommand, out: &mut dyn Write) -> Result<()> {
     let (exports, cfg) = (&cfg.exports, &cfg.oltp);
     cfg.validate()?;
     exports.check()?;

@@ -5,7 +5,7 @@ use anyhow::Result;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct PlanCommand {
     pub root: PathBuf,
     pub request: Request,
     pub threads: usize,
@@ -13,7 +13,7 @@ pub struct Config {
     pub json: bool,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> Result<()> {
+pub fn run(cfg: &PlanCommand, out: &mut dyn std::io::Write) -> Result<()> {
     crate::limits::at_most(
         "--threads",
         cfg.threads as u64,

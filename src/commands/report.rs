@@ -7,14 +7,14 @@ use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct ReportCommand {
     /// The `results.json` to read.
     pub results: PathBuf,
     /// Where to write; None = the directory holding `results`.
     pub out: Option<PathBuf>,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &ReportCommand, out: &mut dyn Write) -> Result<()> {
     let text = crate::fsutil::read_input_text(&cfg.results, crate::limits::MAX_RESULTS_BYTES)
         .map_err(|e| e.into_error(&format!("reading `{}`", cfg.results.display())))?;
     let rendered = report::render_json(&text)

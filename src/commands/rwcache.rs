@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// A validated `rwcache` command.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct RwcacheCommand {
     pub root: PathBuf,
     pub exp: RwcacheConfig,
     pub json: bool,
@@ -21,8 +21,7 @@ pub struct Config {
     pub force: bool,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
-    cfg.exp.validate()?;
+pub fn run(cfg: &RwcacheCommand, out: &mut dyn Write) -> Result<()> {
     let topo = super::topology_for_run(&cfg.root, false, false)?;
     let most = cfg.exp.threads.iter().copied().max().unwrap_or(1);
     crate::limits::per_cpu("--threads", most as u64, topo.allowed().len(), cfg.force)?;

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct YieldCommand {
     pub root: PathBuf,
     pub exp: experiment::Config,
     pub json: bool,
@@ -20,7 +20,7 @@ pub struct Config {
 /// Runs the command; one line per run goes to stderr, the report to `out`. A Ctrl-C'd run
 /// writes the rounds so far and exits 130; a failed insert row check writes the report,
 /// then fails.
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &YieldCommand, out: &mut dyn Write) -> Result<()> {
     cfg.exports.check()?;
     let topo = super::topology_for_run(&cfg.root, cfg.dry_run, true)?;
     // Another machine's dump says nothing about this one's memory.

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct StudyCommand {
     pub study: study::Config,
     /// Directory for the three files (created if missing).
     pub out: PathBuf,
@@ -24,7 +24,7 @@ pub struct Config {
     pub prometheus: Option<PathBuf>,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &StudyCommand, out: &mut dyn Write) -> Result<()> {
     let root = Path::new("/");
     // Fail on an unusable output directory now, not after a minute of measuring.
     report::check_out_dir(

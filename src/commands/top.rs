@@ -23,7 +23,7 @@ pub enum Format {
 }
 
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct TopCommand {
     /// Where procfs and sysfs are read (`/` for this machine).
     pub root: PathBuf,
     pub interval: Duration,
@@ -45,7 +45,7 @@ pub struct Config {
 /// How often `--pid` samples the threads without tracefs.
 const PID_SAMPLE: Duration = Duration::from_millis(25);
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
     cfg.exports.check()?;
     let live = crate::smt::journal::is_live(&cfg.root);
     if let Some(pid) = cfg.pid

@@ -13,12 +13,12 @@ pub enum View {
 }
 
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct TopoCommand {
     pub root: PathBuf,
     pub view: View,
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
+pub fn run(cfg: &TopoCommand, out: &mut dyn Write) -> Result<()> {
     let topo = super::load_topology(&cfg.root)?;
     let text = match cfg.view {
         View::Tree => view::tree(&topo),

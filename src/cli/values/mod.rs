@@ -12,6 +12,9 @@ use std::fmt::Display;
 use std::str::FromStr;
 use std::time::Duration;
 
+mod offered;
+pub use offered::*;
+
 /// Why nice values stop where they do.
 pub const WHY_NICE: &str = "the kernel's nice range; negative values need CAP_SYS_NICE";
 
@@ -244,6 +247,16 @@ pub fn no_empty_items(option: &str, list: &str) -> Result<(), crate::error::BadI
 /// A list of counts from [`counts`] (its own type, so that clap takes it as one value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counts(pub Vec<usize>);
+
+/// A byte size as `--scan-bytes` takes it (`1048576`, `512K`, `1MiB`, `2g`; not `auto`),
+/// through the same parser as the option (public for the fuzz tests).
+pub fn parse_bytes(s: &str) -> Result<usize, String> {
+    match bytes_or_auto(s) {
+        Ok(Bytes::Exactly(n)) => Ok(n),
+        Ok(Bytes::Auto) => Err(format!("`{}`: not a size", s.trim())),
+        Err(e) => Err(format!("`{}`: {e}", s.trim())),
+    }
+}
 
 #[cfg(test)]
 mod tests {

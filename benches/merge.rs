@@ -39,9 +39,9 @@ fn main() {
         let t = Instant::now();
         let f = fleet::merge(&inputs, threads, fleet::provenance("bench".into())).expect("merge");
         let out = f.to_json().expect("json").len()
-            + fleet::render::markdown(&f).len()
-            + fleet::render::html(&f).len()
-            + fleet::render::prometheus(&f).len();
+            + fleet::view::markdown(&f).len()
+            + fleet::view::html(&f).len()
+            + fleet::view::prometheus(&f).len();
         let took = t.elapsed();
         assert_eq!(f.hosts, files, "every file merged");
         if pass == 0 {

@@ -348,7 +348,7 @@ pub fn memory(
     let Some(avail) = available else {
         return Ok(());
     };
-    let human = crate::topology::render::human_bytes;
+    let human = crate::render::bytes;
     let share = (avail as f64 * MEMORY_SHARE) as u64;
     let forced = force == Force::Offered(true);
     if total_bytes <= share || (forced && total_bytes <= avail) {

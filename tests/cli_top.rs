@@ -10,7 +10,7 @@ use smtlab::cpuset::CpuSet;
 use smtlab::hygiene::CpuTimes;
 use smtlab::top::cores::Yield;
 use smtlab::top::model::{self, Inputs, TraceInput};
-use smtlab::top::{render, trace};
+use smtlab::top::{trace, view as render};
 
 fn smtlab(args: &[&str]) -> Command {
     let mut c = Command::cargo_bin("smtlab").unwrap();

@@ -352,7 +352,7 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
         assert_eq!(w.layout(Layout::All).unwrap().threads, 4);
         assert_eq!(w.layout(Layout::Pairs).unwrap().threads, 2);
     }
-    let text = smtlab::commands::smt_yield::human(&rep);
+    let text = smtlab::experiments::smt_yield::view::text(&rep);
     for s in [
         "SMT yield on the same 2 cores within package 0",
         "SYNTHETIC",
@@ -567,7 +567,7 @@ fn yield_ipc_note_names_no_unmeasured_in_core_cause() {
         instructions_per_op_ratio: 1.0,
         rounds: 3,
     });
-    let text = smtlab::commands::smt_yield::human(&rep);
+    let text = smtlab::experiments::smt_yield::view::text(&rep);
     assert!(text.contains("IPC ×"), "{text}");
     assert!(!text.contains("shared execution units"), "{text}");
     assert!(text.contains("not measured"), "{text}");
@@ -582,7 +582,40 @@ fn yield_int_sub_nanosecond_mean_is_not_0_ns() {
         l.latency_p99_ns = None;
         l.time_per_op_ns = Some(0.31);
     }
-    let text = smtlab::commands::smt_yield::human(&rep);
+    let text = smtlab::experiments::smt_yield::view::text(&rep);
     assert!(!text.contains("mean 0 ns"), "{text}");
     assert!(text.contains("mean 0.31 ns"), "{text}");
+}
+
+/// The export writes every run's raw numbers as CSV and the terminal's tables as Markdown.
+#[test]
+fn yield_exports_parse_back() {
+    let rep = fake_prime_report();
+    let dir = tempfile::tempdir().unwrap();
+    let e = smtlab::render::export::Exports {
+        json: Some(dir.path().join("y.json")),
+        csv: Some(dir.path().join("y.csv")),
+        markdown: Some(dir.path().join("y.md")),
+    };
+    e.check().unwrap();
+    e.write(|| smtlab::experiments::smt_yield::view::document(&rep))
+        .unwrap();
+    let mut r = csv::Reader::from_path(dir.path().join("y.csv")).unwrap();
+    let head = r.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    let runs: Vec<_> = rep.workloads.iter().flat_map(|w| w.runs.iter()).collect();
+    assert_eq!(rows.len(), runs.len());
+    let ops: f64 = rows[0][col("ops_per_sec")].parse().unwrap();
+    assert_eq!(ops, runs[0].ops_per_sec);
+    assert_eq!(&rows[0][col("workload")], "prime");
+    let md = std::fs::read_to_string(dir.path().join("y.md")).unwrap();
+    assert!(
+        md.starts_with("# smtlab yield: SMT yield on the same 2 cores"),
+        "{md}"
+    );
+    assert!(md.contains("| WORKLOAD | YIELD | INTERVAL |"), "{md}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("y.json")).unwrap()).unwrap();
+    assert_eq!(json["workloads"][0]["workload"], "prime");
 }

@@ -1570,16 +1570,16 @@ fn check_discovered(
     r: Result<smtlab::topology::Topology, smtlab::topology::DiscoverError>,
 ) -> Result<(), TestCaseError> {
     use smtlab::placement::{Request, Scope, plan_within};
-    use smtlab::topology::render;
+    use smtlab::topology::view;
     match r {
         Ok(topo) => {
             let _ = (
-                render::human(&topo),
-                render::cpu_table(&topo),
-                render::to_json(&topo),
+                view::tree(&topo),
+                view::cpu_table(&topo),
+                view::to_json(&topo),
             );
             let _ = (
-                render::smt_summary(&topo),
+                view::smt_summary(&topo),
                 topo.partitions(),
                 topo.llc_groups(),
             );

@@ -5,7 +5,7 @@
 
 use smtlab::cpuset::CpuSet;
 use smtlab::placement::{PlanError, Request, plan, spread_cores};
-use smtlab::topology::{Restriction, Topology, discover, render};
+use smtlab::topology::{Restriction, Topology, discover, view};
 use std::path::Path;
 
 /// A sysfs/procfs root in a temporary directory.
@@ -133,9 +133,9 @@ fn two_sockets_interleaved_siblings() {
     let p = topo.partitions();
     assert_eq!(p.numa_nodes, sets(&["0-3,8-11", "4-7,12-15"]));
     assert!(p.dies.is_empty());
-    let smt = render::smt_summary(&topo);
+    let smt = view::smt_summary(&topo);
     assert_eq!(smt.sentence, "SMT: 2 threads per core, control=on");
-    let text = render::human(&topo);
+    let text = view::tree(&topo);
     assert!(
         text.contains("16 CPUs online, 8 cores, 2 packages"),
         "{text}"
@@ -291,12 +291,12 @@ fn hybrid_p_and_e_cores() {
     );
     assert_eq!(topo.partitions().cpu_kinds, sets(&["0-11", "12-19"]));
     assert_eq!(topo.partitions().l2_caches.len(), 6 + 2);
-    let smt = render::smt_summary(&topo);
+    let smt = view::smt_summary(&topo);
     assert_eq!(
         smt.sentence,
         "SMT: up to 2 threads per core (6 of 14 cores have siblings), control=on"
     );
-    let text = render::human(&topo);
+    let text = view::tree(&topo);
     assert!(text.contains("CPUs 0,1  [P-core]"), "{text}");
     assert!(text.contains("CPU  12  [E-core]"), "{text}");
     // Pairs only on cores with two siblings: the P-cores.
@@ -369,12 +369,12 @@ fn smt_switched_off() {
     assert_eq!(offline, [4, 5, 6, 7]);
     assert_eq!(topo.cores(), sets(&["0", "1", "2", "3"]));
     assert_eq!(topo.machine.smt_active, Some(false));
-    let s = render::smt_summary(&topo).sentence;
+    let s = view::smt_summary(&topo).sentence;
     assert!(
         s.starts_with("no SMT siblings visible: 1 thread per core") && s.contains("switched off"),
         "{s}"
     );
-    let text = render::human(&topo);
+    let text = view::tree(&topo);
     assert!(text.contains("Offline CPUs: 4-7"), "{text}");
     assert!(matches!(
         placed(&topo, "pairs", 2),
@@ -440,7 +440,7 @@ fn mask_only_old_kernel() {
     assert_eq!(topo.partitions().l2_caches, sets(&["0-1,4-5", "2-3,6-7"]));
     assert_eq!(topo.threads_per_core(), 2);
     assert_eq!(
-        render::smt_summary(&topo).sentence,
+        view::smt_summary(&topo).sentence,
         "SMT: 2 threads per core, no smt/control file"
     );
     assert_eq!(placed(&topo, "pairs", 2).unwrap(), ["0", "4"]);
@@ -476,7 +476,7 @@ fn cgroup_restricted() {
     );
     assert_eq!(topo.process.cgroup_mems, Some(set("0")));
     assert_eq!(topo.process.cpu_quota, Some(1.5));
-    let text = render::human(&topo);
+    let text = view::tree(&topo);
     assert!(
         text.contains(
             "Usable by this process: 1-2 (restricted by the cgroup cpuset, \
@@ -573,9 +573,9 @@ fn four_cores() -> Tree {
 
 /// What `topo` shows of a tree: its text and JSON warnings, each checked to hold `has`.
 fn warned(topo: &Topology, has: &[&str]) {
-    let text = render::human(topo);
-    let table = render::cpu_table(topo);
-    let json: serde_json::Value = serde_json::from_str(&render::to_json(topo)).unwrap();
+    let text = view::tree(topo);
+    let table = view::cpu_table(topo);
+    let json: serde_json::Value = serde_json::from_str(&view::to_json(topo)).unwrap();
     let in_json: Vec<String> = json["warnings"]
         .as_array()
         .unwrap()

@@ -20,6 +20,7 @@ pub mod kind;
 pub mod process;
 pub mod report;
 pub mod sched;
+pub mod view;
 pub mod workload;
 
 pub use crate::duration::{DurationError, format_duration, parse_duration, parse_duration_or_zero};

@@ -1,11 +1,11 @@
-//! What a burn run measured, per burner and in total, in either mode; and its text form.
+//! What a burn run measured, per burner and in total, in either mode (its text form is
+//! [`super::view`]).
 
 use super::kind::{BurnerKind, Unit};
 use super::sched::Policy;
 use super::workload::{BurnSpec, Burners};
 use crate::cpuset::CpuSet;
 use crate::engine::RunResult;
-use crate::render::{self, Table};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -183,176 +183,20 @@ impl BurnReport {
         self.total_ops_per_sec = self.burners.iter().map(|b| b.ops_per_sec).sum();
         self
     }
-
-    /// The text table: one row per burner, then the total.
-    pub fn render_text(&self) -> String {
-        let unit = self.unit.label();
-        let fmt_rate = |v: f64| match self.unit {
-            Unit::Events => format!("{v:.2}"),
-            _ => render::si(v),
-        };
-        let warm = if self.warmup_ns == 0 {
-            "without warm-up".to_string()
-        } else {
-            format!(
-                "after {} warm-up",
-                render::duration_ns(self.warmup_ns as f64)
-            )
-        };
-        let mut out = format!(
-            "burn {} × {} ({} mode, placement {}, policy {}{}{}), {} {}\n",
-            self.kind,
-            self.burners.len(),
-            self.mode,
-            self.placement,
-            self.policy,
-            self.nice.map(|n| format!(", nice {n}")).unwrap_or_default(),
-            self.max_prime
-                .map(|m| format!(", max prime {m}"))
-                .unwrap_or_default(),
-            render::duration_ns(self.duration_ns as f64),
-            warm,
-        );
-        let mut header = vec![
-            "BURNER".to_string(),
-            "PID".into(),
-            "CPUS".into(),
-            "SEEN ON".into(),
-        ];
-        let variants = self.burners.iter().any(|b| b.variant.is_some());
-        let buffers = self.burners.iter().any(|b| b.buffer_bytes.is_some());
-        if variants {
-            header.push("VARIANT".into());
-        }
-        if buffers {
-            header.push("BUFFER".into());
-        }
-        header.extend([
-            format!("{}/S", unit.to_uppercase()),
-            "CPU%".into(),
-            "PREEMPTED".into(),
-        ]);
-        let mut table = Table::with_header(header);
-        for b in &self.burners {
-            let mut r = vec![
-                b.burner.to_string(),
-                b.pid.to_string(),
-                b.cpus.to_string(),
-                b.observed_cpus.to_string(),
-            ];
-            if variants {
-                r.push(b.variant.clone().unwrap_or_else(|| "-".into()));
-            }
-            if buffers {
-                r.push(b.buffer_bytes.map(bytes).unwrap_or_else(|| "-".into()));
-            }
-            r.extend([
-                fmt_rate(b.ops_per_sec),
-                format!("{:.1}", 100.0 * b.cpu_share()),
-                render::thousands(b.involuntary_ctx_switches),
-            ]);
-            table.push(r);
-        }
-        let mut total = vec![
-            "total".to_string(),
-            String::new(),
-            String::new(),
-            String::new(),
-        ];
-        if variants {
-            total.push(String::new());
-        }
-        if buffers {
-            total.push(String::new());
-        }
-        total.push(fmt_rate(self.total_ops_per_sec));
-        table.push(total);
-        out.push_str(&table.text());
-        if self.unit == Unit::Bytes {
-            out.push_str(&format!(
-                "total bandwidth: {}\n",
-                bytes_per_sec(self.total_ops_per_sec)
-            ));
-        }
-        out.push_str(&self.counters_text());
-        if self.interrupted {
-            out.push_str(&format!(
-                "interrupted by {}: rates cover the time measured before it\n",
-                crate::interrupt::name(self.interrupted_by)
-            ));
-        }
-        for n in &self.notes {
-            out.push_str(&format!("note: {n}\n"));
-        }
-        if let Some(st) = &self.counters {
-            for l in crate::counters::text::status_lines(st) {
-                out.push_str(&format!("{l}\n"));
-            }
-        }
-        out
-    }
-
-    /// Each burner's counters, and the per-core CPI table where cycles were counted;
-    /// empty when no burner counted.
-    fn counters_text(&self) -> String {
-        use crate::counters::text;
-        let counts = || {
-            self.burners
-                .iter()
-                .map(|b| b.counters.as_ref().map(|m| &m.counts))
-        };
-        if counts().all(|c| c.is_none()) {
-            return String::new();
-        }
-        let hw = text::any_hardware(counts());
-        let mut table = Table::with_header(
-            ["BURNER", "CPUS"]
-                .map(String::from)
-                .into_iter()
-                .chain(text::header(hw))
-                .collect::<Vec<_>>(),
-        );
-        for b in &self.burners {
-            table.push(
-                [b.burner.to_string(), b.cpus.to_string()]
-                    .into_iter()
-                    .chain(text::cells(b.counters.as_ref().map(|m| &m.counts), hw))
-                    .collect(),
-            );
-        }
-        let mut out = String::from("counters:\n");
-        out.push_str(&table.text());
-        if let Some(n) = text::multiplexing_note(counts()) {
-            out.push_str(&format!("note: {n}\n"));
-        }
-        out
-    }
-}
-
-/// `64 MiB`, `32 KiB`, `1536 B`.
-fn bytes(b: u64) -> String {
-    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
-        format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
-        format!("{} KiB", b >> 10)
-    } else {
-        format!("{b} B")
-    }
-}
-
-/// `12.3 GB/s` (decimal, as bandwidth is usually quoted).
-fn bytes_per_sec(v: f64) -> String {
-    if v >= 1e9 {
-        format!("{:.2} GB/s", v / 1e9)
-    } else {
-        format!("{:.1} MB/s", v / 1e6)
-    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::burn::FmaWidth;
+
+    /// Two prime burners on CPUs 0 and 1.
+    pub(crate) fn sample() -> BurnReport {
+        let spec = BurnSpec::new(BurnerKind::Prime);
+        let mut r = BurnReport::new(&spec, Mode::Thread, "one-per-core".into(), 0, 5_000_000_000);
+        r.burners = vec![burner(0, 0, 4123.456), burner(1, 1, 4100.0)];
+        r.finish()
+    }
 
     fn burner(i: usize, cpu: u32, ops_per_sec: f64) -> BurnerResult {
         BurnerResult {
@@ -391,7 +235,7 @@ mod tests {
         r.burners = vec![burner(0, 0, 4123.456), burner(1, 1, 4100.0)];
         let r = r.finish();
         assert!((r.total_ops_per_sec - 8223.456).abs() < 1e-6);
-        insta::assert_snapshot!(r.render_text());
+        insta::assert_snapshot!(super::super::view::text(&r));
     }
 
     #[test]
@@ -405,7 +249,7 @@ mod tests {
         r.interrupted = true;
         r.interrupted_by = Some(crate::interrupt::Signal::Term);
         r.notes = vec!["l1: L1d size unknown, using 16 KiB".into()];
-        insta::assert_snapshot!(r.finish().render_text());
+        insta::assert_snapshot!(super::super::view::text(&r.finish()));
     }
 
     #[test]

@@ -129,7 +129,7 @@ pub fn buffers_total(kind: BurnerKind, topo: &Topology, cpus: &[CpuSet]) -> (u64
         "{} `{kind}` buffer{} {each} {}",
         sizes.len(),
         if sizes.len() == 1 { "" } else { "s" },
-        crate::topology::render::human_bytes(largest)
+        crate::render::bytes(largest)
     );
     (total, words)
 }

@@ -104,6 +104,7 @@ impl BurnArgs {
                 json: a.output.json(),
                 force: a.force,
                 child,
+                exports: a.output.exports(),
             },
             out,
         )

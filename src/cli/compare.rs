@@ -295,8 +295,7 @@ impl CompareArgs {
             &commands::compare::CompareCommand {
                 exp,
                 json: a.output.json(),
-                export_csv: exports.csv,
-                export_markdown: exports.markdown,
+                exports,
             },
             out,
         )

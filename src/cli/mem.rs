@@ -93,6 +93,7 @@ impl MemAction {
                     repeat: repeat.repeat,
                     reserve,
                     json: output.json(),
+                    exports: output.exports(),
                 })
             }
         }

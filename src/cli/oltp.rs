@@ -95,7 +95,14 @@ pub(super) struct OltpArgs {
 
 impl OltpArgs {
     pub fn run(self, out: &mut dyn Write) -> Result<()> {
-        crate::commands::oltp::run(&self.config()?, out)
+        let exports = self.output.exports();
+        crate::commands::oltp::run(
+            &crate::commands::oltp::OltpCommand {
+                oltp: self.config()?,
+                exports,
+            },
+            out,
+        )
     }
 
     /// Turns the `oltp` options into a config; `commands::oltp::run` checks it before it

@@ -117,6 +117,7 @@ impl YieldArgs {
             exp,
             json: a.output.json(),
             dry_run: a.dry_run,
+            exports: a.output.exports(),
         })
     }
 }

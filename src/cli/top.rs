@@ -113,6 +113,8 @@ impl TopArgs {
             pid: a.pid,
             smt_yield,
             trace: !a.no_trace,
+            // `top` has no export flags yet.
+            exports: Default::default(),
         })
     }
 }

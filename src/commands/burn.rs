@@ -27,6 +27,8 @@ pub struct BurnCommand {
     pub force: bool,
     /// Set when this process is a burner child of another smtlab (hidden flags).
     pub child: Option<Child>,
+    /// `--export-json/csv/markdown`: the report as files.
+    pub exports: crate::render::export::Exports,
 }
 
 /// The child side of process mode.
@@ -70,6 +72,7 @@ impl BurnCommand {
 
 pub fn run(cfg: &BurnCommand, out: &mut dyn Write) -> Result<()> {
     cfg.validate()?;
+    cfg.exports.check()?;
     let topo = super::load_topology(Path::new("/"))?;
     if let Some(child) = &cfg.child {
         let duration = (!child.until_stopped).then_some(cfg.duration);
@@ -101,6 +104,7 @@ pub fn run(cfg: &BurnCommand, out: &mut dyn Write) -> Result<()> {
             crate::say!("burn: burner processes started: {}", list.join(" "));
         })?,
     };
-    super::emit(out, cfg.json, &report, |r| r.render_text(), false)?;
+    super::emit(out, cfg.json, &report, burn::view::text, false)?;
+    cfg.exports.write(|| burn::view::document(&report))?;
     burn::interrupted_error(&report)
 }

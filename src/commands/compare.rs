@@ -1,12 +1,12 @@
 //! `smtlab compare -- CMD`: runs [`crate::experiments::compare`] on this machine with a
-//! progress bar (on a terminal only), prints the table or JSON, and writes the CSV and
-//! Markdown exports (each atomically: a temporary file renamed into place).
+//! progress bar (on a terminal only), prints the table or JSON, and writes the exports
+//! (each atomically: a temporary file renamed into place).
 
-use crate::experiments::compare::{self as experiment, render};
-use anyhow::{Context, Result};
+use crate::experiments::compare::{self as experiment, view};
+use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -15,19 +15,12 @@ use std::time::{Duration, Instant};
 pub struct CompareCommand {
     pub exp: experiment::Config,
     pub json: bool,
-    pub export_csv: Option<PathBuf>,
-    pub export_markdown: Option<PathBuf>,
+    /// `--export-json/csv/markdown`: the report as files.
+    pub exports: crate::render::export::Exports,
 }
 
 pub fn run(cfg: &CompareCommand, out: &mut dyn Write) -> Result<()> {
-    for (what, p) in [
-        ("--export-csv", &cfg.export_csv),
-        ("--export-markdown", &cfg.export_markdown),
-    ] {
-        if let Some(p) = p {
-            crate::fsutil::check_output(what, p)?;
-        }
-    }
+    cfg.exports.check()?;
     let topo = super::topology_for_run(Path::new("/"), false, false)?;
     if let Some(b) = &cfg.exp.burners {
         let (bytes, what) =
@@ -47,17 +40,8 @@ pub fn run(cfg: &CompareCommand, out: &mut dyn Write) -> Result<()> {
     let rep = rep?;
     // The comparison first: an export that fails now (a disk that filled) must not take
     // the results on stdout with it.
-    super::emit(out, cfg.json, &rep, render::text, false)?;
-    let export = |p: &Path, text: String| {
-        crate::fsutil::replace(p, text.as_bytes())
-            .with_context(|| format!("writing {}", p.display()))
-    };
-    if let Some(p) = &cfg.export_csv {
-        export(p, render::csv(&rep))?;
-    }
-    if let Some(p) = &cfg.export_markdown {
-        export(p, render::markdown(&rep))?;
-    }
+    super::emit(out, cfg.json, &rep, view::text, false)?;
+    cfg.exports.write(|| view::document(&rep))?;
     if rep.interrupted {
         return Err(crate::error::Interrupted.into());
     }

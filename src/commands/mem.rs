@@ -19,6 +19,8 @@ pub enum Config {
         repeat: usize,
         reserve: bool,
         json: bool,
+        /// `--export-json/csv/markdown`: the curves as files.
+        exports: crate::render::export::Exports,
     },
 }
 
@@ -66,15 +68,17 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
                 .into());
             }
             let rep = crate::mem::read(&crate::mem::source::Dir::new(root));
-            super::emit(out, *json, &rep, crate::mem::render::human, false)
+            super::emit(out, *json, &rep, crate::mem::view::text, false)
         }
         Config::Pages {
             max,
             repeat,
             reserve,
             json,
+            exports,
         } => {
             use std::io::IsTerminal;
+            exports.check()?;
             let root = crate::mem::source::Dir::new(std::path::Path::new("/"));
             let available = crate::mem::read::mem_available(&root);
             let cfg = crate::mem::pages::PagesConfig::new(*max, *repeat, *reserve, available)?;
@@ -87,13 +91,12 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
                 let _ = write!(std::io::stderr(), "\r\x1b[K");
             }
             let rep = rep?;
-            super::emit(
-                out,
-                *json,
-                &rep,
-                crate::mem::pages::render::human,
-                rep.interrupted,
-            )
+            super::emit(out, *json, &rep, crate::mem::pages::view::text, false)?;
+            exports.write(|| crate::mem::pages::view::document(&rep))?;
+            if rep.interrupted {
+                return Err(crate::error::Interrupted.into());
+            }
+            Ok(())
         }
     }
 }

@@ -43,25 +43,22 @@ pub fn run(cfg: &MergeCommand, out: &mut dyn Write) -> Result<()> {
     let json = f.to_json()?;
     let mut written = vec![
         report::write_atomic(&cfg.out.join(FLEET_JSON), json.as_bytes())?,
-        report::write_atomic(
-            &cfg.out.join(FLEET_HTML),
-            fleet::render::html(&f).as_bytes(),
-        )?,
+        report::write_atomic(&cfg.out.join(FLEET_HTML), fleet::view::html(&f).as_bytes())?,
         report::write_atomic(
             &cfg.out.join(FLEET_MD),
-            fleet::render::markdown(&f).as_bytes(),
+            fleet::view::markdown(&f).as_bytes(),
         )?,
     ];
     if let Some(p) = &cfg.prometheus {
         written.push(report::write_atomic(
             p,
-            fleet::render::prometheus(&f).as_bytes(),
+            fleet::view::prometheus(&f).as_bytes(),
         )?);
     }
     if cfg.json {
         out.write_all(json.as_bytes())?;
     } else {
-        out.write_all(fleet::render::text(&f).as_bytes())?;
+        out.write_all(fleet::view::text(&f).as_bytes())?;
         for p in &written {
             writeln!(out, "wrote {}", p.display())?;
         }

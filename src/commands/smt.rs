@@ -24,7 +24,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     match cfg {
         Config::Status { root, json } => {
             let s = status::read(root)?;
-            super::emit(out, *json, &s, status::human, false)
+            super::emit(out, *json, &s, crate::smt::view::status_text, false)
         }
         Config::Change {
             root,

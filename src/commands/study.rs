@@ -4,7 +4,6 @@
 //! `partial`, and exits 130.
 
 use crate::engine::RealEngine;
-use crate::render::Table;
 use crate::report::{self, PhaseName, PhaseStatus};
 use crate::study::{self, Progress};
 use anyhow::{Context, Result};
@@ -69,15 +68,15 @@ pub fn run(cfg: &StudyCommand, out: &mut dyn Write) -> Result<()> {
         write!(
             out,
             "{}",
-            crate::experiments::compare::render::text(&c.result)
+            crate::experiments::compare::view::text(&c.result)
         )?;
         writeln!(out)?;
     }
-    write!(out, "{}", answer_table(&rep.verdict))?;
+    write!(out, "{}", report::view::answers_text(&rep.verdict))?;
     writeln!(out, "Verdict: {}", rep.verdict.headline)?;
     if let Some(m) = &rep.memory {
         match (&m.pages, &m.pages_skipped) {
-            (Some(p), _) => writeln!(out, "{}", report::pages::summary_line(p))?,
+            (Some(p), _) => writeln!(out, "{}", crate::mem::pages::view::summary_line(p))?,
             (None, Some(why)) => writeln!(out, "Page size: not measured: {why}")?,
             (None, None) => {}
         }
@@ -93,28 +92,6 @@ pub fn run(cfg: &StudyCommand, out: &mut dyn Write) -> Result<()> {
         return Err(crate::error::Interrupted.into());
     }
     Ok(())
-}
-
-/// "Keep HT on?" per workload class, then why, one line per class.
-fn answer_table(v: &crate::report::Verdict) -> String {
-    if v.answers.is_empty() {
-        return String::new();
-    }
-    let mut table = Table::new(&["WORKLOAD CLASS", "ANSWER", "EVIDENCE"]);
-    for a in &v.answers {
-        table.push(vec![
-            a.class.label().to_string(),
-            a.answer.label().to_string(),
-            a.evidence
-                .as_ref()
-                .map_or_else(|| "-".to_string(), |e| e.comparison.to_string()),
-        ]);
-    }
-    let mut s = table.text();
-    for a in &v.answers {
-        s.push_str(&format!("  {}: {}\n", a.class.label(), a.reason));
-    }
-    s
 }
 
 /// Connects to the oltp phase's database (or finds the server binaries a managed cluster

@@ -4,7 +4,7 @@
 
 use crate::top::cores::Yield;
 use crate::top::model::{self, Inputs, PidInput, TraceInput};
-use crate::top::{render, sample, trace};
+use crate::top::{sample, trace, view};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
@@ -37,12 +37,16 @@ pub struct TopCommand {
     pub smt_yield: Yield,
     /// Try tracefs for the exact per-core split.
     pub trace: bool,
+    /// `--export-json/csv/markdown`: each interval replaces the files, so they hold the
+    /// last one (with `--once`, the only one).
+    pub exports: crate::render::export::Exports,
 }
 
 /// How often `--pid` samples the threads without tracefs.
 const PID_SAMPLE: Duration = Duration::from_millis(25);
 
 pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
+    cfg.exports.check()?;
     let live = crate::smt::journal::is_live(&cfg.root);
     if let Some(pid) = cfg.pid
         && sample::read_threads(&cfg.root, pid).is_none()
@@ -135,13 +139,13 @@ pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
             }),
         });
         let text = match cfg.format {
-            Format::Text { refresh: true } => format!("\x1b[H\x1b[2J{}", render::text(&s, true)),
+            Format::Text { refresh: true } => format!("\x1b[H\x1b[2J{}", view::text(&s, true)),
             Format::Text { refresh: false } => {
                 let sep = if i > 0 { "\n" } else { "" };
-                format!("{sep}{}", render::text(&s, i == 0))
+                format!("{sep}{}", view::text(&s, i == 0))
             }
-            Format::Json => render::json_line(&s),
-            Format::Prometheus => render::prometheus(&s),
+            Format::Json => view::json_line(&s),
+            Format::Prometheus => view::prometheus(&s),
         };
         match &cfg.textfile {
             Some(path) => crate::fsutil::replace_unsynced(path, text.as_bytes())
@@ -151,6 +155,7 @@ pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
                 out.flush()?;
             }
         }
+        cfg.exports.write(|| view::document(&s))?;
         i += 1;
     }
     drop(tracer);

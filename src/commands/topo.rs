@@ -1,6 +1,6 @@
 //! `smtlab topo`: the machine's topology as a tree, a per-CPU table or JSON.
 
-use crate::topology::render;
+use crate::topology::view;
 use anyhow::Result;
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,9 +21,9 @@ pub struct TopoCommand {
 pub fn run(cfg: &TopoCommand, out: &mut dyn Write) -> Result<()> {
     let topo = super::load_topology(&cfg.root)?;
     let text = match cfg.view {
-        View::Tree => render::human(&topo),
-        View::Cpus => render::cpu_table(&topo),
-        View::Json => render::to_json(&topo) + "\n",
+        View::Tree => view::tree(&topo),
+        View::Cpus => view::cpu_table(&topo),
+        View::Json => view::to_json(&topo) + "\n",
     };
     out.write_all(text.as_bytes())?;
     Ok(())

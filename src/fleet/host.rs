@@ -226,7 +226,7 @@ impl Host {
         let command = f
             .compare
             .as_ref()
-            .map(|c| crate::experiments::compare::render::shell_words(&c.result.command))
+            .map(|c| crate::experiments::compare::view::shell_words(&c.result.command))
             .filter(|c| !c.is_empty());
         Host {
             row: HostRow {

@@ -4,7 +4,7 @@
 //! reason) → `host` names each host, keys its machine type and lists what its own results
 //! say could have disturbed it → `build` keeps one study per host, groups hosts by type and
 //! pools each workload class's ratio across them (`pool`: t quantiles from `stats`, the
-//! normal quantile from `dist`) → [`Fleet`](model::Fleet) → `render` (Markdown, HTML,
+//! normal quantile from `dist`) → [`Fleet`](model::Fleet) → `view` (Markdown, HTML,
 //! terminal text, Prometheus gauges).
 //! `fixture` makes up hosts for tests and the benchmark.
 
@@ -15,7 +15,7 @@ pub mod host;
 pub mod input;
 pub mod model;
 pub mod pool;
-pub mod render;
+pub mod view;
 
 use model::{Fleet, FleetProvenance};
 use std::path::PathBuf;

@@ -9,7 +9,7 @@
 //! `oom_score` and `oom_score_adj`, and pid_namespaces(7).
 
 use super::model::*;
-use super::render::{bytes, pct, signed_bytes};
+use crate::render::{bytes, pct, signed_bytes};
 
 /// Strict mode with less than this share of CommitLimit left warns: a few more processes
 /// or a burst of connections fail to allocate.
@@ -27,7 +27,7 @@ pub const DIRTY_SHARE: f64 = 0.05;
 pub const CGROUP_NEAR_SHARE: f64 = 0.90;
 
 /// Every finding for `r` (its values; `r.findings` is ignored), warnings first.
-pub fn build(r: &MemReport) -> Vec<Finding> {
+pub fn build(r: &MemReport) -> Vec<Observation> {
     let mut f = Vec::new();
     overcommit(r, &mut f);
     memory(r, &mut f);
@@ -40,8 +40,8 @@ pub fn build(r: &MemReport) -> Vec<Finding> {
     f
 }
 
-fn add(f: &mut Vec<Finding>, code: &str, level: Level, observed: String, meaning: String) {
-    f.push(Finding {
+fn add(f: &mut Vec<Observation>, code: &str, level: Level, observed: String, meaning: String) {
+    f.push(Observation {
         code: code.into(),
         level,
         observed,
@@ -49,7 +49,7 @@ fn add(f: &mut Vec<Finding>, code: &str, level: Level, observed: String, meaning
     });
 }
 
-fn overcommit(r: &MemReport, f: &mut Vec<Finding>) {
+fn overcommit(r: &MemReport, f: &mut Vec<Observation>) {
     let o = &r.overcommit;
     let total = r.memory.total_bytes;
     let swap = r.swap.total_bytes;
@@ -213,7 +213,7 @@ fn overcommit(r: &MemReport, f: &mut Vec<Finding>) {
     }
 }
 
-fn memory(r: &MemReport, f: &mut Vec<Finding>) {
+fn memory(r: &MemReport, f: &mut Vec<Observation>) {
     let m = &r.memory;
     if let (Some(a), Some(t)) = (m.available_bytes, m.total_bytes)
         && t > 0
@@ -296,7 +296,7 @@ fn memory(r: &MemReport, f: &mut Vec<Finding>) {
     }
 }
 
-fn thp(r: &MemReport, f: &mut Vec<Finding>) {
+fn thp(r: &MemReport, f: &mut Vec<Observation>) {
     let t = &r.thp;
     match t.enabled.as_deref() {
         Some("always") => add(
@@ -344,7 +344,7 @@ fn thp(r: &MemReport, f: &mut Vec<Finding>) {
     }
 }
 
-fn hugetlb(r: &MemReport, f: &mut Vec<Finding>) {
+fn hugetlb(r: &MemReport, f: &mut Vec<Observation>) {
     let total_ram = r.memory.total_bytes.unwrap_or(0);
     for s in &r.hugetlb.sizes {
         let (Some(n), Some(free)) = (s.total, s.free) else {
@@ -399,7 +399,7 @@ fn hugetlb(r: &MemReport, f: &mut Vec<Finding>) {
     }
 }
 
-fn numa(r: &MemReport, f: &mut Vec<Finding>) {
+fn numa(r: &MemReport, f: &mut Vec<Observation>) {
     let n = &r.reclaim;
     let nodes = n.memory_nodes.unwrap_or(1);
     if let Some(z) = n.zone_reclaim_mode
@@ -430,7 +430,7 @@ fn numa(r: &MemReport, f: &mut Vec<Finding>) {
     }
 }
 
-fn cgroup(r: &MemReport, f: &mut Vec<Finding>) {
+fn cgroup(r: &MemReport, f: &mut Vec<Observation>) {
     let c = &r.cgroup;
     let hard = c.limits.iter().find(|l| {
         (l.file == "memory.max" || l.file == "memory.limit_in_bytes") && l.limit_bytes.is_some()
@@ -475,7 +475,7 @@ fn cgroup(r: &MemReport, f: &mut Vec<Finding>) {
     );
 }
 
-fn oom(r: &MemReport, f: &mut Vec<Finding>) {
+fn oom(r: &MemReport, f: &mut Vec<Observation>) {
     let o = &r.oom;
     if let Some(p) = o.panic_on_oom
         && p != 0

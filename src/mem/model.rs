@@ -21,7 +21,7 @@ pub struct MemReport {
     pub cgroup: Cgroup,
     pub oom: Oom,
     /// What the settings mean together, in plain words, each with its number.
-    pub findings: Vec<Finding>,
+    pub findings: Vec<Observation>,
     /// Files (or `/proc/meminfo` lines) that were missing or unreadable, and so every
     /// value above that is `null`.
     pub not_available: Vec<NotAvailable>,
@@ -264,7 +264,7 @@ pub struct OomProcess {
 
 /// One thing worth knowing, with the number behind it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
+pub struct Observation {
     /// A stable name (`strict-overcommit-low-headroom`).
     pub code: String,
     pub level: Level,
@@ -317,4 +317,19 @@ impl MemReport {
             None => format!("not available: {source} missing"),
         }
     }
+}
+
+/// `mem report` as the study read it: overcommit, page cache, huge pages, cgroup limits,
+/// OOM candidates and the findings; and `mem pages`' latency curves for 4 KiB pages and THP
+/// over working sets up to a cap the phase's budget share allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySection {
+    pub report: MemReport,
+    /// The page-size curves; None when not measured (`pages_skipped` says why) and in files
+    /// written before the study measured them.
+    #[serde(default)]
+    pub pages: Option<crate::mem::pages::model::PagesReport>,
+    /// Why the curves were not measured (a synthetic report, too little MemAvailable).
+    #[serde(default)]
+    pub pages_skipped: Option<String>,
 }

@@ -550,7 +550,7 @@ fn limit_formula(
     kbytes: Option<u64>,
     swap: Option<u64>,
 ) -> Option<String> {
-    use super::render::bytes;
+    use crate::render::bytes;
     let swap = swap?;
     if let Some(k) = kbytes.filter(|&k| k > 0) {
         return Some(format!(
@@ -622,7 +622,7 @@ mod tests {
         r.findings.iter().map(|f| f.code.as_str()).collect()
     }
 
-    fn finding<'a>(r: &'a MemReport, code: &str) -> &'a Finding {
+    fn finding<'a>(r: &'a MemReport, code: &str) -> &'a Observation {
         r.findings
             .iter()
             .find(|f| f.code == code)
@@ -792,7 +792,7 @@ mod tests {
         assert!(human(&r).contains("defrag                 always"));
     }
 
-    use crate::mem::render::human;
+    use crate::mem::view::text as human;
 
     #[test]
     fn missing_files_are_named_never_zero() {

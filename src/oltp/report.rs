@@ -1,5 +1,5 @@
 //! The `oltp` result model (serde; the JSON is this model). Units live in field names;
-//! the terminal table is in `commands::oltp`.
+//! the terminal table is in [`crate::experiments::oltp::view`].
 
 use super::{Durability, KeyMode, Schema};
 use crate::placement::Request;

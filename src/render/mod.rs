@@ -320,6 +320,95 @@ pub fn ci_with_runs(c: &crate::stats::Ci, runs: usize) -> String {
     }
 }
 
+/// A median with an SI prefix to 3 significant figures and its MAD relative to it, to 2:
+/// `12.3 M ± 1.2 %`; the median alone when the spread is zero or unknown.
+pub fn pm_rel(median: f64, mad: f64) -> String {
+    if median == 0.0 || !mad.is_finite() || mad <= 0.0 {
+        return si_sig(median, 3);
+    }
+    format!(
+        "{} ± {} %",
+        si_sig(median, 3),
+        sig(100.0 * mad / median.abs(), 2)
+    )
+}
+
+/// A noise band as `±5 %` (`±2.5 %`).
+pub fn band(noise: f64) -> String {
+    let p = noise * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("±{p:.0} %")
+    } else {
+        format!("±{p:.1} %")
+    }
+}
+
+/// A ratio as `1.31×` (two decimals below 10, as [`crate::stats::ratio_text`]).
+pub fn times(x: f64) -> String {
+    format!("{}×", crate::stats::ratio_text(x))
+}
+
+/// A comparison's interval with its label and run count: `95 % CI 1.95–2.03, n = 7`,
+/// `indicative (n = 2) 0.30–0.85`; the label and any small-sample wording are the
+/// comparison's own.
+pub fn interval_n(c: &crate::stats::Comparison) -> String {
+    let text = c.interval_text();
+    if text.contains("n = ") {
+        text
+    } else {
+        format!("{text}, n = {}", c.n)
+    }
+}
+
+/// A size in binary units to three significant digits, exact sizes without decimals:
+/// `23.5 GiB`, `512 MiB`, `4 KiB`, `1.50 KiB`, `0 B`. The one byte format.
+pub fn bytes(b: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    for (name, size) in UNITS {
+        if b >= size {
+            let v = b as f64 / size as f64;
+            return if b.is_multiple_of(size) || v >= 100.0 {
+                format!("{v:.0} {name}")
+            } else if v >= 10.0 {
+                format!("{v:.1} {name}")
+            } else {
+                format!("{v:.2} {name}")
+            };
+        }
+    }
+    format!("{b} B")
+}
+
+/// [`bytes`] with a sign when negative: `−512 MiB`.
+pub fn signed_bytes(b: i64) -> String {
+    if b < 0 {
+        format!("−{}", bytes(b.unsigned_abs()))
+    } else {
+        bytes(b as u64)
+    }
+}
+
+/// A decimal rate of bytes, as bandwidth is usually quoted: `12.3 GB/s`, `850 MB/s`.
+pub fn bytes_per_sec(v: f64) -> String {
+    let (scale, suffix) = si_prefix(v);
+    format!("{} {}B/s", sig(v / scale, 3), suffix.trim())
+}
+
+/// A share (0–1) as a percentage, one decimal below 10 %: `12%`, `0.4%`, `0%`.
+pub fn pct(share: f64) -> String {
+    let p = share * 100.0;
+    if p.abs() < 10.0 && p != 0.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -215,7 +215,7 @@ pub fn topology_boxes(t: &Topology) -> Vec<PackageBox> {
                         .first()
                         .and_then(|c| t.llc_level().and_then(|l| t.cache_of(c, l)))
                         .and_then(|c| c.size_bytes)
-                        .map(|b| format!(" {}", crate::topology::render::human_bytes(b)))
+                        .map(|b| format!(" {}", crate::render::bytes(b)))
                         .unwrap_or_default();
                     L3Box {
                         label: format!("{llc_name}{size}: CPUs {g}"),
@@ -312,12 +312,6 @@ fn c2c(o: &mut String, r: &Report) {
         para(o, "note", &n);
     }
     o.push_str("</section>\n");
-}
-
-/// ` within package 0 (CPUs 0-3)`, or nothing when the run was not scoped.
-fn scope_phrase(u: Option<&crate::placement::ScopeUnit>) -> String {
-    u.map(|u| format!(" within {} (CPUs {})", u.label, u.cpus))
-        .unwrap_or_default()
 }
 
 fn lockscan(o: &mut String, r: &Report) {
@@ -520,26 +514,7 @@ fn oltp(o: &mut String, r: &Report) {
         o.push_str("</section>\n");
         return;
     };
-    let res = &x.result;
-    para(
-        o,
-        "note",
-        &format!(
-            "{} client threads insert singleton rows into {} ({} table, {} keys, {} row(s) per transaction, durability {}); layouts {}{} run interleaved, {} per run. Backends: {}.",
-            res.threads,
-            res.db_description,
-            res.schema,
-            res.key,
-            res.rows_per_txn,
-            res.durability,
-            x.layouts.join(", "),
-            scope_phrase(res.scope.as_ref()),
-            res.duration_ns
-                .map(tables::secs)
-                .unwrap_or_else(|| "–".into()),
-            res.backend_pinning
-        ),
-    );
+    para(o, "note", &crate::experiments::oltp::view::settings(x));
     interrupted_note(o, r, super::PhaseName::Oltp);
     let groups: Vec<Group> = x
         .summary
@@ -556,7 +531,7 @@ fn oltp(o: &mut String, r: &Report) {
                 tooltip: format!(
                     "{}: {} inserts/s",
                     s.placement,
-                    tables::summary(&s.inserts_per_sec)
+                    crate::render::pm_sig(s.inserts_per_sec.median, s.inserts_per_sec.mad)
                 ),
             }],
         })
@@ -570,9 +545,9 @@ fn oltp(o: &mut String, r: &Report) {
         None,
         false,
     ));
-    table(o, &tables::oltp(x));
+    table(o, &crate::experiments::oltp::view::table(x));
     o.push_str("<details><summary>Every run</summary>\n");
-    table(o, &tables::oltp_runs(x));
+    table(o, &crate::experiments::oltp::view::runs(x));
     o.push_str("</details>\n</section>\n");
 }
 
@@ -644,7 +619,7 @@ fn memory(o: &mut String, r: &Report) {
         o.push_str("</section>\n");
         return;
     };
-    table(o, &tables::memory(m));
+    table(o, &crate::mem::view::study_table(&m.report));
     if !m.report.findings.is_empty() {
         o.push_str("<dl>\n");
         for f in &m.report.findings {
@@ -690,19 +665,19 @@ fn memory_pages(o: &mut String, m: &super::MemorySection) {
     let _ = writeln!(
         o,
         "<p><strong>{}</strong></p>",
-        inline(&pages::departure(p))
+        inline(&crate::mem::pages::view::departure_sentence(p))
     );
-    para(o, "note", &pages::settings(p));
-    table(o, &pages::backing(p));
+    para(o, "note", &crate::mem::pages::view::study_settings(p));
+    table(o, &crate::mem::pages::view::backing_table(p));
     o.push_str("<h4>TLBs (CPUID)</h4>\n");
-    if let Some(t) = pages::tlb(p) {
+    if let Some(t) = crate::mem::pages::view::tlb_table(p) {
         table(o, &t);
     }
-    for n in pages::tlb_notes(p) {
+    for n in crate::mem::pages::view::tlb_notes(p) {
         para(o, "note", &n);
     }
     o.push_str("<details><summary>Latency per working set (ns per load, median ± MAD)</summary>\n");
-    table(o, &pages::latency(p));
+    table(o, &crate::mem::pages::view::latency_table(p));
     o.push_str("</details>\n");
     for n in &p.notes {
         para(o, "note", n);
@@ -716,7 +691,7 @@ fn smt_yield(o: &mut String, r: &Report) {
         o.push_str("</section>\n");
         return;
     };
-    para(o, "note", &tables::smt_yield_settings(y));
+    para(o, "note", &crate::experiments::smt_yield::view::settings(y));
     interrupted_note(o, r, super::PhaseName::Yield);
     // One bar per workload: the yield, whiskers its interval; 1.0 is "SMT adds nothing".
     let groups: Vec<Group> = y
@@ -749,7 +724,7 @@ fn smt_yield(o: &mut String, r: &Report) {
             false,
         ));
     }
-    table(o, &tables::smt_yield(y));
+    table(o, &crate::experiments::smt_yield::view::table(y));
     if let Some(why) = tables::counters_not_measured(r) {
         para(o, "note", &why);
     }
@@ -773,7 +748,7 @@ fn command(o: &mut String, r: &Report) {
         o.push_str("</section>\n");
         return;
     };
-    para(o, "note", &tables::compare_settings(c));
+    para(o, "note", &crate::experiments::compare::view::settings(c));
     interrupted_note(o, r, super::PhaseName::Compare);
     // One bar per placement: the median of its runs, whiskers the median's interval.
     // Wall time is drawn in seconds; a metric in its own unit.
@@ -837,8 +812,8 @@ fn command(o: &mut String, r: &Report) {
             false,
         ));
     }
-    table(o, &tables::compare(c));
-    let lines = crate::experiments::compare::render::lines(&c.result);
+    table(o, &crate::experiments::compare::view::table(c));
+    let lines = crate::experiments::compare::view::lines(&c.result);
     if !lines.is_empty() {
         o.push_str("<ul>\n");
         for l in &lines {

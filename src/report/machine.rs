@@ -108,7 +108,7 @@ pub fn summary(topo: &Topology) -> MachineInfo {
 
 /// SMT facts from the topology (pure).
 pub fn smt_facts(topo: &Topology) -> SmtFacts {
-    let s = crate::topology::render::smt_summary(topo);
+    let s = crate::topology::view::smt_summary(topo);
     SmtFacts {
         threads_per_core: s.threads_per_core,
         cores_with_siblings: s.cores_with_siblings,

@@ -103,7 +103,7 @@ pub fn render(r: &Report) -> String {
     o.push_str("## Memory settings\n\n");
     match &r.memory {
         Some(m) => {
-            table(&mut o, &tables::memory(m));
+            table(&mut o, &crate::mem::view::study_table(&m.report));
             for f in &m.report.findings {
                 let _ = writeln!(
                     o,
@@ -160,7 +160,7 @@ pub fn render(r: &Report) -> String {
                 md(&x.result.db_version),
                 md(&x.result.db_description)
             );
-            table(&mut o, &tables::oltp(x));
+            table(&mut o, &crate::experiments::oltp::view::table(x));
         }
         None => missing(&mut o, r, PhaseName::Oltp),
     }
@@ -183,8 +183,12 @@ pub fn render(r: &Report) -> String {
     o.push_str("## yield: SMT on vs off on the same cores\n\n");
     match &r.smt_yield {
         Some(y) => {
-            let _ = writeln!(o, "{}\n", md(&tables::smt_yield_settings(y)));
-            table(&mut o, &tables::smt_yield(y));
+            let _ = writeln!(
+                o,
+                "{}\n",
+                md(&crate::experiments::smt_yield::view::settings(y))
+            );
+            table(&mut o, &crate::experiments::smt_yield::view::table(y));
             for l in &y.result.plan.left_out {
                 let _ = writeln!(o, "- Left out: {}: {}", md(&l.workload), md(&l.reason));
             }
@@ -201,9 +205,13 @@ pub fn render(r: &Report) -> String {
     o.push_str("## compare: your command\n\n");
     match &r.compare {
         Some(c) => {
-            let _ = writeln!(o, "{}\n", md(&tables::compare_settings(c)));
-            table(&mut o, &tables::compare(c));
-            for l in crate::experiments::compare::render::lines(&c.result) {
+            let _ = writeln!(
+                o,
+                "{}\n",
+                md(&crate::experiments::compare::view::settings(c))
+            );
+            table(&mut o, &crate::experiments::compare::view::table(c));
+            for l in crate::experiments::compare::view::lines(&c.result) {
                 let _ = writeln!(o, "- {}", md(&l));
             }
             o.push('\n');
@@ -223,7 +231,6 @@ pub fn render(r: &Report) -> String {
 
 /// The page-size curves as tables: where 4 KiB falls behind, latencies, backing, TLBs.
 fn memory_pages(o: &mut String, m: &super::MemorySection) {
-    use super::pages;
     o.push_str("### Page size: latency vs working set\n\n");
     let Some(p) = &m.pages else {
         let why = m
@@ -236,17 +243,21 @@ fn memory_pages(o: &mut String, m: &super::MemorySection) {
     if p.interrupted {
         o.push_str("Interrupted: the working sets below are the ones that finished.\n\n");
     }
-    let _ = writeln!(o, "**{}**\n", md(&pages::departure(p)));
-    let _ = writeln!(o, "{}\n", md(&pages::settings(p)));
-    table(o, &pages::latency(p));
-    table(o, &pages::backing(p));
-    if let Some(t) = pages::tlb(p) {
+    let _ = writeln!(
+        o,
+        "**{}**\n",
+        md(&crate::mem::pages::view::departure_sentence(p))
+    );
+    let _ = writeln!(o, "{}\n", md(&crate::mem::pages::view::study_settings(p)));
+    table(o, &crate::mem::pages::view::latency_table(p));
+    table(o, &crate::mem::pages::view::backing_table(p));
+    if let Some(t) = crate::mem::pages::view::tlb_table(p) {
         table(o, &t);
     }
-    for n in pages::tlb_notes(p).iter().chain(&p.notes) {
+    for n in crate::mem::pages::view::tlb_notes(p).iter().chain(&p.notes) {
         let _ = writeln!(o, "- {}", md(n));
     }
-    if !(p.notes.is_empty() && pages::tlb_notes(p).is_empty()) {
+    if !(p.notes.is_empty() && crate::mem::pages::view::tlb_notes(p).is_empty()) {
         o.push('\n');
     }
 }

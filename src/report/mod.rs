@@ -23,6 +23,7 @@ pub mod slurm;
 pub mod svg;
 pub mod tables;
 pub mod verdict;
+pub mod view;
 
 pub use crate::conclusion::{Answer, Evidence, Finding, HtAnswer, PhaseName, WorkloadClass};
 // The sections of the experiments that own their view live beside their models.
@@ -32,8 +33,6 @@ pub use crate::experiments::neighbors::{
     NeighborsSection, NeighborsSeries, NeighborsStep, SeriesPlacement,
 };
 pub use crate::experiments::rwcache::{RwcacheRow, RwcacheSection};
-use crate::oltp::OltpReport;
-use crate::stats::Summary;
 use crate::topology::Topology;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -241,82 +240,10 @@ pub struct PhaseRecord {
     pub wall_ns: u64,
 }
 
-/// `oltp` as the study ran it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OltpSection {
-    /// Layouts asked for (impossible ones are in `result.skipped`).
-    pub layouts: Vec<String>,
-    /// Per layout that ran: inserts/s over rounds.
-    pub summary: Vec<OltpLayoutSummary>,
-    pub result: OltpReport,
-}
-
-/// One layout over its rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OltpLayoutSummary {
-    /// The layout, as on the command line (`one-per-core`, `pairs`).
-    #[serde(with = "crate::oltp::report::request_as_text")]
-    pub placement: crate::placement::Request,
-    pub inserts_per_sec: Summary,
-    /// Median commit latency p99 over rounds, ns.
-    pub commit_latency_p99_ns: u64,
-    /// Every round's row count matched what was committed.
-    pub rows_verified: bool,
-}
-
-/// `yield` as the study ran it: every workload as one-per-core, all and pairs on the same
-/// cores, interleaved rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct YieldSection {
-    /// The experiment's own report: the plan, every run, and per workload the yield and
-    /// shared-core speed with their intervals and classes.
-    pub result: crate::experiments::smt_yield::YieldReport,
-}
-
-/// `compare` as the study ran it: the user's command under its placements, interleaved
-/// rounds, as `smtlab compare` reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompareSection {
-    /// The time the automatic round count was sized to fill (the command's share of the
-    /// budget, warm-up included), ns; None when `--runs` fixed the rounds.
-    pub sized_to_ns: Option<u64>,
-    /// The compared value of each placement that ran: its median with a bootstrap
-    /// interval (what the chart shows).
-    pub medians: Vec<PlacementMedian>,
-    /// The comparison as `smtlab compare --json` prints it.
-    pub result: crate::experiments::compare::CompareReport,
-}
-
-/// One placement's compared value over its runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlacementMedian {
-    /// The placement's label (`one-per-core`, `cpus:0-1`).
-    pub label: String,
-    /// `metric` or `wall_time_ns`: which value.
-    pub basis: String,
-    /// Its unit: the metric's (`tps`, `events/s`, `value`), or `ns`.
-    pub unit: String,
-    /// The median of the runs with a percentile bootstrap interval of it; None without
-    /// runs.
-    pub median: Option<crate::stats::Ci>,
-    /// Runs behind it.
-    pub n: usize,
-}
-
-/// `mem report` as the study read it: overcommit, page cache, huge pages, cgroup limits,
-/// OOM candidates and the findings; and `mem pages`' latency curves for 4 KiB pages and THP
-/// over working sets up to a cap the phase's budget share allows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemorySection {
-    pub report: crate::mem::MemReport,
-    /// The page-size curves; None when not measured (`pages_skipped` says why) and in files
-    /// written before the study measured them.
-    #[serde(default)]
-    pub pages: Option<crate::mem::pages::model::PagesReport>,
-    /// Why the curves were not measured (a synthetic report, too little MemAvailable).
-    #[serde(default)]
-    pub pages_skipped: Option<String>,
-}
+pub use crate::experiments::compare::{CompareSection, PlacementMedian};
+pub use crate::experiments::oltp::{OltpLayoutSummary, OltpSection};
+pub use crate::experiments::smt_yield::YieldSection;
+pub use crate::mem::MemorySection;
 
 /// The answer, in plain words, with what it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -23,20 +23,10 @@
 //! - a run whose own records say it was disturbed (busy CPUs before it, steal, threads off
 //!   their CPUs) answers nothing: its row is inconclusive with that reason.
 
-use super::{
-    Answer, Evidence, Finding, HtAnswer, PhaseName, PhaseStatus, Report, SeriesPlacement, Status,
-    Verdict, WorkloadClass,
-};
-use crate::conclusion::{
-    Aggregate, CONFIDENCE, Member, cmp_text, decide, indicative_note, not_answered, pm, ratio_of,
-};
-use crate::experiments::smt_yield::{
-    Layout as YieldLayout, WorkloadClass as YieldClass, WorkloadResult as YieldWorkload,
-};
-use crate::experiments::{c2c, lockscan, neighbors, rwcache};
-use crate::placement::Request;
-use crate::render::{count, sig};
-use crate::stats::{Comparison, Effect, Thresholds};
+use super::{Answer, HtAnswer, PhaseName, PhaseStatus, Report, SeriesPlacement, Status, Verdict};
+use crate::conclusion::cmp_text;
+use crate::experiments::{c2c, compare, lockscan, neighbors, oltp, rwcache, smt_yield};
+use crate::render::count;
 
 /// Builds the verdict from everything else in the report.
 pub fn build(r: &Report) -> Verdict {
@@ -49,7 +39,7 @@ pub fn build(r: &Report) -> Verdict {
         findings.push(neighbors::view::finding(n));
     }
     if let Some(o) = &r.oltp {
-        findings.push(oltp_finding(o, smt));
+        findings.push(oltp::view::oltp_finding(o, smt));
     }
     if let Some(w) = &r.rwcache {
         findings.push(rwcache::view::finding(w));
@@ -58,35 +48,46 @@ pub fn build(r: &Report) -> Verdict {
         findings.push(c2c::view::finding(c));
     }
     if let Some(y) = &r.smt_yield {
-        findings.push(yield_finding(y));
+        findings.push(smt_yield::view::yield_finding(y));
     }
     if let Some(c) = &r.compare {
-        findings.push(command_finding(c, smt));
+        findings.push(compare::view::command_finding(c, smt));
     }
+    let no_smt = no_smt_reason(r);
+    let yield_missing = if smt {
+        phase_reason(r, PhaseName::Yield)
+    } else {
+        no_smt.clone()
+    };
+    let y = r.smt_yield.as_ref();
     let answers = vec![
-        compute_answer(r, smt),
-        memory_answer(r, smt),
-        yield_answer_for(r, smt, WorkloadClass::Locks, &[YieldClass::Lock]).unwrap_or_else(|| {
-            not_answered(
-                WorkloadClass::Locks,
-                yield_missing(r, smt),
-                Some(PhaseName::Yield),
-            )
-        }),
+        smt_yield::view::compute_answer(y, smt, &yield_missing),
+        smt_yield::view::memory_answer(y, smt, &yield_missing),
+        smt_yield::view::locks_answer(y, smt, &yield_missing),
         lockscan::view::answer(
             r.lockscan.as_ref(),
             smt,
             &no_smt_reason(r),
             &phase_reason(r, PhaseName::Lockscan),
         ),
-        inserts_answer(r, smt),
+        oltp::view::inserts_answer(
+            r.oltp.as_ref(),
+            smt,
+            &phase_reason(r, PhaseName::Oltp),
+            &no_smt,
+        ),
         rwcache::view::answer(
             r.rwcache.as_ref(),
             smt,
             &no_smt_reason(r),
             &phase_reason(r, PhaseName::Rwcache),
         ),
-        command_answer(r, smt),
+        compare::view::command_answer(
+            r.compare.as_ref(),
+            smt,
+            &phase_reason(r, PhaseName::Compare),
+            &no_smt,
+        ),
     ];
     let headline = headline(r, smt, &answers);
     Verdict {
@@ -126,378 +127,6 @@ fn phase_reason(r: &Report, phase: PhaseName) -> String {
             )
         })
         .unwrap_or_else(|| format!("the {phase} phase did not run"))
-}
-
-/// For a yield (SMT on ÷ SMT off on the same cores): more is better.
-fn yield_answer(e: Effect) -> HtAnswer {
-    HtAnswer::from_yield(e)
-}
-
-fn compute_answer(r: &Report, smt: bool) -> Answer {
-    yield_answer_for(r, smt, WorkloadClass::Compute, &[YieldClass::ComputeRuler]).unwrap_or_else(
-        || {
-            not_answered(
-                WorkloadClass::Compute,
-                yield_missing(r, smt),
-                Some(PhaseName::Yield),
-            )
-        },
-    )
-}
-
-fn memory_answer(r: &Report, smt: bool) -> Answer {
-    yield_answer_for(r, smt, WorkloadClass::Memory, &[YieldClass::MemoryRuler]).unwrap_or_else(
-        || {
-            not_answered(
-                WorkloadClass::Memory,
-                yield_missing(r, smt),
-                Some(PhaseName::Yield),
-            )
-        },
-    )
-}
-
-/// Why the yield phase gave no answer.
-fn yield_missing(r: &Report, smt: bool) -> String {
-    if !smt {
-        no_smt_reason(r)
-    } else if r.smt_yield.is_none() {
-        phase_reason(r, PhaseName::Yield)
-    } else {
-        "the yield phase ran no workload of this class to completion".into()
-    }
-}
-
-/// Per round, throughput(all) ÷ throughput(one-per-core) of one yield workload, with the
-/// round it came from.
-fn yield_round_ratios(w: &YieldWorkload) -> Vec<(usize, f64)> {
-    let rate = |layout: YieldLayout, round: usize| {
-        w.runs
-            .iter()
-            .find(|x| x.layout == layout && x.round == round && !x.interrupted)
-            .map(|x| x.ops_per_sec)
-            .filter(|x| *x > 0.0)
-    };
-    let mut rounds: Vec<usize> = w.runs.iter().map(|x| x.round).collect();
-    rounds.sort_unstable();
-    rounds.dedup();
-    rounds
-        .into_iter()
-        .filter_map(|k| {
-            Some((
-                k,
-                rate(YieldLayout::All, k)? / rate(YieldLayout::OnePerCore, k)?,
-            ))
-        })
-        .filter(|(_, x)| x.is_finite())
-        .collect()
-}
-
-/// What in the yield phase's own records makes its numbers unfit to answer from: CPUs
-/// busy before the runs, steal above [`crate::hygiene::STEAL_WARN`], threads seen on CPUs
-/// other than their own. Empty when the runs were clean.
-fn yield_quality(y: &super::YieldSection, members: &[&YieldWorkload]) -> Vec<String> {
-    let mut out: Vec<String> = y.result.preflight.clone();
-    let runs = || members.iter().flat_map(|w| w.runs.iter());
-    let steal = runs().filter_map(|r| r.steal_share).fold(0.0f64, f64::max);
-    if steal > crate::hygiene::STEAL_WARN {
-        out.push(format!(
-            "the hypervisor took up to {:.0} % of the measured CPUs' time during the runs (steal)",
-            steal * 100.0
-        ));
-    }
-    let strays = runs().filter(|r| !r.pinning_ok && !r.interrupted).count();
-    if strays > 0 {
-        out.push(format!(
-            "{} saw a thread on a CPU outside its own, so the layouts did not hold",
-            count(strays, "run")
-        ));
-    }
-    out
-}
-
-/// Said on every row that compares N threads with 2N on the same cores: what a "turn HT
-/// off" there assumes, and the other remedy.
-const POOL_ASSUMPTION: &str = "this compares one thread per core with a thread on every sibling of the same cores, i.e. a thread pool sized to the logical CPUs; with HT on, a pool of one thread per core keeps the one-per-core rate, so sizing the pool is the other remedy";
-
-/// The answer for one class from the yield phase. One workload answers alone; several
-/// answer by the per-round median of their yields unless their own intervals (widened for
-/// being one of k) disagree, which answers "depends on the workload" and names them. The
-/// phase's own quality records (busy CPUs, steal, strays) turn any answer inconclusive.
-/// None when the phase measured no workload of the class.
-fn yield_answer_for(
-    r: &Report,
-    smt: bool,
-    class: WorkloadClass,
-    members: &[YieldClass],
-) -> Option<Answer> {
-    if !smt {
-        return None;
-    }
-    let y = r.smt_yield.as_ref()?;
-    let ws: Vec<&YieldWorkload> = y
-        .result
-        .workloads
-        .iter()
-        .filter(|w| members.contains(&w.class))
-        .filter(|w| w.smt_yield.is_some())
-        .collect();
-    let agg = Aggregate::of(
-        ws.iter()
-            .filter_map(|w| {
-                Some(Member {
-                    label: format!("`{}`", w.workload),
-                    comparison: w.smt_yield.as_ref()?.comparison,
-                    ratios: yield_round_ratios(w),
-                })
-            })
-            .collect(),
-        y.result.yield_thresholds,
-    )?;
-    let mut reason = format!(
-        "SMT yield ({}): {}",
-        "throughput with every sibling ÷ one thread per core, same cores, paired by round",
-        agg.text("the throughput of one thread per core", "workloads")
-    );
-    reason.push_str(&indicative_note(&agg.central));
-    let mut answer = agg.answer(yield_answer);
-    let problems = yield_quality(y, &ws);
-    if !problems.is_empty() && answer != HtAnswer::Inconclusive {
-        reason.push_str(&format!(
-            "; held back as inconclusive, since the runs were disturbed: {}",
-            problems.join("; ")
-        ));
-        answer = HtAnswer::Inconclusive;
-    }
-    if members.contains(&YieldClass::Lock) || members.contains(&YieldClass::Insert) {
-        reason.push_str(&format!("; {POOL_ASSUMPTION}"));
-    }
-    let what = if agg.k == 1 {
-        format!(
-            "SMT yield of {}: throughput with every sibling ÷ one thread per core, same cores",
-            agg.members[0].0
-        )
-    } else {
-        format!(
-            "SMT yield, per-round median of {} workloads: throughput with every sibling ÷ one thread per core, same cores",
-            agg.k
-        )
-    };
-    Some(Answer {
-        class,
-        answer,
-        evidence: Some(Evidence {
-            what,
-            runs: format!("yield, {} paired rounds", agg.central.n),
-            comparison: agg.central,
-        }),
-        reason,
-        section: Some(PhaseName::Yield),
-    })
-}
-
-fn is_sqlite(o: &super::OltpSection) -> bool {
-    o.result.db_version.starts_with("SQLite") || o.result.db.starts_with("sqlite")
-}
-
-/// Per round, layout `a`'s inserts/s ÷ layout `b`'s in the same round.
-fn oltp_paired(
-    o: &super::OltpSection,
-    a: &Request,
-    b: &Request,
-    t: Thresholds,
-) -> Option<Comparison> {
-    let rate = |p: &Request, round: usize| {
-        o.result
-            .runs
-            .iter()
-            .find(|x| x.placement == *p && x.round == round)
-            .map(|x| x.inserts_per_sec)
-    };
-    let rounds: Vec<usize> = {
-        let mut v: Vec<usize> = o.result.runs.iter().map(|x| x.round).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let ratios: Vec<f64> = rounds
-        .into_iter()
-        .filter_map(|k| Some(rate(a, k)? / rate(b, k)?))
-        .filter(|x| x.is_finite() && *x > 0.0)
-        .collect();
-    Comparison::of_paired_ratios(&ratios, t, CONFIDENCE)
-}
-
-/// The CPUs each thread of layout `p`'s first run was pinned to.
-fn oltp_cpus(o: &super::OltpSection, p: &Request) -> Option<Vec<String>> {
-    o.result
-        .runs
-        .iter()
-        .find(|r| r.placement == *p)
-        .map(|r| r.per_thread.iter().map(|t| t.cpus.clone()).collect())
-}
-
-fn inserts_answer(r: &Report, smt: bool) -> Answer {
-    let class = WorkloadClass::Inserts;
-    let section = Some(PhaseName::Oltp);
-    let Some(o) = &r.oltp else {
-        return not_answered(class, phase_reason(r, PhaseName::Oltp), section);
-    };
-    if is_sqlite(o) {
-        return not_answered(
-            class,
-            "SQLite admits one writer at a time, so more client threads — on siblings or on \
-             cores — cannot add insert capacity: it cannot show SMT capacity (run the study \
-             with `--db postgres-managed`)"
-                .into(),
-            section,
-        );
-    }
-    if !smt {
-        return not_answered(class, no_smt_reason(r), section);
-    }
-    let (Some(_), Some(_)) = (
-        oltp_cpus(o, &Request::OnePerCore),
-        oltp_cpus(o, &Request::All),
-    ) else {
-        return not_answered(
-            class,
-            "oltp did not run both `one-per-core` and `all`, the SMT-off and SMT-on layouts \
-             on the same cores"
-                .into(),
-            section,
-        );
-    };
-    match oltp_paired(o, &Request::All, &Request::OnePerCore, Thresholds::YIELD) {
-        Some(c) => Answer {
-            class,
-            answer: decide(&c, yield_answer),
-            reason: format!(
-                "SMT yield for inserts: `all` (every sibling of the cores) ÷ `one-per-core` \
-                 (one thread per core), paired by round: {}{}; {POOL_ASSUMPTION}",
-                cmp_text(&c),
-                indicative_note(&c)
-            ),
-            evidence: Some(Evidence {
-                what: "inserts/s, all ÷ one-per-core on the same cores".into(),
-                runs: format!("oltp, {} rounds", c.n),
-                comparison: c,
-            }),
-            section,
-        },
-        None => not_answered(
-            class,
-            "no oltp round ran both `one-per-core` and `all`".into(),
-            section,
-        ),
-    }
-}
-
-/// The labels of the placements a comparison ran, as `` `one-per-core`, `all` ``.
-fn command_labels(c: &super::CompareSection) -> String {
-    c.result
-        .placements
-        .iter()
-        .map(|p| format!("`{}` (CPUs {})", p.label, p.cpus))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// What the command's runs were compared by: `tps`, `wall time`.
-fn command_value(c: &super::CompareSection) -> String {
-    c.result
-        .metric
-        .as_ref()
-        .map_or_else(|| "wall time".to_string(), |m| m.unit.clone())
-}
-
-/// The user's command: SMT on vs off is every sibling of some cores against one thread
-/// on each of the same cores (the pair `smtlab compare` reports as its SMT yield).
-fn command_answer(r: &Report, smt: bool) -> Answer {
-    let class = WorkloadClass::Command;
-    let section = Some(PhaseName::Compare);
-    let Some(c) = &r.compare else {
-        return not_answered(class, phase_reason(r, PhaseName::Compare), section);
-    };
-    if !smt {
-        return not_answered(
-            class,
-            format!(
-                "{}; the compare section shows what ran here: {}",
-                no_smt_reason(r),
-                command_labels(c)
-            ),
-            section,
-        );
-    }
-    let Some(y) = &c.result.smt_yield else {
-        return not_answered(
-            class,
-            format!(
-                "the placements that ran ({}) hold no pair of one thread per core and every \
-                 sibling of the same cores; `--placements one-per-core,all` asks for it",
-                command_labels(c)
-            ),
-            section,
-        );
-    };
-    // The comparison compare's own lines print for this pair, computed by compare.
-    let fixed = c.result.fixed_duration.as_ref();
-    if let Some(f) = fixed.filter(|f| {
-        f.found_by == crate::experiments::compare::model::FoundBy::Arguments
-            && c.result.metric.is_none()
-    }) {
-        return not_answered(
-            class,
-            crate::experiments::compare::duration::sentence(f),
-            section,
-        );
-    }
-    let Some(p) =
-        crate::experiments::compare::analysis::paired_in(&c.result, &y.placement, &y.reference)
-    else {
-        return not_answered(
-            class,
-            format!(
-                "no round ran both `{}` and `{}` to completion",
-                y.placement, y.reference
-            ),
-            section,
-        );
-    };
-    let cmp = p.comparison;
-    let value = command_value(c);
-    let chosen = fixed
-        .and_then(|f| f.metric_chosen.as_ref().map(|m| (f, m)))
-        .map(|(f, m)| format!(" ({}, so `--metric {m}` was read)", f.seen))
-        .unwrap_or_default();
-    let (answer, tail) = match &p.not_called {
-        Some(why) => (HtAnswer::Inconclusive, format!("; not called: {why}")),
-        None => (decide(&cmp, yield_answer), indicative_note(&cmp)),
-    };
-    Answer {
-        class,
-        answer,
-        reason: format!(
-            "SMT yield for `{}`: `{}` (every sibling of the cores) ÷ `{}` (one thread per \
-             core), speed by {value}{chosen}, paired by round, against the section's {} noise band: \
-             {}{tail}",
-            crate::experiments::compare::render::shell_words(&c.result.command),
-            y.placement,
-            y.reference,
-            super::tables::band(cmp.thresholds.noise),
-            cmp_text(&cmp),
-        ),
-        evidence: Some(Evidence {
-            what: format!(
-                "speed of your command by {value}, `{}` ÷ `{}` on the same cores",
-                y.placement, y.reference
-            ),
-            runs: format!("compare, {} paired rounds", cmp.n),
-            comparison: cmp,
-        }),
-        section,
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -630,12 +259,7 @@ fn not_measured(r: &Report, smt: bool) -> Vec<String> {
         }
     }
     if let Some(o) = &r.oltp {
-        if is_sqlite(o) {
-            v.push("Insert capacity with SMT: SQLite admits one writer at a time, so its inserts cannot show what a second sibling adds; `--db postgres-managed` can.".into());
-        }
-        for s in &o.result.skipped {
-            v.push(format!("oltp layout `{}`: {}", s.placement, s.reason));
-        }
+        v.extend(oltp::view::not_measured(o));
     }
     if let Some(c) = &r.c2c
         && !c.cpus_left_out.is_empty()
@@ -651,261 +275,16 @@ fn not_measured(r: &Report, smt: bool) -> Vec<String> {
 // ---------------------------------------------------------------------------------------
 // Findings, one per experiment.
 
-fn oltp_finding(o: &super::OltpSection, smt: bool) -> Finding {
-    let mut obs: Vec<String> = o
-        .summary
-        .iter()
-        .map(|s| {
-            format!(
-                "`{}` {} inserts/s{}{}",
-                s.placement,
-                pm(&s.inserts_per_sec),
-                match s.commit_latency_p99_ns {
-                    0 => String::new(),
-                    ns => format!(" (commit p99 {})", crate::render::duration_ns(ns as f64)),
-                },
-                if s.rows_verified {
-                    ""
-                } else {
-                    ", ROW CHECK FAILED"
-                }
-            )
-        })
-        .collect();
-    let mut evidence = Vec::new();
-    let same = |a: &Request, b: &Request| {
-        let x = oltp_cpus(o, a);
-        x.is_some() && x == oltp_cpus(o, b)
-    };
-    for (a, what) in [
-        (Request::All, "SMT yield: all ÷ one-per-core"),
-        (
-            Request::Pairs,
-            "per thread on a shared core: pairs ÷ one-per-core",
-        ),
-    ] {
-        // A single-writer database cannot show what a sibling adds: no yield is computed.
-        if is_sqlite(o)
-            || oltp_cpus(o, &a).is_none()
-            || oltp_cpus(o, &Request::OnePerCore).is_none()
-        {
-            continue;
-        }
-        if same(&a, &Request::OnePerCore) {
-            obs.push(format!(
-                "`{a}` and `one-per-core` placed the clients on the same CPUs here, so they differ only by noise"
-            ));
-            continue;
-        }
-        let t = if a == Request::All {
-            Thresholds::YIELD
-        } else {
-            Thresholds::SLOWDOWN
-        };
-        if let Some(c) = oltp_paired(o, &a, &Request::OnePerCore, t) {
-            obs.push(format!("{what} = {}", ratio_of(&c, "")));
-            evidence.push(Evidence {
-                what: format!("inserts/s, {what}"),
-                runs: format!("oltp, {} rounds", c.n),
-                comparison: c,
-            });
-        }
-    }
-    let meaning = if is_sqlite(o) {
-        "SQLite admits one writer at a time: extra client threads queue for the write lock, so these layouts show this machine's single-writer insert rate, not what HT adds. Run with `--db postgres-managed` for a database whose writers run in parallel.".to_string()
-    } else if !smt {
-        "Without siblings the layouts that differ on SMT machines coincide here; the numbers are this machine's insert baseline.".into()
-    } else {
-        match evidence.first().filter(|e| e.what.contains("yield")) {
-            Some(e) => format!(
-                "Twice the clients on the same cores gave {}: {}.",
-                ratio_of(&e.comparison, "the inserts of one per core"),
-                match e.comparison.effect {
-                    Effect::Gain => "the siblings add capacity for this insert path",
-                    Effect::NoEffect =>
-                        "the change stayed inside the ±5 % band: the siblings add no capacity beyond it here",
-                    Effect::Loss | Effect::SmallLoss => "the siblings cost capacity here",
-                    Effect::Inconclusive => "too wide to call",
-                }
-            ),
-            None => {
-                "The `all` layout did not run, so what the siblings add was not measured.".into()
-            }
-        }
-    };
-    Finding {
-        topic: format!("database inserts (oltp, {})", o.result.db_version),
-        observed: obs.join("; ") + ".",
-        meaning,
-        evidence,
-    }
-}
-
-fn yield_finding(y: &super::YieldSection) -> Finding {
-    let mut obs = Vec::new();
-    let mut evidence = Vec::new();
-    let (mut gains, mut flat, mut losses, mut unclear) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for w in &y.result.workloads {
-        let Some(yr) = &w.smt_yield else {
-            obs.push(format!(
-                "`{}`: no yield (a layout completed no round)",
-                w.workload
-            ));
-            continue;
-        };
-        let c = yr.comparison;
-        let mut line = format!("`{}` {}", w.workload, ratio_of(&c, "with every sibling"));
-        if let Some(sc) = &w.shared_core_speed {
-            line.push_str(&format!(
-                ", one thread on a shared core {}",
-                ratio_of(&sc.comparison, "of its speed alone")
-            ));
-        }
-        // IPC is cited only where cycles and instructions were counted.
-        if let Some(x) = &w.yield_split {
-            line.push_str(&format!(
-                " (IPC {} → {}, {}×, with {}× the cycles per second)",
-                sig(x.ipc_one_per_core, 2),
-                sig(x.ipc_all, 2),
-                crate::stats::ratio_text(x.ipc_ratio),
-                crate::stats::ratio_text(x.cycles_per_sec_ratio)
-            ));
-        }
-        obs.push(line);
-        match c.effect {
-            Effect::Gain => gains.push(format!("`{}`", w.workload)),
-            Effect::NoEffect => flat.push(format!("`{}`", w.workload)),
-            Effect::Loss | Effect::SmallLoss => losses.push(format!("`{}`", w.workload)),
-            Effect::Inconclusive => unclear.push(format!("`{}`", w.workload)),
-        }
-        evidence.push(Evidence {
-            what: format!("`{}` throughput, all ÷ one-per-core", w.workload),
-            runs: format!("yield, rounds {:?}", yr.rounds),
-            comparison: c,
-        });
-    }
-    let mut meaning = Vec::new();
-    if !gains.is_empty() {
-        meaning.push(format!(
-            "the siblings added capacity for {}",
-            gains.join(", ")
-        ));
-    }
-    if !flat.is_empty() {
-        meaning.push(format!(
-            "changed throughput by less than ±{:.0} % for {}",
-            y.result.yield_thresholds.noise * 100.0,
-            flat.join(", ")
-        ));
-    }
-    if !losses.is_empty() {
-        meaning.push(format!("cost throughput for {}", losses.join(", ")));
-    }
-    let meaning = if meaning.is_empty() {
-        "No workload's yield interval was narrow enough to call; more rounds (`--repeat`) are needed.".to_string()
-    } else {
-        let mut m = format!("On the same cores, {}", meaning.join("; "));
-        if !unclear.is_empty() {
-            m.push_str(&format!("; too wide to call for {}", unclear.join(", ")));
-        }
-        m + "."
-    };
-    Finding {
-        topic: "SMT yield (yield)".into(),
-        observed: obs.join("; ") + ".",
-        meaning,
-        evidence,
-    }
-}
-
-fn command_finding(c: &super::CompareSection, smt: bool) -> Finding {
-    let value = command_value(c);
-    let mut obs: Vec<String> = c
-        .result
-        .placements
-        .iter()
-        .map(|p| {
-            let s = match &c.result.metric {
-                Some(_) => p.metric.as_ref().map(|s| format!("{} {value}", pm(s))),
-                None => p.wall_time_ns.as_ref().map(|s| {
-                    format!(
-                        "{} ± {} wall time (n = {})",
-                        crate::render::duration_ns(s.median),
-                        crate::render::duration_ns(s.mad),
-                        s.n
-                    )
-                }),
-            };
-            format!(
-                "`{}` on CPUs {}: {}",
-                p.label,
-                p.cpus,
-                s.unwrap_or_else(|| "no run".into())
-            )
-        })
-        .collect();
-    let mut evidence = Vec::new();
-    let mut meaning = None;
-    if let Some(f) = &c.result.fixed_duration
-        && c.result.metric.is_none()
-        && f.found_by == crate::experiments::compare::model::FoundBy::Arguments
-    {
-        meaning = Some(format!(
-            "Wall time says nothing about SMT here: {}.",
-            crate::experiments::compare::duration::sentence(f)
-        ));
-    } else if let Some(y) = &c.result.smt_yield
-        && let Some(p) =
-            crate::experiments::compare::analysis::paired_in(&c.result, &y.placement, &y.reference)
-    {
-        let cmp = p.comparison;
-        obs.push(format!(
-            "`{}` ran at {}",
-            y.placement,
-            ratio_of(&cmp, &format!("the speed of `{}`", y.reference))
-        ));
-        meaning = Some(match (&p.not_called, cmp.effect) {
-            (Some(why), _) => format!("Wall time cannot tell whether SMT helps your command: {why}"),
-            (None, Effect::Gain) => format!(
-                "The second sibling of each core made your command faster: with SMT on, it \
-                 gets more done on the same cores ({}).",
-                cmp.interval_text()
-            ),
-            (None, Effect::NoEffect) => format!("With the second sibling of each core your command ran within {} of its speed on one thread per core: any capacity SMT adds or costs it is smaller than that band.", super::tables::band(cmp.thresholds.noise)),
-            (None, Effect::Loss | Effect::SmallLoss) => "Your command was slower on every sibling than on one thread per core of the same cores: SMT costs it throughput; keep it to one thread per core, or turn HT off for it.".to_string(),
-            (None, Effect::Inconclusive) => "The interval is too wide to say whether SMT helps your command: more rounds (`--runs`, or a longer `--budget`) or a quieter machine are needed.".to_string(),
-        });
-        evidence.push(Evidence {
-            what: format!(
-                "speed of your command by {value}, `{}` ÷ `{}` on the same cores",
-                y.placement, y.reference
-            ),
-            runs: format!("compare, {} paired rounds", cmp.n),
-            comparison: cmp,
-        });
-    }
-    let meaning = meaning.unwrap_or_else(|| {
-        if smt {
-            "These placements do not differ by SMT alone (no pair of one thread per core and every sibling of the same cores), so they say nothing about HT; the compare section compares each with the first placement.".to_string()
-        } else {
-            "Without SMT siblings these placements differ in CPUs, not in SMT: they show how your command scales with CPUs here (the compare section compares each with the first placement), not what HT would do.".to_string()
-        }
-    });
-    Finding {
-        topic: "your command (compare)".into(),
-        observed: obs.join("; ") + ".",
-        meaning,
-        evidence,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conclusion::{WorkloadClass, pm};
     use crate::engine::FakeEngine;
+    use crate::experiments::smt_yield::{Layout as YieldLayout, WorkloadKind};
+    use crate::placement::Request;
     use crate::report::{MachineInfo, Provenance};
     use crate::stats::Summary;
+    use crate::stats::{Comparison, Effect, Thresholds};
     use crate::topology::fixture;
     use std::sync::OnceLock;
 
@@ -1003,7 +382,7 @@ mod tests {
         // Synthetic: no IPC column, no CPI table, a sentence why.
         let y = r.smt_yield.as_ref().unwrap();
         assert!(
-            !tables::smt_yield(y)
+            !smt_yield::view::table(y)
                 .header
                 .iter()
                 .any(|h| h.contains("IPC"))
@@ -1066,7 +445,7 @@ mod tests {
                 instructions_per_op_ratio: 1.0,
                 rounds: 3,
             });
-        let t = tables::smt_yield(y);
+        let t = smt_yield::view::table(y);
         assert_eq!(
             t.header.last().unwrap(),
             "YIELD = IPC × CYCLES/S ÷ INSTR/OP"
@@ -1177,7 +556,10 @@ mod tests {
         let y = r.smt_yield.as_mut().expect("the yield phase ran on SMT");
         let t = y.result.yield_thresholds;
         for w in &mut y.result.workloads {
-            if !matches!(w.class, YieldClass::ComputeRuler | YieldClass::MemoryRuler) {
+            if !matches!(
+                w.class,
+                WorkloadKind::ComputeRuler | WorkloadKind::MemoryRuler
+            ) {
                 continue;
             }
             let template = w.runs[0].clone();
@@ -1269,7 +651,7 @@ mod tests {
     #[test]
     fn sqlite_alone_cannot_answer_for_inserts() {
         let r = smt();
-        assert!(is_sqlite(r.oltp.as_ref().unwrap()));
+        assert!(oltp::view::is_sqlite(r.oltp.as_ref().unwrap()));
         let v = build(r);
         assert_cites_only_what_was_measured(&v);
         let a = answer(&v, WorkloadClass::Inserts);
@@ -1372,9 +754,9 @@ mod tests {
             assert_eq!(e.comparison.thresholds.noise, noise);
             assert!(a.reason.contains(band), "{}", a.reason);
             assert!(
-                crate::report::tables::compare_settings(c).contains(&format!("beyond {band}")),
+                compare::view::settings(c).contains(&format!("beyond {band}")),
                 "{}",
-                crate::report::tables::compare_settings(c)
+                compare::view::settings(c)
             );
         }
     }
@@ -1592,7 +974,7 @@ mod tests {
             crate::experiments::compare::Call::NoDifference,
             "{section:?}"
         );
-        let lines = crate::experiments::compare::render::lines(&c.result).join("\n");
+        let lines = compare::view::lines(&c.result).join("\n");
         assert!(lines.contains("--metric"), "{lines}");
         let v = build(&r);
         let a = answer_of(&v);
@@ -1633,7 +1015,7 @@ mod tests {
                 metric,
                 "{words:?}"
             );
-            let lines = crate::experiments::compare::render::lines(res).join("\n");
+            let lines = compare::view::lines(res).join("\n");
             assert!(lines.contains("fixed time"), "{words:?}: {lines}");
             let a = answer_of(&build(&r)).clone();
             if metric.is_some() {
@@ -1650,7 +1032,7 @@ mod tests {
 
     /// Replaces the yield section's workloads with these, each all ÷ one-per-core at
     /// `ratios[k]` in round k.
-    fn set_yield(r: &mut Report, workloads: &[(&str, YieldClass, &[f64])]) {
+    fn set_yield(r: &mut Report, workloads: &[(&str, WorkloadKind, &[f64])]) {
         let y = r.smt_yield.as_mut().expect("the yield phase ran on SMT");
         let t = y.result.yield_thresholds;
         let template = y.result.workloads[0].clone();
@@ -1700,8 +1082,8 @@ mod tests {
         set_yield(
             &mut r,
             &[
-                ("hot-page/mutex", YieldClass::Lock, &tight(1.10)),
-                ("hot-page/ttas", YieldClass::Lock, &tight(0.80)),
+                ("hot-page/mutex", WorkloadKind::Lock, &tight(1.10)),
+                ("hot-page/ttas", WorkloadKind::Lock, &tight(0.80)),
             ],
         );
         let v = build(&r);
@@ -1738,12 +1120,12 @@ mod tests {
         set_yield(
             &mut r,
             &[
-                ("stream", YieldClass::MemoryRuler, &tight(0.90)),
-                ("chase", YieldClass::MemoryRuler, &tight(0.97)),
-                ("l2", YieldClass::MemoryRuler, &tight(1.02)),
-                ("fma", YieldClass::ComputeRuler, &tight(1.15)),
-                ("prime", YieldClass::ComputeRuler, &tight(1.20)),
-                ("int", YieldClass::ComputeRuler, &tight(1.90)),
+                ("stream", WorkloadKind::MemoryRuler, &tight(0.90)),
+                ("chase", WorkloadKind::MemoryRuler, &tight(0.97)),
+                ("l2", WorkloadKind::MemoryRuler, &tight(1.02)),
+                ("fma", WorkloadKind::ComputeRuler, &tight(1.15)),
+                ("prime", WorkloadKind::ComputeRuler, &tight(1.20)),
+                ("int", WorkloadKind::ComputeRuler, &tight(1.90)),
             ],
         );
         let v = build(&r);
@@ -1775,8 +1157,8 @@ mod tests {
         set_yield(
             &mut r,
             &[
-                ("prime", YieldClass::ComputeRuler, &[1.61, 1.90, 2.02]),
-                ("int", YieldClass::ComputeRuler, &[1.90, 1.93, 1.88]),
+                ("prime", WorkloadKind::ComputeRuler, &[1.61, 1.90, 2.02]),
+                ("int", WorkloadKind::ComputeRuler, &[1.90, 1.93, 1.88]),
             ],
         );
         let a = answer(&build(&r), WorkloadClass::Compute).clone();
@@ -1787,8 +1169,8 @@ mod tests {
         set_yield(
             &mut r,
             &[
-                ("prime", YieldClass::ComputeRuler, &[0.88, 0.99, 1.12]),
-                ("int", YieldClass::ComputeRuler, &[0.95, 0.98, 1.02]),
+                ("prime", WorkloadKind::ComputeRuler, &[0.88, 0.99, 1.12]),
+                ("int", WorkloadKind::ComputeRuler, &[0.95, 0.98, 1.02]),
             ],
         );
         let a = answer(&build(&r), WorkloadClass::Compute).clone();
@@ -1801,7 +1183,10 @@ mod tests {
     #[test]
     fn lock_and_insert_rows_state_the_thread_pool_assumption() {
         let mut r = smt().clone();
-        set_yield(&mut r, &[("hot-page/ttas", YieldClass::Lock, &tight(0.76))]);
+        set_yield(
+            &mut r,
+            &[("hot-page/ttas", WorkloadKind::Lock, &tight(0.76))],
+        );
         postgres_with_yield(&mut r, &tight(0.80));
         let v = build(&r);
         for class in [WorkloadClass::Locks, WorkloadClass::Inserts] {
@@ -1821,9 +1206,9 @@ mod tests {
     /// seen off their CPUs) did not reach the answer rows.
     #[test]
     fn disturbed_yield_runs_turn_the_answer_inconclusive() {
-        let gain: &[(&str, YieldClass, &[f64])] = &[(
+        let gain: &[(&str, WorkloadKind, &[f64])] = &[(
             "int",
-            YieldClass::ComputeRuler,
+            WorkloadKind::ComputeRuler,
             &[1.9, 1.92, 1.88, 1.91, 1.89],
         )];
         let mut clean = smt().clone();
@@ -1867,7 +1252,7 @@ mod tests {
             &mut r,
             &[(
                 "int",
-                YieldClass::ComputeRuler,
+                WorkloadKind::ComputeRuler,
                 &[1.02, 1.035, 1.05, 1.03, 1.04],
             )],
         );

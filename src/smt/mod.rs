@@ -12,3 +12,4 @@ pub mod journal;
 pub mod plan;
 pub mod state;
 pub mod status;
+pub mod view;

@@ -5,10 +5,10 @@
 //! throughput. `top` bounds each core's busy and both-busy time from its siblings' shares
 //! (`cores`), and with tracefs (root) measures them exactly from `sched_switch` (`trace`),
 //! then states the capacity left in cores' worth at an SMT yield. `sample` reads procfs,
-//! `model` builds the one serde model per interval (pure), `render` draws it.
+//! `model` builds the one serde model per interval (pure), `view` draws it.
 
 pub mod cores;
 pub mod model;
-pub mod render;
 pub mod sample;
 pub mod trace;
+pub mod view;

@@ -720,7 +720,7 @@ fn pid_report(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn times(cpu: u32, busy: u64, idle: u64) -> CpuTimes {
@@ -737,7 +737,7 @@ mod tests {
     }
 
     /// 2 cores × 2 threads; CPU 1 busy all the interval, the rest idle.
-    fn one_busy_sibling(trace: TraceInput) -> TopSample {
+    pub(crate) fn one_busy_sibling(trace: TraceInput) -> TopSample {
         let cores = [set("0-1"), set("2-3")];
         let before: Vec<CpuTimes> = (0..4).map(|c| times(c, 0, 0)).collect();
         let after = vec![
@@ -865,7 +865,7 @@ mod tests {
         }
         assert!((m.headroom_cores_max - 0.8).abs() < 1e-9, "{m:?}");
         // The Prometheus view leaves the headroom gauge out and says why.
-        let p = super::super::render::prometheus(&s);
+        let p = super::super::view::prometheus(&s);
         assert!(!p.contains("smtlab_headroom_cores{"), "{p}");
         assert!(p.contains("smtlab_headroom_modelled 0"), "{p}");
     }

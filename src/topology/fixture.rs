@@ -114,7 +114,7 @@ mod tests {
         assert_eq!(t.proximity(1, 5), Proximity::SameL3);
         assert_eq!(t.cmt_modules().len(), 4);
         assert_eq!(t.cmt_module_of(5).unwrap().to_string(), "1,5");
-        let s = crate::topology::render::smt_summary(&t);
+        let s = crate::topology::view::smt_summary(&t);
         assert_eq!((s.threads_per_core, s.cores, s.cmt_modules), (1, 8, 4));
         assert!(s.sentence.starts_with("no SMT"), "{}", s.sentence);
         assert!(s.sentence.contains("CMT modules"), "{}", s.sentence);

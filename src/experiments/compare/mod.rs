@@ -11,7 +11,7 @@
 //! [`guard`] (undoing all of it if smtlab is killed), [`metric`] (reading numbers from the
 //! output), [`duration`] (commands that run for a fixed time, whose wall time measures no
 //! work), [`model`] (the one serde model), [`analysis`] (statistics and calls),
-//! [`render`] (terminal table, CSV, Markdown). [`run`] ties them together; [`measure`]
+//! [`view`] (terminal table, study section, finding and answer row, export document). [`run`] ties them together; [`measure`]
 //! is the interleaving loop alone, over any executor; [`fake`] runs it over made-up runs
 //! for the study's tests.
 
@@ -24,12 +24,15 @@ pub mod guard;
 pub mod metric;
 pub mod model;
 pub mod pins;
-pub mod render;
+pub mod view;
+/// The old name of [`view`], kept for callers not yet moved.
+#[doc(hidden)]
+pub use view as render;
 pub mod runner;
 mod session;
 
 pub use config::{BurnerChoice, CommandLine, Config, PlacementChoice, Resolved, Variant};
-pub use model::{Call, CompareReport};
+pub use model::{Call, CompareReport, CompareSection, PlacementMedian};
 
 use crate::error::Interrupted;
 use crate::topology::Topology;

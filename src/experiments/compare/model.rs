@@ -314,3 +314,33 @@ pub enum FoundBy {
     /// Wall time the same on two placements while their CPU time was not.
     Timing,
 }
+
+/// `compare` as the study ran it: the user's command under its placements, interleaved
+/// rounds, as `smtlab compare` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareSection {
+    /// The time the automatic round count was sized to fill (the command's share of the
+    /// budget, warm-up included), ns; None when `--runs` fixed the rounds.
+    pub sized_to_ns: Option<u64>,
+    /// The compared value of each placement that ran: its median with a bootstrap
+    /// interval (what the chart shows).
+    pub medians: Vec<PlacementMedian>,
+    /// The comparison as `smtlab compare --json` prints it.
+    pub result: CompareReport,
+}
+
+/// One placement's compared value over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementMedian {
+    /// The placement's label (`one-per-core`, `cpus:0-1`).
+    pub label: String,
+    /// `metric` or `wall_time_ns`: which value.
+    pub basis: String,
+    /// Its unit: the metric's (`tps`, `events/s`, `value`), or `ns`.
+    pub unit: String,
+    /// The median of the runs with a percentile bootstrap interval of it; None without
+    /// runs.
+    pub median: Option<crate::stats::Ci>,
+    /// Runs behind it.
+    pub n: usize,
+}

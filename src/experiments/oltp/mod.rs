@@ -8,13 +8,17 @@
 //! the real orchestration and report model.
 //!
 //! Split by job: `run.rs` (orchestration: database, layouts, rounds), `analysis.rs` (a run's
-//! figures and row check, layouts that coincide; pure). The model is
-//! [`crate::oltp::report`]; the terminal text is in `commands::oltp`.
+//! figures and row check, layouts that coincide; pure), `model.rs` (the study's section
+//! around [`crate::oltp::report`], the run's own model), `view.rs` (terminal text, study
+//! tables, finding, answer row, export; pure).
 
 mod analysis;
+pub mod model;
 mod run;
+pub mod view;
 
 pub use analysis::{median, per_sec, row_check_failure, same_placements};
+pub use model::{OltpLayoutSummary, OltpSection};
 pub use run::{Say, plan_layouts, run};
 
 use crate::placement::{Plan, Request};

@@ -1,7 +1,7 @@
 //! What a yield run measures: the workloads, the cores, the run lengths; checked before
 //! anything runs.
 
-use super::model::WorkloadClass;
+use super::model::WorkloadKind;
 use crate::burn::BurnerKind;
 use crate::engine::RunSpec;
 use crate::error::BadInput;
@@ -86,14 +86,14 @@ impl Subject {
         }
     }
 
-    pub fn class(&self) -> WorkloadClass {
+    pub fn class(&self) -> WorkloadKind {
         match self {
             Subject::Ruler(k) if k.uses_caches() || *k == BurnerKind::Scan => {
-                WorkloadClass::MemoryRuler
+                WorkloadKind::MemoryRuler
             }
-            Subject::Ruler(_) => WorkloadClass::ComputeRuler,
-            Subject::HotPage(_) => WorkloadClass::Lock,
-            Subject::Insert => WorkloadClass::Insert,
+            Subject::Ruler(_) => WorkloadKind::ComputeRuler,
+            Subject::HotPage(_) => WorkloadKind::Lock,
+            Subject::Insert => WorkloadKind::Insert,
         }
     }
 
@@ -255,11 +255,11 @@ mod tests {
     fn classes_and_units() {
         assert_eq!(
             Subject::Ruler(BurnerKind::Stream).class(),
-            WorkloadClass::MemoryRuler
+            WorkloadKind::MemoryRuler
         );
         assert_eq!(
             Subject::Ruler(BurnerKind::Prime).class(),
-            WorkloadClass::ComputeRuler
+            WorkloadKind::ComputeRuler
         );
         assert_eq!(Subject::Ruler(BurnerKind::Prime).unit(), "events");
         assert_eq!(Subject::HotPage(LockKind::Ttas).unit(), "appends");

@@ -14,14 +14,19 @@
 //! - [`run`]: the interleaved rounds on an [`crate::engine::Engine`].
 //! - [`analysis`]: summaries, yields and shared-core speeds (pure).
 //! - [`model`]: the serde result.
+//! - [`view`]: the terminal report, the study's section, the finding and answer rows,
+//!   the export document (pure).
 
 pub mod analysis;
 pub mod config;
 pub mod layouts;
 pub mod model;
 pub mod run;
+pub mod view;
 
 pub use config::{Config, DEFAULT_WORKLOADS, InsertTarget, Subject, WORKLOAD_NAMES};
 pub use layouts::{Planned, SINGLE_WRITER, plan};
-pub use model::{Layout, LayoutRatio, WorkloadClass, WorkloadResult, YieldPlan, YieldReport};
+pub use model::{
+    Layout, LayoutRatio, WorkloadKind, WorkloadResult, YieldPlan, YieldReport, YieldSection,
+};
 pub use run::{run, run_planned};

@@ -73,7 +73,7 @@ pub struct LayoutPlan {
 /// What kind of workload, for grouping in answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum WorkloadClass {
+pub enum WorkloadKind {
     /// A burner stressing one execution resource (divider, ALU, FMA).
     ComputeRuler,
     /// A burner stressing the memory hierarchy (cache, DRAM bandwidth or latency).
@@ -217,7 +217,7 @@ pub struct LayoutRatio {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadResult {
     pub workload: String,
-    pub class: WorkloadClass,
+    pub class: WorkloadKind,
     /// What one operation is (`events`, `bytes`, `appends`, `rows`).
     pub unit: String,
     /// The resource it stresses, in words.
@@ -266,4 +266,13 @@ pub struct YieldReport {
     /// `--counters off`, on the fake engine and in older files.
     #[serde(default)]
     pub counters: Option<crate::counters::Status>,
+}
+
+/// `yield` as the study ran it: every workload as one-per-core, all and pairs on the same
+/// cores, interleaved rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct YieldSection {
+    /// The experiment's own report: the plan, every run, and per workload the yield and
+    /// shared-core speed with their intervals and classes.
+    pub result: YieldReport,
 }

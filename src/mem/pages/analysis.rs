@@ -4,8 +4,8 @@
 
 use super::buffer::PageKind;
 use super::model::{Bend, CacheMark, Departure, KindResult, Point};
-use crate::mem::render::bytes;
 use crate::mem::tlb::TlbInfo;
+use crate::render::bytes;
 
 /// The smallest working set: a quarter of the smallest L1d in use, so the first points sit
 /// in L1 everywhere.

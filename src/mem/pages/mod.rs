@@ -14,17 +14,18 @@
 //!
 //! Codemap: [`buffer`] maps and checks backing, [`measure`] holds the three loops,
 //! [`reserve`] raises hugetlb pools for `--reserve` and puts them back, [`analysis`] finds
-//! bends and the 4 KiB departure (pure), [`model`] is the serde model, [`render`] the text.
+//! bends and the 4 KiB departure (pure), [`model`] is the serde model, [`view`] the text,
+//! the study's tables and the export.
 
 pub mod analysis;
 pub mod buffer;
 pub mod measure;
 pub mod model;
-pub mod render;
 pub mod reserve;
+pub mod view;
 
 use crate::error::BadInput;
-use crate::mem::render::bytes;
+use crate::render::bytes;
 use crate::stats::Summary;
 use anyhow::Result;
 use buffer::{Mapping, PageKind};
@@ -638,7 +639,7 @@ fn backing_summary(kind: PageKind, len: u64, b: buffer::Backing) -> BackingSumma
             "THP granted for {} of {} ({})",
             bytes(b.anon_huge_bytes),
             bytes(len),
-            crate::mem::render::pct(share)
+            crate::render::pct(share)
         ),
         PageKind::Huge2M | PageKind::Huge1G => {
             format!("hugetlb, kernel page size {}", bytes(b.kernel_page_bytes))

@@ -112,18 +112,18 @@ fn fit(plan: &PagesPlan, available: Option<u64>) -> Result<PagesConfig, String> 
             return Err(format!(
                 "MemAvailable is {}: half of it holds working sets up to {}, below the {} the \
                  study needs to reach past the caches",
-                crate::mem::render::bytes(a),
-                crate::mem::render::bytes(fits),
-                crate::mem::render::bytes(PAGES_FLOOR)
+                crate::render::bytes(a),
+                crate::render::bytes(fits),
+                crate::render::bytes(PAGES_FLOOR)
             ));
         }
         if fits < max {
             max = floor_pow2(fits).max(PAGES_FLOOR);
             note = Some(format!(
                 "working sets up to {} instead of {}: MemAvailable is {}",
-                crate::mem::render::bytes(max),
-                crate::mem::render::bytes(plan.max_bytes),
-                crate::mem::render::bytes(a)
+                crate::render::bytes(max),
+                crate::render::bytes(plan.max_bytes),
+                crate::render::bytes(a)
             ));
         }
     }
@@ -280,7 +280,7 @@ mod tests {
         let svg = crate::report::pages::chart(&p);
         assert_eq!(svg.matches("<polyline").count(), measured.len());
         assert_eq!(
-            crate::report::pages::latency(&p).rows.len(),
+            crate::mem::pages::view::latency_table(&p).rows.len(),
             sets.len(),
             "one row per working set"
         );

@@ -4,7 +4,8 @@
 //! `name{label="value"} number` lines) for node_exporter's textfile collector.
 
 use super::model::{TopSample, pct, pct_range};
-use crate::render::{Align, Table};
+use crate::render::export::{Document, Section};
+use crate::render::{Align, NONE, Table};
 use std::fmt::Write;
 
 /// The terminal view of one interval. `header` adds the lines said once per run.
@@ -35,6 +36,24 @@ pub fn text(s: &TopSample, header: bool) -> String {
         s.source
     );
     let _ = writeln!(out, "{}", s.machine.summary);
+    out.push_str(&cores_table(s).text());
+    for n in s
+        .notes
+        .iter()
+        .filter(|n| !n.starts_with("one thread per core"))
+    {
+        let _ = writeln!(out, "note: {n}");
+    }
+    if let Some(p) = &s.pid {
+        out.push_str(&pid_text(p));
+    }
+    out
+}
+
+/// One row per core, busiest first: per-CPU busy, the core's busy and both-busy bounds
+/// (exact when traced), and the share of the core used. Numbers and ranges (`62-81`,
+/// `3 100`) right, the header too; the CPU lists left.
+pub fn cores_table(s: &TopSample) -> Table {
     let mut order: Vec<usize> = (0..s.cores.len()).collect();
     let busy = |i: usize| {
         let c = &s.cores[i];
@@ -51,7 +70,6 @@ pub fn text(s: &TopSample, header: bool) -> String {
             .and_then(|c| c.busy_share)
             .map_or("-".to_string(), pct)
     };
-    // Numbers and ranges (`62-81`, `3 100`) right, the header too; the CPU lists left.
     let mut table;
     if s.smt {
         let traced = s.cores.iter().any(|c| c.traced.is_some());
@@ -119,18 +137,52 @@ pub fn text(s: &TopSample, header: bool) -> String {
         let side = if col == 1 { Align::Left } else { Align::Right };
         table = table.align(col, side);
     }
-    out.push_str(&table.text());
-    for n in s
-        .notes
-        .iter()
-        .filter(|n| !n.starts_with("one thread per core"))
-    {
-        let _ = writeln!(out, "note: {n}");
+    table
+}
+
+/// The export of one interval: per core its raw shares (0–1), and the terminal table.
+pub fn document(s: &TopSample) -> Document {
+    let mut data = Table::new(&[
+        "core",
+        "cpus",
+        "busy_min_share",
+        "busy_max_share",
+        "both_busy_min_share",
+        "both_busy_max_share",
+        "traced_idle_share",
+        "traced_one_busy_share",
+        "traced_both_busy_share",
+        "used_min_share",
+        "used_max_share",
+    ]);
+    let opt = |x: Option<f64>| x.map_or_else(|| NONE.to_string(), |x| x.to_string());
+    for c in &s.cores {
+        data.push(vec![
+            c.core.to_string(),
+            c.cpus.to_string(),
+            c.busy_min_share.to_string(),
+            c.busy_max_share.to_string(),
+            c.both_busy_min_share.to_string(),
+            c.both_busy_max_share.to_string(),
+            opt(c.traced.map(|t| t.idle_share)),
+            opt(c.traced.map(|t| t.one_busy_share)),
+            opt(c.traced.map(|t| t.both_busy_share)),
+            c.used_min_share.to_string(),
+            c.used_max_share.to_string(),
+        ]);
     }
-    if let Some(p) = &s.pid {
-        out.push_str(&pid_text(p));
+    let mut text = vec![s.machine.summary.clone()];
+    text.extend(s.notes.iter().cloned());
+    Document {
+        title: format!("smtlab top: {} ({})", clock(s.time_unix_ms), s.source),
+        json: serde_json::to_value(s).unwrap_or_default(),
+        data,
+        sections: vec![Section {
+            heading: "Cores".into(),
+            text,
+            table: Some(cores_table(s)),
+        }],
     }
-    out
 }
 
 /// `81` or `62-81`: the table's number cells.
@@ -359,4 +411,32 @@ pub fn prometheus(s: &TopSample) -> String {
         vec![(String::new(), s.interval_ns as f64 / 1e9)],
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::top::model::TraceInput;
+    use crate::top::model::tests::one_busy_sibling;
+
+    #[test]
+    fn exports_parse_back() {
+        let s = one_busy_sibling(TraceInput::Off("not root".into()));
+        let dir = tempfile::tempdir().unwrap();
+        let e = crate::render::export::Exports {
+            json: None,
+            csv: Some(dir.path().join("t.csv")),
+            markdown: Some(dir.path().join("t.md")),
+        };
+        e.write(|| document(&s)).unwrap();
+        let mut rd = ::csv::Reader::from_path(dir.path().join("t.csv")).unwrap();
+        assert_eq!(&rd.headers().unwrap()[2], "busy_min_share");
+        let rows: Vec<::csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 2);
+        let busy: f64 = rows[0][3].parse().unwrap();
+        assert_eq!(busy, s.cores[0].busy_max_share);
+        let md = std::fs::read_to_string(dir.path().join("t.md")).unwrap();
+        assert!(md.starts_with("# smtlab top"), "{md}");
+        assert!(md.contains("| core | cpus |"), "{md}");
+    }
 }

@@ -120,21 +120,8 @@ pub fn to_json(t: &Topology) -> String {
     serde_json::to_string_pretty(&doc).expect("topology serialises")
 }
 
-/// Bytes as `32 KiB`, `1 MiB`, `1.25 MiB`.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if (v - v.round()).abs() < 1e-9 {
-        format!("{} {}", v.round() as u64, UNITS[u])
-    } else {
-        format!("{v:.2} {}", UNITS[u])
-    }
-}
+/// Sizes in binary units: the one byte format, [`crate::render::bytes`].
+pub use crate::render::bytes as human_bytes;
 
 fn kind_label(t: &Topology, cpu: u32) -> Option<String> {
     let k = t.cpu(cpu)?.kind?;
@@ -142,7 +129,7 @@ fn kind_label(t: &Topology, cpu: u32) -> Option<String> {
 }
 
 /// The compact tree: packages → LLC groups → cores with their sibling CPUs.
-pub fn human(t: &Topology) -> String {
+pub fn tree(t: &Topology) -> String {
     let mut out = String::new();
     let online = t.online();
     let allowed = t.allowed();
@@ -381,6 +368,78 @@ pub fn cpu_table(t: &Topology) -> String {
     let mut out = table.text();
     for w in &t.warnings {
         out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+/// `smtlab plan`'s view: each thread's CPUs, core, L3 group and package.
+pub fn plan_text(topo: &Topology, plan: &crate::placement::Plan) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "placement {} for {}:",
+        plan.request,
+        crate::render::count(plan.threads.len(), "thread")
+    );
+    let mut table = Table::new(&["THREAD", "CPUS", "CORE", "L3 GROUP", "PACKAGE"]);
+    let llcs = topo.llc_groups();
+    for t in &plan.threads {
+        let first = t.cpus.first().expect("plans never hold empty sets");
+        let single = t.cpus.len() == 1;
+        table.push(vec![
+            t.thread.to_string(),
+            t.cpus.to_string(),
+            if single {
+                topo.core_of(first).to_string()
+            } else {
+                crate::render::NONE.into()
+            },
+            if single {
+                llcs.iter()
+                    .find(|g| g.contains(first))
+                    .map(|g| g.to_string())
+                    .unwrap_or_else(|| crate::render::NONE.into())
+            } else {
+                crate::render::NONE.into()
+            },
+            if single {
+                topo.cpu(first)
+                    .and_then(|c| c.package)
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| crate::render::NONE.into())
+            } else {
+                crate::render::NONE.into()
+            },
+        ]);
+    }
+    out.push_str(&table.text());
+    let cores_used = plan
+        .threads
+        .iter()
+        .filter(|t| t.cpus.len() == 1)
+        .map(|t| topo.core_of(t.cpus.first().expect("non-empty")))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if cores_used > 0 {
+        let _ = writeln!(
+            out,
+            "{} on {} of {}{}",
+            crate::render::count(plan.threads.len(), "thread"),
+            crate::render::count(plan.cpus().len(), "CPU"),
+            crate::render::count(cores_used, "core"),
+            if plan.oversubscribed {
+                " (oversubscribed)"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(u) = &plan.scope {
+        let _ = writeln!(out, "{u}");
+    }
+    for n in &plan.notes {
+        let _ = writeln!(out, "note: {n}");
     }
     out
 }

@@ -1,11 +1,20 @@
-//! Renderers over [`CompareReport`]: the terminal table (hyperfine-like), CSV (one row per
-//! placement) and Markdown. JSON is the model itself, serialised by the command layer.
-//! Pure: report in, text out.
+//! Everything that turns a [`CompareReport`] into tables and sentences: the terminal table
+//! (hyperfine-like), the export document (CSV: one row per placement; Markdown: the
+//! table hyperfine's `--export-markdown` writes, then the comparisons), the study's
+//! section, its finding and the answer row for the user's command. JSON is the model
+//! itself. Pure: report in, text out.
 
-use super::model::{Call, CompareReport, Comparison, PairRatio, PlacementResult};
-use crate::render;
-use crate::render::markdown::{cell, code, md};
-use crate::stats::Summary;
+use super::model::{
+    Call, CompareReport, CompareSection, Comparison, FoundBy, PairRatio, PlacementResult,
+};
+use crate::conclusion::{
+    Answer, Evidence, Finding, HtAnswer, PhaseName, WorkloadClass, cmp_text, decide,
+    indicative_note, not_answered, pm, ratio_of,
+};
+use crate::render::export::{Document, Section};
+use crate::render::markdown::code;
+use crate::render::{self, Align, NONE, Table, band, duration_ns, interval_n, times};
+use crate::stats::{Effect, Summary};
 
 /// The argv as a shell would need it typed: words with spaces or shell characters in
 /// single quotes.
@@ -40,73 +49,32 @@ fn range(s: &Summary, f: impl Fn(f64) -> String) -> String {
     format!("{} … {}", f(s.min), f(s.max))
 }
 
-/// A value with three significant digits (`1237`, `14.8`, `0.0123`), or SI-suffixed from
-/// 10,000 (`36.4 k`): enough for a median beside its spread.
-fn short(x: f64) -> String {
-    let a = x.abs();
-    if !x.is_finite() {
-        return "-".into();
-    }
-    if a >= 1e4 {
-        return render::si(x);
-    }
-    if a == 0.0 {
-        return "0".into();
-    }
-    let digits = (2 - a.log10().floor() as i32).max(0) as usize;
-    format!("{x:.digits$}")
-}
-
-fn secs(ns: f64) -> String {
-    render::duration_ns(ns)
-}
-
-/// A speed's interval with its label and run count: `95 % CI 1.95–2.03, n = 7`;
-/// the label and any small-sample wording are the comparison's own.
-fn interval(c: &crate::stats::Comparison) -> String {
-    let text = c.interval_text();
-    if text.contains("n = ") {
-        text
-    } else {
-        format!("{text}, n = {}", c.n)
-    }
-}
-
 /// One comparison line: the call, the speed (> 1 = faster) and its interval.
 fn comparison_line(c: &Comparison, noise: f64) -> String {
-    let band = format!("±{}%", fmt_pct(noise));
+    let band = band(noise);
     let s = &c.speedup;
     let x = |v: f64| crate::stats::ratio_text(v);
     let what = match (&c.not_called, c.call) {
         (Some(why), _) => format!("not called by wall time: {why}"),
-        (None, Call::Faster) => format!("{}× faster ({})", x(s.estimate), interval(s)),
+        (None, Call::Faster) => format!("{}× faster ({})", x(s.estimate), interval_n(s)),
         (None, Call::Slower) => format!(
             "{}× slower: {}× the speed ({})",
             x(1.0 / s.estimate),
             x(s.estimate),
-            interval(s)
+            interval_n(s)
         ),
         (None, Call::NoDifference) => format!(
             "no difference: {}× ({}, inside the {band} noise band)",
             x(s.estimate),
-            interval(s)
+            interval_n(s)
         ),
         (None, Call::Inconclusive) => format!(
             "inconclusive: {}× ({}, straddles the {band} noise band; more runs would tell)",
             x(s.estimate),
-            interval(s)
+            interval_n(s)
         ),
     };
     format!("{} vs {}: {what}", c.placement, c.baseline)
-}
-
-fn fmt_pct(x: f64) -> String {
-    let p = x * 100.0;
-    if (p - p.round()).abs() < 1e-9 {
-        format!("{p:.0}")
-    } else {
-        format!("{p:.1}")
-    }
 }
 
 fn basis_words(basis: &str) -> &'static str {
@@ -131,7 +99,7 @@ fn yield_line(y: &PairRatio, said: bool) -> String {
         y.placement,
         crate::stats::ratio_text(y.ratio.estimate),
         y.reference,
-        interval(&y.ratio),
+        interval_n(&y.ratio),
         basis_words(&y.basis)
     )
 }
@@ -196,56 +164,27 @@ fn describe_runs(r: &CompareReport) -> String {
     )
 }
 
-/// Rows in columns, two spaces apart; `right[i]` right-aligns column `i` (after the
-/// header). The shared table guesses alignment from the text, which takes `0,2` for a
-/// number; here each column is known.
-fn aligned(rows: &[Vec<String>], right: &[bool]) -> String {
-    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let mut w = vec![0; n];
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for (ri, r) in rows.iter().enumerate() {
-        let mut line = String::new();
-        for (i, c) in r.iter().enumerate() {
-            if i > 0 {
-                line.push_str("  ");
-            }
-            let pad = " ".repeat(w[i] - c.chars().count());
-            if ri > 0 && right.get(i).copied().unwrap_or(false) {
-                line.push_str(&pad);
-                line.push_str(c);
-            } else {
-                line.push_str(c);
-                line.push_str(&pad);
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 fn switches(p: &PlacementResult) -> String {
     match (p.voluntary_switches, p.involuntary_switches) {
         (Some(v), Some(i)) => format!("{}/{}", render::si(v), render::si(i)),
-        _ => "-".into(),
+        _ => NONE.into(),
     }
 }
 
-/// The terminal view.
-pub fn text(r: &CompareReport) -> String {
-    let mut out = String::new();
-    out.push_str(&format!("Command: {}\n", shell_words(&r.command)));
+/// A value of the metric to 3 significant figures (`1237`, `14.8`, `36.4 k`).
+fn metric_value(x: f64) -> String {
+    render::si_sig(x, 3)
+}
+
+/// The lines above the table: the command, the scope, the server, how runs were compared.
+fn header(r: &CompareReport) -> Vec<String> {
+    let mut v = vec![format!("Command: {}", shell_words(&r.command))];
     if let Some(s) = &r.scope {
-        out.push_str(&format!("Placements {s}\n"));
+        v.push(format!("Placements {s}"));
     }
     if let Some(s) = &r.server {
-        out.push_str(&format!(
-            "Server: {}{} (pids {}) placed {} during each run\n",
+        v.push(format!(
+            "Server: {}{} (pids {}) placed {} during each run",
             s.kind,
             s.version
                 .as_ref()
@@ -262,8 +201,14 @@ pub fn text(r: &CompareReport) -> String {
             }
         ));
     }
-    out.push_str(&describe_runs(r));
-    out.push_str("\n\n");
+    v.push(describe_runs(r));
+    v
+}
+
+/// The terminal table: one row per placement, its value's median ± MAD and range, CPU
+/// times and context switches. Every column after the CPUs is right-aligned: a CPU list
+/// such as `0,2` is not a number, and the table is told so rather than left to guess.
+pub fn placements_table(r: &CompareReport) -> Table {
     let metric = metric_head(r);
     let mut head = vec!["PLACEMENT".to_string(), "CPUS".into(), "CORES".into()];
     if let Some(m) = &metric {
@@ -279,13 +224,26 @@ pub fn text(r: &CompareReport) -> String {
     if burners {
         head.push("BURNER ops/s".into());
     }
-    let mut rows = vec![head];
+    let mut t = Table::with_header(head);
+    t = t.align(0, Align::Left).align(1, Align::Left);
+    for i in 2..t.header.len() {
+        t = t.align(i, Align::Right);
+    }
+    let dash = || NONE.to_string();
+    let secs = duration_ns;
     for p in &r.placements {
         let mut row = vec![p.label.clone(), p.cpus.to_string(), p.cores.to_string()];
-        let dash = || "-".to_string();
         if metric.is_some() {
-            row.push(p.metric.map(|s| with_mad(&s, short)).unwrap_or_else(dash));
-            row.push(p.metric.map(|s| range(&s, short)).unwrap_or_else(dash));
+            row.push(
+                p.metric
+                    .map(|s| with_mad(&s, metric_value))
+                    .unwrap_or_else(dash),
+            );
+            row.push(
+                p.metric
+                    .map(|s| range(&s, metric_value))
+                    .unwrap_or_else(dash),
+            );
             row.push(p.wall_time_ns.map(|s| secs(s.median)).unwrap_or_else(dash));
         } else {
             row.push(
@@ -305,10 +263,16 @@ pub fn text(r: &CompareReport) -> String {
         if burners {
             row.push(render::or_dash(p.burner_ops_per_sec, render::si));
         }
-        rows.push(row);
+        t.push(row);
     }
-    let right: Vec<bool> = (0..rows[0].len()).map(|i| i >= 2).collect();
-    out.push_str(&aligned(&rows, &right));
+    t
+}
+
+/// The terminal view.
+pub fn text(r: &CompareReport) -> String {
+    let mut out = header(r).join("\n");
+    out.push_str("\n\n");
+    out.push_str(&placements_table(r).text());
     let failed: Vec<String> = r
         .placements
         .iter()
@@ -321,7 +285,15 @@ pub fn text(r: &CompareReport) -> String {
             failed.join(", ")
         ));
     }
-    out.push_str(&counters_table(r));
+    if let Some(t) = counters_table(r) {
+        out.push_str(&format!("\n{}:\n", counters_heading(r)));
+        out.push_str(&t.text());
+        if let Some(n) = crate::counters::view::multiplexing_note(
+            r.placements.iter().map(|p| p.counters.as_ref()),
+        ) {
+            out.push_str(&format!("note: {n}\n"));
+        }
+    }
     out.push('\n');
     for l in lines(r) {
         out.push_str(&l);
@@ -356,7 +328,7 @@ pub fn lines(r: &CompareReport) -> Vec<String> {
         out.push(format!("note: {n}"));
     }
     if let Some(st) = &r.counters {
-        out.extend(crate::counters::text::status_lines(st));
+        out.extend(crate::counters::view::status_lines(st));
     }
     if r.interrupted {
         out.push(format!(
@@ -416,72 +388,70 @@ pub fn how(r: &CompareReport) -> String {
     describe_runs(r)
 }
 
+/// One placement and nothing to compare: each run is worth a row, so the counts can be
+/// checked against `perf stat` on one run of the same command.
+fn counters_per_run(r: &CompareReport) -> bool {
+    r.placements.len() == 1
+}
+
+fn counters_heading(r: &CompareReport) -> &'static str {
+    if counters_per_run(r) {
+        "counters (each run and the median, the command's whole process tree)"
+    } else {
+        "counters (median per run, the command's whole process tree)"
+    }
+}
+
 /// Each placement's event counters, medians over its runs of the whole process tree;
-/// empty when no run counted.
-fn counters_table(r: &CompareReport) -> String {
-    use crate::counters::text;
+/// None when no run counted.
+fn counters_table(r: &CompareReport) -> Option<Table> {
+    use crate::counters::view as counters;
     let counts = || r.placements.iter().map(|p| p.counters.as_ref());
     if counts().all(|c| c.is_none()) {
-        return String::new();
+        return None;
     }
-    let hw = text::any_hardware(counts());
-    let mut rows = vec![
+    let hw = counters::any_hardware(counts());
+    let mut t = Table::with_header(
         std::iter::once("PLACEMENT".to_string())
-            .chain(text::header(hw))
+            .chain(counters::header(hw))
             .collect::<Vec<_>>(),
-    ];
-    // One placement and nothing to compare: each run is worth a row, so the counts can
-    // be checked against `perf stat` on one run of the same command.
-    let per_run = r.placements.len() == 1;
+    )
+    .align(0, Align::Left);
+    for i in 1..t.header.len() {
+        t = t.align(i, Align::Right);
+    }
+    let per_run = counters_per_run(r);
     for p in &r.placements {
         if per_run {
             for run in &p.runs {
-                rows.push(
+                t.push(
                     std::iter::once(format!("{} run {}", p.label, run.round))
-                        .chain(text::cells(run.counters.as_ref(), hw))
+                        .chain(counters::cells(run.counters.as_ref(), hw))
                         .collect(),
                 );
             }
         }
-        rows.push(
+        t.push(
             std::iter::once(if per_run {
                 format!("{} median", p.label)
             } else {
                 p.label.clone()
             })
-            .chain(text::cells(p.counters.as_ref(), hw))
+            .chain(counters::cells(p.counters.as_ref(), hw))
             .collect(),
         );
     }
-    let right: Vec<bool> = (0..rows[0].len()).map(|i| i >= 1).collect();
-    let mut out = String::from(if per_run {
-        "\ncounters (each run and the median, the command's whole process tree):\n"
-    } else {
-        "\ncounters (median per run, the command's whole process tree):\n"
-    });
-    out.push_str(&aligned(&rows, &right));
-    if let Some(n) = text::multiplexing_note(counts()) {
-        out.push_str(&format!("note: {n}\n"));
-    }
-    out
-}
-
-/// One CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    Some(t)
 }
 
 fn num(v: Option<f64>) -> String {
-    v.map(|x| format!("{x}")).unwrap_or_default()
+    v.map(|x| format!("{x}")).unwrap_or_else(|| NONE.into())
 }
 
-/// CSV: one row per placement, empty cells for values not measured.
-pub fn csv(r: &CompareReport) -> String {
-    let head = [
+/// The raw numbers, one row per placement, [`NONE`] for values not measured: the CSV
+/// export.
+pub fn data(r: &CompareReport) -> Table {
+    let mut t = Table::new(&[
         "placement",
         "request",
         "cpus",
@@ -507,9 +477,7 @@ pub fn csv(r: &CompareReport) -> String {
         "speedup_low",
         "speedup_high",
         "call",
-    ];
-    let mut out = head.join(",");
-    out.push('\n');
+    ]);
     let unit = r
         .metric
         .as_ref()
@@ -520,8 +488,8 @@ pub fn csv(r: &CompareReport) -> String {
         let (speedup, lo, hi, call) = match (i, cmp) {
             (0, _) => (
                 "1".into(),
-                String::new(),
-                String::new(),
+                NONE.to_string(),
+                NONE.to_string(),
                 "baseline".to_string(),
             ),
             (_, Some(c)) => (
@@ -530,11 +498,16 @@ pub fn csv(r: &CompareReport) -> String {
                 num(Some(c.speedup.high)),
                 c.call.to_string(),
             ),
-            _ => Default::default(),
+            _ => (
+                NONE.to_string(),
+                NONE.to_string(),
+                NONE.to_string(),
+                NONE.to_string(),
+            ),
         };
         let w = p.wall_time_ns;
         let m = p.metric;
-        let fields = [
+        t.push(vec![
             p.label.clone(),
             p.request.clone(),
             p.cpus.to_string(),
@@ -548,7 +521,7 @@ pub fn csv(r: &CompareReport) -> String {
             if m.is_some() {
                 unit.clone()
             } else {
-                String::new()
+                NONE.to_string()
             },
             num(m.map(|s| s.median)),
             num(m.map(|s| s.mad)),
@@ -556,7 +529,8 @@ pub fn csv(r: &CompareReport) -> String {
             num(m.map(|s| s.max)),
             num(p.user_time_ns.map(|s| s.median)),
             num(p.system_time_ns.map(|s| s.median)),
-            p.max_rss_bytes.map(|b| b.to_string()).unwrap_or_default(),
+            p.max_rss_bytes
+                .map_or_else(|| NONE.to_string(), |b| b.to_string()),
             num(p.voluntary_switches),
             num(p.involuntary_switches),
             num(p.burner_ops_per_sec),
@@ -564,92 +538,403 @@ pub fn csv(r: &CompareReport) -> String {
             lo,
             hi,
             call,
-        ];
-        out.push_str(
-            &fields
-                .iter()
-                .map(|f| csv_field(f))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        out.push('\n');
+        ]);
     }
-    out
+    t
 }
 
-/// Markdown: the table hyperfine's `--export-markdown` writes, with CPUs, the metric and
-/// each placement's speed relative to the first, then the comparisons.
-pub fn markdown(r: &CompareReport) -> String {
-    let mut out = format!("Command: {}\n\n", code(&shell_words(&r.command)));
+/// CSV: one row per placement, empty cells for values not measured.
+pub fn csv(r: &CompareReport) -> anyhow::Result<String> {
+    render::export::csv(&data(r))
+}
+
+/// The table hyperfine's `--export-markdown` writes, with CPUs, the metric and each
+/// placement's speed relative to the first; placement labels as code spans.
+pub fn relative_table(r: &CompareReport) -> Table {
     let metric = r.metric.as_ref();
-    let mut head = vec!["Placement", "CPUs", "Wall median ± MAD"];
-    let mhead = metric.map(|m| format!("{} median ± MAD", m.unit));
-    if let Some(h) = &mhead {
-        head.push(h);
+    let mut head = vec![
+        "Placement".to_string(),
+        "CPUs".into(),
+        "Wall median ± MAD".into(),
+    ];
+    if let Some(m) = metric {
+        head.push(format!("{} median ± MAD", m.unit));
     }
-    head.extend(["Relative", "Call"]);
-    let head_cells: Vec<String> = head.iter().map(|h| cell(h)).collect();
-    out.push_str(&format!("| {} |\n", head_cells.join(" | ")));
-    let aligns: Vec<&str> = head
-        .iter()
-        .enumerate()
-        .map(|(i, _)| if i < 2 { ":---" } else { "---:" })
-        .collect();
-    out.push_str(&format!("|{}|\n", aligns.join("|")));
+    head.extend(["Relative".into(), "Call".into()]);
+    let mut t = Table::with_header(head);
     for (i, p) in r.placements.iter().enumerate() {
         let cmp = r.comparisons.iter().find(|c| c.placement == p.label);
         let (rel, call) = match (i, cmp) {
-            (0, _) => ("1.00".to_string(), "baseline".to_string()),
+            (0, _) => (times(1.0), "baseline".to_string()),
             (_, Some(c)) => (
                 format!(
-                    "{:.2} ({:.2}–{:.2})",
-                    c.speedup.estimate, c.speedup.low, c.speedup.high
+                    "{} ({}–{})",
+                    times(c.speedup.estimate),
+                    crate::stats::ratio_text(c.speedup.low),
+                    crate::stats::ratio_text(c.speedup.high)
                 ),
                 c.call.to_string(),
             ),
-            _ => ("-".into(), "-".into()),
+            _ => (NONE.into(), NONE.into()),
         };
         let mut cells = vec![
-            cell(&code(&p.label)),
+            code(&p.label),
             p.cpus.to_string(),
             p.wall_time_ns
-                .map(|s| with_mad(&s, secs))
-                .unwrap_or_else(|| "-".into()),
+                .map(|s| with_mad(&s, duration_ns))
+                .unwrap_or_else(|| NONE.into()),
         ];
         if metric.is_some() {
             cells.push(
                 p.metric
-                    .map(|s| with_mad(&s, short))
-                    .unwrap_or_else(|| "-".into()),
+                    .map(|s| with_mad(&s, metric_value))
+                    .unwrap_or_else(|| NONE.into()),
             );
         }
-        cells.extend([rel, cell(&call)]);
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        cells.extend([rel, call]);
+        t.push(cells);
     }
-    out.push_str(&format!(
-        "\nRelative = speed against the first placement, the geometric mean of its per-round ratios (> 1 is faster), with its interval; {}.\n",
-        describe_runs(r)
-    ));
-    let mut lines: Vec<String> = r
+    t
+}
+
+/// The export: the title, the placements as hyperfine's Markdown table, the comparisons,
+/// and the counters; the CSV is [`data`].
+pub fn document(r: &CompareReport) -> Document {
+    let mut comparisons: Vec<String> = r
         .comparisons
         .iter()
         .map(|c| comparison_line(c, r.noise_threshold))
         .collect();
-    lines.extend(pair_lines(r));
-    lines.extend(fixed_duration_line(r));
-    lines.extend(unpaired_line(r));
-    lines.extend(
+    comparisons.extend(pair_lines(r));
+    comparisons.extend(fixed_duration_line(r));
+    comparisons.extend(unpaired_line(r));
+    comparisons.extend(
         r.skipped
             .iter()
             .map(|s| format!("skipped {}: {}", s.label, s.reason)),
     );
-    if !lines.is_empty() {
-        out.push('\n');
-        for l in lines {
-            out.push_str(&format!("- {}\n", md(&l).replace(['\r', '\n'], " ")));
-        }
+    let mut sections = vec![Section {
+        heading: "Placements".into(),
+        text: vec![
+            format!("Command: {}", code(&shell_words(&r.command))),
+            format!(
+                "Relative = speed against the first placement, the geometric mean of its per-round ratios (> 1 is faster), with its interval; {}.",
+                describe_runs(r)
+            ),
+        ],
+        table: Some(relative_table(r)),
+    }];
+    if !comparisons.is_empty() {
+        sections.push(Section {
+            heading: "Comparisons".into(),
+            text: comparisons,
+            table: None,
+        });
     }
-    out
+    if let Some(t) = counters_table(r) {
+        sections.push(Section {
+            heading: counters_heading(r).into(),
+            text: Vec::new(),
+            table: Some(t),
+        });
+    }
+    Document {
+        // The command is in the first section as a code span: a title is escaped text, in
+        // which a backtick of the command's would open a span that shows HTML raw.
+        title: "smtlab compare".into(),
+        json: serde_json::to_value(r).unwrap_or_default(),
+        data: data(r),
+        sections,
+    }
+}
+
+/// Markdown: [`document`] as `--export-markdown` writes it.
+pub fn markdown(r: &CompareReport) -> String {
+    render::export::markdown(&document(r))
+}
+
+// ---------------------------------------------------------------------------------------
+// The study's section.
+
+/// A value of the command in its unit, to `digits` significant figures: a duration for
+/// `ns`, else the number and unit.
+fn command_value_in(x: f64, unit: &str, digits: u32) -> String {
+    if unit == "ns" {
+        duration_ns(x)
+    } else {
+        format!("{} {unit}", render::si_sig(x, digits))
+    }
+}
+
+/// compare's settings in one paragraph: the command, how runs were compared, how the
+/// rounds were sized.
+pub fn settings(c: &CompareSection) -> String {
+    let r = &c.result;
+    let sized = match c.sized_to_ns {
+        Some(ns) => format!(
+            "the rounds were sized to fill {} of the study's budget",
+            duration_ns(ns as f64)
+        ),
+        None => "`--runs` fixed the rounds".to_string(),
+    };
+    format!(
+        "`{}`{}: {}; {sized}. Each placement's median has a {:.0} % percentile bootstrap interval (indicative with fewer than {} runs); each placement is compared with the first round by round (the geometric mean of the per-round speed ratios, with its interval), called faster or slower only when the whole interval lies beyond {}, no difference when it lies inside; the answer row for your command is the same computation.",
+        shell_words(&r.command),
+        r.scope
+            .as_ref()
+            .map(|u| format!(" (placements within {}, CPUs {})", u.label, u.cpus))
+            .unwrap_or_default(),
+        how(r),
+        r.confidence * 100.0,
+        crate::stats::BOOTSTRAP_MIN_RUNS,
+        band(r.noise_threshold)
+    )
+}
+
+/// The study's compare table: one row per placement.
+pub fn table(c: &CompareSection) -> Table {
+    let r = &c.result;
+    let mut t = Table::new(&[
+        "PLACEMENT",
+        "CPUS",
+        "CORES",
+        "RUNS",
+        "MEDIAN",
+        "INTERVAL OF THE MEDIAN",
+        "± MAD",
+        "SPEED VS FIRST",
+        "CALL",
+    ]);
+    for (i, p) in r.placements.iter().enumerate() {
+        let m = c.medians.iter().find(|m| m.label == p.label);
+        let unit = m.map_or("ns", |m| m.unit.as_str());
+        let summary = if m.is_some_and(|m| m.basis == "metric") {
+            p.metric
+        } else {
+            p.wall_time_ns
+        };
+        let (speed, call) = match (i, r.comparisons.iter().find(|x| x.placement == p.label)) {
+            (0, _) => (times(1.0), "baseline".to_string()),
+            (_, Some(x)) => (
+                format!(
+                    "{} ({})",
+                    times(x.speedup.estimate),
+                    x.speedup.interval_text(),
+                ),
+                x.call.to_string(),
+            ),
+            _ => (NONE.into(), NONE.into()),
+        };
+        t.rows.push(vec![
+            p.label.clone(),
+            p.cpus.to_string(),
+            p.cores.to_string(),
+            p.runs.len().to_string(),
+            m.and_then(|m| m.median)
+                .map_or(NONE.into(), |ci| command_value_in(ci.estimate, unit, 3)),
+            m.and_then(|m| m.median).map_or(NONE.into(), |ci| {
+                format!(
+                    "{} – {}",
+                    command_value_in(ci.low, unit, 3),
+                    command_value_in(ci.high, unit, 3)
+                )
+            }),
+            summary.map_or(NONE.into(), |s| command_value_in(s.mad, unit, 2)),
+            speed,
+            call,
+        ]);
+    }
+    t
+}
+
+// ---------------------------------------------------------------------------------------
+// The finding and the answer row.
+
+/// The labels of the placements a comparison ran, as `` `one-per-core` (CPUs 0-3), … ``.
+fn command_labels(c: &CompareSection) -> String {
+    c.result
+        .placements
+        .iter()
+        .map(|p| format!("`{}` (CPUs {})", p.label, p.cpus))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What the command's runs were compared by: `tps`, `wall time`.
+fn command_value(c: &CompareSection) -> String {
+    c.result
+        .metric
+        .as_ref()
+        .map_or_else(|| "wall time".to_string(), |m| m.unit.clone())
+}
+
+/// The user's command: SMT on vs off is every sibling of some cores against one thread
+/// on each of the same cores (the pair `smtlab compare` reports as its SMT yield).
+/// `missing` is the phase's own reason when `c` is None; `no_smt` why a machine without
+/// siblings cannot answer.
+pub fn command_answer(
+    c: Option<&CompareSection>,
+    smt: bool,
+    missing: &str,
+    no_smt: &str,
+) -> Answer {
+    let class = WorkloadClass::Command;
+    let section = Some(PhaseName::Compare);
+    let Some(c) = c else {
+        return not_answered(class, missing.to_string(), section);
+    };
+    if !smt {
+        return not_answered(
+            class,
+            format!(
+                "{no_smt}; the compare section shows what ran here: {}",
+                command_labels(c)
+            ),
+            section,
+        );
+    }
+    let Some(y) = &c.result.smt_yield else {
+        return not_answered(
+            class,
+            format!(
+                "the placements that ran ({}) hold no pair of one thread per core and every \
+                 sibling of the same cores; `--placements one-per-core,all` asks for it",
+                command_labels(c)
+            ),
+            section,
+        );
+    };
+    // The comparison compare's own lines print for this pair, computed by compare.
+    let fixed = c.result.fixed_duration.as_ref();
+    if let Some(f) = fixed.filter(|f| f.found_by == FoundBy::Arguments && c.result.metric.is_none())
+    {
+        return not_answered(class, super::duration::sentence(f), section);
+    }
+    let Some(p) = super::analysis::paired_in(&c.result, &y.placement, &y.reference) else {
+        return not_answered(
+            class,
+            format!(
+                "no round ran both `{}` and `{}` to completion",
+                y.placement, y.reference
+            ),
+            section,
+        );
+    };
+    let cmp = p.comparison;
+    let value = command_value(c);
+    let chosen = fixed
+        .and_then(|f| f.metric_chosen.as_ref().map(|m| (f, m)))
+        .map(|(f, m)| format!(" ({}, so `--metric {m}` was read)", f.seen))
+        .unwrap_or_default();
+    let (answer, tail) = match &p.not_called {
+        Some(why) => (HtAnswer::Inconclusive, format!("; not called: {why}")),
+        None => (decide(&cmp, HtAnswer::from_yield), indicative_note(&cmp)),
+    };
+    Answer {
+        class,
+        answer,
+        reason: format!(
+            "SMT yield for `{}`: `{}` (every sibling of the cores) ÷ `{}` (one thread per \
+             core), speed by {value}{chosen}, paired by round, against the section's {} noise band: \
+             {}{tail}",
+            shell_words(&c.result.command),
+            y.placement,
+            y.reference,
+            band(cmp.thresholds.noise),
+            cmp_text(&cmp),
+        ),
+        evidence: Some(Evidence {
+            what: format!(
+                "speed of your command by {value}, `{}` ÷ `{}` on the same cores",
+                y.placement, y.reference
+            ),
+            runs: format!("compare, {} paired rounds", cmp.n),
+            comparison: cmp,
+        }),
+        section,
+    }
+}
+
+/// The study's finding for the user's command: each placement's value, the SMT pair's
+/// speed ratio where it ran, and what that means.
+pub fn command_finding(c: &CompareSection, smt: bool) -> Finding {
+    let value = command_value(c);
+    let mut obs: Vec<String> = c
+        .result
+        .placements
+        .iter()
+        .map(|p| {
+            let s = match &c.result.metric {
+                Some(_) => p.metric.as_ref().map(|s| format!("{} {value}", pm(s))),
+                None => p.wall_time_ns.as_ref().map(|s| {
+                    format!(
+                        "{} ± {} wall time (n = {})",
+                        duration_ns(s.median),
+                        duration_ns(s.mad),
+                        s.n
+                    )
+                }),
+            };
+            format!(
+                "`{}` on CPUs {}: {}",
+                p.label,
+                p.cpus,
+                s.unwrap_or_else(|| "no run".into())
+            )
+        })
+        .collect();
+    let mut evidence = Vec::new();
+    let mut meaning = None;
+    if let Some(f) = &c.result.fixed_duration
+        && c.result.metric.is_none()
+        && f.found_by == FoundBy::Arguments
+    {
+        meaning = Some(format!(
+            "Wall time says nothing about SMT here: {}.",
+            super::duration::sentence(f)
+        ));
+    } else if let Some(y) = &c.result.smt_yield
+        && let Some(p) = super::analysis::paired_in(&c.result, &y.placement, &y.reference)
+    {
+        let cmp = p.comparison;
+        obs.push(format!(
+            "`{}` ran at {}",
+            y.placement,
+            ratio_of(&cmp, &format!("the speed of `{}`", y.reference))
+        ));
+        meaning = Some(match (&p.not_called, cmp.effect) {
+            (Some(why), _) => format!("Wall time cannot tell whether SMT helps your command: {why}"),
+            (None, Effect::Gain) => format!(
+                "The second sibling of each core made your command faster: with SMT on, it \
+                 gets more done on the same cores ({}).",
+                cmp.interval_text()
+            ),
+            (None, Effect::NoEffect) => format!("With the second sibling of each core your command ran within {} of its speed on one thread per core: any capacity SMT adds or costs it is smaller than that band.", band(cmp.thresholds.noise)),
+            (None, Effect::Loss | Effect::SmallLoss) => "Your command was slower on every sibling than on one thread per core of the same cores: SMT costs it throughput; keep it to one thread per core, or turn HT off for it.".to_string(),
+            (None, Effect::Inconclusive) => "The interval is too wide to say whether SMT helps your command: more rounds (`--runs`, or a longer `--budget`) or a quieter machine are needed.".to_string(),
+        });
+        evidence.push(Evidence {
+            what: format!(
+                "speed of your command by {value}, `{}` ÷ `{}` on the same cores",
+                y.placement, y.reference
+            ),
+            runs: format!("compare, {} paired rounds", cmp.n),
+            comparison: cmp,
+        });
+    }
+    let meaning = meaning.unwrap_or_else(|| {
+        if smt {
+            "These placements do not differ by SMT alone (no pair of one thread per core and every sibling of the same cores), so they say nothing about HT; the compare section compares each with the first placement.".to_string()
+        } else {
+            "Without SMT siblings these placements differ in CPUs, not in SMT: they show how your command scales with CPUs here (the compare section compares each with the first placement), not what HT would do.".to_string()
+        }
+    });
+    Finding {
+        topic: "your command (compare)".into(),
+        observed: obs.join("; ") + ".",
+        meaning,
+        evidence,
+    }
 }
 
 #[cfg(test)]
@@ -658,6 +943,7 @@ pub(crate) mod tests {
     use super::super::model::{Run, Skipped};
     use super::*;
     use crate::cpuset::CpuSet;
+    use crate::render::markdown::cell;
 
     fn run(round: usize, wall_ms: f64, metric: f64) -> Run {
         Run {
@@ -875,9 +1161,16 @@ pub(crate) mod tests {
 
     #[test]
     fn csv_export() {
-        let c = csv(&fixture());
+        let c = csv(&fixture()).unwrap();
         // CPU lists with commas are quoted; every row has the header's column count.
         assert!(c.contains("\"0,2\""), "{c}");
+        let mut back = ::csv::Reader::from_reader(c.as_bytes());
+        let width = back.headers().unwrap().len();
+        assert_eq!(width, 25);
+        let rows: Vec<_> = back.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 3);
+        assert!(rows.iter().all(|r| r.len() == width));
+        assert!(rows.iter().any(|r| &r[2] == "0,2"), "{c}");
         insta::assert_snapshot!(c);
     }
 
@@ -899,7 +1192,7 @@ pub(crate) mod tests {
         // The command is one code span (literal in Markdown), its pipe not backslashed: the
         // line is not a table row.
         let cmd = code(&shell_words(&r.command));
-        assert!(m.starts_with(&format!("Command: {cmd}\n")), "{m}");
+        assert!(m.contains(&format!("\nCommand: {cmd}\n")), "{m}");
         assert!(cmd.contains("<img src=x onerror=alert(1)>") && cmd.contains("' | cat"));
         // The label is a code span in its cell, the pipe escaped so the row keeps its
         // columns.
@@ -962,18 +1255,40 @@ pub(crate) mod tests {
             l[1].starts_with("all vs one-per-core: 1.24× faster (95 % CI"),
             "{l:?}"
         );
-        assert_eq!(fmt_pct(0.02), "2");
-        assert_eq!(short(1236.73), "1237");
-        assert_eq!(short(14.826), "14.8");
-        assert_eq!(short(0.012345), "0.0123");
-        assert_eq!(short(36_448.0), "36.448 k");
-        assert_eq!(fmt_pct(0.025), "2.5");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(band(0.02), "±2 %");
+        assert_eq!(metric_value(1236.73), "1237");
+        assert_eq!(metric_value(14.826), "14.8");
+        assert_eq!(metric_value(0.012345), "0.0123");
+        assert_eq!(metric_value(36_448.0), "36.4 k");
+        assert_eq!(band(0.025), "±2.5 %");
         let argv: Vec<String> = ["sh", "-c", "echo it's | wc", "--x=1,2"]
             .iter()
             .map(|s| s.to_string())
             .collect();
         assert_eq!(shell_words(&argv), r"sh -c 'echo it'\''s | wc' --x=1,2");
+    }
+
+    #[test]
+    fn exports_parse_back() {
+        let r = fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let e = crate::render::export::Exports {
+            json: None,
+            csv: Some(dir.path().join("c.csv")),
+            markdown: Some(dir.path().join("c.md")),
+        };
+        e.check().unwrap();
+        e.write(|| document(&r)).unwrap();
+        let mut rd = ::csv::Reader::from_path(dir.path().join("c.csv")).unwrap();
+        let head = rd.headers().unwrap().clone();
+        let rows: Vec<::csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), r.placements.len());
+        let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+        let wall: f64 = rows[0][col("wall_median_ns")].parse().unwrap();
+        assert_eq!(Some(wall), r.placements[0].wall_time_ns.map(|s| s.median));
+        assert_eq!(&rows[0][col("call")], "baseline");
+        let md = std::fs::read_to_string(dir.path().join("c.md")).unwrap();
+        assert!(md.starts_with("# smtlab compare\n"), "{md}");
+        assert!(md.contains("| Placement | CPUs |"), "{md}");
     }
 }

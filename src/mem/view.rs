@@ -1,53 +1,14 @@
-//! `mem report`'s text view, and the byte and share formats every `mem` output uses.
+//! `mem report`'s text view and the study's memory table. The byte and share formats are
+//! [`crate::render`]'s, re-exported here for the `mem` modules.
 
 use super::model::*;
 use crate::render::Table;
 use std::fmt::Write;
 
-/// `23.5 GiB`, `512 MiB`, `4 KiB`, `0 B`: binary units, three significant digits.
-pub fn bytes(b: u64) -> String {
-    const UNITS: [(&str, u64); 4] = [
-        ("TiB", 1 << 40),
-        ("GiB", 1 << 30),
-        ("MiB", 1 << 20),
-        ("KiB", 1 << 10),
-    ];
-    for (name, size) in UNITS {
-        if b >= size {
-            let v = b as f64 / size as f64;
-            return if b.is_multiple_of(size) || v >= 100.0 {
-                format!("{v:.0} {name}")
-            } else if v >= 10.0 {
-                format!("{v:.1} {name}")
-            } else {
-                format!("{v:.2} {name}")
-            };
-        }
-    }
-    format!("{b} B")
-}
-
-/// [`bytes`] with a sign when negative.
-pub fn signed_bytes(b: i64) -> String {
-    if b < 0 {
-        format!("−{}", bytes(b.unsigned_abs()))
-    } else {
-        bytes(b as u64)
-    }
-}
-
-/// A share as a percentage: `12%`, `0.4%`.
-pub fn pct(share: f64) -> String {
-    let p = share * 100.0;
-    if p.abs() < 10.0 && p != 0.0 {
-        format!("{p:.1}%")
-    } else {
-        format!("{p:.0}%")
-    }
-}
+pub use crate::render::{bytes, pct, signed_bytes};
 
 /// The text view.
-pub fn human(r: &MemReport) -> String {
+pub fn text(r: &MemReport) -> String {
     let mut o = String::new();
     let na = |source: &str| r.why(source);
     let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
@@ -439,6 +400,119 @@ pub fn human(r: &MemReport) -> String {
         }
     }
     o
+}
+
+/// The memory section's facts as key/value rows (`mem report`'s headline values).
+pub fn study_table(r: &MemReport) -> Table {
+    let na = |source: &str| r.why(source);
+    let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
+    let mut t = Table::new(&["", ""]);
+    let mut kv = |k: &str, v: String| t.rows.push(vec![k.to_string(), v]);
+    let o = &r.overcommit;
+    kv(
+        "Overcommit",
+        o.mode.map_or_else(
+            || na("/proc/sys/vm/overcommit_memory"),
+            |mode| format!("{} (vm.overcommit_memory = {})", mode.label(), mode.value()),
+        ),
+    );
+    kv(
+        "CommitLimit",
+        match (o.commit_limit_bytes, &o.limit_formula) {
+            (Some(l), Some(f)) => format!("{} ({f})", bytes(l)),
+            (Some(l), None) => bytes(l),
+            (None, _) => na("/proc/meminfo CommitLimit"),
+        },
+    );
+    kv(
+        "Committed_AS, headroom",
+        match (o.committed_as_bytes, o.headroom_bytes) {
+            (Some(c), Some(h)) => format!("{}; headroom {}", bytes(c), signed_bytes(h)),
+            (Some(c), None) => bytes(c),
+            (None, _) => na("/proc/meminfo Committed_AS"),
+        },
+    );
+    kv(
+        "MemTotal, MemAvailable",
+        format!(
+            "{}, {}",
+            b(r.memory.total_bytes, "/proc/meminfo MemTotal"),
+            b(r.memory.available_bytes, "/proc/meminfo MemAvailable")
+        ),
+    );
+    kv(
+        "Swap, swappiness",
+        format!(
+            "{}, {}",
+            b(r.swap.total_bytes, "/proc/meminfo SwapTotal"),
+            r.swap
+                .swappiness
+                .map_or_else(|| na("/proc/sys/vm/swappiness"), |s| s.to_string())
+        ),
+    );
+    kv(
+        "THP enabled, defrag",
+        format!(
+            "{}, {}",
+            r.thp
+                .enabled
+                .clone()
+                .unwrap_or_else(|| na("/sys/kernel/mm/transparent_hugepage/enabled")),
+            r.thp
+                .defrag
+                .clone()
+                .unwrap_or_else(|| na("/sys/kernel/mm/transparent_hugepage/defrag"))
+        ),
+    );
+    kv(
+        "hugetlb pages",
+        if r.hugetlb.sizes.is_empty() {
+            na("/sys/kernel/mm/hugepages")
+        } else {
+            r.hugetlb
+                .sizes
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{}: {} total, {} free",
+                        bytes(s.page_bytes),
+                        s.total.map_or("?".into(), |v| v.to_string()),
+                        s.free.map_or("?".into(), |v| v.to_string())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    );
+    let hard = r
+        .cgroup
+        .limits
+        .iter()
+        .find(|l| l.file == "memory.max" || l.file == "memory.limit_in_bytes");
+    kv(
+        "cgroup memory limit",
+        match (&r.cgroup.version, hard) {
+            (Some(v), Some(l)) => format!(
+                "{} ({v} {})",
+                l.limit_bytes.map_or("none".into(), bytes),
+                l.file
+            ),
+            _ => r.cgroup.note.clone().unwrap_or_else(|| "none found".into()),
+        },
+    );
+    if let Some(p) = r.oom.top.first() {
+        kv(
+            "OOM killer's first pick",
+            format!(
+                "{} (pid {}): oom_score {}, RSS {}",
+                p.name,
+                p.pid,
+                p.oom_score,
+                bytes(p.rss_bytes)
+            ),
+        );
+    }
+    t
 }
 
 #[cfg(test)]

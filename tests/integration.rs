@@ -24,6 +24,7 @@ mod counters;
 mod engine;
 mod exit_codes;
 mod hardening;
+mod layering;
 mod host_safety;
 mod limits;
 mod locks;

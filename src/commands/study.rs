@@ -5,7 +5,7 @@
 
 use crate::engine::RealEngine;
 use crate::render::Table;
-use crate::report::{self, PhaseName, PhaseStatus};
+use crate::report::{self, PhaseStatus};
 use crate::study::{self, Progress};
 use anyhow::{Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -155,7 +155,7 @@ struct Bars {
     multi: Option<MultiProgress>,
     current: RefCell<Option<Current>>,
     /// The phase running, for plain-line notes.
-    phase: std::cell::Cell<Option<PhaseName>>,
+    phase: std::cell::Cell<Option<&'static str>>,
 }
 
 struct Current {
@@ -195,7 +195,7 @@ fn style(template: &str) -> ProgressStyle {
 }
 
 impl Progress for Bars {
-    fn start(&self, phase: PhaseName, units: u64, estimate: Duration) {
+    fn start(&self, phase: &'static str, units: u64, estimate: Duration) {
         self.close();
         self.phase.set(Some(phase));
         let Some(multi) = &self.multi else {
@@ -225,7 +225,7 @@ impl Progress for Bars {
             });
             (b, Some((stop, h)))
         };
-        bar.set_prefix(phase.label());
+        bar.set_prefix(phase);
         *self.current.borrow_mut() = Some(Current { bar, ticker });
     }
 
@@ -245,35 +245,21 @@ impl Progress for Bars {
         }
     }
 
-    fn finish(&self, phase: PhaseName, status: PhaseStatus, reason: Option<&str>, wall: Duration) {
-        let msg = match (status, reason) {
-            (PhaseStatus::Done, _) => format!("done in {:.1} s", wall.as_secs_f64()),
-            (s, Some(r)) => format!("{}: {}", s.label(), first_line(r)),
-            (s, None) => s.label().to_string(),
-        };
+    fn finish(&self, phase: &'static str, msg: &str) {
         match self.stop_current() {
             Some(bar) => {
                 bar.set_style(style("{prefix:>10} {msg}"));
-                bar.finish_with_message(msg);
+                bar.finish_with_message(msg.to_string());
             }
             None => match &self.multi {
                 Some(m) => {
                     let b = m.add(ProgressBar::new(1));
                     b.set_style(style("{prefix:>10} {msg}"));
-                    b.set_prefix(phase.label());
-                    b.finish_with_message(msg);
+                    b.set_prefix(phase);
+                    b.finish_with_message(msg.to_string());
                 }
                 None => crate::say!("study: {phase}: {msg}"),
             },
         }
-    }
-}
-
-fn first_line(s: &str) -> String {
-    let l = s.lines().next().unwrap_or("");
-    if l.chars().count() > 110 {
-        l.chars().take(107).collect::<String>() + "…"
-    } else {
-        l.to_string()
     }
 }

@@ -10,11 +10,10 @@
 //!
 //! Codemap: [`machine`](crate::report::machine) collects the facts about this machine and build; [`verdict`](crate::report::verdict) turns
 //! results into plain words; [`svg`](crate::report::svg) draws charts; [`html`](crate::report::html) and [`markdown`](crate::report::markdown) render;
-//! [`lenient`](crate::report::lenient) reads JSON in which non-finite numbers were written as `null`;
+//! [`lenient`](crate::lenient) (re-exported) reads JSON in which non-finite numbers were written as `null`;
 //! [`tables`](crate::report::tables) holds the rows both renderers print.
 
 pub mod html;
-pub mod lenient;
 pub mod machine;
 pub mod markdown;
 pub mod metrics;
@@ -25,6 +24,9 @@ pub mod tables;
 pub mod verdict;
 
 pub use crate::conclusion::{Answer, Evidence, Finding, HtAnswer, PhaseName, WorkloadClass};
+
+/// The JSON reader for non-finite numbers written as `null`, at its old path.
+pub use crate::lenient;
 
 use crate::experiments::c2c::C2c;
 use crate::experiments::lockscan::LockscanReport;

@@ -13,6 +13,7 @@
 use crate::mem::pages::{self, PagesConfig, analysis};
 use crate::report::{MemorySection, PhaseName, Report};
 use crate::study::phase::{Outcome, Phase, RunCtx, SizeCtx, ms};
+use crate::progress::Progress;
 use anyhow::Result;
 use std::time::Duration;
 
@@ -92,13 +93,12 @@ pub fn size(ctx: &SizeCtx<'_>) -> Result<Box<dyn Phase>> {
 /// `mem pages`' changes to the machine (none without `--reserve`, but a journal left by a
 /// killed `--reserve` run is put back) as notes; not its steps, which would be some 30
 /// lines in a log for a phase of a few seconds.
-struct Steps<'a>(&'a dyn crate::study::Progress);
+struct Steps<'a>(&'a dyn Progress);
 
-impl pages::Progress for Steps<'_> {
-    fn change(&self, msg: &str) {
+impl Progress for Steps<'_> {
+    fn note(&self, msg: &str) {
         self.0.note(msg);
     }
-    fn step(&self, _: &str) {}
 }
 
 /// The cap lowered to what half of MemAvailable holds (the study should not push the

@@ -7,7 +7,7 @@ use super::tables::{NONE, Table};
 use crate::mem::pages::buffer::PageKind;
 use crate::mem::pages::model::{KindResult, PagesReport};
 use crate::mem::render::bytes;
-use crate::render::sig;
+use crate::render::{pm_plain, sig};
 
 /// The page sizes with a curve.
 fn measured(p: &PagesReport) -> Vec<&KindResult> {
@@ -15,11 +15,6 @@ fn measured(p: &PagesReport) -> Vec<&KindResult> {
         .iter()
         .filter(|k| k.skipped.is_none() && !k.points.is_empty())
         .collect()
-}
-
-/// `4.65 ± 0.01`.
-fn pm(median: f64, mad: f64) -> String {
-    format!("{} ± {}", sig(median, 3), sig(mad, 2))
 }
 
 /// Latency vs working set, log-log, one line per page size with its median ± MAD as a
@@ -43,7 +38,7 @@ pub fn chart(p: &PagesReport) -> String {
                             "{}, {}: {} ns per load",
                             k.kind.label(),
                             bytes(q.working_set_bytes),
-                            pm(l.median, l.mad)
+                            pm_plain(l.median, l.mad)
                         ),
                     }
                 })
@@ -129,7 +124,7 @@ pub fn latency(p: &PagesReport) -> Table {
                 k.points
                     .iter()
                     .find(|q| q.working_set_bytes == ws)
-                    .map_or(NONE.into(), |q| pm(q.latency_ns.median, q.latency_ns.mad)),
+                    .map_or(NONE.into(), |q| pm_plain(q.latency_ns.median, q.latency_ns.mad)),
             );
         }
         t.rows.push(row);

@@ -66,9 +66,41 @@ pub struct Report {
     pub slurm: Option<slurm::SlurmJob>,
     /// The answer in plain words.
     pub verdict: Verdict,
-    /// Study-wide notes (budget overruns, skipped CPUs, …).
-    pub notes: Vec<String>,
+    /// Study-wide notes (budget overruns, caveats, busy CPUs, …).
+    pub notes: Vec<Note>,
 }
+
+/// A study-wide note; in JSON its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// Even the shortest runs need more than the budget (`needed_s` > 1.5 × `budget_s`).
+    OverBudget { needed_s: f64, budget_s: f64 },
+    /// A caveat several commands attach (debug build, hypervisor, frequency governor).
+    Caveat(crate::render::Caveat),
+    /// A warning of the look at the CPUs before the run (other work, steal time).
+    Hygiene(String),
+    /// Any other text (read back from a file).
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::OverBudget {
+                needed_s,
+                budget_s,
+            } => write!(
+                f,
+                "this machine needs about {needed_s:.0} s even with the shortest runs, more \
+                 than the {budget_s:.0} s budget"
+            ),
+            Note::Caveat(c) => std::fmt::Display::fmt(c, f),
+            Note::Hygiene(s) | Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
 
 /// Whether every phase got its chance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

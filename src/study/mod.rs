@@ -21,7 +21,7 @@ use crate::engine::Engine;
 use crate::experiments::neighbors::BurnerMode;
 use crate::oltp::DbTarget;
 use crate::report::{
-    self, MachineInfo, PhaseRecord, PhaseStatus, Provenance, Report, Status,
+    self, MachineInfo, Note, PhaseRecord, PhaseStatus, Provenance, Report, Status,
     StudySettings,
 };
 use crate::topology::Topology;
@@ -133,24 +133,23 @@ pub fn run(
         settings,
     );
     if total > cfg.budget + cfg.budget / 2 {
-        rep.notes.push(format!(
-            "this machine needs about {:.0} s even with the shortest runs, more than the {:.0} s budget",
-            total.as_secs_f64(),
-            cfg.budget.as_secs_f64()
-        ));
+        rep.notes.push(Note::OverBudget {
+            needed_s: total.as_secs_f64(),
+            budget_s: cfg.budget.as_secs_f64(),
+        });
     }
     use crate::render::Caveat;
     if rep.provenance.build_profile == "debug" {
-        rep.notes.push(Caveat::DebugBuild.to_string());
+        rep.notes.push(Note::Caveat(Caveat::DebugBuild));
     }
     if topo.machine.hypervisor {
         let kind = Some(rep.machine.hypervisor.clone()).filter(|k| k != "none");
-        rep.notes.push(Caveat::Hypervisor { kind }.to_string());
+        rep.notes.push(Note::Caveat(Caveat::Hypervisor { kind }));
     }
     let gov = &rep.machine.frequency_governor;
     if gov != "performance" && gov != "unavailable" && gov != "unknown" {
         let name = gov.clone();
-        rep.notes.push(Caveat::Governor { name }.to_string());
+        rep.notes.push(Note::Caveat(Caveat::Governor { name }));
     }
 
     let ctx = RunCtx {

@@ -186,7 +186,7 @@ impl Phase for Memory {
         report.memory = Some(section);
         let mut pages = pages::run(&cfg, &Steps(ctx.progress))?;
         // The debug-build caveat is the study's already.
-        pages.notes.retain(|n| !report.notes.contains(n));
+        pages.notes.retain(|n| !report.notes.iter().any(|r| r == n.as_str()));
         let stopped = pages.interrupted;
         if let Some(m) = report.memory.as_mut() {
             m.pages = Some(pages);

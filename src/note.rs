@@ -44,13 +44,13 @@ macro_rules! text_note {
 
         impl PartialEq<str> for $t {
             fn eq(&self, other: &str) -> bool {
-                self.to_string() == other
+                self.to_string().as_str() == other
             }
         }
 
         impl PartialEq<&str> for $t {
             fn eq(&self, other: &&str) -> bool {
-                self.to_string() == *other
+                self.to_string().as_str() == *other
             }
         }
     };

@@ -110,7 +110,10 @@ fn strip(src: &str) -> String {
         let c = s[i];
         let next = s.get(i + 1).copied();
         if c == '/' && next == Some('/') {
-            let end = s[i..].iter().position(|&c| c == '\n').map_or(s.len(), |p| i + p);
+            let end = s[i..]
+                .iter()
+                .position(|&c| c == '\n')
+                .map_or(s.len(), |p| i + p);
             blank(&mut out, &s[i..end]);
             i = end;
         } else if c == '/' && next == Some('*') {
@@ -495,7 +498,12 @@ struct Resolver {
 impl Resolver {
     /// The absolute segments of `segments` written in module `at`, or None for a path
     /// outside the crate (std, a dependency) or a local name.
-    fn absolute(&self, at: &[String], segments: &[String], with_binds: bool) -> Option<Vec<String>> {
+    fn absolute(
+        &self,
+        at: &[String],
+        segments: &[String],
+        with_binds: bool,
+    ) -> Option<Vec<String>> {
         let first = segments.first()?;
         let (mut base, mut rest): (Vec<String>, &[String]) = match first.as_str() {
             "crate" => (Vec::new(), &segments[1..]),
@@ -570,7 +578,10 @@ fn edges(files: &[(PathBuf, String)]) -> Vec<Edge> {
     let mut binds = BTreeMap::new();
     for (_, f) in &found {
         if let Some(name) = &f.binds {
-            binds.insert((f.at.clone(), name.clone()), (f.at.clone(), f.segments.clone()));
+            binds.insert(
+                (f.at.clone(), name.clone()),
+                (f.at.clone(), f.segments.clone()),
+            );
         }
     }
     let r = Resolver { modules, binds };
@@ -614,12 +625,14 @@ fn check(edges: &[Edge], top: &BTreeSet<String>, layers: &[&[&str]]) -> Findings
         .collect();
     for m in top {
         if !layer.contains_key(m.as_str()) {
-            f.unlisted.push(format!("{m} (a module of src/, in no layer)"));
+            f.unlisted
+                .push(format!("{m} (a module of src/, in no layer)"));
         }
     }
     for m in layer.keys() {
         if !top.contains(*m) {
-            f.unlisted.push(format!("{m} (in a layer, not a module of src/)"));
+            f.unlisted
+                .push(format!("{m} (in a layer, not a module of src/)"));
         }
     }
     for e in edges {
@@ -753,10 +766,7 @@ fn circle_in(
         names.extend(back.into_iter().rev().map(str::to_string));
     }
     names.push(start.to_string());
-    let steps = names
-        .windows(2)
-        .map(|w| g[&w[0]][&w[1]].clone())
-        .collect();
+    let steps = names.windows(2).map(|w| g[&w[0]][&w[1]].clone()).collect();
     (names, steps)
 }
 
@@ -792,7 +802,10 @@ fn architecture_layers(doc: &str, top: &BTreeSet<String>) -> Vec<Vec<String>> {
         .split("## Module map")
         .nth(1)
         .expect("ARCHITECTURE.md has a `## Module map` section");
-    let block = map.split("```").nth(1).expect("the module map is a code block");
+    let block = map
+        .split("```")
+        .nth(1)
+        .expect("the module map is a code block");
     block
         .lines()
         .filter(|l| !l.starts_with(' ') && !l.trim().is_empty())
@@ -957,10 +970,7 @@ fn a_circle_inside_a_folder_is_found_through_super_and_a_parents_reexport() {
 fn an_import_from_a_lower_layer_is_reported_and_one_from_a_higher_is_not() {
     let (edges, top) = crate_of(&[
         ("lib.rs", "pub mod report;\npub mod study;\n"),
-        (
-            "report/mod.rs",
-            "pub mod verdict;\n",
-        ),
+        ("report/mod.rs", "pub mod verdict;\n"),
         (
             "report/verdict.rs",
             "use crate::study::{self, phases::compare as c};\n\
@@ -974,13 +984,24 @@ fn an_import_from_a_lower_layer_is_reported_and_one_from_a_higher_is_not() {
         ("study/phases/compare.rs", "pub fn complete_rounds() {}\n"),
     ]);
     let f = check(&edges, &top, &[&["study"], &["report"]]);
-    let up: Vec<String> = f.upward.iter().map(|e| format!("{} {}", show(&e.to), e.line)).collect();
+    let up: Vec<String> = f
+        .upward
+        .iter()
+        .map(|e| format!("{} {}", show(&e.to), e.line))
+        .collect();
     assert_eq!(
         up,
-        ["study 1", "study::phases::compare 1", "study::phases::compare 2"],
+        [
+            "study 1",
+            "study::phases::compare 1",
+            "study::phases::compare 2"
+        ],
         "{f:?}"
     );
-    assert!(f.circles.len() == 1, "report ↔ study is also a circle: {f:?}");
+    assert!(
+        f.circles.len() == 1,
+        "report ↔ study is also a circle: {f:?}"
+    );
 }
 
 #[test]

@@ -50,7 +50,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
     let bars = Bars::new(std::io::stderr().is_terminal());
     let busy = crate::hygiene::preflight(&topo.allowed());
     let mut rep = study::run(&RealEngine, &topo, machine, provenance, &cfg.study, &bars)?;
-    rep.notes.extend(busy.into_iter().map(report::Note::Hygiene));
+    rep.notes
+        .extend(busy.into_iter().map(report::Note::Hygiene));
     rep.slurm = report::slurm::from_env(report::slurm::environment(), &topo);
     bars.close();
     if bars.multi.is_some() {

@@ -2,12 +2,12 @@
 //! provenance, machine facts, settings, phase records, notes and verdict. The experiments'
 //! sections it holds are defined beside it in `report` (and move to their experiments).
 
+use super::slurm;
 use super::{
     C2cSection, CompareSection, LockscanSection, MemorySection, NeighborsSection, OltpSection,
     RwcacheSection, YieldSection,
 };
 use crate::conclusion::{Answer, Finding, PhaseName};
-use super::slurm;
 use crate::lenient;
 use crate::topology::Topology;
 use anyhow::{Context, Result};
@@ -86,10 +86,7 @@ pub enum Note {
 impl std::fmt::Display for Note {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Note::OverBudget {
-                needed_s,
-                budget_s,
-            } => write!(
+            Note::OverBudget { needed_s, budget_s } => write!(
                 f,
                 "this machine needs about {needed_s:.0} s even with the shortest runs, more \
                  than the {budget_s:.0} s budget"

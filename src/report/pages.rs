@@ -124,7 +124,9 @@ pub fn latency(p: &PagesReport) -> Table {
                 k.points
                     .iter()
                     .find(|q| q.working_set_bytes == ws)
-                    .map_or(NONE.into(), |q| pm_plain(q.latency_ns.median, q.latency_ns.mad)),
+                    .map_or(NONE.into(), |q| {
+                        pm_plain(q.latency_ns.median, q.latency_ns.mad)
+                    }),
             );
         }
         t.rows.push(row);

@@ -104,7 +104,11 @@ impl fmt::Display for SysWrite {
 #[derive(Debug, Clone)]
 pub enum Note {
     /// `smt off`: a sibling without an online file stays, and its core keeps `threads`.
-    CannotGoOffline { cpu: u32, core: CpuSet, threads: usize },
+    CannotGoOffline {
+        cpu: u32,
+        core: CpuSet,
+        threads: usize,
+    },
     /// `smt on` on AMD family 15h: the CPUs coming back are integer cores of CMT modules.
     CmtCoresComingOnline,
     /// `smt on`: offline CPUs without an online file stay offline.

@@ -21,8 +21,7 @@ use crate::engine::Engine;
 use crate::experiments::neighbors::BurnerMode;
 use crate::oltp::DbTarget;
 use crate::report::{
-    self, MachineInfo, Note, PhaseRecord, PhaseStatus, Provenance, Report, Status,
-    StudySettings,
+    self, MachineInfo, Note, PhaseRecord, PhaseStatus, Provenance, Report, Status, StudySettings,
 };
 use crate::topology::Topology;
 use anyhow::Result;
@@ -193,7 +192,11 @@ pub fn run(
             Err(e) => Outcome::failed(format!("{e:#}")),
         };
         let wall = engine.now_ns().saturating_sub(start);
-        let line = outcome_line(out.status, out.reason.as_deref(), Duration::from_nanos(wall));
+        let line = outcome_line(
+            out.status,
+            out.reason.as_deref(),
+            Duration::from_nanos(wall),
+        );
         progress.finish(name.label(), &line);
         rep.phases.push(record(out.status, out.reason, wall));
     }

@@ -127,7 +127,10 @@ fn read_all(root: &Path, files: &Files<'_>, live: bool) -> Result<Topology, Disc
         }
     }
     for (what, on) in odd_files {
-        warnings.push(format!("{} {on}: {what}", crate::render::plural("CPU", on.len())));
+        warnings.push(format!(
+            "{} {on}: {what}",
+            crate::render::plural("CPU", on.len())
+        ));
     }
     // CPUs the kernel lists without a cpuN directory: hand-trimmed or cut dumps (a running
     // kernel registers a device for every present CPU).

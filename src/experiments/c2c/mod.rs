@@ -14,10 +14,10 @@ mod ceiling;
 mod model;
 mod run;
 
-pub use ceiling::{Ceiling, ceiling, share_of_ceiling};
 pub use budget::{
     ASSUMED_LATENCY_NS, BudgetFit, MIN_BUDGET_SAMPLES, budget_order, estimate, fit_budget,
     fit_prefix,
 };
+pub use ceiling::{Ceiling, ceiling, share_of_ceiling};
 pub use model::{C2c, ClassSummary, Pair};
 pub use run::{measure, pairs};

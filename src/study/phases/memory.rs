@@ -11,9 +11,9 @@
 //! measured: the fake engine has nothing to say about this machine's TLBs.
 
 use crate::mem::pages::{self, PagesConfig, analysis};
+use crate::progress::Progress;
 use crate::report::{MemorySection, PhaseName, Report};
 use crate::study::phase::{Outcome, Phase, RunCtx, SizeCtx, ms};
-use crate::progress::Progress;
 use anyhow::Result;
 use std::time::Duration;
 
@@ -186,7 +186,9 @@ impl Phase for Memory {
         report.memory = Some(section);
         let mut pages = pages::run(&cfg, &Steps(ctx.progress))?;
         // The debug-build caveat is the study's already.
-        pages.notes.retain(|n| !report.notes.iter().any(|r| r == n.as_str()));
+        pages
+            .notes
+            .retain(|n| !report.notes.iter().any(|r| r == n.as_str()));
         let stopped = pages.interrupted;
         if let Some(m) = report.memory.as_mut() {
             m.pages = Some(pages);

@@ -9,10 +9,13 @@
 //! | 3 | not possible on this machine (e.g. SMT sibling placement without SMT siblings) |
 //! | 4 | needs privileges this process lacks (e.g. a negative nice value without `CAP_SYS_NICE`) |
 //! | 130 | interrupted (SIGINT/Ctrl-C, SIGTERM or SIGHUP); partial results were written where the command says so |
+//!
+//! The typed errors of the planner and of topology discovery are defined here too (and
+//! re-exported where they are raised), so that this module, which every layer uses, needs
+//! nothing above `cpuset`.
 
-use crate::cpuset::CpuSetError;
-use crate::placement::PlanError;
-use crate::topology::DiscoverError;
+use crate::cpuset::{CpuSet, CpuSetError};
+use std::path::PathBuf;
 
 /// A bad value given by the user, with the message saying what would be valid.
 #[derive(Debug, thiserror::Error)]
@@ -30,26 +33,75 @@ pub struct NotPossible(pub String);
 #[error("{0}")]
 pub struct NeedsPrivilege(pub String);
 
-/// SIGINT (Ctrl-C), SIGTERM or SIGHUP arrived; its message names the signal.
-#[derive(Debug)]
-pub struct Interrupted;
+/// SIGINT (Ctrl-C), SIGTERM or SIGHUP arrived (defined beside the flag it reports, so
+/// `interrupt` needs nothing from this module).
+pub use crate::interrupt::Interrupted;
 
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match crate::interrupt::signal() {
-            Some(s) => write!(f, "interrupted by {s}"),
-            None => f.write_str("interrupted"),
-        }
-    }
+/// Why a plan cannot be made on this machine.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    /// The machine shows no SMT siblings; callers skip sibling experiments on this.
+    #[error(
+        "`{request}` needs SMT siblings, but this machine shows none (1 thread per core){hint}"
+    )]
+    NoSmt { request: String, hint: String },
+    #[error(
+        "`{request}` with {threads} threads needs {need} {what}, but only {have} are usable{scope}"
+    )]
+    NotEnough {
+        request: String,
+        threads: usize,
+        need: usize,
+        have: usize,
+        what: &'static str,
+        /// Where the count was taken, and how to widen it (empty when unscoped).
+        scope: String,
+    },
+    #[error("CPU{} {cpus} not usable here (usable: {allowed}){why}", if .cpus.len() > 1 { "s" } else { "" })]
+    NotAllowed {
+        cpus: CpuSet,
+        allowed: CpuSet,
+        why: String,
+    },
+    /// `siblings-of` CPUs whose cores have no SMT sibling left once the listed CPUs are
+    /// taken out (e.g. the CPUs of `pairs` workers).
+    #[error("`{request}`: {reason}")]
+    NoFreeSibling { request: String, reason: String },
+    #[error("--threads must be at least 1 (got 0)")]
+    ZeroThreads,
+    #[error("invalid placement `{}`: {reason}", crate::quote::shorten(.request))]
+    BadRequest { request: String, reason: String },
 }
 
-impl std::error::Error for Interrupted {}
+/// Why a root could not be read as a topology.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoverError {
+    #[error("sysfs root `{0}` does not exist or is not a directory")]
+    NoRoot(PathBuf),
+    #[error(
+        "`{0}` has no `sys/devices/system/cpu` directory: not a sysfs root (expected `/` or an unpacked topology dump)"
+    )]
+    NotSysfs(PathBuf),
+    #[error("`{path}` holds `{content}`, which is not valid")]
+    BadFile {
+        path: PathBuf,
+        content: String,
+        #[source]
+        source: Box<CpuSetError>,
+    },
+    #[error("no CPU found under `{0}`")]
+    NoCpus(PathBuf),
+    /// Files that contradict each other in a way no kernel writes, so that no reading of
+    /// them can be trusted.
+    #[error("`{path}`: {problem}")]
+    Inconsistent { path: PathBuf, problem: String },
+}
 
 pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
 pub const EXIT_NOT_POSSIBLE: u8 = 3;
 pub const EXIT_NEEDS_PRIVILEGE: u8 = 4;
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub const EXIT_INTERRUPTED: u8 = crate::interrupt::EXIT_CODE;
 
 /// Every exit code and what it means, in the words `--help` and README use (a test checks
 /// README's table against this one, and `tests/exit_codes.rs` runs a case for each).

@@ -20,6 +20,10 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+/// The exit code of an interrupted run (128 + SIGINT, as shells report it);
+/// `error::EXIT_INTERRUPTED` is this value.
+pub const EXIT_CODE: u8 = 130;
+
 /// How long after the second signal a third one exits without cleanup.
 pub const FORCE_AFTER: Duration = Duration::from_secs(2);
 
@@ -112,7 +116,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
             }
             // SAFETY: _exit is async-signal-safe and runs no destructors or atexit
             // handlers, which may hold locks this thread interrupted.
-            unsafe { libc::_exit(crate::error::EXIT_INTERRUPTED as libc::c_int) };
+            unsafe { libc::_exit(EXIT_CODE as libc::c_int) };
         }
     }
 }
@@ -161,10 +165,26 @@ pub fn signal() -> Option<Signal> {
     Signal::from_raw(FIRST.load(Ordering::Relaxed))
 }
 
+/// SIGINT (Ctrl-C), SIGTERM or SIGHUP arrived; its message names the signal. Exit code
+/// [`EXIT_CODE`] (`error::exit_code` finds it in an error's chain).
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match signal() {
+            Some(s) => write!(f, "interrupted by {s}"),
+            None => f.write_str("interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// Returns `Err(Interrupted)` once a signal arrived, for `?` in loops.
-pub fn check() -> Result<(), crate::error::Interrupted> {
+pub fn check() -> Result<(), Interrupted> {
     if requested() {
-        Err(crate::error::Interrupted)
+        Err(Interrupted)
     } else {
         Ok(())
     }

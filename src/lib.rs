@@ -54,11 +54,14 @@
 //! - [`experiments`]: Experiments: engine measurements turned into result models (c2c, …).
 //! - [`hygiene`]: Is other work or the hypervisor already using the CPUs about to be measured?
 //! - [`interrupt`]: Ctrl-C / SIGTERM as a polled flag, so cleanup runs on the normal return path.
+//! - [`lenient`]: Reading JSON in which non-finite numbers were written as `null`.
 //! - [`limits`]: The upper bounds on counts, sizes and times users may ask for, with one refusal wording.
 //! - [`locks`]: The lock library: every measured lock behind one trait, with switchable instrumentation.
 //! - [`mem`]: Overcommit, OOM risk, page cache, huge pages; and what page size costs on this CPU.
+//! - [`note`]: Typed notes a result carries, written in JSON as their sentence.
 //! - [`oltp`]: Singleton inserts on real databases (SQLite, PostgreSQL by URL or managed).
 //! - [`placement`]: The placement planner: topology + request → CPUs per thread.
+//! - [`progress`]: The one progress trait: study phases, `mem pages`, `compare`'s runs.
 //! - [`quote`]: User input quoted in messages once, shortened when long.
 //! - [`render`]: Shared text renderers (tables, number formats).
 //! - [`report`]: The study's one data model (`results.json`) and its HTML, Markdown and SVG renderers.
@@ -99,11 +102,14 @@ pub mod fleet;
 pub mod fsutil;
 pub mod hygiene;
 pub mod interrupt;
+pub mod lenient;
 pub mod limits;
 pub mod locks;
 pub mod mem;
+pub mod note;
 pub mod oltp;
 pub mod placement;
+pub mod progress;
 pub mod quote;
 pub mod render;
 pub mod report;

@@ -99,6 +99,14 @@ pub fn median(xs: &[f64]) -> f64 {
     percentile(xs, 50.0)
 }
 
+/// The median of counts, no interpolation: the upper middle one for an even number (a
+/// count that was measured, never a mean of two); 0 when empty.
+pub fn upper_median(v: &[u64]) -> u64 {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s.get(s.len() / 2).copied().unwrap_or(0)
+}
+
 /// Median absolute deviation from the median, × [`MAD_SCALE`]; NaN when empty.
 pub fn mad(xs: &[f64]) -> f64 {
     let m = median(xs);

@@ -26,6 +26,7 @@ mod engine;
 mod exit_codes;
 mod hardening;
 mod host_safety;
+mod layering;
 mod limits;
 mod locks;
 mod mem;

@@ -83,7 +83,7 @@ impl Bars {
     }
 }
 
-impl experiment::Ui for Bars {
+impl crate::progress::Progress for Bars {
     fn note(&self, msg: &str) {
         let round = msg.starts_with("round ") || msg.starts_with("warm-up round");
         match self.bar() {
@@ -125,9 +125,9 @@ impl experiment::Ui for Bars {
         }
     }
 
-    fn advance(&self, _label: &str) {
+    fn advance(&self, n: u64) {
         if let Some(b) = self.bar() {
-            b.inc(1);
+            b.inc(n);
         }
     }
 }

@@ -29,8 +29,8 @@ struct Stderr {
     tty: bool,
 }
 
-impl crate::mem::pages::Progress for Stderr {
-    fn change(&self, msg: &str) {
+impl crate::progress::Progress for Stderr {
+    fn note(&self, msg: &str) {
         if self.tty {
             crate::say!("\r\x1b[K{msg}");
         } else {

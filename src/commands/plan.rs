@@ -26,7 +26,7 @@ pub fn run(cfg: &PlanCommand, out: &mut dyn std::io::Write) -> Result<()> {
         out,
         cfg.json,
         &plan,
-        |p| crate::topology::view::plan_text(&topo, p),
+        |p| crate::placement::view::plan_text(&topo, p),
         false,
     )
 }

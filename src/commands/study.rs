@@ -4,7 +4,7 @@
 //! `partial`, and exits 130.
 
 use crate::engine::RealEngine;
-use crate::report::{self, PhaseName, PhaseStatus};
+use crate::report::{self, PhaseStatus};
 use crate::study::{self, Progress};
 use anyhow::{Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -49,7 +49,8 @@ pub fn run(cfg: &StudyCommand, out: &mut dyn Write) -> Result<()> {
     let bars = Bars::new(std::io::stderr().is_terminal());
     let busy = crate::hygiene::preflight(&topo.allowed());
     let mut rep = study::run(&RealEngine, &topo, machine, provenance, &cfg.study, &bars)?;
-    rep.notes.extend(busy);
+    rep.notes
+        .extend(busy.into_iter().map(report::Note::Hygiene));
     rep.slurm = report::slurm::from_env(report::slurm::environment(), &topo);
     bars.close();
     if bars.multi.is_some() {
@@ -132,7 +133,7 @@ struct Bars {
     multi: Option<MultiProgress>,
     current: RefCell<Option<Current>>,
     /// The phase running, for plain-line notes.
-    phase: std::cell::Cell<Option<PhaseName>>,
+    phase: std::cell::Cell<Option<&'static str>>,
 }
 
 struct Current {
@@ -172,7 +173,7 @@ fn style(template: &str) -> ProgressStyle {
 }
 
 impl Progress for Bars {
-    fn start(&self, phase: PhaseName, units: u64, estimate: Duration) {
+    fn start(&self, phase: &'static str, units: u64, estimate: Duration) {
         self.close();
         self.phase.set(Some(phase));
         let Some(multi) = &self.multi else {
@@ -202,7 +203,7 @@ impl Progress for Bars {
             });
             (b, Some((stop, h)))
         };
-        bar.set_prefix(phase.label());
+        bar.set_prefix(phase);
         *self.current.borrow_mut() = Some(Current { bar, ticker });
     }
 
@@ -222,35 +223,21 @@ impl Progress for Bars {
         }
     }
 
-    fn finish(&self, phase: PhaseName, status: PhaseStatus, reason: Option<&str>, wall: Duration) {
-        let msg = match (status, reason) {
-            (PhaseStatus::Done, _) => format!("done in {:.1} s", wall.as_secs_f64()),
-            (s, Some(r)) => format!("{}: {}", s.label(), first_line(r)),
-            (s, None) => s.label().to_string(),
-        };
+    fn finish(&self, phase: &'static str, msg: &str) {
         match self.stop_current() {
             Some(bar) => {
                 bar.set_style(style("{prefix:>10} {msg}"));
-                bar.finish_with_message(msg);
+                bar.finish_with_message(msg.to_string());
             }
             None => match &self.multi {
                 Some(m) => {
                     let b = m.add(ProgressBar::new(1));
                     b.set_style(style("{prefix:>10} {msg}"));
-                    b.set_prefix(phase.label());
-                    b.finish_with_message(msg);
+                    b.set_prefix(phase);
+                    b.finish_with_message(msg.to_string());
                 }
                 None => crate::say!("study: {phase}: {msg}"),
             },
         }
-    }
-}
-
-fn first_line(s: &str) -> String {
-    let l = s.lines().next().unwrap_or("");
-    if l.chars().count() > 110 {
-        l.chars().take(107).collect::<String>() + "…"
-    } else {
-        l.to_string()
     }
 }

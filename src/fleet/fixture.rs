@@ -218,8 +218,10 @@ pub fn report(t: usize, host: &str, ratios: Ratios, started_unix_s: u64, d: Dist
                     }
                 }
             }
-            r.notes
-                .extend(crate::hygiene::steal_note("the yield runs", [Some(s)]));
+            r.notes.extend(
+                crate::hygiene::steal_note("the yield runs", [Some(s)])
+                    .map(crate::report::Note::Hygiene),
+            );
         }
         Disturbance::BusyCpus(b) => {
             let loads: Vec<crate::hygiene::CpuLoad> = (0..r.machine.online_cpus as u32)
@@ -229,10 +231,11 @@ pub fn report(t: usize, host: &str, ratios: Ratios, started_unix_s: u64, d: Dist
                     steal: 0.0,
                 })
                 .collect();
-            r.notes.extend(crate::hygiene::warnings(
-                &loads,
-                crate::hygiene::PREFLIGHT_WINDOW,
-            ));
+            r.notes.extend(
+                crate::hygiene::warnings(&loads, crate::hygiene::PREFLIGHT_WINDOW)
+                    .into_iter()
+                    .map(crate::report::Note::Hygiene),
+            );
         }
     }
     r

@@ -313,7 +313,7 @@ fn slow_decode(text: &str) -> Result<HostFile, (Problem, String)> {
         return Err(fleet_file());
     }
     version_problem(obj.get("schema_version"), obj.contains_key("verdict"))?;
-    crate::report::lenient::from_value::<HostFile>(v).map_err(|e| {
+    crate::lenient::from_value::<HostFile>(v).map_err(|e| {
         (
             Problem::Incomplete,
             format!("does not match the results.json layout {SCHEMA_VERSION} ({e})"),

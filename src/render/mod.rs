@@ -443,3 +443,40 @@ mod tests {
         assert_eq!(duration_ns(4_700_000.0), "4.7 ms");
     }
 }
+
+/// A median to 3 significant figures and its spread (MAD) to 2, in the same unit, with no
+/// SI prefix: `4.65 ± 0.01`, `12040 ± 310` (see [`pm_sig`] for prefixed values).
+pub fn pm_plain(median: f64, spread: f64) -> String {
+    format!("{} ± {}", sig(median, 3), sig(spread, 2))
+}
+
+/// `word` for `n` of them: `CPU` for one, `CPUs` otherwise (the number left to the caller).
+pub fn plural(word: &str, n: usize) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+/// A count with a noun whose plural is not `+s`: `1 process`, `3 processes`.
+pub fn count_of(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+#[cfg(test)]
+mod words_tests {
+    #[test]
+    fn counts_plurals_and_spreads() {
+        assert_eq!(super::plural("CPU", 1), "CPU");
+        assert_eq!(super::plural("CPU", 0), "CPUs");
+        assert_eq!(super::count_of(1, "process", "processes"), "1 process");
+        assert_eq!(super::count_of(3, "process", "processes"), "3 processes");
+        assert_eq!(super::pm_plain(4.6512, 0.0123), "4.65 ± 0.012");
+        assert_eq!(super::pm_plain(12_040.0, 310.0), "12040 ± 310");
+    }
+}

@@ -252,7 +252,7 @@ fn machine(o: &mut String, r: &Report) {
     if !r.notes.is_empty() {
         o.push_str("<ul class=\"note\">\n");
         for n in &r.notes {
-            let _ = writeln!(o, "<li>{}</li>", inline(n));
+            let _ = writeln!(o, "<li>{}</li>", inline(&n.to_string()));
         }
         o.push_str("</ul>\n");
     }

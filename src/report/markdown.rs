@@ -92,7 +92,7 @@ pub fn render(r: &Report) -> String {
         table(&mut o, &t);
     }
     for n in &r.notes {
-        let _ = writeln!(o, "- {}", md(n));
+        let _ = writeln!(o, "- {}", md(&n.to_string()));
     }
     if !r.notes.is_empty() {
         o.push('\n');

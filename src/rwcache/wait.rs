@@ -256,15 +256,14 @@ pub fn ns_per_tick() -> f64 {
 pub fn timer_overhead_ticks() -> u64 {
     static OVERHEAD: OnceLock<u64> = OnceLock::new();
     *OVERHEAD.get_or_init(|| {
-        let mut v: Vec<u64> = (0..2000)
+        let v: Vec<u64> = (0..2000)
             .map(|_| {
                 let a = ticks();
                 let b = ticks();
                 b.saturating_sub(a)
             })
             .collect();
-        v.sort_unstable();
-        v[v.len() / 2]
+        crate::stats::upper_median(&v)
     })
 }
 

@@ -100,7 +100,7 @@ fn change(root: &Path, action: Action, opts: &Options, out: &mut dyn Write) -> R
             out,
             "{} with threads pinned only to CPUs going offline; the kernel moves such threads to every CPU \
              and does not pin them back when the CPUs return:",
-            processes(affected.len())
+            crate::render::count_of(affected.len(), "process", "processes")
         )?;
         for a in &affected {
             writeln!(
@@ -116,7 +116,7 @@ fn change(root: &Path, action: Action, opts: &Options, out: &mut dyn Write) -> R
             return Err(BadInput(format!(
                 "{} would lose their CPU pinning (listed above); add --force to switch anyway, \
                  and re-pin them afterwards (taskset -pc LIST PID)",
-                processes(affected.len())
+                crate::render::count_of(affected.len(), "process", "processes")
             ))
             .into());
         }
@@ -437,14 +437,6 @@ fn summary(st: &SmtState, p: &Plan) -> String {
         parts.join("; "),
         st.control.as_deref().unwrap_or("missing")
     )
-}
-
-fn processes(n: usize) -> String {
-    if n == 1 {
-        "1 process".into()
-    } else {
-        format!("{n} processes")
-    }
 }
 
 fn threads_phrase(st: &SmtState) -> String {

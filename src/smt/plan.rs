@@ -100,6 +100,56 @@ impl fmt::Display for SysWrite {
     }
 }
 
+/// What a plan tells the user besides its writes.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// `smt off`: a sibling without an online file stays, and its core keeps `threads`.
+    CannotGoOffline {
+        cpu: u32,
+        core: CpuSet,
+        threads: usize,
+    },
+    /// `smt on` on AMD family 15h: the CPUs coming back are integer cores of CMT modules.
+    CmtCoresComingOnline,
+    /// `smt on`: offline CPUs without an online file stay offline.
+    StayOffline { cpus: CpuSet },
+    /// `restore`: CPUs the journal recorded `was` (online/offline) that have no online file
+    /// now.
+    CannotRestore { cpus: CpuSet, was: &'static str },
+    /// Any other text (never built here; read back from a file).
+    Other(String),
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Note::CannotGoOffline { cpu, core, threads } => write!(
+                f,
+                "cpu{cpu} has no online file and cannot go offline: its core {core} keeps \
+                 {threads} threads"
+            ),
+            Note::CmtCoresComingOnline => write!(
+                f,
+                "the CPUs coming online are integer cores, not SMT threads: the thread siblings \
+                 here are {}",
+                crate::topology::CMT_MODULES
+            ),
+            Note::StayOffline { cpus } => write!(
+                f,
+                "CPUs {cpus} are offline without an online file: they stay offline"
+            ),
+            Note::CannotRestore { cpus, was } => write!(
+                f,
+                "CPUs {cpus} were {was} when the journal was written but have no online file \
+                 now: left as they are"
+            ),
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
+
 /// What a command will do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Plan {
@@ -114,7 +164,7 @@ pub struct Plan {
     /// Why there is nothing to do, when `writes` is empty.
     pub nothing: Option<String>,
     /// Things the user should know (siblings that cannot be offlined, …).
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
 }
 
 impl Plan {
@@ -203,10 +253,11 @@ pub fn plan_off(state: &SmtState, method: Method) -> Result<Plan, Impossible> {
             if use_control || state.switchable.contains(c) {
                 going.insert(c);
             } else {
-                notes.push(format!(
-                    "cpu{c} has no online file and cannot go offline: its core {core} keeps {} threads",
-                    core.len() - going.intersection(core).len()
-                ));
+                notes.push(Note::CannotGoOffline {
+                    cpu: c,
+                    core: (*core).clone(),
+                    threads: core.len() - going.intersection(core).len(),
+                });
             }
         }
     }
@@ -271,17 +322,11 @@ pub fn plan_on(state: &SmtState, method: Method) -> Result<Plan, Impossible> {
     let coming = offline.intersection(&state.switchable);
     let mut notes = Vec::new();
     if state.cmt_modules && !coming.is_empty() {
-        notes.push(format!(
-            "the CPUs coming online are integer cores, not SMT threads: the thread siblings \
-             here are {}",
-            crate::topology::CMT_MODULES
-        ));
+        notes.push(Note::CmtCoresComingOnline);
     }
     let stuck = offline.difference(&state.switchable);
     if !stuck.is_empty() {
-        notes.push(format!(
-            "CPUs {stuck} are offline without an online file: they stay offline"
-        ));
+        notes.push(Note::StayOffline { cpus: stuck });
     }
     if coming.is_empty() {
         let mut p = Plan::nothing(
@@ -339,7 +384,7 @@ pub fn restore_cpus(
     online_now: &CpuSet,
     journal: &Journal,
     switchable: &CpuSet,
-) -> (Vec<SysWrite>, Vec<String>) {
+) -> (Vec<SysWrite>, Vec<Note>) {
     let want = &journal.online;
     let up = want.difference(online_now);
     let down = online_now.difference(want);
@@ -347,9 +392,10 @@ pub fn restore_cpus(
     for (set, what) in [(&up, "online"), (&down, "offline")] {
         let stuck = set.difference(switchable);
         if !stuck.is_empty() {
-            notes.push(format!(
-                "CPUs {stuck} were {what} when the journal was written but have no online file now: left as they are"
-            ));
+            notes.push(Note::CannotRestore {
+                cpus: stuck,
+                was: what,
+            });
         }
     }
     let writes = up
@@ -506,7 +552,7 @@ mod tests {
         st.cmt_modules = true;
         let p = plan_on(&st, Method::Auto).unwrap();
         assert_eq!(p.coming_online, set("1,3"));
-        assert!(p.notes.iter().any(|n| n.contains("integer cores")), "{p:?}");
+        assert!(p.notes.contains(&Note::CmtCoresComingOnline), "{p:?}");
     }
 
     #[test]
@@ -546,7 +592,7 @@ mod tests {
         let p = plan_off(&s, Method::Auto).unwrap();
         assert_eq!(p.going_offline, set("2"));
         assert!(
-            p.notes[0].contains("cpu1 has no online file"),
+            p.notes[0].to_string().contains("cpu1 has no online file"),
             "{:?}",
             p.notes
         );

@@ -21,8 +21,7 @@ use crate::engine::Engine;
 use crate::experiments::neighbors::BurnerMode;
 use crate::oltp::DbTarget;
 use crate::report::{
-    self, MachineInfo, PhaseName, PhaseRecord, PhaseStatus, Provenance, Report, Status,
-    StudySettings,
+    self, MachineInfo, Note, PhaseRecord, PhaseStatus, Provenance, Report, Status, StudySettings,
 };
 use crate::topology::Topology;
 use anyhow::Result;
@@ -82,25 +81,27 @@ pub fn size(topo: &Topology, cfg: &Config, synthetic: bool) -> Result<Vec<Box<dy
         .collect()
 }
 
-/// Progress of the phases (progress bars in the command, nothing in tests).
-pub trait Progress {
-    /// A phase starts: `units` steps expected (0 = no step counts; show time instead).
-    fn start(&self, phase: PhaseName, units: u64, estimate: Duration);
-    /// `n` more steps done.
-    fn advance(&self, n: u64);
-    /// The phase ended.
-    fn finish(&self, phase: PhaseName, status: PhaseStatus, reason: Option<&str>, wall: Duration);
-    /// What the current phase is doing now, in a few words (oltp's layout steps).
-    fn note(&self, _msg: &str) {}
+/// Progress of the phases (a stage per phase: progress bars in the command, nothing in
+/// tests), through the crate's one progress trait.
+pub use crate::progress::{Progress, Quiet as NoProgress};
+
+/// How a phase ended, in the one line progress shows: `done in 4.2 s`, or its status and
+/// the first line of its reason (at most 110 characters).
+fn outcome_line(status: PhaseStatus, reason: Option<&str>, wall: Duration) -> String {
+    match (status, reason) {
+        (PhaseStatus::Done, _) => format!("done in {:.1} s", wall.as_secs_f64()),
+        (s, Some(r)) => format!("{}: {}", s.label(), first_line(r)),
+        (s, None) => s.label().to_string(),
+    }
 }
 
-/// Shows nothing.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn start(&self, _: PhaseName, _: u64, _: Duration) {}
-    fn advance(&self, _: u64) {}
-    fn finish(&self, _: PhaseName, _: PhaseStatus, _: Option<&str>, _: Duration) {}
+fn first_line(s: &str) -> String {
+    let l = s.lines().next().unwrap_or("");
+    if l.chars().count() > 110 {
+        l.chars().take(107).collect::<String>() + "…"
+    } else {
+        l.to_string()
+    }
 }
 
 /// Runs the study. Never fails as a whole: failed phases are recorded in the report, which
@@ -131,24 +132,23 @@ pub fn run(
         settings,
     );
     if total > cfg.budget + cfg.budget / 2 {
-        rep.notes.push(format!(
-            "this machine needs about {:.0} s even with the shortest runs, more than the {:.0} s budget",
-            total.as_secs_f64(),
-            cfg.budget.as_secs_f64()
-        ));
+        rep.notes.push(Note::OverBudget {
+            needed_s: total.as_secs_f64(),
+            budget_s: cfg.budget.as_secs_f64(),
+        });
     }
     use crate::render::Caveat;
     if rep.provenance.build_profile == "debug" {
-        rep.notes.push(Caveat::DebugBuild.to_string());
+        rep.notes.push(Note::Caveat(Caveat::DebugBuild));
     }
     if topo.machine.hypervisor {
         let kind = Some(rep.machine.hypervisor.clone()).filter(|k| k != "none");
-        rep.notes.push(Caveat::Hypervisor { kind }.to_string());
+        rep.notes.push(Note::Caveat(Caveat::Hypervisor { kind }));
     }
     let gov = &rep.machine.frequency_governor;
     if gov != "performance" && gov != "unavailable" && gov != "unknown" {
         let name = gov.clone();
-        rep.notes.push(Caveat::Governor { name }.to_string());
+        rep.notes.push(Note::Caveat(Caveat::Governor { name }));
     }
 
     let ctx = RunCtx {
@@ -172,16 +172,18 @@ pub fn run(
                 crate::interrupt::name(crate::interrupt::signal())
             );
             rep.phases.push(record(PhaseStatus::NotRun, Some(why), 0));
-            progress.finish(name, PhaseStatus::NotRun, None, Duration::ZERO);
+            let line = outcome_line(PhaseStatus::NotRun, None, Duration::ZERO);
+            progress.finish(name.label(), &line);
             continue;
         }
         if let Some(why) = phase.skip_reason() {
-            progress.finish(name, PhaseStatus::Skipped, Some(&why), Duration::ZERO);
+            let line = outcome_line(PhaseStatus::Skipped, Some(&why), Duration::ZERO);
+            progress.finish(name.label(), &line);
             rep.phases.push(record(PhaseStatus::Skipped, Some(why), 0));
             continue;
         }
         let start = engine.now_ns();
-        progress.start(name, phase.units(), estimate);
+        progress.start(name.label(), phase.units(), estimate);
         let out = match phase.run(&ctx, &mut rep) {
             Ok(o) => o,
             Err(e) if e.chain().any(|c| c.is::<crate::error::Interrupted>()) => {
@@ -190,12 +192,12 @@ pub fn run(
             Err(e) => Outcome::failed(format!("{e:#}")),
         };
         let wall = engine.now_ns().saturating_sub(start);
-        progress.finish(
-            name,
+        let line = outcome_line(
             out.status,
             out.reason.as_deref(),
             Duration::from_nanos(wall),
         );
+        progress.finish(name.label(), &line);
         rep.phases.push(record(out.status, out.reason, wall));
     }
     if crate::interrupt::requested()
@@ -220,6 +222,7 @@ pub fn run(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::report::PhaseName;
 
     pub const QUICK: Duration = QUICK_BUDGET;
     pub const DEFAULT: Duration = DEFAULT_BUDGET;

@@ -12,29 +12,9 @@ use std::fs;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-/// Why a root could not be read as a topology.
-#[derive(Debug, thiserror::Error)]
-pub enum DiscoverError {
-    #[error("sysfs root `{0}` does not exist or is not a directory")]
-    NoRoot(PathBuf),
-    #[error(
-        "`{0}` has no `sys/devices/system/cpu` directory: not a sysfs root (expected `/` or an unpacked topology dump)"
-    )]
-    NotSysfs(PathBuf),
-    #[error("`{path}` holds `{content}`, which is not valid")]
-    BadFile {
-        path: PathBuf,
-        content: String,
-        #[source]
-        source: Box<CpuSetError>,
-    },
-    #[error("no CPU found under `{0}`")]
-    NoCpus(PathBuf),
-    /// Files that contradict each other in a way no kernel writes, so that no reading of
-    /// them can be trusted.
-    #[error("`{path}`: {problem}")]
-    Inconsistent { path: PathBuf, problem: String },
-}
+/// Why a root could not be read as a topology (defined with the other error classes,
+/// which give it its exit code).
+pub use crate::error::DiscoverError;
 
 /// Reads the topology under `root`. When `root` is this running machine (`/`), the
 /// process affinity is read with `sched_getaffinity` too.
@@ -147,7 +127,10 @@ fn read_all(root: &Path, files: &Files<'_>, live: bool) -> Result<Topology, Disc
         }
     }
     for (what, on) in odd_files {
-        warnings.push(format!("{} {on}: {what}", plural("CPU", on.len())));
+        warnings.push(format!(
+            "{} {on}: {what}",
+            crate::render::plural("CPU", on.len())
+        ));
     }
     // CPUs the kernel lists without a cpuN directory: hand-trimmed or cut dumps (a running
     // kernel registers a device for every present CPU).
@@ -158,7 +141,7 @@ fn read_all(root: &Path, files: &Files<'_>, live: bool) -> Result<Topology, Disc
             if !missing.is_empty() {
                 warnings.push(format!(
                     "{} {missing} {} listed in `{}` but {} no `cpuN` directory: left out",
-                    plural("CPU", missing.len()),
+                    crate::render::plural("CPU", missing.len()),
                     if missing.len() > 1 { "are" } else { "is" },
                     r.path(&format!("sys/devices/system/cpu/{file}")).display(),
                     if missing.len() > 1 { "have" } else { "has" },
@@ -194,7 +177,7 @@ fn read_all(root: &Path, files: &Files<'_>, live: bool) -> Result<Topology, Disc
         warnings.push(format!(
             "{} {unknown_siblings} {} SMT siblings (`topology/core_cpus` or \
              `thread_siblings`) that have no `cpuN` directory: those siblings are ignored",
-            plural("CPU", unknown_siblings.len()),
+            crate::render::plural("CPU", unknown_siblings.len()),
             if one { "lists" } else { "list" },
         ));
     }
@@ -307,15 +290,6 @@ fn read_cpu(r: &Reader, id: u32, scope: &CpuScope) -> Result<CpuRead, DiscoverEr
     Ok((cpu, caches, odd))
 }
 
-/// `CPU` or `CPUs`.
-fn plural(word: &str, n: usize) -> String {
-    if n == 1 {
-        word.to_string()
-    } else {
-        format!("{word}s")
-    }
-}
-
 /// Makes cores a partition of the online CPUs. The kernel builds sibling masks
 /// symmetrically (every sibling lists every other), so a CPU listing a sibling that does
 /// not list it back is a dump edited or cut by hand, or a mask grown too wide: a core is
@@ -359,7 +333,7 @@ fn consistent_cores(cpus: &mut [Cpu], warnings: &mut Vec<String>) {
             "{} {disagree} {} SMT siblings (`topology/core_cpus` or `thread_siblings`) that \
              do not list {} back, which no kernel writes: each core is taken as the CPUs \
              that list each other",
-            plural("CPU", disagree.len()),
+            crate::render::plural("CPU", disagree.len()),
             if one { "lists" } else { "list" },
             if one { "it" } else { "them" },
         ));

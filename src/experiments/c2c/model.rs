@@ -1,7 +1,7 @@
 //! The c2c result model: the JSON is this model serialised. Built from samples by
 //! `C2c::from_samples` (`analysis.rs`).
 
-use super::analysis::Ceiling;
+use super::ceiling::Ceiling;
 use crate::cpuset::CpuSet;
 use crate::stats::Summary;
 use crate::topology::Proximity;

@@ -142,7 +142,29 @@ pub struct Config {
     /// Event counters over each run's process tree.
     pub counters: crate::counters::Mode,
     /// How the fake executor makes runs up (synthetic engines only); tests set it.
-    pub fake: super::fake::Behaviour,
+    pub fake: FakeBehaviour,
+}
+
+/// How the fake executor ([`super::fake`]) makes its runs up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FakeBehaviour {
+    /// Speed a second (third, …) sibling adds to its core, in cores.
+    pub sibling_gain: f64,
+    /// Width of each run's uniform speed jitter (0.04 = ±2 %).
+    pub jitter: f64,
+    /// The execution (1-based, in order, warm-up included) that fails as a command
+    /// exiting 1 would; None = none fails.
+    pub fail_on_run: Option<usize>,
+}
+
+impl Default for FakeBehaviour {
+    fn default() -> Self {
+        FakeBehaviour {
+            sibling_gain: 0.25,
+            jitter: 0.04,
+            fail_on_run: None,
+        }
+    }
 }
 
 impl Config {
@@ -173,7 +195,7 @@ impl Config {
             noise: DEFAULT_NOISE,
             exe: None,
             counters: crate::counters::Mode::default(),
-            fake: super::fake::Behaviour::default(),
+            fake: FakeBehaviour::default(),
         }
     }
 

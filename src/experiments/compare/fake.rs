@@ -31,27 +31,9 @@ const ONE_CORE_METRIC: f64 = 1000.0;
 pub const NOTE: &str =
     "synthetic: the command was not run; these runs were made up by compare's fake executor";
 
-/// How the fake executor makes its runs up.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Behaviour {
-    /// Speed a second (third, …) sibling adds to its core, in cores.
-    pub sibling_gain: f64,
-    /// Width of each run's uniform speed jitter (0.04 = ±2 %).
-    pub jitter: f64,
-    /// The execution (1-based, in order, warm-up included) that fails as a command
-    /// exiting 1 would; None = none fails.
-    pub fail_on_run: Option<usize>,
-}
-
-impl Default for Behaviour {
-    fn default() -> Self {
-        Behaviour {
-            sibling_gain: 0.25,
-            jitter: 0.04,
-            fail_on_run: None,
-        }
-    }
-}
+/// How the fake executor makes its runs up (a field of [`Config`], so it is defined
+/// beside it).
+pub use super::config::FakeBehaviour as Behaviour;
 
 /// How many cores' worth of work `v` does at once.
 fn speed(topo: &Topology, v: &Variant, gain: f64) -> f64 {
@@ -121,7 +103,6 @@ pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
     let cfg = &adjusted;
     let resolved = config::resolve(topo, cfg)?;
     let pairs = super::smt_pairs(topo, &resolved.variants);
-    let labels: Vec<String> = resolved.variants.iter().map(|v| v.label.clone()).collect();
     let now = Cell::new(Duration::ZERO);
     let executed = Cell::new(0usize);
     let measured = super::measure(
@@ -146,7 +127,6 @@ pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
             now.set(now.get() + Duration::from_nanos(r.wall_time_ns));
             Ok(r)
         },
-        &labels,
         ui,
     );
     let (measured, failure) = match measured {

@@ -229,7 +229,7 @@ fn watch(input: impl BufRead) -> Vec<String> {
         }
     }
     for (root, (orig, pinned)) in &ledger.trees {
-        let n = super::pins::release_tree(*root, orig, pinned);
+        let n = super::proctree::release_tree(*root, orig, pinned);
         did.push(format!(
             "gave {n} thread(s) of process {root} their CPUs {orig} back"
         ));

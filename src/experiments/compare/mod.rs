@@ -24,6 +24,7 @@ pub mod guard;
 pub mod metric;
 pub mod model;
 pub mod pins;
+pub mod proctree;
 pub mod view;
 /// The old name of [`view`], kept for callers not yet moved.
 #[doc(hidden)]
@@ -41,24 +42,10 @@ use anyhow::Result;
 use model::{BurnerInfo, FixedDuration, PlacementResult, Run, ServerInfo, Skipped};
 use std::time::Duration;
 
-/// What the command layer shows while a comparison runs.
-pub trait Ui {
-    /// A step worth a line (cluster started, setup running, runs planned).
-    fn note(&self, msg: &str);
-    /// The total number of runs is now known (warm-up included).
-    fn planned(&self, runs: u64);
-    /// One run finished.
-    fn advance(&self, label: &str);
-}
-
-/// A [`Ui`] that shows nothing.
-pub struct Quiet;
-
-impl Ui for Quiet {
-    fn note(&self, _: &str) {}
-    fn planned(&self, _: u64) {}
-    fn advance(&self, _: &str) {}
-}
+/// What the command layer shows while a comparison runs, through the crate's one progress
+/// trait: setup steps and rounds as `note`s, the total of runs (warm-up included) as
+/// `planned`, each finished run as `advance(1)`. [`Quiet`] shows nothing.
+pub use crate::progress::{Progress as Ui, Quiet};
 
 /// Measured runs per placement, and how the loop ended.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -128,14 +115,12 @@ pub fn measure(
     max_time: Duration,
     clock: &mut dyn FnMut() -> Duration,
     exec: &mut dyn FnMut(usize, Option<usize>) -> Result<Run>,
-    labels: &[String],
     ui: &dyn Ui,
 ) -> Result<Measured, Failed> {
     let mut m = Measured {
         runs: vec![Vec::new(); placements],
         ..Measured::default()
     };
-    let label = |i: usize| labels.get(i).map(String::as_str).unwrap_or("");
     let interrupted = |e: &anyhow::Error| e.chain().any(|c| c.is::<Interrupted>());
     let t0 = clock();
     let first_guess = runs.unwrap_or(config::MIN_AUTO_RUNS);
@@ -144,7 +129,7 @@ pub fn measure(
         ui.note(&format!("warm-up round {}/{warmup} (discarded)", w + 1));
         for p in 0..placements {
             match exec(p, None) {
-                Ok(_) => ui.advance(label(p)),
+                Ok(_) => ui.advance(1),
                 Err(e) if interrupted(&e) => {
                     m.interrupted = true;
                     return Ok(m);
@@ -175,7 +160,7 @@ pub fn measure(
                     r.round = round;
                     r.position = position + 1;
                     m.runs[p].push(r);
-                    ui.advance(label(p));
+                    ui.advance(1);
                 }
                 Err(e) if interrupted(&e) => {
                     m.interrupted = true;
@@ -397,7 +382,6 @@ mod tests {
     #[test]
     fn rounds_interleave_after_the_warm_up() {
         let (mut clock, mut exec, log) = fake(None);
-        let labels = vec!["a".to_string(), "b".into(), "c".into()];
         let m = measure(
             3,
             1,
@@ -405,7 +389,6 @@ mod tests {
             Duration::from_secs(60),
             &mut clock,
             &mut exec,
-            &labels,
             &Quiet,
         )
         .unwrap();
@@ -441,7 +424,6 @@ mod tests {
     fn the_round_count_fills_the_time_budget() {
         // 2 placements × 1 s per run: a warm-up round takes 2 s, so 60 s hold 29 more.
         let (mut clock, mut exec, _) = fake(None);
-        let labels = vec![String::new(); 2];
         let m = measure(
             2,
             1,
@@ -449,7 +431,6 @@ mod tests {
             Duration::from_secs(60),
             &mut clock,
             &mut exec,
-            &labels,
             &Quiet,
         )
         .unwrap();
@@ -464,7 +445,6 @@ mod tests {
             Duration::from_secs(10),
             &mut clock,
             &mut exec,
-            &labels,
             &Quiet,
         )
         .unwrap();
@@ -488,7 +468,6 @@ mod tests {
     #[test]
     fn ctrl_c_keeps_what_was_measured() {
         let (mut clock, mut exec, _) = fake(Some(6));
-        let labels = vec![String::new(); 2];
         let m = measure(
             2,
             1,
@@ -496,7 +475,6 @@ mod tests {
             Duration::from_secs(60),
             &mut clock,
             &mut exec,
-            &labels,
             &Quiet,
         )
         .unwrap();
@@ -511,7 +489,6 @@ mod tests {
             Duration::from_secs(60),
             &mut clock,
             &mut exec,
-            &labels,
             &Quiet,
         )
         .unwrap();
@@ -520,7 +497,6 @@ mod tests {
 
     #[test]
     fn a_failing_run_keeps_the_runs_before_it() {
-        let labels = vec![String::new(); 2];
         // Execution 6 = warm-up (1, 2), round 1 (3, 4), round 2 (5, 6): round 2 runs
         // placement 1 first, so placement 0 fails.
         let mut n = 0;
@@ -538,7 +514,6 @@ mod tests {
             Duration::from_secs(60),
             &mut || Duration::ZERO,
             &mut exec,
-            &labels,
             &Quiet,
         )
         .unwrap_err();
@@ -555,7 +530,6 @@ mod tests {
             Duration::from_secs(60),
             &mut || Duration::ZERO,
             &mut exec,
-            &labels,
             &Quiet,
         )
         .unwrap_err();

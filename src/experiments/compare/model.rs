@@ -92,7 +92,7 @@ where
     if older {
         return Ok(T::default());
     }
-    crate::report::lenient::from_value(v).map_err(serde::de::Error::custom)
+    crate::lenient::from_value(v).map_err(serde::de::Error::custom)
 }
 
 /// The server placed beside the command.

@@ -154,7 +154,6 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
         leftovers: 0,
         counted: Vec::new(),
     };
-    let labels: Vec<String> = resolved.variants.iter().map(|v| v.label.clone()).collect();
     let mut setup_started = false;
     let outcome = (|| -> Result<Measured, Failed> {
         if let Some(s) = &cfg.setup {
@@ -175,7 +174,6 @@ pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
             cfg.max_time,
             &mut || t0.elapsed(),
             &mut |p, round| session.exec(p, round),
-            &labels,
             ui,
         )
     })();

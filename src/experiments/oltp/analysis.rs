@@ -138,11 +138,7 @@ pub fn same_placements(topo: &Topology, layouts: &[PlannedLayout]) -> Vec<String
 }
 
 /// Median of a list (upper median for even lengths; 0 when empty).
-pub fn median(v: &[u64]) -> u64 {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s.get(s.len() / 2).copied().unwrap_or(0)
-}
+pub use crate::stats::upper_median as median;
 
 /// `n` per second of `ns`.
 pub fn per_sec(n: u64, ns: u64) -> f64 {

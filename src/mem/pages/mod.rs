@@ -226,21 +226,10 @@ fn hugetlb_shortfall(kind: PageKind, max: u64) -> Option<String> {
     ))
 }
 
-/// Progress for people (stderr); tests pass a no-op.
-pub trait Progress {
-    /// A change to the machine (a pool raised or put back): always shown.
-    fn change(&self, msg: &str);
-    /// Where the run is.
-    fn step(&self, msg: &str);
-}
-
-/// Shows nothing.
-pub struct Quiet;
-
-impl Progress for Quiet {
-    fn change(&self, _: &str) {}
-    fn step(&self, _: &str) {}
-}
+/// Progress for people (stderr) through the crate's one progress trait: a change to the
+/// machine (a pool raised or put back) is a `note`, always shown; where the run is, a
+/// `step`. Tests pass [`Quiet`].
+pub use crate::progress::{Progress, Quiet};
 
 /// Runs the measurement on this machine.
 pub fn run(cfg: &PagesConfig, progress: &dyn Progress) -> Result<PagesReport> {
@@ -248,7 +237,7 @@ pub fn run(cfg: &PagesConfig, progress: &dyn Progress) -> Result<PagesReport> {
     let mut notes: Vec<String> = cfg.note.iter().cloned().collect();
     let jdir = reserve::journal_dir();
     for said in reserve::recover(Path::new("/"), &jdir)? {
-        progress.change(&said);
+        progress.note(&said);
         notes.push(said);
     }
     let thp_enabled = selected(Path::new("/sys/kernel/mm/transparent_hugepage/enabled"));
@@ -301,7 +290,7 @@ pub fn run(cfg: &PagesConfig, progress: &dyn Progress) -> Result<PagesReport> {
     } else {
         let r = reserve::Reservation::reserve(Path::new("/"), &jdir, &wants)?;
         for c in &r.changes {
-            progress.change(&format!(
+            progress.note(&format!(
                 "hugetlb: reserved {} → {} pages in {} for this run (asked {}); it goes back to {} when the run ends",
                 c.before, c.granted, c.pool, c.asked, c.before
             ));
@@ -347,7 +336,7 @@ pub fn run(cfg: &PagesConfig, progress: &dyn Progress) -> Result<PagesReport> {
         Some(r) => {
             let res = r.restore();
             for c in &r.changes {
-                progress.change(&format!(
+                progress.note(&format!(
                     "hugetlb: {} put back to {} pages (now {})",
                     c.pool,
                     c.before,

@@ -18,6 +18,7 @@
 
 use crate::experiments::compare::{self, PlacementChoice, analysis::Basis};
 use crate::placement::Request;
+use crate::progress::Progress;
 use crate::report::{CompareSection, PhaseName, PlacementMedian, Report};
 use crate::study::phase::{Outcome, Phase, RunCtx, SizeCtx};
 use anyhow::Result;
@@ -136,18 +137,17 @@ impl ComparePhase {
 /// Shows the comparison's steps as the phase's notes, and each run as a step when the
 /// runs are counted.
 struct Notes<'a> {
-    progress: &'a dyn crate::study::Progress,
+    progress: &'a dyn Progress,
     counted: bool,
 }
 
-impl compare::Ui for Notes<'_> {
+impl Progress for Notes<'_> {
     fn note(&self, msg: &str) {
         self.progress.note(msg)
     }
-    fn planned(&self, _: u64) {}
-    fn advance(&self, _: &str) {
+    fn advance(&self, n: u64) {
         if self.counted {
-            self.progress.advance(1)
+            self.progress.advance(n)
         }
     }
 }
@@ -190,7 +190,10 @@ impl Phase for ComparePhase {
             Some(e) => Outcome::failed(format!(
                 "after {} ({}; kept): {e:#}",
                 crate::render::count(r.placements.iter().map(|p| p.runs.len()).sum(), "run"),
-                crate::render::count(complete_rounds(&r).len(), "complete round"),
+                crate::render::count(
+                    compare::analysis::complete_rounds(&r.placements).len(),
+                    "complete round",
+                ),
             )),
             None => Outcome::interrupted_if(interrupted),
         };
@@ -201,12 +204,6 @@ impl Phase for ComparePhase {
         });
         Ok(outcome)
     }
-}
-
-/// The rounds every placement finished (a failure or Ctrl-C can end the last one
-/// part-way): the rounds compare pairs.
-pub fn complete_rounds(r: &compare::CompareReport) -> Vec<usize> {
-    compare::analysis::complete_rounds(&r.placements)
 }
 
 /// Each placement's compared value: the median of its runs with a percentile bootstrap

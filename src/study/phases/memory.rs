@@ -11,6 +11,7 @@
 //! measured: the fake engine has nothing to say about this machine's TLBs.
 
 use crate::mem::pages::{self, PagesConfig, analysis};
+use crate::progress::Progress;
 use crate::report::{MemorySection, PhaseName, Report};
 use crate::study::phase::{Outcome, Phase, RunCtx, SizeCtx, ms};
 use anyhow::Result;
@@ -92,13 +93,12 @@ pub fn size(ctx: &SizeCtx<'_>) -> Result<Box<dyn Phase>> {
 /// `mem pages`' changes to the machine (none without `--reserve`, but a journal left by a
 /// killed `--reserve` run is put back) as notes; not its steps, which would be some 30
 /// lines in a log for a phase of a few seconds.
-struct Steps<'a>(&'a dyn crate::study::Progress);
+struct Steps<'a>(&'a dyn Progress);
 
-impl pages::Progress for Steps<'_> {
-    fn change(&self, msg: &str) {
+impl Progress for Steps<'_> {
+    fn note(&self, msg: &str) {
         self.0.note(msg);
     }
-    fn step(&self, _: &str) {}
 }
 
 /// The cap lowered to what half of MemAvailable holds (the study should not push the
@@ -186,7 +186,9 @@ impl Phase for Memory {
         report.memory = Some(section);
         let mut pages = pages::run(&cfg, &Steps(ctx.progress))?;
         // The debug-build caveat is the study's already.
-        pages.notes.retain(|n| !report.notes.contains(n));
+        pages
+            .notes
+            .retain(|n| !report.notes.iter().any(|r| r == n.as_str()));
         let stopped = pages.interrupted;
         if let Some(m) = report.memory.as_mut() {
             m.pages = Some(pages);

@@ -16,6 +16,8 @@
 //! scheduler and `hwloc-distrib` spread load. Within a core, siblings are taken in OS-number
 //! order. Only online CPUs this process may use are ever chosen.
 
+pub mod view;
+
 use crate::cpuset::CpuSet;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
@@ -235,41 +237,9 @@ impl fmt::Display for Request {
     }
 }
 
-/// Why a plan cannot be made on this machine.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PlanError {
-    /// The machine shows no SMT siblings; callers skip sibling experiments on this.
-    #[error(
-        "`{request}` needs SMT siblings, but this machine shows none (1 thread per core){hint}"
-    )]
-    NoSmt { request: String, hint: String },
-    #[error(
-        "`{request}` with {threads} threads needs {need} {what}, but only {have} are usable{scope}"
-    )]
-    NotEnough {
-        request: String,
-        threads: usize,
-        need: usize,
-        have: usize,
-        what: &'static str,
-        /// Where the count was taken, and how to widen it (empty when unscoped).
-        scope: String,
-    },
-    #[error("CPU{} {cpus} not usable here (usable: {allowed}){why}", if .cpus.len() > 1 { "s" } else { "" })]
-    NotAllowed {
-        cpus: CpuSet,
-        allowed: CpuSet,
-        why: String,
-    },
-    /// `siblings-of` CPUs whose cores have no SMT sibling left once the listed CPUs are
-    /// taken out (e.g. the CPUs of `pairs` workers).
-    #[error("`{request}`: {reason}")]
-    NoFreeSibling { request: String, reason: String },
-    #[error("--threads must be at least 1 (got 0)")]
-    ZeroThreads,
-    #[error("invalid placement `{}`: {reason}", crate::quote::shorten(.request))]
-    BadRequest { request: String, reason: String },
-}
+/// Why a plan cannot be made on this machine (defined with the other error classes, which
+/// give it its exit code).
+pub use crate::error::PlanError;
 
 /// Where one thread may run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -230,6 +230,16 @@ pub fn snapshot(pid: u32, vcpus: &BTreeMap<u32, i32>) -> Snapshot {
     }
 }
 
+/// The CPU time a whole process has had (user + system, every thread), or None when its
+/// stat file cannot be read.
+pub fn process_cpu_time(pid: u32) -> Option<std::time::Duration> {
+    let line = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (ticks, _) = parse_stat(&line)?;
+    Some(std::time::Duration::from_secs_f64(
+        ticks as f64 / ticks_per_sec(),
+    ))
+}
+
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit of the stat files.
 fn ticks_per_sec() -> f64 {
     // SAFETY: sysconf has no preconditions.

@@ -521,7 +521,7 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
     assert!(
         yields
             .iter()
-            .any(|w| w["smt_yield"]["comparison"]["n"] == 3),
+            .any(|w| w["smt_yield"]["comparison"]["n"] == *rounds),
         "{yields:?}"
     );
     assert!(

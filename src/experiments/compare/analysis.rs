@@ -430,30 +430,17 @@ mod tests {
     }
 
     fn placement(label: &str, walls: &[u64]) -> PlacementResult {
-        let mut p = PlacementResult {
-            label: label.into(),
-            request: label.into(),
-            cpus: CpuSet::from_cpus([0]),
-            cores: 1,
-            server_cpus: None,
-            burner_cpus: Vec::new(),
-            runs: walls
+        let mut p = PlacementResult::unsummarized(
+            label.into(),
+            label.into(),
+            CpuSet::from_cpus([0]),
+            1,
+            walls
                 .iter()
                 .enumerate()
                 .map(|(i, &w)| run(i + 1, w, Some(1e6 / w as f64)))
                 .collect(),
-            wall_time_ns: None,
-            metric: None,
-            user_time_ns: None,
-            system_time_ns: None,
-            max_rss_bytes: None,
-            voluntary_switches: None,
-            involuntary_switches: None,
-            burner_ops_per_sec: None,
-            counters: None,
-            failed_runs: 0,
-            notes: Vec::new(),
-        };
+        );
         summarize(&mut p);
         p
     }

@@ -217,24 +217,16 @@ pub fn assemble(
         .enumerate()
         .map(|(i, (v, runs))| {
             let mut p = PlacementResult {
-                label: v.label.clone(),
-                request: v.request.clone(),
-                cpus: v.cpus.clone(),
-                cores: v.cores,
                 server_cpus: ctx.server_cpus.get(i).cloned().flatten(),
                 burner_cpus: v.burner_cpus.clone(),
-                runs,
-                wall_time_ns: None,
-                metric: None,
-                user_time_ns: None,
-                system_time_ns: None,
-                max_rss_bytes: None,
-                voluntary_switches: None,
-                involuntary_switches: None,
-                burner_ops_per_sec: None,
-                counters: None,
-                failed_runs: 0,
                 notes: v.notes.clone(),
+                ..PlacementResult::unsummarized(
+                    v.label.clone(),
+                    v.request.clone(),
+                    v.cpus.clone(),
+                    v.cores,
+                    runs,
+                )
             };
             analysis::summarize(&mut p);
             p

@@ -163,6 +163,39 @@ pub struct PlacementResult {
     pub notes: Vec<String>,
 }
 
+impl PlacementResult {
+    /// A placement's runs before `analysis::summarize` fills the summaries: no server or
+    /// burner CPUs, no notes.
+    pub fn unsummarized(
+        label: String,
+        request: String,
+        cpus: CpuSet,
+        cores: usize,
+        runs: Vec<Run>,
+    ) -> Self {
+        PlacementResult {
+            label,
+            request,
+            cpus,
+            cores,
+            server_cpus: None,
+            burner_cpus: Vec::new(),
+            runs,
+            wall_time_ns: None,
+            metric: None,
+            user_time_ns: None,
+            system_time_ns: None,
+            max_rss_bytes: None,
+            voluntary_switches: None,
+            involuntary_switches: None,
+            burner_ops_per_sec: None,
+            counters: None,
+            failed_runs: 0,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// One execution of the command.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {

@@ -980,26 +980,13 @@ pub(crate) mod tests {
                 run(i, 2000.0 * (1.0 + jitter), metric)
             })
             .collect();
-        let mut p = PlacementResult {
-            label: label.into(),
-            request: label.into(),
-            cpus: CpuSet::from_cpus(cpus.iter().copied()),
+        let mut p = PlacementResult::unsummarized(
+            label.into(),
+            label.into(),
+            CpuSet::from_cpus(cpus.iter().copied()),
             cores,
-            server_cpus: None,
-            burner_cpus: Vec::new(),
             runs,
-            wall_time_ns: None,
-            metric: None,
-            user_time_ns: None,
-            system_time_ns: None,
-            max_rss_bytes: None,
-            voluntary_switches: None,
-            involuntary_switches: None,
-            burner_ops_per_sec: None,
-            counters: None,
-            failed_runs: 0,
-            notes: Vec::new(),
-        };
+        );
         super::super::analysis::summarize(&mut p);
         p
     }

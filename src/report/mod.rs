@@ -15,6 +15,8 @@
 //! [`lenient`](crate::lenient) (re-exported) reads JSON in which non-finite numbers were written as `null`;
 //! [`tables`](crate::report::tables) holds the rows both renderers print.
 
+#[cfg(test)]
+pub mod fixture;
 pub mod html;
 pub mod machine;
 pub mod markdown;

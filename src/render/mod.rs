@@ -1,6 +1,7 @@
 //! Renderers shared by every command: the one table type ([`Table`]) and number formatting.
 //! Pure functions from data to text.
 
+pub mod cells;
 pub mod export;
 pub mod markdown;
 pub mod prometheus;

@@ -2,11 +2,11 @@
 //! rendered from a [`Report`] alone. Deterministic: the same report gives the same bytes.
 
 use super::svg::{self, Bar, CoreBox, Group, L3Box, PackageBox, Point, Series, esc};
-use super::tables::{self, Table};
+use super::view;
 use super::{PhaseStatus, Report, Status};
 use crate::experiments::diagnosis::Diagnosis;
 use crate::experiments::{lockscan, rwcache};
-use crate::render::si;
+use crate::render::{Table, si};
 use crate::topology::Topology;
 use std::fmt::Write;
 
@@ -37,7 +37,7 @@ pub fn render(r: &Report) -> String {
         o,
         "<h1>smtlab study</h1>\n<p class=\"meta\">{} · {} · smtlab {} (git {}) · {}</p>",
         esc(&r.machine.cpu_model),
-        esc(&tables::utc(r.provenance.started_unix_s)),
+        esc(&crate::render::cells::utc(r.provenance.started_unix_s)),
         esc(&r.provenance.smtlab_version),
         esc(&r.provenance.git_revision),
         if r.status == Status::Complete {
@@ -236,8 +236,8 @@ pub fn topology_boxes(t: &Topology) -> Vec<PackageBox> {
 
 fn machine(o: &mut String, r: &Report) {
     o.push_str("<section id=\"machine\">\n<h2>Machine</h2>\n");
-    table(o, &tables::machine(r));
-    if let Some(t) = tables::slurm_variables(r) {
+    table(o, &view::machine(r));
+    if let Some(t) = view::slurm_variables(r) {
         o.push_str("<p>What Slurm gave the study (its <code>SLURM_*</code> variables):</p>\n");
         table(o, &t);
     }
@@ -257,7 +257,7 @@ fn machine(o: &mut String, r: &Report) {
         o.push_str("</ul>\n");
     }
     o.push_str("<h3>Phases</h3>\n");
-    table(o, &tables::phases(r));
+    table(o, &view::phases(r));
     o.push_str("</section>\n");
 }
 
@@ -389,7 +389,7 @@ fn lockscan(o: &mut String, r: &Report) {
             "Per-core CPI (median run): a core's cycles over all its threads' instructions, beside each thread's own CPI.",
         );
         table(o, &t);
-    } else if let Some(why) = tables::counters_not_measured(r) {
+    } else if let Some(why) = view::counters_not_measured(r) {
         para(o, "note", &why);
     }
     for line in lockscan::view::verdict(&l.result) {
@@ -725,7 +725,7 @@ fn smt_yield(o: &mut String, r: &Report) {
         ));
     }
     table(o, &crate::experiments::smt_yield::view::table(y));
-    if let Some(why) = tables::counters_not_measured(r) {
+    if let Some(why) = view::counters_not_measured(r) {
         para(o, "note", &why);
     }
     for l in &y.result.plan.left_out {

@@ -1,8 +1,9 @@
 //! `summary.md`: the verdict and every table of the HTML report, without charts. Pure and
 //! deterministic, rendered from a [`Report`] alone.
 
-use super::tables::{self, Table};
+use super::view;
 use super::{PhaseName, Report};
+use crate::render::Table;
 use crate::render::markdown::{code, md};
 use std::fmt::Write;
 
@@ -86,8 +87,8 @@ pub fn render(r: &Report) -> String {
         o.push('\n');
     }
     o.push_str("## Machine\n\n");
-    table(&mut o, &tables::machine(r));
-    if let Some(t) = tables::slurm_variables(r) {
+    table(&mut o, &view::machine(r));
+    if let Some(t) = view::slurm_variables(r) {
         o.push_str("What Slurm gave the study (its `SLURM_*` variables):\n\n");
         table(&mut o, &t);
     }
@@ -98,7 +99,7 @@ pub fn render(r: &Report) -> String {
         o.push('\n');
     }
     o.push_str("### Phases\n\n");
-    table(&mut o, &tables::phases(r));
+    table(&mut o, &view::phases(r));
 
     o.push_str("## Memory settings\n\n");
     match &r.memory {
@@ -140,7 +141,7 @@ pub fn render(r: &Report) -> String {
             if let Some(t) = crate::experiments::lockscan::view::core_cpi(&l.result) {
                 o.push_str("Per-core CPI (median run; a core's cycles over all its threads' instructions):\n\n");
                 table(&mut o, &t);
-            } else if let Some(why) = tables::counters_not_measured(r) {
+            } else if let Some(why) = view::counters_not_measured(r) {
                 let _ = writeln!(o, "{}\n", md(&why));
             }
         }
@@ -196,7 +197,7 @@ pub fn render(r: &Report) -> String {
                 let _ = writeln!(o, "- {}", md(n));
             }
             o.push('\n');
-            if let Some(why) = tables::counters_not_measured(r) {
+            if let Some(why) = view::counters_not_measured(r) {
                 let _ = writeln!(o, "{}\n", md(&why));
             }
         }

@@ -13,10 +13,8 @@
 //! experiments' sections are below. [`machine`](crate::report::machine) collects the facts about this machine and build; [`verdict`](crate::report::verdict) turns
 //! results into plain words; [`svg`](crate::report::svg) draws charts; [`html`](crate::report::html) and [`markdown`](crate::report::markdown) render;
 //! [`lenient`](crate::lenient) (re-exported) reads JSON in which non-finite numbers were written as `null`;
-//! [`tables`](crate::report::tables) holds the rows both renderers print.
+//! [`view`](crate::report::view) holds the study's own tables (answers, machine, Slurm, phases) both renderers print.
 
-#[cfg(test)]
-pub mod fixture;
 pub mod html;
 pub mod machine;
 pub mod markdown;
@@ -25,7 +23,6 @@ mod model;
 pub mod pages;
 pub mod slurm;
 pub mod svg;
-pub mod tables;
 pub mod verdict;
 pub mod view;
 mod write;

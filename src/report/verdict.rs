@@ -277,7 +277,7 @@ mod tests {
     use crate::experiments::oltp::view::answer_tests::postgres_with_yield;
     use crate::experiments::smt_yield::WorkloadKind;
     use crate::experiments::smt_yield::view::tests::{rulers_with_yield, set_yield, tight};
-    use crate::report::fixture::{answer, assert_cites_only_what_was_measured, no_smt, smt};
+    use crate::study::fixture::{answer, assert_cites_only_what_was_measured, no_smt, smt};
 
     #[test]
     fn a_no_smt_machine_answers_no_row_and_says_why() {

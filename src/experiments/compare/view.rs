@@ -1288,9 +1288,9 @@ mod answer_tests {
     use crate::conclusion::Answer;
     use crate::experiments::compare::{self as cmp, Context, Measured, PlacementChoice};
     use crate::report::Report;
-    use crate::report::fixture::{assert_cites_only_what_was_measured, no_smt, smt};
     use crate::report::verdict::{self, build};
     use crate::stats::Thresholds;
+    use crate::study::fixture::{assert_cites_only_what_was_measured, no_smt, smt};
 
     /// A compare section from the fake executor on `r`'s machine: `placements` by name,
     /// then `cpus` lists, `runs` rounds each.

@@ -645,8 +645,8 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod answer_tests {
     use super::*;
-    use crate::report::fixture::{assert_cites_only_what_was_measured, smt};
     use crate::report::verdict::build;
+    use crate::study::fixture::{assert_cites_only_what_was_measured, smt};
 
     /// The oltp section of the fake SMT study (SQLite).
     fn section() -> OltpSection {

@@ -799,9 +799,9 @@ pub fn yield_finding(y: &YieldSection) -> Finding {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::report::fixture::{assert_cites_only_what_was_measured, sentences, smt};
     use crate::report::verdict::build;
     use crate::stats::Comparison;
+    use crate::study::fixture::{assert_cites_only_what_was_measured, sentences, smt};
 
     /// The yield section of the fake SMT study.
     fn section() -> YieldSection {

@@ -2,8 +2,8 @@
 //! fake engine per topology, each section produced by the real experiment code, built
 //! once and cloned by the tests that change a section. Test-only.
 
-use super::{Answer, HtAnswer, MachineInfo, Provenance, Report, Verdict, WorkloadClass};
 use crate::engine::FakeEngine;
+use crate::report::{Answer, HtAnswer, MachineInfo, Provenance, Report, Verdict, WorkloadClass};
 use crate::topology::fixture;
 use std::sync::OnceLock;
 
@@ -24,8 +24,8 @@ pub fn study(cores: u32, threads_per_core: u32) -> Report {
         started_unix_s: 0,
         wall_ns: 0,
     };
-    let cfg = crate::study::tests::config(crate::study::QUICK_BUDGET);
-    crate::study::run(
+    let cfg = super::tests::config(super::QUICK_BUDGET);
+    super::run(
         &FakeEngine::new(7).with_topology(&topo),
         &topo,
         machine,

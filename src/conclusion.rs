@@ -528,3 +528,14 @@ impl Aggregate {
 
 /// Members an answer row lists one by one; more are summarised.
 pub const LIST_ALL: usize = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spreads_carry_two_figures() {
+        let s = Summary::of(&[19.5e6, 19.979e6, 20.4e6]).unwrap();
+        assert!(pm(&s).starts_with("20.0 M ± "), "{}", pm(&s));
+    }
+}

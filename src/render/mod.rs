@@ -2,6 +2,7 @@
 //! Pure functions from data to text.
 
 pub mod blocks;
+pub mod cells;
 pub mod export;
 pub mod markdown;
 pub mod prometheus;

@@ -1,9 +1,10 @@
 //! `report.html`: one self-contained page (inline CSS, inline SVG, no scripts, no network)
 //! rendered from a [`Report`] alone. Deterministic: the same report gives the same bytes.
 
-use super::tables::{self, Table};
+use super::view;
 use super::{PhaseName, PhaseStatus, Report, Status};
 use crate::conclusion::{SectionCtx, StudySection};
+use crate::render::Table;
 use crate::render::blocks::Block;
 use crate::render::svg::{self, CoreBox, L3Box, PackageBox, esc};
 use crate::topology::Topology;
@@ -36,7 +37,7 @@ pub fn render(r: &Report) -> String {
         o,
         "<h1>smtlab study</h1>\n<p class=\"meta\">{} · {} · smtlab {} (git {}) · {}</p>",
         esc(&r.machine.cpu_model),
-        esc(&tables::utc(r.provenance.started_unix_s)),
+        esc(&crate::render::cells::utc(r.provenance.started_unix_s)),
         esc(&r.provenance.smtlab_version),
         esc(&r.provenance.git_revision),
         if r.status == Status::Complete {
@@ -59,7 +60,7 @@ pub fn render(r: &Report) -> String {
     machine(&mut o, r);
     let ctx = SectionCtx {
         smt: r.smt.threads_per_core > 1,
-        counters_not_measured: tables::counters_not_measured(r),
+        counters_not_measured: view::counters_not_measured(r),
     };
     for (phase, s) in r.sections() {
         section(&mut o, r, phase, s, &ctx);
@@ -234,8 +235,8 @@ pub fn topology_boxes(t: &Topology) -> Vec<PackageBox> {
 
 fn machine(o: &mut String, r: &Report) {
     o.push_str("<section id=\"machine\">\n<h2>Machine</h2>\n");
-    table(o, &tables::machine(r));
-    if let Some(t) = tables::slurm_variables(r) {
+    table(o, &view::machine(r));
+    if let Some(t) = view::slurm_variables(r) {
         o.push_str("<p>What Slurm gave the study (its <code>SLURM_*</code> variables):</p>\n");
         table(o, &t);
     }
@@ -255,7 +256,7 @@ fn machine(o: &mut String, r: &Report) {
         o.push_str("</ul>\n");
     }
     o.push_str("<h3>Phases</h3>\n");
-    table(o, &tables::phases(r));
+    table(o, &view::phases(r));
     o.push_str("</section>\n");
 }
 

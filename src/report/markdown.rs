@@ -2,9 +2,10 @@
 //! folded detail left to the page. Pure and deterministic, rendered from a [`Report`]
 //! alone.
 
-use super::tables::{self, Table};
+use super::view;
 use super::{PhaseName, PhaseStatus, Report};
 use crate::conclusion::SectionCtx;
+use crate::render::Table;
 use crate::render::blocks::Block;
 use crate::render::markdown::{code, md};
 use std::fmt::Write;
@@ -89,8 +90,8 @@ pub fn render(r: &Report) -> String {
         o.push('\n');
     }
     o.push_str("## Machine\n\n");
-    table(&mut o, &tables::machine(r));
-    if let Some(t) = tables::slurm_variables(r) {
+    table(&mut o, &view::machine(r));
+    if let Some(t) = view::slurm_variables(r) {
         o.push_str("What Slurm gave the study (its `SLURM_*` variables):\n\n");
         table(&mut o, &t);
     }
@@ -101,11 +102,11 @@ pub fn render(r: &Report) -> String {
         o.push('\n');
     }
     o.push_str("### Phases\n\n");
-    table(&mut o, &tables::phases(r));
+    table(&mut o, &view::phases(r));
 
     let ctx = SectionCtx {
         smt: r.smt.threads_per_core > 1,
-        counters_not_measured: tables::counters_not_measured(r),
+        counters_not_measured: view::counters_not_measured(r),
     };
     for (phase, s) in r.sections() {
         let _ = writeln!(o, "## {}\n", md(phase.title()));

@@ -13,7 +13,7 @@
 //! experiments' sections are below. [`machine`](crate::report::machine) collects the facts about this machine and build; [`verdict`](crate::report::verdict) turns
 //! results into plain words; [`html`](crate::report::html) and [`markdown`](crate::report::markdown) render;
 //! [`lenient`](crate::lenient) (re-exported) reads JSON in which non-finite numbers were written as `null`;
-//! [`tables`](crate::report::tables) holds the rows both renderers print.
+//! [`view`](crate::report::view) holds the study's own tables (answers, machine, Slurm, phases) both renderers print.
 
 pub mod html;
 pub mod machine;
@@ -21,7 +21,6 @@ pub mod markdown;
 pub mod metrics;
 mod model;
 pub mod slurm;
-pub mod tables;
 pub mod verdict;
 pub mod view;
 mod write;

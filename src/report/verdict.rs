@@ -318,7 +318,7 @@ mod tests {
             machine,
             provenance,
             &cfg,
-            &crate::study::NoProgress,
+            &crate::progress::Quiet,
         )
         .expect("fake study")
     }

@@ -3,9 +3,9 @@
 //! (prometheus.io/docs/instrumenting/exposition_formats: `# HELP`, `# TYPE`, then
 //! `name{label="value"} number` lines) for node_exporter's textfile collector.
 
-use super::model::{TopSample, pct, pct_range};
+use super::model::TopSample;
 use crate::render::export::{Document, Section};
-use crate::render::{Align, NONE, Table};
+use crate::render::{Align, Table, percent_bounds_figure, percent_figure, raw, utc_time_of_day};
 use std::fmt::Write;
 
 /// The terminal view of one interval. `header` adds the lines said once per run.
@@ -31,7 +31,7 @@ pub fn text(s: &TopSample, header: bool) -> String {
     let _ = writeln!(
         out,
         "{}  {:.2} s  {}",
-        clock(s.time_unix_ms),
+        utc_time_of_day(s.time_unix_ms),
         s.interval_ns as f64 / 1e9,
         s.source
     );
@@ -51,7 +51,7 @@ pub fn text(s: &TopSample, header: bool) -> String {
 }
 
 /// One row per core, busiest first: per-CPU busy, the core's busy and both-busy bounds
-/// (exact when traced), and the share of the core used. Numbers and ranges (`62-81`,
+/// (exact when traced), and the share of the core used. Numbers and ranges (`62–81`,
 /// `3 100`) right, the header too; the CPU lists left.
 pub fn cores_table(s: &TopSample) -> Table {
     let mut order: Vec<usize> = (0..s.cores.len()).collect();
@@ -68,7 +68,7 @@ pub fn cores_table(s: &TopSample) -> Table {
             .iter()
             .find(|c| c.cpu == cpu)
             .and_then(|c| c.busy_share)
-            .map_or("-".to_string(), pct)
+            .map_or("-".to_string(), |x| percent_figure(x, 0))
     };
     let mut table;
     if s.smt {
@@ -98,28 +98,28 @@ pub fn cores_table(s: &TopSample) -> Table {
                 c.core.to_string(),
                 c.cpus.to_string(),
                 per.join(" "),
-                range(c.busy_min_share, c.busy_max_share),
-                range(c.both_busy_min_share, c.both_busy_max_share),
+                percent_bounds_figure(c.busy_min_share, c.busy_max_share),
+                percent_bounds_figure(c.both_busy_min_share, c.both_busy_max_share),
             ];
             if traced {
                 r.push(match c.traced {
                     Some(t) if s.threads_per_core > 2 => format!(
                         "{}/{}/{}/{}",
-                        pct(t.idle_share),
-                        pct(t.one_busy_share),
-                        pct(t.both_busy_share),
-                        pct(t.all_busy_share)
+                        percent_figure(t.idle_share, 0),
+                        percent_figure(t.one_busy_share, 0),
+                        percent_figure(t.both_busy_share, 0),
+                        percent_figure(t.all_busy_share, 0)
                     ),
                     Some(t) => format!(
                         "{}/{}/{}",
-                        pct(t.idle_share),
-                        pct(t.one_busy_share),
-                        pct(t.both_busy_share)
+                        percent_figure(t.idle_share, 0),
+                        percent_figure(t.one_busy_share, 0),
+                        percent_figure(t.both_busy_share, 0)
                     ),
                     None => "-".into(),
                 });
             }
-            r.push(range(c.used_min_share, c.used_max_share));
+            r.push(percent_bounds_figure(c.used_min_share, c.used_max_share));
             table.push(r);
         }
     } else {
@@ -129,7 +129,7 @@ pub fn cores_table(s: &TopSample) -> Table {
             table.push(vec![
                 c.core.to_string(),
                 c.cpus.to_string(),
-                range(c.busy_min_share, c.busy_max_share),
+                percent_bounds_figure(c.busy_min_share, c.busy_max_share),
             ]);
         }
     }
@@ -155,7 +155,6 @@ pub fn document(s: &TopSample) -> Document {
         "used_min_share",
         "used_max_share",
     ]);
-    let opt = |x: Option<f64>| x.map_or_else(|| NONE.to_string(), |x| x.to_string());
     for c in &s.cores {
         data.push(vec![
             c.core.to_string(),
@@ -164,9 +163,9 @@ pub fn document(s: &TopSample) -> Document {
             c.busy_max_share.to_string(),
             c.both_busy_min_share.to_string(),
             c.both_busy_max_share.to_string(),
-            opt(c.traced.map(|t| t.idle_share)),
-            opt(c.traced.map(|t| t.one_busy_share)),
-            opt(c.traced.map(|t| t.both_busy_share)),
+            raw(c.traced.map(|t| t.idle_share)),
+            raw(c.traced.map(|t| t.one_busy_share)),
+            raw(c.traced.map(|t| t.both_busy_share)),
             c.used_min_share.to_string(),
             c.used_max_share.to_string(),
         ]);
@@ -174,7 +173,7 @@ pub fn document(s: &TopSample) -> Document {
     let mut text = vec![s.machine.summary.clone()];
     text.extend(s.notes.iter().cloned());
     Document {
-        title: format!("smtlab top: {} ({})", clock(s.time_unix_ms), s.source),
+        title: format!("smtlab top: {} ({})", utc_time_of_day(s.time_unix_ms), s.source),
         json: serde_json::to_value(s).unwrap_or_default(),
         data,
         sections: vec![Section {
@@ -183,16 +182,6 @@ pub fn document(s: &TopSample) -> Document {
             table: Some(cores_table(s)),
         }],
     }
-}
-
-/// `81` or `62-81`: the table's number cells.
-fn range(lo: f64, hi: f64) -> String {
-    pct_range(lo, hi).trim_end_matches(" %").replace('–', "-")
-}
-
-fn clock(ms: u64) -> String {
-    let s = (ms / 1000) % 86_400;
-    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
 }
 
 fn pid_text(p: &super::model::PidReport) -> String {
@@ -248,7 +237,7 @@ fn pid_text(p: &super::model::PidReport) -> String {
         table.push(vec![
             t.tid.to_string(),
             t.comm.clone(),
-            t.cpu_share.map_or("-".into(), pct),
+            t.cpu_share.map_or("-".into(), |x| percent_figure(x, 0)),
             if cpus.is_empty() {
                 "-".into()
             } else {

@@ -444,10 +444,6 @@ fn counters_table(r: &CompareReport) -> Option<Table> {
     Some(t)
 }
 
-fn num(v: Option<f64>) -> String {
-    v.map(|x| format!("{x}")).unwrap_or_else(|| NONE.into())
-}
-
 /// The raw numbers, one row per placement, [`NONE`] for values not measured: the CSV
 /// export.
 pub fn data(r: &CompareReport) -> Table {
@@ -493,9 +489,9 @@ pub fn data(r: &CompareReport) -> Table {
                 "baseline".to_string(),
             ),
             (_, Some(c)) => (
-                num(Some(c.speedup.estimate)),
-                num(Some(c.speedup.low)),
-                num(Some(c.speedup.high)),
+                render::raw(Some(c.speedup.estimate)),
+                render::raw(Some(c.speedup.low)),
+                render::raw(Some(c.speedup.high)),
                 c.call.to_string(),
             ),
             _ => (
@@ -514,26 +510,26 @@ pub fn data(r: &CompareReport) -> Table {
             p.cores.to_string(),
             p.runs.len().to_string(),
             p.failed_runs.to_string(),
-            num(w.map(|s| s.median)),
-            num(w.map(|s| s.mad)),
-            num(w.map(|s| s.min)),
-            num(w.map(|s| s.max)),
+            render::raw(w.map(|s| s.median)),
+            render::raw(w.map(|s| s.mad)),
+            render::raw(w.map(|s| s.min)),
+            render::raw(w.map(|s| s.max)),
             if m.is_some() {
                 unit.clone()
             } else {
                 NONE.to_string()
             },
-            num(m.map(|s| s.median)),
-            num(m.map(|s| s.mad)),
-            num(m.map(|s| s.min)),
-            num(m.map(|s| s.max)),
-            num(p.user_time_ns.map(|s| s.median)),
-            num(p.system_time_ns.map(|s| s.median)),
+            render::raw(m.map(|s| s.median)),
+            render::raw(m.map(|s| s.mad)),
+            render::raw(m.map(|s| s.min)),
+            render::raw(m.map(|s| s.max)),
+            render::raw(p.user_time_ns.map(|s| s.median)),
+            render::raw(p.system_time_ns.map(|s| s.median)),
             p.max_rss_bytes
                 .map_or_else(|| NONE.to_string(), |b| b.to_string()),
-            num(p.voluntary_switches),
-            num(p.involuntary_switches),
-            num(p.burner_ops_per_sec),
+            render::raw(p.voluntary_switches),
+            render::raw(p.involuntary_switches),
+            render::raw(p.burner_ops_per_sec),
             speedup,
             lo,
             hi,

@@ -3,7 +3,7 @@
 //! study's verdict cites, and the export document. Pure.
 
 use super::model::{
-    Layout, LayoutRatio, LayoutSummary, WorkloadKind, WorkloadResult, YieldPlan, YieldReport,
+    Layout, LayoutSummary, WorkloadKind, WorkloadResult, YieldPlan, YieldReport,
     YieldSection,
 };
 use crate::conclusion::{
@@ -12,7 +12,9 @@ use crate::conclusion::{
 };
 use crate::render::export::{Document, Section};
 use crate::render::{self, Caveat, NONE, Table, count, duration_ns, sig, times};
+use crate::duration::format_duration;
 use crate::stats::{Effect, Summary};
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------
 // The terminal.
@@ -67,8 +69,8 @@ pub fn dry_run_text(p: &YieldPlan) -> String {
         count(p.layouts.len(), "layout"),
         count(p.repeat, "round"),
         count(runs, "run"),
-        dur(p.duration_ns),
-        dur(p.warmup_ns),
+        format_duration(Duration::from_nanos(p.duration_ns)),
+        format_duration(Duration::from_nanos(p.warmup_ns)),
         render::wall(std::time::Duration::from_nanos(p.estimate_ns))
     ));
     for n in &p.notes {
@@ -77,29 +79,12 @@ pub fn dry_run_text(p: &YieldPlan) -> String {
     o
 }
 
-/// A duration as typed on the command line: `1s`, `250ms`.
-fn dur(ns: u64) -> String {
-    crate::duration::format_duration(std::time::Duration::from_nanos(ns))
-}
-
 /// `12.3 M ± 1.2 %`: median and MAD relative to it.
 fn with_spread(s: Option<&Summary>) -> String {
     match s {
         None => NONE.into(),
         Some(s) if s.n < 2 => render::si_sig(s.median, 3),
         Some(s) => render::pm_rel(s.median, s.mad),
-    }
-}
-
-/// Ratio, interval and class of one comparison, or "not measured".
-fn ratio_cells(r: Option<&LayoutRatio>) -> [String; 3] {
-    match r {
-        Some(r) if r.comparison.estimate.is_finite() => [
-            times(r.comparison.estimate),
-            r.comparison.interval_text(),
-            r.comparison.effect.to_string(),
-        ],
-        _ => [NONE.into(), NONE.into(), "not measured".into()],
     }
 }
 
@@ -148,8 +133,8 @@ pub fn yield_table(r: &YieldReport) -> Table {
     ]);
     for w in &r.workloads {
         let mut row = vec![w.workload.clone()];
-        row.extend(ratio_cells(w.smt_yield.as_ref()));
-        row.extend(ratio_cells(w.shared_core_speed.as_ref()));
+        row.extend(render::comparison_cells(w.smt_yield.as_ref().map(|r| &r.comparison)));
+        row.extend(render::comparison_cells(w.shared_core_speed.as_ref().map(|r| &r.comparison)));
         table.push(row);
     }
     table
@@ -254,8 +239,8 @@ fn how(r: &YieldReport) -> String {
         "{}; {} of {} after {} warm-up, interleaved, layout order counterbalanced{}",
         layout_names.join(", "),
         count(p.repeat, "round"),
-        dur(p.duration_ns),
-        dur(p.warmup_ns),
+        format_duration(Duration::from_nanos(p.duration_ns)),
+        format_duration(Duration::from_nanos(p.warmup_ns)),
         if r.synthetic {
             " (SYNTHETIC: made up by the fake engine)"
         } else {
@@ -510,8 +495,8 @@ pub fn table(y: &YieldSection) -> Table {
             rate(Layout::OnePerCore),
             rate(Layout::All),
         ];
-        row.extend(ratio_cells(w.smt_yield.as_ref()));
-        row.extend(ratio_cells(w.shared_core_speed.as_ref()));
+        row.extend(render::comparison_cells(w.smt_yield.as_ref().map(|r| &r.comparison)));
+        row.extend(render::comparison_cells(w.shared_core_speed.as_ref().map(|r| &r.comparison)));
         row.push(match (p99(Layout::OnePerCore), p99(Layout::All)) {
             (Some(a), Some(b)) => format!("{} → {}", duration_ns(a), duration_ns(b)),
             _ => "not timed".into(),

@@ -6,8 +6,8 @@ use crate::common::{self, own_process};
 use assert_cmd::Command;
 use smtlab::engine::FakeEngine;
 use smtlab::oltp::DbTarget;
-use smtlab::report::{self, MachineInfo, PhaseName, PhaseStatus, Provenance, Report, Status};
 use smtlab::progress::Quiet;
+use smtlab::report::{self, MachineInfo, PhaseName, PhaseStatus, Provenance, Report, Status};
 use smtlab::study::{self, Progress};
 use std::path::Path;
 use std::time::Duration;
@@ -671,15 +671,7 @@ fn a_failed_phase_makes_the_study_partial_with_the_reason() {
         db: DbTarget::Sqlite(Some("/proc/smtlab-no-such-dir/x.db".into())),
         ..config()
     };
-    let r = study::run(
-        &engine,
-        &topo,
-        machine(&topo),
-        provenance(),
-        &cfg,
-        &Quiet,
-    )
-    .unwrap();
+    let r = study::run(&engine, &topo, machine(&topo), provenance(), &cfg, &Quiet).unwrap();
     let oltp = r
         .phases
         .iter()

@@ -109,9 +109,7 @@ impl StudyArgs {
                 command.push_str(&typed);
             }
             command.push_str(" -- ");
-            command.push_str(&crate::experiments::compare::view::shell_words(
-                &a.command,
-            ));
+            command.push_str(&crate::experiments::compare::view::shell_words(&a.command));
             // One band for the command's section and its answer row: the other rows' ±5 %.
             let mut exp = a.cmd.config(
                 a.command,

@@ -88,7 +88,8 @@ pub fn answers(ty: &MachineType) -> Table {
                 format!("{} {}", c.ratio.label(), pooled_text(p))
             }),
             p.map_or("0".into(), |p| format!("{} of {}", p.hosts, c.hosts.len())),
-            p.and_then(|p| p.i2).map_or(NONE.into(), |v| crate::render::percent(v, 0)),
+            p.and_then(|p| p.i2)
+                .map_or(NONE.into(), |v| crate::render::percent(v, 0)),
             p.and_then(|p| p.tau)
                 .map_or(NONE.into(), |x| format!("{x:.3}")),
             match p.map(|p| (p.predict_low, p.predict_high)) {

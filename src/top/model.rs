@@ -482,8 +482,16 @@ fn not_modelled(cores: &[CoreRow], threads_per_core: usize, y: f64) -> Option<St
         if traced { "as much as" } else { "up to" },
         percent_bounds(most, most),
         fixed_bounds(
-            cores.iter().map(|c| 1.0 - c.used_max_share).sum::<f64>().max(0.0),
-            cores.iter().map(|c| 1.0 - c.used_min_share).sum::<f64>().max(0.0),
+            cores
+                .iter()
+                .map(|c| 1.0 - c.used_max_share)
+                .sum::<f64>()
+                .max(0.0),
+            cores
+                .iter()
+                .map(|c| 1.0 - c.used_min_share)
+                .sum::<f64>()
+                .max(0.0),
             1
         ),
         cores.len()

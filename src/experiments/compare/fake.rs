@@ -32,7 +32,6 @@ const ONE_CORE_METRIC: f64 = 1000.0;
 pub const NOTE: &str =
     "synthetic: the command was not run; these runs were made up by compare's fake executor";
 
-
 /// How many cores' worth of work `v` does at once.
 fn speed(topo: &Topology, v: &Variant, gain: f64) -> f64 {
     let cores = config::cores_of(topo, &v.cpus);

@@ -25,9 +25,9 @@ pub mod metric;
 pub mod model;
 pub mod pins;
 pub mod proctree;
-pub mod view;
 pub mod runner;
 mod session;
+pub mod view;
 
 pub use config::{BurnerChoice, CommandLine, Config, PlacementChoice, Resolved, Variant};
 pub use model::{Call, CompareReport, CompareSection, PlacementMedian};

@@ -237,8 +237,11 @@ fn counters_text(r: &NeighborsReport) -> String {
     if rounds {
         head.insert(0, "ROUND".into());
     }
-    let mut table =
-        Table::with_header(head.into_iter().chain(counters::header(hw)).collect::<Vec<_>>());
+    let mut table = Table::with_header(
+        head.into_iter()
+            .chain(counters::header(hw))
+            .collect::<Vec<_>>(),
+    );
     for (label, s) in &steps {
         let mut row = vec![label.clone()];
         if rounds {

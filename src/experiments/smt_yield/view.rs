@@ -3,16 +3,15 @@
 //! study's verdict cites, and the export document. Pure.
 
 use super::model::{
-    Layout, LayoutSummary, WorkloadKind, WorkloadResult, YieldPlan, YieldReport,
-    YieldSection,
+    Layout, LayoutSummary, WorkloadKind, WorkloadResult, YieldPlan, YieldReport, YieldSection,
 };
 use crate::conclusion::{
     Aggregate, Answer, Evidence, Finding, HtAnswer, Member, PhaseName, WorkloadClass,
     indicative_note, not_answered, ratio_of,
 };
+use crate::duration::format_duration;
 use crate::render::export::{Document, Section};
 use crate::render::{self, Caveat, NONE, Table, count, duration_ns, sig, times};
-use crate::duration::format_duration;
 use crate::stats::{Effect, Summary};
 use std::time::Duration;
 
@@ -133,8 +132,12 @@ pub fn yield_table(r: &YieldReport) -> Table {
     ]);
     for w in &r.workloads {
         let mut row = vec![w.workload.clone()];
-        row.extend(render::comparison_cells(w.smt_yield.as_ref().map(|r| &r.comparison)));
-        row.extend(render::comparison_cells(w.shared_core_speed.as_ref().map(|r| &r.comparison)));
+        row.extend(render::comparison_cells(
+            w.smt_yield.as_ref().map(|r| &r.comparison),
+        ));
+        row.extend(render::comparison_cells(
+            w.shared_core_speed.as_ref().map(|r| &r.comparison),
+        ));
         table.push(row);
     }
     table
@@ -495,8 +498,12 @@ pub fn table(y: &YieldSection) -> Table {
             rate(Layout::OnePerCore),
             rate(Layout::All),
         ];
-        row.extend(render::comparison_cells(w.smt_yield.as_ref().map(|r| &r.comparison)));
-        row.extend(render::comparison_cells(w.shared_core_speed.as_ref().map(|r| &r.comparison)));
+        row.extend(render::comparison_cells(
+            w.smt_yield.as_ref().map(|r| &r.comparison),
+        ));
+        row.extend(render::comparison_cells(
+            w.shared_core_speed.as_ref().map(|r| &r.comparison),
+        ));
         row.push(match (p99(Layout::OnePerCore), p99(Layout::All)) {
             (Some(a), Some(b)) => format!("{} → {}", duration_ns(a), duration_ns(b)),
             _ => "not timed".into(),

@@ -542,6 +542,26 @@ pub fn comparison_cells(c: Option<&crate::stats::Comparison>) -> [String; 3] {
     }
 }
 
+/// A summary's median ± MAD, both through one unit's formatter: `1.20 s ± 30.0 ms`.
+pub fn median_mad(s: &crate::stats::Summary, f: impl Fn(f64) -> String) -> String {
+    format!("{} ± {}", f(s.median), f(s.mad))
+}
+
+/// A summary's extremes through one unit's formatter: `1.18 s … 1.25 s`.
+pub fn min_max(s: &crate::stats::Summary, f: impl Fn(f64) -> String) -> String {
+    format!("{} … {}", f(s.min), f(s.max))
+}
+
+/// A value in its unit to `digits` significant figures: a duration for `ns` (`1.20 s`),
+/// else the figure and the unit (`36.4 k events/s`).
+pub fn in_unit(x: f64, unit: &str, digits: u32) -> String {
+    if unit == "ns" {
+        duration_ns(x)
+    } else {
+        format!("{} {unit}", si_sig(x, digits))
+    }
+}
+
 #[cfg(test)]
 mod figures_tests {
     use super::*;

@@ -14,7 +14,7 @@ use crate::conclusion::{
 use crate::render::export::{Document, Section};
 use crate::render::markdown::code;
 use crate::render::{self, Align, NONE, Table, band, duration_ns, interval_n, times};
-use crate::stats::{Effect, Summary};
+use crate::stats::Effect;
 
 /// The argv as a shell would need it typed: words with spaces or shell characters in
 /// single quotes.
@@ -39,14 +39,6 @@ pub fn shell_words(argv: &[String]) -> String {
 /// The metric's column name: `EVENTS/S`, `TPS`, `VALUE`.
 fn metric_head(r: &CompareReport) -> Option<String> {
     r.metric.as_ref().map(|m| m.unit.to_uppercase())
-}
-
-fn with_mad(s: &Summary, f: impl Fn(f64) -> String) -> String {
-    format!("{} ± {}", f(s.median), f(s.mad))
-}
-
-fn range(s: &Summary, f: impl Fn(f64) -> String) -> String {
-    format!("{} … {}", f(s.min), f(s.max))
 }
 
 /// One comparison line: the call, the speed (> 1 = faster) and its interval.
@@ -171,11 +163,6 @@ fn switches(p: &PlacementResult) -> String {
     }
 }
 
-/// A value of the metric to 3 significant figures (`1237`, `14.8`, `36.4 k`).
-fn metric_value(x: f64) -> String {
-    render::si_sig(x, 3)
-}
-
 /// The lines above the table: the command, the scope, the server, how runs were compared.
 fn header(r: &CompareReport) -> Vec<String> {
     let mut v = vec![format!("Command: {}", shell_words(&r.command))];
@@ -236,22 +223,26 @@ pub fn placements_table(r: &CompareReport) -> Table {
         if metric.is_some() {
             row.push(
                 p.metric
-                    .map(|s| with_mad(&s, metric_value))
+                    .map(|s| render::pm_sig(s.median, s.mad))
                     .unwrap_or_else(dash),
             );
             row.push(
                 p.metric
-                    .map(|s| range(&s, metric_value))
+                    .map(|s| render::min_max(&s, |x| render::si_sig(x, 3)))
                     .unwrap_or_else(dash),
             );
             row.push(p.wall_time_ns.map(|s| secs(s.median)).unwrap_or_else(dash));
         } else {
             row.push(
                 p.wall_time_ns
-                    .map(|s| with_mad(&s, secs))
+                    .map(|s| render::median_mad(&s, secs))
                     .unwrap_or_else(dash),
             );
-            row.push(p.wall_time_ns.map(|s| range(&s, secs)).unwrap_or_else(dash));
+            row.push(
+                p.wall_time_ns
+                    .map(|s| render::min_max(&s, secs))
+                    .unwrap_or_else(dash),
+            );
         }
         row.push(p.user_time_ns.map(|s| secs(s.median)).unwrap_or_else(dash));
         row.push(
@@ -577,13 +568,13 @@ pub fn relative_table(r: &CompareReport) -> Table {
             code(&p.label),
             p.cpus.to_string(),
             p.wall_time_ns
-                .map(|s| with_mad(&s, duration_ns))
+                .map(|s| render::median_mad(&s, duration_ns))
                 .unwrap_or_else(|| NONE.into()),
         ];
         if metric.is_some() {
             cells.push(
                 p.metric
-                    .map(|s| with_mad(&s, metric_value))
+                    .map(|s| render::pm_sig(s.median, s.mad))
                     .unwrap_or_else(|| NONE.into()),
             );
         }
@@ -652,16 +643,6 @@ pub fn markdown(r: &CompareReport) -> String {
 // ---------------------------------------------------------------------------------------
 // The study's section.
 
-/// A value of the command in its unit, to `digits` significant figures: a duration for
-/// `ns`, else the number and unit.
-fn command_value_in(x: f64, unit: &str, digits: u32) -> String {
-    if unit == "ns" {
-        duration_ns(x)
-    } else {
-        format!("{} {unit}", render::si_sig(x, digits))
-    }
-}
-
 /// compare's settings in one paragraph: the command, how runs were compared, how the
 /// rounds were sized.
 pub fn settings(c: &CompareSection) -> String {
@@ -727,15 +708,15 @@ pub fn table(c: &CompareSection) -> Table {
             p.cores.to_string(),
             p.runs.len().to_string(),
             m.and_then(|m| m.median)
-                .map_or(NONE.into(), |ci| command_value_in(ci.estimate, unit, 3)),
+                .map_or(NONE.into(), |ci| render::in_unit(ci.estimate, unit, 3)),
             m.and_then(|m| m.median).map_or(NONE.into(), |ci| {
                 format!(
                     "{} – {}",
-                    command_value_in(ci.low, unit, 3),
-                    command_value_in(ci.high, unit, 3)
+                    render::in_unit(ci.low, unit, 3),
+                    render::in_unit(ci.high, unit, 3)
                 )
             }),
-            summary.map_or(NONE.into(), |s| command_value_in(s.mad, unit, 2)),
+            summary.map_or(NONE.into(), |s| render::in_unit(s.mad, unit, 2)),
             speed,
             call,
         ]);
@@ -1239,10 +1220,10 @@ pub(crate) mod tests {
             "{l:?}"
         );
         assert_eq!(band(0.02), "±2 %");
-        assert_eq!(metric_value(1236.73), "1237");
-        assert_eq!(metric_value(14.826), "14.8");
-        assert_eq!(metric_value(0.012345), "0.0123");
-        assert_eq!(metric_value(36_448.0), "36.4 k");
+        assert_eq!(render::si_sig(1236.73, 3), "1237");
+        assert_eq!(render::si_sig(14.826, 3), "14.8");
+        assert_eq!(render::si_sig(0.012345, 3), "0.0123");
+        assert_eq!(render::si_sig(36_448.0, 3), "36.4 k");
         assert_eq!(band(0.025), "±2.5 %");
         let argv: Vec<String> = ["sh", "-c", "echo it's | wc", "--x=1,2"]
             .iter()

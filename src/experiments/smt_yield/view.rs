@@ -12,7 +12,7 @@ use crate::conclusion::{
 use crate::duration::format_duration;
 use crate::render::export::{Document, Section};
 use crate::render::{self, Caveat, NONE, Table, count, duration_ns, sig, times};
-use crate::stats::{Effect, Summary};
+use crate::stats::Effect;
 use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------
@@ -78,15 +78,6 @@ pub fn dry_run_text(p: &YieldPlan) -> String {
     o
 }
 
-/// `12.3 M ± 1.2 %`: median and MAD relative to it.
-fn with_spread(s: Option<&Summary>) -> String {
-    match s {
-        None => NONE.into(),
-        Some(s) if s.n < 2 => render::si_sig(s.median, 3),
-        Some(s) => render::pm_rel(s.median, s.mad),
-    }
-}
-
 fn latency_cell(l: Option<&LayoutSummary>) -> String {
     let Some(l) = l else {
         return NONE.into();
@@ -110,10 +101,11 @@ pub fn throughput_table(r: &YieldReport) -> Table {
     let mut table = Table::with_header(head);
     for w in &r.workloads {
         let mut row = vec![w.workload.clone(), w.unit.clone()];
-        row.extend(
-            cols.iter()
-                .map(|l| with_spread(w.layout(*l).and_then(|s| s.ops_per_sec.as_ref()))),
-        );
+        row.extend(cols.iter().map(|l| {
+            w.layout(*l)
+                .and_then(|s| s.ops_per_sec.as_ref())
+                .map_or(NONE.into(), |s| render::pm_rel(s.median, s.mad))
+        }));
         table.push(row);
     }
     table

@@ -572,7 +572,7 @@ mod figures_tests {
         assert_eq!(fixed(-0.04, 1), "0.0");
         assert_eq!(fixed(-0.4, 0), "0");
         assert_eq!(fixed(-0.6, 0), "-1");
-        assert_eq!(fixed(3.14159, 2), "3.14");
+        assert_eq!(fixed(1.2345, 2), "1.23");
     }
 
     #[test]

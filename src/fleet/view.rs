@@ -5,10 +5,10 @@
 use super::model::*;
 use crate::render::markdown::{cell, md};
 use crate::render::prometheus::{Exposition, labels};
+use crate::render::svg::esc;
 use crate::render::{NONE, Table, count};
 use crate::report::HtAnswer;
 use crate::report::metrics::{ANSWERS, RatioKind, answer_slug, class_slug};
-use crate::report::svg::esc;
 use crate::report::tables::utc;
 use crate::stats::ratio_text;
 use std::fmt::Write;

@@ -25,34 +25,13 @@
 
 use super::{Answer, HtAnswer, PhaseName, PhaseStatus, Report, SeriesPlacement, Status, Verdict};
 use crate::conclusion::cmp_text;
-use crate::experiments::{c2c, compare, lockscan, neighbors, oltp, rwcache, smt_yield};
+use crate::experiments::{compare, lockscan, neighbors, oltp, rwcache, smt_yield};
 use crate::render::count;
 
 /// Builds the verdict from everything else in the report.
 pub fn build(r: &Report) -> Verdict {
     let smt = r.smt.threads_per_core > 1;
-    let mut findings = Vec::new();
-    if let Some(l) = &r.lockscan {
-        findings.push(lockscan::view::finding(l, smt));
-    }
-    if let Some(n) = &r.neighbors {
-        findings.push(neighbors::view::finding(n));
-    }
-    if let Some(o) = &r.oltp {
-        findings.push(oltp::view::oltp_finding(o, smt));
-    }
-    if let Some(w) = &r.rwcache {
-        findings.push(rwcache::view::finding(w));
-    }
-    if let Some(c) = &r.c2c {
-        findings.push(c2c::view::finding(c));
-    }
-    if let Some(y) = &r.smt_yield {
-        findings.push(smt_yield::view::yield_finding(y));
-    }
-    if let Some(c) = &r.compare {
-        findings.push(compare::view::command_finding(c, smt));
-    }
+    let findings = findings(r, smt);
     let no_smt = no_smt_reason(r);
     let yield_missing = if smt {
         phase_reason(r, PhaseName::Yield)
@@ -96,6 +75,38 @@ pub fn build(r: &Report) -> Verdict {
         findings,
         not_measured: not_measured(r, smt),
     }
+}
+
+/// The order findings are listed in: the lock experiments first, then what explains them
+/// (c2c's handoff ceiling), then the rulers and the user's command. Sections not listed
+/// here follow in the report's order.
+const FINDING_ORDER: [PhaseName; 7] = [
+    PhaseName::Lockscan,
+    PhaseName::Neighbors,
+    PhaseName::Oltp,
+    PhaseName::Rwcache,
+    PhaseName::C2c,
+    PhaseName::Yield,
+    PhaseName::Compare,
+];
+
+/// Every section's finding, in [`FINDING_ORDER`].
+fn findings(r: &Report, smt: bool) -> Vec<super::Finding> {
+    let mut sections: Vec<_> = r
+        .sections()
+        .into_iter()
+        .filter_map(|(phase, s)| Some((phase, s?)))
+        .collect();
+    sections.sort_by_key(|(phase, _)| {
+        FINDING_ORDER
+            .iter()
+            .position(|p| p == phase)
+            .unwrap_or(FINDING_ORDER.len())
+    });
+    sections
+        .into_iter()
+        .filter_map(|(_, s)| s.finding(smt))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ use super::model::{
     Call, CompareReport, CompareSection, Comparison, FoundBy, PairRatio, PlacementResult,
 };
 use crate::conclusion::{
-    Answer, Evidence, Finding, HtAnswer, PhaseName, WorkloadClass, cmp_text, decide,
-    indicative_note, not_answered, pm, ratio_of,
+    Answer, Evidence, Finding, HtAnswer, PhaseName, SectionCtx, StudySection, WorkloadClass,
+    cmp_text, decide, indicative_note, not_answered, pm, ratio_of,
 };
+use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::markdown::code;
 use crate::render::{self, Align, NONE, Table, band, duration_ns, interval_n, times};
@@ -912,6 +913,97 @@ pub fn command_finding(c: &CompareSection, smt: bool) -> Finding {
         meaning,
         evidence,
     }
+}
+
+/// The study's compare section: what was run, a bar per placement (its median and the
+/// median's interval), the placement table and the comparisons.
+impl StudySection for CompareSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Compare
+    }
+
+    fn blocks(&self, _: &SectionCtx) -> Vec<Block> {
+        let mut b = vec![Block::Intro(settings(self))];
+        b.extend(placements_chart(self).map(Block::Chart));
+        b.push(Block::Table(table(self)));
+        let lines = lines(&self.result);
+        if !lines.is_empty() {
+            b.push(Block::List(lines));
+        }
+        b
+    }
+
+    fn finding(&self, smt: bool) -> Option<Finding> {
+        Some(command_finding(self, smt))
+    }
+}
+
+/// One bar per placement: the median of its runs, whiskers the median's interval; wall
+/// time in seconds, a metric in its own unit. None when no placement has a median.
+fn placements_chart(c: &CompareSection) -> Option<String> {
+    use render::si;
+    use render::svg::{Bar, Group};
+    let seconds = c.medians.iter().any(|m| m.unit == "ns");
+    let scale = if seconds { 1e-9 } else { 1.0 };
+    let unit = c.medians.first().map_or("", |m| m.unit.as_str());
+    let groups: Vec<Group> = c
+        .medians
+        .iter()
+        .filter_map(|m| {
+            let ci = m.median?;
+            Some(Group {
+                caption: m.label.clone(),
+                bars: vec![Bar {
+                    label: String::new(),
+                    value: ci.estimate * scale,
+                    range: Some((ci.low * scale, ci.high * scale)),
+                    series: 0,
+                    highlight: false,
+                    tooltip: format!(
+                        "{}: median {} (interval {}–{}, n = {})",
+                        m.label,
+                        si(ci.estimate * scale),
+                        si(ci.low * scale),
+                        si(ci.high * scale),
+                        m.n
+                    ),
+                }],
+            })
+        })
+        .collect();
+    if groups.is_empty() {
+        return None;
+    }
+    let (title, axis) = if seconds {
+        (
+            "Wall time per run by placement: median, whiskers its interval (lower is faster)"
+                .to_string(),
+            "wall time (s)".to_string(),
+        )
+    } else {
+        let better = c.result.metric.as_ref().map_or("", |m| {
+            if m.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            }
+        });
+        (
+            format!(
+                "{unit} per run by placement: median, whiskers its interval ({better} is better)"
+            ),
+            unit.to_string(),
+        )
+    };
+    Some(render::svg::bar_chart(
+        "compare-placements",
+        &title,
+        &axis,
+        &groups,
+        &[],
+        None,
+        false,
+    ))
 }
 
 #[cfg(test)]

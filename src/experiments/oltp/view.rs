@@ -5,12 +5,13 @@
 use super::model::OltpSection;
 use super::{PlannedLayout, same_placements};
 use crate::conclusion::{
-    Answer, CONFIDENCE, Evidence, Finding, HtAnswer, PhaseName, WorkloadClass, cmp_text, decide,
-    indicative_note, not_answered, pm, ratio_of,
+    Answer, CONFIDENCE, Evidence, Finding, HtAnswer, PhaseName, SectionCtx, StudySection,
+    WorkloadClass, cmp_text, decide, indicative_note, not_answered, pm, ratio_of,
 };
 use crate::experiments::smt_yield::view::POOL_ASSUMPTION;
 use crate::oltp::report::{OltpReport, SkippedLayout};
 use crate::placement::Request;
+use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, count, duration_ns, latency_ns, thousands};
 use crate::stats::{Comparison, Effect, Thresholds};
@@ -316,7 +317,11 @@ pub fn settings(x: &OltpSection) -> String {
     format!(
         "{} client threads insert singleton rows into {} ({} table, {} keys, {} row(s) per transaction, durability {}); layouts {}{} run interleaved, {} per run. Backends: {}.",
         res.threads,
-        res.db_description,
+        if res.db_version.is_empty() {
+            res.db_description.clone()
+        } else {
+            format!("{} on {}", res.db_version, res.db_description)
+        },
         res.schema,
         res.key,
         res.rows_per_txn,
@@ -604,6 +609,64 @@ pub fn not_measured(o: &OltpSection) -> Vec<String> {
         v.push(format!("oltp layout `{}`: {}", s.placement, s.reason));
     }
     v
+}
+
+/// The study's oltp section: what was run, inserts per second by layout, the layout table,
+/// and every run folded.
+impl StudySection for OltpSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Oltp
+    }
+
+    fn blocks(&self, _: &SectionCtx) -> Vec<Block> {
+        vec![
+            Block::Intro(settings(self)),
+            Block::Chart(layouts_chart(self)),
+            Block::Table(table(self)),
+            Block::Folded {
+                summary: "Every run".into(),
+                blocks: vec![Block::Table(runs(self))],
+            },
+        ]
+    }
+
+    fn finding(&self, smt: bool) -> Option<Finding> {
+        Some(oltp_finding(self, smt))
+    }
+}
+
+/// One bar per layout: the median inserts/s, whiskers min–max.
+fn layouts_chart(x: &OltpSection) -> String {
+    use render::svg::{Bar, Group};
+    let groups: Vec<Group> = x
+        .summary
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Group {
+            caption: s.placement.to_string(),
+            bars: vec![Bar {
+                label: String::new(),
+                value: s.inserts_per_sec.median,
+                range: Some((s.inserts_per_sec.min, s.inserts_per_sec.max)),
+                series: i,
+                highlight: false,
+                tooltip: format!(
+                    "{}: {} inserts/s",
+                    s.placement,
+                    render::pm_sig(s.inserts_per_sec.median, s.inserts_per_sec.mad)
+                ),
+            }],
+        })
+        .collect();
+    render::svg::bar_chart(
+        "oltp-layouts",
+        "Inserts per second by layout (median, whiskers min–max)",
+        "inserts/s",
+        &groups,
+        &[],
+        None,
+        false,
+    )
 }
 
 #[cfg(test)]

@@ -6,10 +6,11 @@ use super::model::{
     Layout, LayoutSummary, WorkloadKind, WorkloadResult, YieldPlan, YieldReport, YieldSection,
 };
 use crate::conclusion::{
-    Aggregate, Answer, Evidence, Finding, HtAnswer, Member, PhaseName, WorkloadClass,
-    indicative_note, not_answered, ratio_of,
+    Aggregate, Answer, Evidence, Finding, HtAnswer, Member, PhaseName, SectionCtx, StudySection,
+    WorkloadClass, indicative_note, not_answered, ratio_of,
 };
 use crate::duration::format_duration;
+use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::{self, Caveat, NONE, Table, count, duration_ns, sig, times};
 use crate::stats::Effect;
@@ -778,4 +779,75 @@ pub fn yield_finding(y: &YieldSection) -> Finding {
         meaning,
         evidence,
     }
+}
+
+/// The study's yield section: what was run, a bar per workload's yield with its interval,
+/// the workload table, why counters were not read, what was left out and the notes.
+impl StudySection for YieldSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Yield
+    }
+
+    fn blocks(&self, ctx: &SectionCtx) -> Vec<Block> {
+        let mut b = vec![Block::Intro(settings(self))];
+        b.extend(yield_chart(self).map(Block::Chart));
+        b.push(Block::Table(table(self)));
+        b.extend(ctx.counters_not_measured.clone().map(Block::Note));
+        b.extend(
+            self.result
+                .plan
+                .left_out
+                .iter()
+                .map(|l| Block::Note(format!("Left out: {}: {}", l.workload, l.reason))),
+        );
+        b.extend(
+            self.result
+                .plan
+                .notes
+                .iter()
+                .chain(&self.result.notes)
+                .map(|n| Block::Note(n.clone())),
+        );
+        b
+    }
+
+    fn finding(&self, _smt: bool) -> Option<Finding> {
+        Some(yield_finding(self))
+    }
+}
+
+/// One bar per workload: the yield, whiskers its interval (1.0 is "SMT adds nothing"),
+/// losses highlighted; None when no workload has a yield.
+fn yield_chart(y: &YieldSection) -> Option<String> {
+    use render::svg::{Bar, Group};
+    let groups: Vec<Group> = y
+        .result
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            let c = &w.smt_yield.as_ref()?.comparison;
+            Some(Group {
+                caption: w.workload.clone(),
+                bars: vec![Bar {
+                    label: String::new(),
+                    value: c.estimate,
+                    range: Some((c.low, c.high)),
+                    series: 0,
+                    highlight: c.effect == Effect::Loss,
+                    tooltip: format!("{}: SMT yield {c}", w.workload),
+                }],
+            })
+        })
+        .collect();
+    (!groups.is_empty()).then(|| {
+        render::svg::bar_chart(
+            "yield",
+            "SMT yield: throughput of all ÷ one-per-core (whiskers: interval; 1 = the siblings add nothing)",
+            "yield (×)",
+            &groups,
+            &[],
+            None,
+            false,
+        )
+    })
 }

@@ -298,6 +298,127 @@ fn pid_lists_the_threads_of_a_process() {
 }
 
 #[test]
+fn a_bounded_run_exports_every_interval_as_json_csv_and_markdown() {
+    let d = tempfile::tempdir().unwrap();
+    let path = |name: &str| d.path().join(name).to_str().unwrap().to_string();
+    let (json, csv_file, md) = (path("t.json"), path("t.csv"), path("t.md"));
+    smtlab(&[
+        "top",
+        "--count",
+        "2",
+        "-i",
+        "100ms",
+        "--export-json",
+        &json,
+        "--export-csv",
+        &csv_file,
+        "--export-markdown",
+        &md,
+    ])
+    .assert()
+    .success();
+    let list: Json = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let intervals = list.as_array().expect("a JSON list of intervals");
+    assert_eq!(intervals.len(), 2);
+    intervals.iter().for_each(check_interval);
+
+    let mut r = csv::Reader::from_path(&csv_file).unwrap();
+    let head = r.headers().unwrap().clone();
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name} in {head:?}"))
+    };
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    for (i, v) in intervals.iter().enumerate() {
+        let of = |level: &str| -> Vec<&csv::StringRecord> {
+            rows.iter()
+                .filter(|r| r[col("interval")] == (i + 1).to_string() && &r[col("level")] == level)
+                .collect()
+        };
+        let cpus = of("cpu");
+        let cores = of("core");
+        assert_eq!(
+            cpus.len(),
+            v["cpus"].as_array().unwrap().len(),
+            "interval {i}"
+        );
+        assert_eq!(
+            cores.len(),
+            v["cores"].as_array().unwrap().len(),
+            "interval {i}"
+        );
+        for c in &cpus {
+            let cpu: u64 = c[col("cpu")].parse().unwrap();
+            let in_json = v["cpus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["cpu"] == cpu)
+                .unwrap();
+            match c[col("busy_share")].parse::<f64>() {
+                Ok(b) => assert!((b - in_json["busy_share"].as_f64().unwrap()).abs() < 1e-12),
+                Err(_) => assert!(in_json["busy_share"].is_null(), "{c:?}"),
+            }
+        }
+        for (c, in_json) in cores.iter().zip(v["cores"].as_array().unwrap()) {
+            for name in [
+                "busy_min_share",
+                "busy_max_share",
+                "used_min_share",
+                "used_max_share",
+            ] {
+                let x: f64 = c[col(name)].parse().unwrap();
+                // serde_json reads a float back to within one unit in the last place.
+                assert!(
+                    (x - in_json[name].as_f64().unwrap()).abs() < 1e-12,
+                    "{name}"
+                );
+            }
+            assert_eq!(&c[col("busy_share")], "", "a core row has no per-CPU share");
+        }
+    }
+
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        text.starts_with("# smtlab top: 2 intervals from "),
+        "{text}"
+    );
+    assert_eq!(text.matches("\n## Interval ").count(), 2, "{text}");
+    assert!(text.contains("|---|"), "{text}");
+}
+
+#[test]
+fn exports_need_a_bounded_run_and_a_writable_path() {
+    let o = smtlab(&["top", "--export-csv", "/tmp/never-written.csv"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("need a bounded run: add --once or --count N"),
+        "{err}"
+    );
+    // A bad path is refused before the interval is sampled: a 1 h interval would
+    // otherwise hold the test for an hour.
+    let o = smtlab(&[
+        "top",
+        "--once",
+        "-i",
+        "1h",
+        "--export-markdown",
+        "/nonexistent/t.md",
+    ])
+    .assert()
+    .code(2)
+    .get_output()
+    .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--export-markdown /nonexistent/t.md"), "{err}");
+}
+
+#[test]
 fn bad_input_is_refused() {
     let d = tempfile::tempdir().unwrap();
     let bad_yield = d.path().join("y.json");

@@ -6,8 +6,9 @@ use crate::common::{self, own_process};
 use assert_cmd::Command;
 use smtlab::engine::FakeEngine;
 use smtlab::oltp::DbTarget;
+use smtlab::progress::Quiet;
 use smtlab::report::{self, MachineInfo, PhaseName, PhaseStatus, Provenance, Report, Status};
-use smtlab::study::{self, NoProgress, Progress};
+use smtlab::study::{self, Progress};
 use std::path::Path;
 use std::time::Duration;
 
@@ -93,7 +94,7 @@ fn fake_report_with(
 
 #[test]
 fn fake_study_snapshots_json_markdown_html() {
-    let r = fake_report(2, 1, &NoProgress);
+    let r = fake_report(2, 1, &Quiet);
     assert!(r.synthetic);
     assert_eq!(r.status, Status::Complete);
     for p in &r.phases {
@@ -113,7 +114,7 @@ fn fake_study_snapshots_json_markdown_html() {
 
 #[test]
 fn the_verdict_says_no_smt_here_and_what_results_mean() {
-    let r = fake_report(2, 1, &NoProgress);
+    let r = fake_report(2, 1, &Quiet);
     let v = &r.verdict;
     assert!(v.headline.starts_with("SYNTHETIC DATA"), "{}", v.headline);
     assert!(v.headline.contains("no SMT siblings"), "{}", v.headline);
@@ -155,7 +156,7 @@ fn the_verdict_says_no_smt_here_and_what_results_mean() {
 
 #[test]
 fn an_smt_machine_gets_sibling_findings() {
-    let r = fake_report(4, 2, &NoProgress);
+    let r = fake_report(4, 2, &Quiet);
     assert_eq!(r.smt.threads_per_core, 2);
     assert!(
         !r.verdict.headline.contains("cannot be tested"),
@@ -226,7 +227,7 @@ fn a_cmt_machine_answers_no_ht_question_and_names_the_modules() {
         machine(&topo),
         provenance(),
         &config(),
-        &NoProgress,
+        &Quiet,
     )
     .unwrap();
     assert!(r.smt.sentence.contains("CMT module"), "{}", r.smt.sentence);
@@ -294,7 +295,7 @@ fn a_command_on_an_smt_machine_gets_its_section_chart_and_answer_row() {
         c.metric = Some(MetricSpec::Pgbench);
         c.runs = Some(6);
     });
-    let r = fake_report_with(4, 2, &cfg, &NoProgress);
+    let r = fake_report_with(4, 2, &cfg, &Quiet);
     let p = r.phases.iter().find(|p| p.phase == PhaseName::Compare);
     assert_eq!(p.map(|p| p.status), Some(PhaseStatus::Done), "{p:?}");
     let c = r.compare.as_ref().expect("a compare section");
@@ -356,7 +357,7 @@ fn a_command_without_siblings_shows_what_ran_and_says_why_no_answer() {
             PlacementChoice::Cpus(smtlab::cpuset::CpuSet::from_cpus([0, 1])),
         ];
     });
-    let r = fake_report_with(2, 1, &cfg, &NoProgress);
+    let r = fake_report_with(2, 1, &cfg, &Quiet);
     let c = r.compare.as_ref().expect("a compare section");
     let labels: Vec<&str> = c
         .result
@@ -446,7 +447,7 @@ fn a_three_percent_yield_is_the_same_call_in_the_section_and_the_row() {
             c.fake.sibling_gain = 0.03;
             c.fake.jitter = 0.002;
         });
-        let r = fake_report_with(4, 2, &cfg, &NoProgress);
+        let r = fake_report_with(4, 2, &cfg, &Quiet);
         let c = r.compare.as_ref().unwrap();
         let section = &c.result.comparisons[0];
         assert!((section.speedup.low - 1.03).abs() < 0.01, "{section:?}");
@@ -489,7 +490,7 @@ fn a_command_that_fails_mid_phase_keeps_its_runs_and_the_row_its_complete_rounds
         // `one-per-core` fails after it.
         c.fake.fail_on_run = Some(14);
     });
-    let r = fake_report_with(4, 2, &cfg, &NoProgress);
+    let r = fake_report_with(4, 2, &cfg, &Quiet);
     assert_eq!(r.status, Status::Partial);
     let p = r
         .phases
@@ -565,7 +566,7 @@ fn with_runs_the_command_phase_counts_its_runs() {
 
 #[test]
 fn rendering_depends_only_on_the_json_and_report_reproduces_it() {
-    let r = fake_report(2, 1, &NoProgress);
+    let r = fake_report(2, 1, &Quiet);
     let dir = tempfile::tempdir().unwrap();
     let written = report::write_all(&r, dir.path()).unwrap();
     assert_eq!(written.len(), 3);
@@ -670,15 +671,7 @@ fn a_failed_phase_makes_the_study_partial_with_the_reason() {
         db: DbTarget::Sqlite(Some("/proc/smtlab-no-such-dir/x.db".into())),
         ..config()
     };
-    let r = study::run(
-        &engine,
-        &topo,
-        machine(&topo),
-        provenance(),
-        &cfg,
-        &NoProgress,
-    )
-    .unwrap();
+    let r = study::run(&engine, &topo, machine(&topo), provenance(), &cfg, &Quiet).unwrap();
     let oltp = r
         .phases
         .iter()
@@ -1013,7 +1006,7 @@ fn the_html_renders_in_headless_chromium_with_every_chart() {
         eprintln!("skipped: chromium is not installed (apt-get install chromium)");
         return;
     };
-    let r = fake_report(2, 1, &NoProgress);
+    let r = fake_report(2, 1, &Quiet);
     let dir = tempfile::tempdir().unwrap();
     report::write_all(&r, dir.path()).unwrap();
     let url = format!("file://{}", dir.path().join("report.html").display());

@@ -188,7 +188,7 @@ fn cmt_modules(c: &Case) -> Result<(), String> {
     if c.ours.cores.iter().any(|core| core.len() != 1) {
         return Err(format!("cores {:?} are not single CPUs", c.ours.cores));
     }
-    let line = smtlab::topology::render::smt_summary(&c.topo).sentence;
+    let line = smtlab::topology::view::smt_summary(&c.topo).sentence;
     if !line.contains("CMT modules") || !line.starts_with("no SMT") {
         return Err(format!("the SMT line does not name CMT modules: {line}"));
     }

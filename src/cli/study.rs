@@ -103,15 +103,13 @@ impl StudyArgs {
             }
             None
         } else {
-            let typed = crate::experiments::compare::render::shell_words(&given);
+            let typed = crate::experiments::compare::view::shell_words(&given);
             if !typed.is_empty() {
                 command.push(' ');
                 command.push_str(&typed);
             }
             command.push_str(" -- ");
-            command.push_str(&crate::experiments::compare::render::shell_words(
-                &a.command,
-            ));
+            command.push_str(&crate::experiments::compare::view::shell_words(&a.command));
             // One band for the command's section and its answer row: the other rows' ±5 %.
             let mut exp = a.cmd.config(
                 a.command,

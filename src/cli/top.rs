@@ -1,6 +1,6 @@
 //! `smtlab top`: per-CPU and per-core utilisation.
 
-use super::args::{JsonArg, RootArg, help};
+use super::args::{OutputArgs, RootArg, help};
 use super::values::whole;
 use crate::commands;
 use crate::limits;
@@ -16,6 +16,29 @@ use std::path::PathBuf;
      cores: [{cpus, busy_min_share, busy_max_share, both_busy_min_share, traced, \
      used_min_share, …}], machine: {logical_busy_share, headroom_cores_min, …}}`"
 )(a).conflicts_with("prometheus")))]
+#[command(
+    mut_arg(
+        "export_json",
+        help(
+            "Also write every interval to FILE as one JSON list (each as --json prints it); \
+             needs --once or --count"
+        )
+    ),
+    mut_arg(
+        "export_csv",
+        help(
+            "Also write every interval to FILE as CSV: one row per CPU and per core (column \
+             `level`), raw shares 0–1; needs --once or --count"
+        )
+    ),
+    mut_arg(
+        "export_markdown",
+        help(
+            "Also write each interval's summary and core table to FILE as Markdown; needs \
+             --once or --count"
+        )
+    )
+)]
 pub(super) struct TopArgs {
     #[command(flatten)]
     root: RootArg,
@@ -35,8 +58,10 @@ pub(super) struct TopArgs {
     #[arg(long, short = 'n', value_name = "N", allow_hyphen_values = true,
           value_parser = whole::<u64>(1, u64::MAX.into(), ""))]
     count: Option<u64>,
+    // `--json`, and `--export-json/--export-csv/--export-markdown FILE`: every interval of
+    // a bounded run (`--once` or `--count N`), written when the last one ends.
     #[command(flatten)]
-    json: JsonArg,
+    output: OutputArgs,
     /// The Prometheus text exposition format (gauges named smtlab_*).
     #[arg(long)]
     prometheus: bool,
@@ -95,7 +120,16 @@ impl TopArgs {
         if let Some(f) = &a.textfile {
             crate::fsutil::check_output("--textfile", f)?;
         }
-        let format = if a.json.json {
+        let exports = a.output.exports();
+        if !exports.is_empty() && count.is_none() {
+            return Err(BadInput(
+                "--export-json/--export-csv/--export-markdown need a bounded run: add --once or \
+                 --count N (the files hold every interval and are written when the last one ends)"
+                    .into(),
+            )
+            .into());
+        }
+        let format = if a.output.json() {
             commands::top::Format::Json
         } else if a.prometheus {
             commands::top::Format::Prometheus
@@ -113,8 +147,7 @@ impl TopArgs {
             pid: a.pid,
             smt_yield,
             trace: !a.no_trace,
-            // `top` has no export flags yet.
-            exports: Default::default(),
+            exports,
         })
     }
 }

@@ -37,8 +37,8 @@ pub struct TopCommand {
     pub smt_yield: Yield,
     /// Try tracefs for the exact per-core split.
     pub trace: bool,
-    /// `--export-json/csv/markdown`: each interval replaces the files, so they hold the
-    /// last one (with `--once`, the only one).
+    /// `--export-json/csv/markdown`: every interval of a bounded run, written once the last
+    /// one ends (or at Ctrl-C, the ones finished before it).
     pub exports: crate::render::export::Exports,
 }
 
@@ -74,6 +74,8 @@ pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
     }
     // SAFETY: sysconf has no preconditions.
     let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    // The intervals the exports hold; kept only when an export was asked for.
+    let mut kept = Vec::new();
     let mut i = 0u64;
     while cfg.count.is_none_or(|n| i < n) {
         let st = crate::smt::state::read(&cfg.root)?;
@@ -105,8 +107,12 @@ pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
             };
             std::thread::sleep(step.min(left));
         }
-        // Ctrl-C: the interval is cut short; print nothing for it. The tracer's Drop
-        // switches tracing off and removes its instance on the way out.
+        // Ctrl-C: the interval is cut short; print nothing for it, and export the ones
+        // finished before it. The tracer's Drop switches tracing off and removes its
+        // instance on the way out.
+        if crate::interrupt::requested() && !kept.is_empty() {
+            cfg.exports.write(|| view::document(&kept))?;
+        }
         crate::interrupt::check()?;
         let traced = match tracer.as_mut().map(|t| t.stop()) {
             Some(Ok(t)) => TraceInput::Traced(t),
@@ -155,9 +161,12 @@ pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
                 out.flush()?;
             }
         }
-        cfg.exports.write(|| view::document(&s))?;
+        if !cfg.exports.is_empty() {
+            kept.push(s);
+        }
         i += 1;
     }
+    cfg.exports.write(|| view::document(&kept))?;
     drop(tracer);
     Ok(())
 }

@@ -32,9 +32,6 @@ mod derive;
 pub mod reason;
 mod sys;
 pub mod view;
-/// The old name of [`view`], kept for callers not yet moved.
-#[doc(hidden)]
-pub use view as text;
 
 pub use derive::{
     CoreCpi, Counts, Scaled, ThreadCpi, core_cpi, cpi, effective_ghz, ipc, per_core, scale,

@@ -125,7 +125,7 @@ pub fn base(t: usize) -> &'static Report {
             machine,
             provenance,
             &cfg,
-            &crate::study::NoProgress,
+            &crate::progress::Quiet,
         )
         .expect("the fake study runs");
         r.smt.control = Some(spec.smt_control.into());

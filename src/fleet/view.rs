@@ -32,10 +32,6 @@ fn class_name(c: &ClassRow) -> String {
     }
 }
 
-fn opt_pct(x: Option<f64>) -> String {
-    x.map_or(NONE.into(), |v| format!("{:.0} %", v * 100.0))
-}
-
 /// One line summing up the inputs.
 pub fn inputs_line(f: &Fleet) -> String {
     format!(
@@ -92,7 +88,8 @@ pub fn answers(ty: &MachineType) -> Table {
                 format!("{} {}", c.ratio.label(), pooled_text(p))
             }),
             p.map_or("0".into(), |p| format!("{} of {}", p.hosts, c.hosts.len())),
-            opt_pct(p.and_then(|p| p.i2)),
+            p.and_then(|p| p.i2)
+                .map_or(NONE.into(), |v| crate::render::percent(v, 0)),
             p.and_then(|p| p.tau)
                 .map_or(NONE.into(), |x| format!("{x:.3}")),
             match p.map(|p| (p.predict_low, p.predict_high)) {

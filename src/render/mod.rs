@@ -248,12 +248,12 @@ pub fn fixed2(x: f64) -> String {
 
 /// A share 0–1 as a percentage with `decimals` decimals and the sign: `31.8%`.
 pub fn percent(share: f64, decimals: usize) -> String {
-    format!("{:.*}%", decimals, share * 100.0)
+    format!("{}%", fixed(share * 100.0, decimals))
 }
 
 /// A share 0–1 as a percentage figure without the sign, for a column headed `%`: `31.8`.
 pub fn percent_figure(share: f64, decimals: usize) -> String {
-    format!("{:.*}", decimals, share * 100.0)
+    fixed(share * 100.0, decimals)
 }
 
 /// Nanoseconds as a bare figure, one decimal below 100: `42.5`, `812`.
@@ -481,5 +481,119 @@ mod words_tests {
         assert_eq!(super::count_of(3, "process", "processes"), "3 processes");
         assert_eq!(super::pm_plain(4.6512, 0.0123), "4.65 ± 0.012");
         assert_eq!(super::pm_plain(12_040.0, 310.0), "12040 ± 310");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Fixed decimals, bounds, clock times and raw export values: the rules the top, fleet,
+// compare and yield views and the SVG charts share.
+
+/// `x` with `decimals` decimals, never a negative zero (`-0.0` reads as a value below zero
+/// that was measured): `3.1`, `0.0`, `12`.
+pub fn fixed(x: f64, decimals: usize) -> String {
+    let s = format!("{x:.decimals$}");
+    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+        s[1..].to_string()
+    } else {
+        s
+    }
+}
+
+/// Bounds with `decimals` decimals, `1.2–3.4`, or one figure when both round alike: `2.0`.
+pub fn fixed_bounds(lo: f64, hi: f64, decimals: usize) -> String {
+    let (a, b) = (fixed(lo, decimals), fixed(hi, decimals));
+    if a == b { a } else { format!("{a}–{b}") }
+}
+
+/// Bounds on a share (0–1) as whole percentages without the sign, for a column headed
+/// `%`: `62–81`, or `62` when both round alike.
+pub fn percent_bounds_figure(lo: f64, hi: f64) -> String {
+    fixed_bounds(lo * 100.0, hi * 100.0, 0)
+}
+
+/// Bounds on a share (0–1) as whole percentages in a sentence: `62–81 %`, `62 %`.
+pub fn percent_bounds(lo: f64, hi: f64) -> String {
+    format!("{} %", percent_bounds_figure(lo, hi))
+}
+
+/// A coordinate or length in a drawing (SVG): one decimal, `0.0` for a value that is not
+/// finite, so a bad input draws at the origin instead of writing `NaN` into the file.
+pub fn coord(x: f64) -> String {
+    fixed(if x.is_finite() { x } else { 0.0 }, 1)
+}
+
+/// The time of day in UTC from Unix milliseconds: `14:03:27 UTC`.
+pub fn utc_time_of_day(unix_ms: u64) -> String {
+    let s = (unix_ms / 1000) % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// A value as the CSV export writes it: every digit (Rust's shortest form that reads back
+/// as the same `f64`), [`NONE`] — an empty field — when it was not measured.
+pub fn raw(v: Option<f64>) -> String {
+    v.map_or_else(|| NONE.to_string(), |x| x.to_string())
+}
+
+/// A comparison as three table cells, ratio, interval and class (`1.31×`,
+/// `95 % CI 1.25–1.37`, `gain`); `–`, `–`, `not measured` when there is none.
+pub fn comparison_cells(c: Option<&crate::stats::Comparison>) -> [String; 3] {
+    match c {
+        Some(c) if c.estimate.is_finite() => {
+            [times(c.estimate), c.interval_text(), c.effect.to_string()]
+        }
+        _ => [NONE.into(), NONE.into(), "not measured".into()],
+    }
+}
+
+/// A summary's median ± MAD, both through one unit's formatter: `1.20 s ± 30.0 ms`.
+pub fn median_mad(s: &crate::stats::Summary, f: impl Fn(f64) -> String) -> String {
+    format!("{} ± {}", f(s.median), f(s.mad))
+}
+
+/// A summary's extremes through one unit's formatter: `1.18 s … 1.25 s`.
+pub fn min_max(s: &crate::stats::Summary, f: impl Fn(f64) -> String) -> String {
+    format!("{} … {}", f(s.min), f(s.max))
+}
+
+/// A value in its unit to `digits` significant figures: a duration for `ns` (`1.20 s`),
+/// else the figure and the unit (`36.4 k events/s`).
+pub fn in_unit(x: f64, unit: &str, digits: u32) -> String {
+    if unit == "ns" {
+        duration_ns(x)
+    } else {
+        format!("{} {unit}", si_sig(x, digits))
+    }
+}
+
+#[cfg(test)]
+mod figures_tests {
+    use super::*;
+
+    #[test]
+    fn fixed_never_shows_a_negative_zero() {
+        assert_eq!(fixed(-0.0, 1), "0.0");
+        assert_eq!(fixed(-0.04, 1), "0.0");
+        assert_eq!(fixed(-0.4, 0), "0");
+        assert_eq!(fixed(-0.6, 0), "-1");
+        assert_eq!(fixed(1.2345, 2), "1.23");
+    }
+
+    #[test]
+    fn bounds_collapse_when_they_round_alike() {
+        assert_eq!(fixed_bounds(1.21, 3.44, 1), "1.2–3.4");
+        assert_eq!(fixed_bounds(2.01, 1.99, 1), "2.0");
+        assert_eq!(percent_bounds_figure(0.62, 0.81), "62–81");
+        assert_eq!(percent_bounds(0.621, 0.624), "62 %");
+        assert_eq!(percent_bounds(0.62, 0.81), "62–81 %");
+    }
+
+    #[test]
+    fn coordinates_clocks_and_raw_values() {
+        assert_eq!(coord(f64::NAN), "0.0");
+        assert_eq!(coord(-0.01), "0.0");
+        assert_eq!(coord(12.345), "12.3");
+        assert_eq!(utc_time_of_day(86_400_000 + 3_723_000), "01:02:03 UTC");
+        assert_eq!(raw(Some(0.1)), "0.1");
+        assert_eq!(raw(None), NONE);
     }
 }

@@ -5,7 +5,7 @@
 //! Every chart is one `<svg class="chart" data-chart="NAME">` element with a `<title>`, so
 //! the report test can check each is present.
 
-use crate::render::si;
+use crate::render::{coord, si};
 use std::fmt::Write;
 
 /// Colours for series, in order (colour-blind friendly, Okabe–Ito).
@@ -31,15 +31,6 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-fn f(x: f64) -> String {
-    if x.is_finite() {
-        let s = format!("{x:.1}");
-        if s == "-0.0" { "0.0".into() } else { s }
-    } else {
-        "0.0".into()
-    }
-}
-
 /// An SVG document being built.
 struct Doc {
     w: f64,
@@ -59,9 +50,9 @@ impl Doc {
         let _ = writeln!(
             self.body,
             r#"<text x="{}" y="{}" text-anchor="{anchor}" font-size="{}">{}</text>"#,
-            f(x),
-            f(y),
-            f(size),
+            coord(x),
+            coord(y),
+            coord(size),
             esc(s)
         );
     }
@@ -69,21 +60,21 @@ impl Doc {
         let _ = writeln!(
             self.body,
             r#"<text x="{x}" y="{y}" text-anchor="middle" font-size="{}" transform="rotate(-90 {x} {y})">{}</text>"#,
-            f(size),
+            coord(size),
             esc(s),
-            x = f(x),
-            y = f(y)
+            x = coord(x),
+            y = coord(y)
         );
     }
     fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, stroke: &str, width: f64) {
         let _ = writeln!(
             self.body,
             r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{stroke}" stroke-width="{}"/>"#,
-            f(x1),
-            f(y1),
-            f(x2),
-            f(y2),
-            f(width)
+            coord(x1),
+            coord(y1),
+            coord(x2),
+            coord(y2),
+            coord(width)
         );
     }
     #[allow(clippy::too_many_arguments)]
@@ -91,10 +82,10 @@ impl Doc {
         let _ = write!(
             self.body,
             r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{fill}" stroke="{stroke}""#,
-            f(x),
-            f(y),
-            f(w.max(0.0)),
-            f(h.max(0.0))
+            coord(x),
+            coord(y),
+            coord(w.max(0.0)),
+            coord(h.max(0.0))
         );
         if title.is_empty() {
             self.body.push_str("/>\n");
@@ -106,9 +97,9 @@ impl Doc {
         let _ = writeln!(
             self.body,
             r##"<circle cx="{}" cy="{}" r="{}" fill="{fill}" stroke="{stroke}" stroke-width="2"><title>{}</title></circle>"##,
-            f(x),
-            f(y),
-            f(r),
+            coord(x),
+            coord(y),
+            coord(r),
             esc(title)
         );
     }
@@ -120,8 +111,8 @@ impl Doc {
             esc(name),
             esc(title),
             self.body,
-            w = f(self.w),
-            h = f(self.h),
+            w = coord(self.w),
+            h = coord(self.h),
         )
     }
 }
@@ -499,7 +490,7 @@ pub fn line_chart(
         let path: Vec<String> = s
             .points
             .iter()
-            .map(|p| format!("{},{}", f(xpos(p.x)), f(a.y_of(&axis, p.y))))
+            .map(|p| format!("{},{}", coord(xpos(p.x)), coord(a.y_of(&axis, p.y))))
             .collect();
         if path.len() > 1 {
             let _ = writeln!(
@@ -578,8 +569,8 @@ pub fn heatmap(
                         let _ = writeln!(
                             d.body,
                             r#"<text x="{}" y="{}" text-anchor="middle" font-size="10" fill="{fg}">{:.0}</text>"#,
-                            f(x + cell / 2.0),
-                            f(y + cell / 2.0 + 3.5),
+                            coord(x + cell / 2.0),
+                            coord(y + cell / 2.0 + 3.5),
                             v
                         );
                     }
@@ -714,8 +705,8 @@ pub fn topology(name: &str, title: &str, packages: &[PackageBox]) -> String {
                         let _ = writeln!(
                             d.body,
                             r##"<text x="{}" y="{}" text-anchor="middle" font-size="11" fill="#fff">{cpu}</text>"##,
-                            f(px + cpu_w / 2.0),
-                            f(py + cpu_h / 2.0 + 4.0)
+                            coord(px + cpu_w / 2.0),
+                            coord(py + cpu_h / 2.0 + 4.0)
                         );
                     }
                     cx += cw + 6.0;
@@ -812,9 +803,9 @@ pub fn log_log_chart(
         let _ = writeln!(
             d.body,
             r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#777" stroke-width="1" stroke-dasharray="4 3"/>"##,
-            f(a.y),
-            f(a.y + a.h),
-            x = f(px)
+            coord(a.y),
+            coord(a.y + a.h),
+            x = coord(px)
         );
         // Staggered so neighbouring marks' labels do not overlap.
         d.text(
@@ -838,7 +829,7 @@ pub fn log_log_chart(
                     .rev()
                     .map(|p| (p.x, p.range.map_or(p.y, |r| r.0))),
             )
-            .map(|(x, y)| format!("{},{}", f(xpos(x)), f(a.y_of(&axis, y))))
+            .map(|(x, y)| format!("{},{}", coord(xpos(x)), coord(a.y_of(&axis, y))))
             .collect();
         if s.points.len() > 1 && s.points.iter().any(|p| p.range.is_some()) {
             let _ = writeln!(
@@ -850,7 +841,7 @@ pub fn log_log_chart(
         let path: Vec<String> = s
             .points
             .iter()
-            .map(|p| format!("{},{}", f(xpos(p.x)), f(a.y_of(&axis, p.y))))
+            .map(|p| format!("{},{}", coord(xpos(p.x)), coord(a.y_of(&axis, p.y))))
             .collect();
         if !path.is_empty() {
             let _ = writeln!(

@@ -85,7 +85,7 @@ pub fn size(topo: &Topology, cfg: &Config, synthetic: bool) -> Result<Vec<Box<dy
 
 /// Progress of the phases (a stage per phase: progress bars in the command, nothing in
 /// tests), through the crate's one progress trait.
-pub use crate::progress::{Progress, Quiet as NoProgress};
+pub use crate::progress::Progress;
 
 /// How a phase ended, in the one line progress shows: `done in 4.2 s`, or its status and
 /// the first line of its reason (at most 110 characters).

@@ -7,6 +7,7 @@ use super::sample::ThreadStat;
 use super::trace::{self, Trace};
 use crate::cpuset::CpuSet;
 use crate::hygiene::CpuTimes;
+use crate::render::{fixed_bounds, percent_bounds};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -443,26 +444,6 @@ pub fn build(inp: Inputs) -> TopSample {
     }
 }
 
-/// A share as a whole percentage.
-pub fn pct(x: f64) -> String {
-    format!("{:.0}", (x * 100.0).clamp(0.0, 100.0))
-}
-
-/// `62–81 %`, or `62 %` when the bounds round alike.
-pub fn pct_range(lo: f64, hi: f64) -> String {
-    let (a, b) = (pct(lo), pct(hi));
-    if a == b {
-        format!("{a} %")
-    } else {
-        format!("{a}–{b} %")
-    }
-}
-
-fn cores_range(lo: f64, hi: f64) -> String {
-    let (a, b) = (format!("{:.1}", lo.max(0.0)), format!("{:.1}", hi.max(0.0)));
-    if a == b { a } else { format!("{a}–{b}") }
-}
-
 /// The time between one and all threads busy may shift a core's capacity by up to
 /// (1 − 1/Y) of it: when that adds up to more than this share of the cores, the capacity
 /// left is not modelled.
@@ -499,10 +480,19 @@ fn not_modelled(cores: &[CoreRow], threads_per_core: usize, y: f64) -> Option<St
          core's throughput then (the yield compares all {k} threads busy with one alone); \
          if throughput rises with busy threads, {} of {} cores' capacity is left",
         if traced { "as much as" } else { "up to" },
-        pct_range(most, most),
-        cores_range(
-            cores.iter().map(|c| 1.0 - c.used_max_share).sum(),
-            cores.iter().map(|c| 1.0 - c.used_min_share).sum()
+        percent_bounds(most, most),
+        fixed_bounds(
+            cores
+                .iter()
+                .map(|c| 1.0 - c.used_max_share)
+                .sum::<f64>()
+                .max(0.0),
+            cores
+                .iter()
+                .map(|c| 1.0 - c.used_min_share)
+                .sum::<f64>()
+                .max(0.0),
+            1
         ),
         cores.len()
     ))
@@ -510,11 +500,15 @@ fn not_modelled(cores: &[CoreRow], threads_per_core: usize, y: f64) -> Option<St
 
 /// "What 50 % means" for this interval.
 fn summary(m: &MachineRow, smt: bool, threads_per_core: usize, y: &Yield) -> String {
-    let left = cores_range(m.headroom_cores_min, m.headroom_cores_max);
+    let left = fixed_bounds(
+        m.headroom_cores_min.max(0.0),
+        m.headroom_cores_max.max(0.0),
+        1,
+    );
     if !smt {
         return format!(
             "logical {} busy (one thread per core: cores are CPUs); about {left} of {} cores left",
-            pct_range(m.logical_busy_share, m.logical_busy_share),
+            percent_bounds(m.logical_busy_share, m.logical_busy_share),
             m.cores
         );
     }
@@ -531,16 +525,16 @@ fn summary(m: &MachineRow, smt: bool, threads_per_core: usize, y: &Yield) -> Str
     let cores_part = match (m.traced_core_busy_share, m.traced_both_busy_share) {
         (Some(b), Some(both)) => format!(
             "cores {} busy, {two} {} (traced)",
-            pct_range(b, b),
-            pct_range(both, both)
+            percent_bounds(b, b),
+            percent_bounds(both, both)
         ),
         _ => format!(
             "cores {} busy, {two} {}",
-            pct_range(m.core_busy_min_share, m.core_busy_max_share),
-            pct_range(m.both_busy_min_share, m.both_busy_max_share)
+            percent_bounds(m.core_busy_min_share, m.core_busy_max_share),
+            percent_bounds(m.both_busy_min_share, m.both_busy_max_share)
         ),
     };
-    let logical = pct_range(m.logical_busy_share, m.logical_busy_share);
+    let logical = percent_bounds(m.logical_busy_share, m.logical_busy_share);
     match &m.headroom_not_modelled {
         Some(why) => {
             format!("logical {logical} busy; {cores_part}; capacity left not modelled: {why}")

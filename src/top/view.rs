@@ -3,9 +3,9 @@
 //! (prometheus.io/docs/instrumenting/exposition_formats: `# HELP`, `# TYPE`, then
 //! `name{label="value"} number` lines) for node_exporter's textfile collector.
 
-use super::model::{TopSample, pct, pct_range};
+use super::model::TopSample;
 use crate::render::export::{Document, Section};
-use crate::render::{Align, NONE, Table};
+use crate::render::{Align, Table, percent_bounds_figure, percent_figure, raw, utc_time_of_day};
 use std::fmt::Write;
 
 /// The terminal view of one interval. `header` adds the lines said once per run.
@@ -31,7 +31,7 @@ pub fn text(s: &TopSample, header: bool) -> String {
     let _ = writeln!(
         out,
         "{}  {:.2} s  {}",
-        clock(s.time_unix_ms),
+        utc_time_of_day(s.time_unix_ms),
         s.interval_ns as f64 / 1e9,
         s.source
     );
@@ -51,7 +51,7 @@ pub fn text(s: &TopSample, header: bool) -> String {
 }
 
 /// One row per core, busiest first: per-CPU busy, the core's busy and both-busy bounds
-/// (exact when traced), and the share of the core used. Numbers and ranges (`62-81`,
+/// (exact when traced), and the share of the core used. Numbers and ranges (`62–81`,
 /// `3 100`) right, the header too; the CPU lists left.
 pub fn cores_table(s: &TopSample) -> Table {
     let mut order: Vec<usize> = (0..s.cores.len()).collect();
@@ -68,7 +68,7 @@ pub fn cores_table(s: &TopSample) -> Table {
             .iter()
             .find(|c| c.cpu == cpu)
             .and_then(|c| c.busy_share)
-            .map_or("-".to_string(), pct)
+            .map_or("-".to_string(), |x| percent_figure(x, 0))
     };
     let mut table;
     if s.smt {
@@ -98,28 +98,28 @@ pub fn cores_table(s: &TopSample) -> Table {
                 c.core.to_string(),
                 c.cpus.to_string(),
                 per.join(" "),
-                range(c.busy_min_share, c.busy_max_share),
-                range(c.both_busy_min_share, c.both_busy_max_share),
+                percent_bounds_figure(c.busy_min_share, c.busy_max_share),
+                percent_bounds_figure(c.both_busy_min_share, c.both_busy_max_share),
             ];
             if traced {
                 r.push(match c.traced {
                     Some(t) if s.threads_per_core > 2 => format!(
                         "{}/{}/{}/{}",
-                        pct(t.idle_share),
-                        pct(t.one_busy_share),
-                        pct(t.both_busy_share),
-                        pct(t.all_busy_share)
+                        percent_figure(t.idle_share, 0),
+                        percent_figure(t.one_busy_share, 0),
+                        percent_figure(t.both_busy_share, 0),
+                        percent_figure(t.all_busy_share, 0)
                     ),
                     Some(t) => format!(
                         "{}/{}/{}",
-                        pct(t.idle_share),
-                        pct(t.one_busy_share),
-                        pct(t.both_busy_share)
+                        percent_figure(t.idle_share, 0),
+                        percent_figure(t.one_busy_share, 0),
+                        percent_figure(t.both_busy_share, 0)
                     ),
                     None => "-".into(),
                 });
             }
-            r.push(range(c.used_min_share, c.used_max_share));
+            r.push(percent_bounds_figure(c.used_min_share, c.used_max_share));
             table.push(r);
         }
     } else {
@@ -129,7 +129,7 @@ pub fn cores_table(s: &TopSample) -> Table {
             table.push(vec![
                 c.core.to_string(),
                 c.cpus.to_string(),
-                range(c.busy_min_share, c.busy_max_share),
+                percent_bounds_figure(c.busy_min_share, c.busy_max_share),
             ]);
         }
     }
@@ -140,11 +140,21 @@ pub fn cores_table(s: &TopSample) -> Table {
     table
 }
 
-/// The export of one interval: per core its raw shares (0–1), and the terminal table.
-pub fn document(s: &TopSample) -> Document {
+/// The export of a bounded run (`--once` or `--count N`), every interval in it: the JSON
+/// list of the intervals' models (each what `--json` prints as one line); CSV rows of raw
+/// shares (0–1), one per CPU and one per core of each interval, told apart by `level`;
+/// and per interval a Markdown section with the summary, the notes and the terminal table.
+pub fn document(samples: &[TopSample]) -> Document {
     let mut data = Table::new(&[
+        "interval",
+        "time_unix_ms",
+        "interval_ns",
+        "level",
+        "cpu",
         "core",
         "cpus",
+        "busy_share",
+        "steal_share",
         "busy_min_share",
         "busy_max_share",
         "both_busy_min_share",
@@ -152,51 +162,98 @@ pub fn document(s: &TopSample) -> Document {
         "traced_idle_share",
         "traced_one_busy_share",
         "traced_both_busy_share",
+        "traced_all_busy_share",
         "used_min_share",
         "used_max_share",
     ]);
-    let opt = |x: Option<f64>| x.map_or_else(|| NONE.to_string(), |x| x.to_string());
-    for c in &s.cores {
-        data.push(vec![
-            c.core.to_string(),
-            c.cpus.to_string(),
-            c.busy_min_share.to_string(),
-            c.busy_max_share.to_string(),
-            c.both_busy_min_share.to_string(),
-            c.both_busy_max_share.to_string(),
-            opt(c.traced.map(|t| t.idle_share)),
-            opt(c.traced.map(|t| t.one_busy_share)),
-            opt(c.traced.map(|t| t.both_busy_share)),
-            c.used_min_share.to_string(),
-            c.used_max_share.to_string(),
-        ]);
-    }
-    let mut text = vec![s.machine.summary.clone()];
-    text.extend(s.notes.iter().cloned());
-    Document {
-        title: format!("smtlab top: {} ({})", clock(s.time_unix_ms), s.source),
-        json: serde_json::to_value(s).unwrap_or_default(),
-        data,
-        sections: vec![Section {
-            heading: "Cores".into(),
+    let mut sections = Vec::new();
+    for (i, s) in samples.iter().enumerate() {
+        let when = [
+            (i + 1).to_string(),
+            s.time_unix_ms.to_string(),
+            s.interval_ns.to_string(),
+        ];
+        for c in &s.cpus {
+            let mut row = when.to_vec();
+            row.extend([
+                "cpu".into(),
+                c.cpu.to_string(),
+                c.core.to_string(),
+                c.cpu.to_string(),
+                raw(c.busy_share),
+                raw(c.steal_share),
+            ]);
+            data.push(row);
+        }
+        for c in &s.cores {
+            let mut row = when.to_vec();
+            row.extend([
+                "core".into(),
+                raw(None),
+                c.core.to_string(),
+                c.cpus.to_string(),
+                raw(None),
+                raw(None),
+                raw(Some(c.busy_min_share)),
+                raw(Some(c.busy_max_share)),
+                raw(Some(c.both_busy_min_share)),
+                raw(Some(c.both_busy_max_share)),
+                raw(c.traced.map(|t| t.idle_share)),
+                raw(c.traced.map(|t| t.one_busy_share)),
+                raw(c.traced.map(|t| t.both_busy_share)),
+                raw(c.traced.map(|t| t.all_busy_share)),
+                raw(Some(c.used_min_share)),
+                raw(Some(c.used_max_share)),
+            ]);
+            data.push(row);
+        }
+        let mut text = vec![s.machine.summary.clone()];
+        text.extend(s.notes.iter().cloned());
+        sections.push(Section {
+            heading: format!(
+                "Interval {}: {}, {:.2} s",
+                i + 1,
+                utc_time_of_day(s.time_unix_ms),
+                s.interval_ns as f64 / 1e9
+            ),
             text,
             table: Some(cores_table(s)),
-        }],
+        });
+        if let Some(p) = &s.pid {
+            sections.push(Section {
+                heading: format!("Interval {}: pid {}", i + 1, p.pid),
+                text: vec![pid_heading(p)],
+                table: Some(pid_table(p)),
+            });
+        }
     }
-}
-
-/// `81` or `62-81`: the table's number cells.
-fn range(lo: f64, hi: f64) -> String {
-    pct_range(lo, hi).trim_end_matches(" %").replace('–', "-")
-}
-
-fn clock(ms: u64) -> String {
-    let s = (ms / 1000) % 86_400;
-    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
+    let title = match (samples.first(), samples.len()) {
+        (None, _) => "smtlab top: no interval finished".to_string(),
+        (Some(s), 1) => format!(
+            "smtlab top: {} ({})",
+            utc_time_of_day(s.time_unix_ms),
+            s.source
+        ),
+        (Some(s), n) => format!(
+            "smtlab top: {n} intervals from {} ({})",
+            utc_time_of_day(s.time_unix_ms),
+            s.source
+        ),
+    };
+    Document {
+        title,
+        json: serde_json::to_value(samples).unwrap_or_default(),
+        data,
+        sections,
+    }
 }
 
 fn pid_text(p: &super::model::PidReport) -> String {
-    let mut out = String::new();
+    format!("\n{}\n{}", pid_heading(p), pid_table(p).text())
+}
+
+/// `pid 4242 (postgres): 3 threads, run times from sched_switch`.
+fn pid_heading(p: &super::model::PidReport) -> String {
     let how = if p.method == "tracefs" {
         "run times from sched_switch".to_string()
     } else {
@@ -205,9 +262,8 @@ fn pid_text(p: &super::model::PidReport) -> String {
             p.samples
         )
     };
-    let _ = writeln!(
-        out,
-        "\npid {}{}: {}, {how}{}",
+    format!(
+        "pid {}{}: {}, {how}{}",
         p.pid,
         p.comm
             .as_deref()
@@ -219,7 +275,12 @@ fn pid_text(p: &super::model::PidReport) -> String {
         } else {
             ""
         }
-    );
+    )
+}
+
+/// One row per thread of `--pid`: its CPU share, the CPUs it ran on and the threads that
+/// shared a core with it.
+fn pid_table(p: &super::model::PidReport) -> Table {
     let mut table = Table::new(&["tid", "name", "cpu %", "ran on", "shared a core with"]);
     for t in &p.threads {
         let cpus: Vec<String> = t
@@ -248,7 +309,7 @@ fn pid_text(p: &super::model::PidReport) -> String {
         table.push(vec![
             t.tid.to_string(),
             t.comm.clone(),
-            t.cpu_share.map_or("-".into(), pct),
+            t.cpu_share.map_or("-".into(), |x| percent_figure(x, 0)),
             if cpus.is_empty() {
                 "-".into()
             } else {
@@ -261,8 +322,7 @@ fn pid_text(p: &super::model::PidReport) -> String {
             },
         ]);
     }
-    out.push_str(&table.text());
-    out
+    table
 }
 
 /// One NDJSON line.
@@ -428,13 +488,23 @@ mod tests {
             csv: Some(dir.path().join("t.csv")),
             markdown: Some(dir.path().join("t.md")),
         };
-        e.write(|| document(&s)).unwrap();
+        e.write(|| document(std::slice::from_ref(&s))).unwrap();
         let mut rd = ::csv::Reader::from_path(dir.path().join("t.csv")).unwrap();
-        assert_eq!(&rd.headers().unwrap()[2], "busy_min_share");
+        let head = rd.headers().unwrap().clone();
+        let col = |name: &str| head.iter().position(|h| h == name).unwrap();
         let rows: Vec<::csv::StringRecord> = rd.records().map(Result::unwrap).collect();
-        assert_eq!(rows.len(), 2);
-        let busy: f64 = rows[0][3].parse().unwrap();
+        let level = |l: &str| rows.iter().filter(|r| &r[col("level")] == l).count();
+        assert_eq!(level("cpu"), s.cpus.len());
+        assert_eq!(level("core"), s.cores.len());
+        let core = rows.iter().find(|r| &r[col("level")] == "core").unwrap();
+        let busy: f64 = core[col("busy_max_share")].parse().unwrap();
         assert_eq!(busy, s.cores[0].busy_max_share);
+        assert_eq!(&core[col("interval")], "1");
+        assert_eq!(
+            &core[col("busy_share")],
+            "",
+            "a core row has no per-CPU share"
+        );
         let md = std::fs::read_to_string(dir.path().join("t.md")).unwrap();
         assert!(md.starts_with("# smtlab top"), "{md}");
         assert!(md.contains("| core | cpus |"), "{md}");

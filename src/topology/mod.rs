@@ -8,9 +8,6 @@
 mod discover;
 pub mod fixture;
 pub mod view;
-/// The old name of [`view`], kept for callers not yet moved.
-#[doc(hidden)]
-pub use view as render;
 
 pub use discover::{DiscoverError, discover, discover_in_memory};
 

@@ -8,12 +8,13 @@
 //! placement's speed is one unit per core plus a quarter for every further sibling it
 //! runs on that core, seven tenths of it beside burners, with ±2 % jitter — and
 //! *reproducible*: the same placements give the same runs. Never numbers anyone reads as
-//! measurements; the report says so in a note. [`Behaviour`] changes the sibling's gain,
+//! measurements; the report says so in a note. [`FakeBehaviour`](super::config::FakeBehaviour) changes the sibling's gain,
 //! the jitter, and makes one run fail as a command exiting 1 would.
 
 use super::config::{self, Config, Variant};
 use super::model::{CompareReport, Run};
-use super::{Context, Kept, Ui};
+use super::{Context, Kept};
+use crate::progress::Progress;
 use crate::stats::SplitMix64;
 use crate::topology::Topology;
 use anyhow::Result;
@@ -30,10 +31,6 @@ const ONE_CORE_METRIC: f64 = 1000.0;
 /// Said in every fake report.
 pub const NOTE: &str =
     "synthetic: the command was not run; these runs were made up by compare's fake executor";
-
-/// How the fake executor makes its runs up (a field of [`Config`], so it is defined
-/// beside it).
-pub use super::config::FakeBehaviour as Behaviour;
 
 /// How many cores' worth of work `v` does at once.
 fn speed(topo: &Topology, v: &Variant, gain: f64) -> f64 {
@@ -91,13 +88,13 @@ fn made_up(topo: &Topology, cfg: &Config, v: &Variant, index: usize, round: Opti
 /// placements this machine cannot run and for a failing run; Ctrl-C
 /// ([`crate::interrupt`]) ends it as it ends a real comparison. A server
 /// (`--with-postgres`, `--pin-pids`) is neither started nor placed; a note says so.
-pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> {
+pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<CompareReport> {
     run_keeping(topo, cfg, ui)?.into_result()
 }
 
 /// As [`run`], but a run that fails after others were measured ends the comparison with
 /// the report of those runs and the failure, as [`super::run_keeping`] does.
-pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
+pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<Kept> {
     let mut adjusted = cfg.clone();
     let fixed_duration = super::duration::adjust(&mut adjusted);
     let cfg = &adjusted;

@@ -25,12 +25,9 @@ pub mod metric;
 pub mod model;
 pub mod pins;
 pub mod proctree;
-pub mod view;
-/// The old name of [`view`], kept for callers not yet moved.
-#[doc(hidden)]
-pub use view as render;
 pub mod runner;
 mod session;
+pub mod view;
 
 pub use config::{BurnerChoice, CommandLine, Config, PlacementChoice, Resolved, Variant};
 pub use model::{Call, CompareReport, CompareSection, PlacementMedian};
@@ -42,10 +39,11 @@ use anyhow::Result;
 use model::{BurnerInfo, FixedDuration, PlacementResult, Run, ServerInfo, Skipped};
 use std::time::Duration;
 
-/// What the command layer shows while a comparison runs, through the crate's one progress
-/// trait: setup steps and rounds as `note`s, the total of runs (warm-up included) as
-/// `planned`, each finished run as `advance(1)`. [`Quiet`] shows nothing.
-pub use crate::progress::{Progress as Ui, Quiet};
+// What the command layer shows while a comparison runs goes through the crate's one
+// progress trait: setup steps and rounds as `note`s, the total of runs (warm-up included)
+// as `planned`, each finished run as `advance(1)`; `Quiet` shows nothing.
+use crate::progress::Progress;
+pub use crate::progress::Quiet;
 
 /// Measured runs per placement, and how the loop ended.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -115,7 +113,7 @@ pub fn measure(
     max_time: Duration,
     clock: &mut dyn FnMut() -> Duration,
     exec: &mut dyn FnMut(usize, Option<usize>) -> Result<Run>,
-    ui: &dyn Ui,
+    ui: &dyn Progress,
 ) -> Result<Measured, Failed> {
     let mut m = Measured {
         runs: vec![Vec::new(); placements],
@@ -309,7 +307,7 @@ pub fn smt_pairs(topo: &Topology, variants: &[Variant]) -> SmtPairs {
 /// cleanup, analysis. Everything it changes is undone on every exit path; Ctrl-C returns
 /// the report of what was measured with `interrupted` set (or [`Interrupted`] when
 /// nothing was).
-pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> {
+pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<CompareReport> {
     session::run(topo, cfg, ui)?.into_result()
 }
 
@@ -317,7 +315,7 @@ pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> 
 /// after others were measured ends the comparison with the report of the runs before it
 /// and the failure, everything undone as on every other path: a study keeps them. A
 /// failure before any measured run is an error, as for [`run`].
-pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
+pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<Kept> {
     session::run(topo, cfg, ui)
 }
 

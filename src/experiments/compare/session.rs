@@ -15,11 +15,12 @@ use super::metric::last_lines;
 use super::model::{Run, ServerInfo};
 use super::pins::TreePins;
 use super::runner::{self, Launch, OnSignal};
-use super::{Context, Failed, Kept, Measured, Ui};
+use super::{Context, Failed, Kept, Measured};
 use crate::burn::{BurnSpec, ProcessBurners, ProcessOptions};
 use crate::cpuset::CpuSet;
 use crate::error::{BadInput, Interrupted};
 use crate::oltp::managed::{ManagedCluster, SUPERUSER};
+use crate::progress::Progress;
 use crate::topology::Topology;
 use anyhow::{Context as _, Result, anyhow, bail};
 use std::time::{Duration, Instant};
@@ -31,7 +32,7 @@ const BURNER_START_LIMIT: Duration = Duration::from_secs(10);
 /// Lines of output quoted in error messages.
 const QUOTED_LINES: usize = 8;
 
-pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
+pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<Kept> {
     cfg.validate()?;
     // A command that runs for a fixed time is compared by its own metric when smtlab
     // knows one; the runs read it.

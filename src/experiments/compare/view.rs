@@ -15,7 +15,7 @@ use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::markdown::code;
 use crate::render::{self, Align, NONE, Table, band, duration_ns, interval_n, times};
-use crate::stats::{Effect, Summary};
+use crate::stats::Effect;
 
 /// The argv as a shell would need it typed: words with spaces or shell characters in
 /// single quotes.
@@ -40,14 +40,6 @@ pub fn shell_words(argv: &[String]) -> String {
 /// The metric's column name: `EVENTS/S`, `TPS`, `VALUE`.
 fn metric_head(r: &CompareReport) -> Option<String> {
     r.metric.as_ref().map(|m| m.unit.to_uppercase())
-}
-
-fn with_mad(s: &Summary, f: impl Fn(f64) -> String) -> String {
-    format!("{} ± {}", f(s.median), f(s.mad))
-}
-
-fn range(s: &Summary, f: impl Fn(f64) -> String) -> String {
-    format!("{} … {}", f(s.min), f(s.max))
 }
 
 /// One comparison line: the call, the speed (> 1 = faster) and its interval.
@@ -172,11 +164,6 @@ fn switches(p: &PlacementResult) -> String {
     }
 }
 
-/// A value of the metric to 3 significant figures (`1237`, `14.8`, `36.4 k`).
-fn metric_value(x: f64) -> String {
-    render::si_sig(x, 3)
-}
-
 /// The lines above the table: the command, the scope, the server, how runs were compared.
 fn header(r: &CompareReport) -> Vec<String> {
     let mut v = vec![format!("Command: {}", shell_words(&r.command))];
@@ -237,22 +224,26 @@ pub fn placements_table(r: &CompareReport) -> Table {
         if metric.is_some() {
             row.push(
                 p.metric
-                    .map(|s| with_mad(&s, metric_value))
+                    .map(|s| render::pm_sig(s.median, s.mad))
                     .unwrap_or_else(dash),
             );
             row.push(
                 p.metric
-                    .map(|s| range(&s, metric_value))
+                    .map(|s| render::min_max(&s, |x| render::si_sig(x, 3)))
                     .unwrap_or_else(dash),
             );
             row.push(p.wall_time_ns.map(|s| secs(s.median)).unwrap_or_else(dash));
         } else {
             row.push(
                 p.wall_time_ns
-                    .map(|s| with_mad(&s, secs))
+                    .map(|s| render::median_mad(&s, secs))
                     .unwrap_or_else(dash),
             );
-            row.push(p.wall_time_ns.map(|s| range(&s, secs)).unwrap_or_else(dash));
+            row.push(
+                p.wall_time_ns
+                    .map(|s| render::min_max(&s, secs))
+                    .unwrap_or_else(dash),
+            );
         }
         row.push(p.user_time_ns.map(|s| secs(s.median)).unwrap_or_else(dash));
         row.push(
@@ -445,10 +436,6 @@ fn counters_table(r: &CompareReport) -> Option<Table> {
     Some(t)
 }
 
-fn num(v: Option<f64>) -> String {
-    v.map(|x| format!("{x}")).unwrap_or_else(|| NONE.into())
-}
-
 /// The raw numbers, one row per placement, [`NONE`] for values not measured: the CSV
 /// export.
 pub fn data(r: &CompareReport) -> Table {
@@ -494,9 +481,9 @@ pub fn data(r: &CompareReport) -> Table {
                 "baseline".to_string(),
             ),
             (_, Some(c)) => (
-                num(Some(c.speedup.estimate)),
-                num(Some(c.speedup.low)),
-                num(Some(c.speedup.high)),
+                render::raw(Some(c.speedup.estimate)),
+                render::raw(Some(c.speedup.low)),
+                render::raw(Some(c.speedup.high)),
                 c.call.to_string(),
             ),
             _ => (
@@ -515,26 +502,26 @@ pub fn data(r: &CompareReport) -> Table {
             p.cores.to_string(),
             p.runs.len().to_string(),
             p.failed_runs.to_string(),
-            num(w.map(|s| s.median)),
-            num(w.map(|s| s.mad)),
-            num(w.map(|s| s.min)),
-            num(w.map(|s| s.max)),
+            render::raw(w.map(|s| s.median)),
+            render::raw(w.map(|s| s.mad)),
+            render::raw(w.map(|s| s.min)),
+            render::raw(w.map(|s| s.max)),
             if m.is_some() {
                 unit.clone()
             } else {
                 NONE.to_string()
             },
-            num(m.map(|s| s.median)),
-            num(m.map(|s| s.mad)),
-            num(m.map(|s| s.min)),
-            num(m.map(|s| s.max)),
-            num(p.user_time_ns.map(|s| s.median)),
-            num(p.system_time_ns.map(|s| s.median)),
+            render::raw(m.map(|s| s.median)),
+            render::raw(m.map(|s| s.mad)),
+            render::raw(m.map(|s| s.min)),
+            render::raw(m.map(|s| s.max)),
+            render::raw(p.user_time_ns.map(|s| s.median)),
+            render::raw(p.system_time_ns.map(|s| s.median)),
             p.max_rss_bytes
                 .map_or_else(|| NONE.to_string(), |b| b.to_string()),
-            num(p.voluntary_switches),
-            num(p.involuntary_switches),
-            num(p.burner_ops_per_sec),
+            render::raw(p.voluntary_switches),
+            render::raw(p.involuntary_switches),
+            render::raw(p.burner_ops_per_sec),
             speedup,
             lo,
             hi,
@@ -582,13 +569,13 @@ pub fn relative_table(r: &CompareReport) -> Table {
             code(&p.label),
             p.cpus.to_string(),
             p.wall_time_ns
-                .map(|s| with_mad(&s, duration_ns))
+                .map(|s| render::median_mad(&s, duration_ns))
                 .unwrap_or_else(|| NONE.into()),
         ];
         if metric.is_some() {
             cells.push(
                 p.metric
-                    .map(|s| with_mad(&s, metric_value))
+                    .map(|s| render::pm_sig(s.median, s.mad))
                     .unwrap_or_else(|| NONE.into()),
             );
         }
@@ -657,16 +644,6 @@ pub fn markdown(r: &CompareReport) -> String {
 // ---------------------------------------------------------------------------------------
 // The study's section.
 
-/// A value of the command in its unit, to `digits` significant figures: a duration for
-/// `ns`, else the number and unit.
-fn command_value_in(x: f64, unit: &str, digits: u32) -> String {
-    if unit == "ns" {
-        duration_ns(x)
-    } else {
-        format!("{} {unit}", render::si_sig(x, digits))
-    }
-}
-
 /// compare's settings in one paragraph: the command, how runs were compared, how the
 /// rounds were sized.
 pub fn settings(c: &CompareSection) -> String {
@@ -732,15 +709,15 @@ pub fn table(c: &CompareSection) -> Table {
             p.cores.to_string(),
             p.runs.len().to_string(),
             m.and_then(|m| m.median)
-                .map_or(NONE.into(), |ci| command_value_in(ci.estimate, unit, 3)),
+                .map_or(NONE.into(), |ci| render::in_unit(ci.estimate, unit, 3)),
             m.and_then(|m| m.median).map_or(NONE.into(), |ci| {
                 format!(
                     "{} – {}",
-                    command_value_in(ci.low, unit, 3),
-                    command_value_in(ci.high, unit, 3)
+                    render::in_unit(ci.low, unit, 3),
+                    render::in_unit(ci.high, unit, 3)
                 )
             }),
-            summary.map_or(NONE.into(), |s| command_value_in(s.mad, unit, 2)),
+            summary.map_or(NONE.into(), |s| render::in_unit(s.mad, unit, 2)),
             speed,
             call,
         ]);
@@ -1335,10 +1312,10 @@ pub(crate) mod tests {
             "{l:?}"
         );
         assert_eq!(band(0.02), "±2 %");
-        assert_eq!(metric_value(1236.73), "1237");
-        assert_eq!(metric_value(14.826), "14.8");
-        assert_eq!(metric_value(0.012345), "0.0123");
-        assert_eq!(metric_value(36_448.0), "36.4 k");
+        assert_eq!(render::si_sig(1236.73, 3), "1237");
+        assert_eq!(render::si_sig(14.826, 3), "14.8");
+        assert_eq!(render::si_sig(0.012345, 3), "0.0123");
+        assert_eq!(render::si_sig(36_448.0, 3), "36.4 k");
         assert_eq!(band(0.025), "±2.5 %");
         let argv: Vec<String> = ["sh", "-c", "echo it's | wc", "--x=1,2"]
             .iter()

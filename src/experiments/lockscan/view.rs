@@ -57,7 +57,7 @@ pub fn text(r: &LockscanReport) -> String {
         o.push_str(&format!("note: {n}\n"));
     }
     if let Some(st) = &r.counters {
-        for l in crate::counters::text::status_lines(st) {
+        for l in crate::counters::view::status_lines(st) {
             o.push_str(&format!("{l}\n"));
         }
     }
@@ -71,7 +71,7 @@ fn header(r: &LockscanReport) -> String {
         render::count(r.repeat, "run"),
         r.duration_ns as f64 / 1e9,
         r.cs_ns,
-        crate::topology::render::human_bytes(r.scan_bytes as u64),
+        crate::topology::view::human_bytes(r.scan_bytes as u64),
         r.scan_l2_bytes
             .filter(|l2| *l2 > 0)
             .map(|l2| format!(
@@ -180,18 +180,18 @@ pub fn comparison(r: &LockscanReport) -> Table {
 /// instructions were counted, and the IPC of lock threads beside a scanner against the
 /// other lock threads. Empty when no thread counted.
 fn counters_text(s: &ScenarioResult) -> String {
-    use crate::counters::text;
+    use crate::counters::view as counters;
     let counts = || s.threads.iter().map(|t| t.counters.as_ref());
     if counts().all(|c| c.is_none()) {
         return String::new();
     }
-    let hw = text::any_hardware(counts());
+    let hw = counters::any_hardware(counts());
     let mut o = String::from("counters (median run):\n");
     let mut table = Table::with_header(
         ["THREAD", "ROLE", "CPU", "SHARES"]
             .map(String::from)
             .into_iter()
-            .chain(text::header(hw))
+            .chain(counters::header(hw))
             .collect::<Vec<_>>(),
     );
     for t in &s.threads {
@@ -210,12 +210,12 @@ fn counters_text(s: &ScenarioResult) -> String {
                 shares.into(),
             ]
             .into_iter()
-            .chain(text::cells(t.counters.as_ref(), hw))
+            .chain(counters::cells(t.counters.as_ref(), hw))
             .collect(),
         );
     }
     o.push_str(&table.text());
-    if let Some(n) = text::multiplexing_note(counts()) {
+    if let Some(n) = counters::multiplexing_note(counts()) {
         o.push_str(&format!("note: {n}\n"));
     }
     let ipc = |sharing: bool| {
@@ -237,7 +237,7 @@ fn counters_text(s: &ScenarioResult) -> String {
         o.push_str(
             "per-core CPI (median run; a core's cycles over all its threads' instructions):\n",
         );
-        o.push_str(&text::core_cpi_table(&s.core_cpi));
+        o.push_str(&counters::core_cpi_table(&s.core_cpi));
     }
     o
 }
@@ -299,7 +299,7 @@ pub fn dry_run(topo: &crate::topology::Topology, scen: &[Scenario]) -> String {
 pub fn section_intro(l: &LockscanSection) -> String {
     format!(
         "Lock threads loop acquire → release on one global lock while a scan thread memsets {} per pass; one scenario per scanner position{} plus a baseline without scanner, {} runs each of {} (after {} warm-up), interleaved. Bars: each lock thread's acquisitions per second (median; whiskers min–max over runs).",
-        crate::topology::render::human_bytes(l.result.scan_bytes as u64),
+        crate::topology::view::human_bytes(l.result.scan_bytes as u64),
         l.result
             .scope
             .as_ref()
@@ -695,11 +695,11 @@ pub fn notes(
     let mut notes = Vec::new();
     notes.extend(crate::hygiene::steal_note("the runs", steal));
     let scanners = results.iter().any(|r| !r.scenario.scan_cpus.is_empty());
-    let size = crate::topology::render::human_bytes(cfg.scan_bytes as u64);
+    let size = crate::topology::view::human_bytes(cfg.scan_bytes as u64);
     match scan_l2_bytes {
         Some(l2) if scanners && cfg.scan_bytes as u64 <= l2 => notes.push(format!(
             "the {size} scan buffer fits in the scanner's {} L2: its passes stay inside its own core, so only what the siblings share inside the core is exercised, not the L3 or memory path; `--scan-bytes auto` streams past the L2",
-            crate::topology::render::human_bytes(l2)
+            crate::topology::view::human_bytes(l2)
         )),
         None if scanners => notes.push(format!(
             "this machine reports no L2 size for the scanners' CPUs, so whether the {size} scan buffer streams past the scanner's L2 is not known"

@@ -44,7 +44,7 @@ pub fn text(r: &NeighborsReport) -> String {
         o.push_str(&format!("note: {n}\n"));
     }
     if let Some(st) = &r.counters {
-        for l in crate::counters::text::status_lines(st) {
+        for l in crate::counters::view::status_lines(st) {
             o.push_str(&format!("{l}\n"));
         }
     }
@@ -221,7 +221,7 @@ fn notes(r: &NeighborsReport) -> Vec<String> {
 
 /// The workers' counters per step, summed over the workers; empty when no step counted.
 fn counters_text(r: &NeighborsReport) -> String {
-    use crate::counters::text;
+    use crate::counters::view as counters;
     let steps: Vec<(String, &Step)> = r
         .reference
         .iter()
@@ -232,25 +232,28 @@ fn counters_text(r: &NeighborsReport) -> String {
     if counts().all(|c| c.is_none()) {
         return String::new();
     }
-    let hw = text::any_hardware(counts());
+    let hw = counters::any_hardware(counts());
     let rounds = r.repeat > 1;
     let mut head: Vec<String> = vec!["BURNERS".into()];
     if rounds {
         head.insert(0, "ROUND".into());
     }
-    let mut table =
-        Table::with_header(head.into_iter().chain(text::header(hw)).collect::<Vec<_>>());
+    let mut table = Table::with_header(
+        head.into_iter()
+            .chain(counters::header(hw))
+            .collect::<Vec<_>>(),
+    );
     for (label, s) in &steps {
         let mut row = vec![label.clone()];
         if rounds {
             row.insert(0, (s.round + 1).to_string());
         }
-        row.extend(text::cells(s.worker_counters.as_ref(), hw));
+        row.extend(counters::cells(s.worker_counters.as_ref(), hw));
         table.push(row);
     }
     let mut o = String::from("\nWorker counters per step (summed over the workers):\n");
     o.push_str(&table.text());
-    if let Some(n) = text::multiplexing_note(counts()) {
+    if let Some(n) = counters::multiplexing_note(counts()) {
         o.push_str(&format!("note: {n}\n"));
     }
     o

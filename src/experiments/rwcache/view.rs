@@ -46,7 +46,7 @@ pub fn text(r: &RwcacheReport) -> String {
         o.push_str("warning: a thread was seen outside its pinned CPU\n");
     }
     if let Some(st) = &r.counters {
-        for l in crate::counters::text::status_lines(st) {
+        for l in crate::counters::view::status_lines(st) {
             o.push_str(&format!("{l}\n"));
         }
     }
@@ -56,30 +56,30 @@ pub fn text(r: &RwcacheReport) -> String {
 /// Each scheme's counters (all threads summed, median over runs); empty when no run
 /// counted.
 fn counters_text(r: &RwcacheReport) -> String {
-    use crate::counters::text;
+    use crate::counters::view as counters;
     let counts = || r.results.iter().map(|x| x.counters.as_ref());
     if counts().all(|c| c.is_none()) {
         return String::new();
     }
-    let hw = text::any_hardware(counts());
+    let hw = counters::any_hardware(counts());
     let mut table = Table::with_header(
         ["THREADS", "SCHEME"]
             .map(String::from)
             .into_iter()
-            .chain(text::header(hw))
+            .chain(counters::header(hw))
             .collect::<Vec<_>>(),
     );
     for x in &r.results {
         table.push(
             [x.threads.to_string(), x.scheme.to_string()]
                 .into_iter()
-                .chain(text::cells(x.counters.as_ref(), hw))
+                .chain(counters::cells(x.counters.as_ref(), hw))
                 .collect(),
         );
     }
     let mut o = String::from("\n== counters (all threads summed, median over runs) ==\n");
     o.push_str(&table.text());
-    if let Some(n) = text::multiplexing_note(counts()) {
+    if let Some(n) = counters::multiplexing_note(counts()) {
         o.push_str(&format!("note: {n}\n"));
     }
     o

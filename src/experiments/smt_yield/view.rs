@@ -3,17 +3,18 @@
 //! study's verdict cites, and the export document. Pure.
 
 use super::model::{
-    Layout, LayoutRatio, LayoutSummary, WorkloadKind, WorkloadResult, YieldPlan, YieldReport,
-    YieldSection,
+    Layout, LayoutSummary, WorkloadKind, WorkloadResult, YieldPlan, YieldReport, YieldSection,
 };
 use crate::conclusion::{
     Aggregate, Answer, Evidence, Finding, HtAnswer, Member, PhaseName, SectionCtx, StudySection,
     WorkloadClass, indicative_note, not_answered, ratio_of,
 };
+use crate::duration::format_duration;
 use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::{self, Caveat, NONE, Table, count, duration_ns, sig, times};
-use crate::stats::{Effect, Summary};
+use crate::stats::Effect;
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------
 // The terminal.
@@ -68,40 +69,14 @@ pub fn dry_run_text(p: &YieldPlan) -> String {
         count(p.layouts.len(), "layout"),
         count(p.repeat, "round"),
         count(runs, "run"),
-        dur(p.duration_ns),
-        dur(p.warmup_ns),
+        format_duration(Duration::from_nanos(p.duration_ns)),
+        format_duration(Duration::from_nanos(p.warmup_ns)),
         render::wall(std::time::Duration::from_nanos(p.estimate_ns))
     ));
     for n in &p.notes {
         o.push_str(&format!("note: {n}\n"));
     }
     o
-}
-
-/// A duration as typed on the command line: `1s`, `250ms`.
-fn dur(ns: u64) -> String {
-    crate::duration::format_duration(std::time::Duration::from_nanos(ns))
-}
-
-/// `12.3 M ± 1.2 %`: median and MAD relative to it.
-fn with_spread(s: Option<&Summary>) -> String {
-    match s {
-        None => NONE.into(),
-        Some(s) if s.n < 2 => render::si_sig(s.median, 3),
-        Some(s) => render::pm_rel(s.median, s.mad),
-    }
-}
-
-/// Ratio, interval and class of one comparison, or "not measured".
-fn ratio_cells(r: Option<&LayoutRatio>) -> [String; 3] {
-    match r {
-        Some(r) if r.comparison.estimate.is_finite() => [
-            times(r.comparison.estimate),
-            r.comparison.interval_text(),
-            r.comparison.effect.to_string(),
-        ],
-        _ => [NONE.into(), NONE.into(), "not measured".into()],
-    }
 }
 
 fn latency_cell(l: Option<&LayoutSummary>) -> String {
@@ -127,10 +102,11 @@ pub fn throughput_table(r: &YieldReport) -> Table {
     let mut table = Table::with_header(head);
     for w in &r.workloads {
         let mut row = vec![w.workload.clone(), w.unit.clone()];
-        row.extend(
-            cols.iter()
-                .map(|l| with_spread(w.layout(*l).and_then(|s| s.ops_per_sec.as_ref()))),
-        );
+        row.extend(cols.iter().map(|l| {
+            w.layout(*l)
+                .and_then(|s| s.ops_per_sec.as_ref())
+                .map_or(NONE.into(), |s| render::pm_rel(s.median, s.mad))
+        }));
         table.push(row);
     }
     table
@@ -149,8 +125,12 @@ pub fn yield_table(r: &YieldReport) -> Table {
     ]);
     for w in &r.workloads {
         let mut row = vec![w.workload.clone()];
-        row.extend(ratio_cells(w.smt_yield.as_ref()));
-        row.extend(ratio_cells(w.shared_core_speed.as_ref()));
+        row.extend(render::comparison_cells(
+            w.smt_yield.as_ref().map(|r| &r.comparison),
+        ));
+        row.extend(render::comparison_cells(
+            w.shared_core_speed.as_ref().map(|r| &r.comparison),
+        ));
         table.push(row);
     }
     table
@@ -255,8 +235,8 @@ fn how(r: &YieldReport) -> String {
         "{}; {} of {} after {} warm-up, interleaved, layout order counterbalanced{}",
         layout_names.join(", "),
         count(p.repeat, "round"),
-        dur(p.duration_ns),
-        dur(p.warmup_ns),
+        format_duration(Duration::from_nanos(p.duration_ns)),
+        format_duration(Duration::from_nanos(p.warmup_ns)),
         if r.synthetic {
             " (SYNTHETIC: made up by the fake engine)"
         } else {
@@ -511,8 +491,12 @@ pub fn table(y: &YieldSection) -> Table {
             rate(Layout::OnePerCore),
             rate(Layout::All),
         ];
-        row.extend(ratio_cells(w.smt_yield.as_ref()));
-        row.extend(ratio_cells(w.shared_core_speed.as_ref()));
+        row.extend(render::comparison_cells(
+            w.smt_yield.as_ref().map(|r| &r.comparison),
+        ));
+        row.extend(render::comparison_cells(
+            w.shared_core_speed.as_ref().map(|r| &r.comparison),
+        ));
         row.push(match (p99(Layout::OnePerCore), p99(Layout::All)) {
             (Some(a), Some(b)) => format!("{} → {}", duration_ns(a), duration_ns(b)),
             _ => "not timed".into(),

@@ -261,7 +261,7 @@ mod tests {
         };
         let cfg = fit(&plan, None).unwrap();
         assert_eq!(cfg.max_bytes, 1 << 20);
-        let p = pages::run(&cfg, &Steps(&crate::study::NoProgress)).unwrap();
+        let p = pages::run(&cfg, &Steps(&crate::progress::Quiet)).unwrap();
         assert!(!p.interrupted);
         let sets = analysis::working_sets(1 << 20);
         let measured: Vec<_> = p.kinds.iter().filter(|k| k.skipped.is_none()).collect();

@@ -146,7 +146,7 @@ fn prime_burner_counts_sysbench_events() {
     let burners = Burners::new(&spec, &topo, &[plan.threads[0].cpus.clone()]).unwrap();
     let r = engine::run(
         &plan,
-        &RunSpec::new(Duration::ZERO, Duration::from_millis(200)),
+        &RunSpec::new(Duration::ZERO, Duration::from_millis(200)).unwrap(),
         &burners,
     )
     .unwrap();

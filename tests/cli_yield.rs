@@ -299,7 +299,8 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
         spec: smtlab::engine::RunSpec::new(
             std::time::Duration::from_millis(10),
             std::time::Duration::from_millis(100),
-        ),
+        )
+        .unwrap(),
         ..Config::new()
     };
     let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
@@ -399,7 +400,8 @@ fn real_engine_runs_every_workload_in_every_layout() {
         spec: smtlab::engine::RunSpec::new(
             std::time::Duration::from_millis(20),
             std::time::Duration::from_millis(60),
-        ),
+        )
+        .unwrap(),
         ..Config::new()
     };
     let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
@@ -456,7 +458,8 @@ fn postgres_inserts_run_in_every_layout_with_the_rows_checked() {
         spec: smtlab::engine::RunSpec::new(
             std::time::Duration::from_millis(50),
             std::time::Duration::from_millis(200),
-        ),
+        )
+        .unwrap(),
         db: Some(smt_yield::InsertTarget {
             db: DbTarget::PostgresManaged,
             durability: Durability::Delayed,
@@ -518,7 +521,8 @@ fn fake_prime_report() -> smt_yield::YieldReport {
         spec: smtlab::engine::RunSpec::new(
             std::time::Duration::from_millis(10),
             std::time::Duration::from_millis(100),
-        ),
+        )
+        .unwrap(),
         ..Config::new()
     };
     let planned = smt_yield::plan(&topo, &cfg, None).unwrap();

@@ -184,7 +184,7 @@ impl NeighborsArgs {
                 commands::neighbors::WorkloadChoice::Oltp(Box::new(oc))
             }
         };
-        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())
+        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())?
             .with_counters(a.counters.counters);
         // NeighborsConfig checks the spec and refuses `--placement all`; with_burners checks
         // the burner.

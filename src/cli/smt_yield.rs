@@ -101,7 +101,7 @@ impl YieldArgs {
             }
             None => None,
         };
-        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())
+        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())?
             .with_counters(a.counters.counters);
         let exp = Config {
             subjects,

@@ -96,7 +96,7 @@ pub fn run(cfg: &BurnCommand, out: &mut dyn Write) -> Result<()> {
         crate::limits::Force::Offered(cfg.force),
     )?;
     let run =
-        crate::engine::RunSpec::new(cfg.warmup, cfg.duration).with_counters(cfg.spec.counters);
+        crate::engine::RunSpec::new(cfg.warmup, cfg.duration)?.with_counters(cfg.spec.counters);
     let report = match cfg.mode {
         Mode::Thread => burn::run_threads(&cfg.spec, &topo, &plan, &run)?,
         Mode::Process => burn::run_processes(&cfg.spec, &plan, &run, &mut |pids| {

@@ -124,7 +124,7 @@ pub fn run(
         counters: {
             let counted = ctx.counted.borrow();
             (!counted.is_empty())
-                .then(|| crate::counters::Status::of(cfg.spec.counters, counted.iter()))
+                .then(|| crate::counters::Status::of(cfg.spec.counters(), counted.iter()))
         },
     })
 }

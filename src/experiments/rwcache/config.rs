@@ -118,7 +118,6 @@ impl RwcacheConfig {
     /// checks what it is given).
     pub fn validate(&self) -> Result<(), BadInput> {
         self.table.validate()?;
-        self.spec.validate()?;
         if self.schemes.is_empty() {
             return Err(BadInput(
                 "--scheme selects nothing; give `all` or a list like spin,rwspin".into(),
@@ -171,7 +170,7 @@ mod tests {
             Request::Spread,
             Scope::Package,
             TableSpec::default(),
-            RunSpec::new(Duration::ZERO, Duration::from_millis(100)),
+            RunSpec::new(Duration::ZERO, Duration::from_millis(100)).unwrap(),
             repeat,
             1,
         )

@@ -97,7 +97,7 @@ impl YieldPhase {
             (ms(80), Duration::from_secs(5)),
             (ms(20), Duration::from_secs(1)),
         );
-        config.spec = RunSpec::new(warmup, duration).with_counters(ctx.cfg.counters);
+        config.spec = RunSpec::new(warmup, duration)?.with_counters(ctx.cfg.counters);
         config.validate()?;
         Ok(YieldPhase {
             config,
@@ -123,7 +123,7 @@ impl Phase for YieldPhase {
         let spec = &self.config.spec;
         let db = self.config.db.as_ref().filter(|t| !t.single_writer());
         db.map_or(Duration::ZERO, |t| setup(&t.db))
-            + (spec.duration + spec.warmup + RUN_OVERHEAD) * self.runs()
+            + (spec.duration() + spec.warmup() + RUN_OVERHEAD) * self.runs()
     }
     fn units(&self) -> u64 {
         u64::from(self.runs())

@@ -28,7 +28,6 @@ pub fn run(
     cfg: &RwcacheConfig,
     on_run: &mut OnRun<'_>,
 ) -> Result<RwcacheReport> {
-    cfg.validate()?;
     let (plans, trials, mut notes) = plan_trials(topo, cfg)?;
     let (runs, interrupted) = run_rounds(engine, cfg, &plans, &trials, on_run)?;
     notes.extend(crate::hygiene::steal_note(

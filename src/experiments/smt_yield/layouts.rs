@@ -33,7 +33,6 @@ pub struct Planned {
 /// per core `all` is `one-per-core` and there is no yield to measure), or `--cores` asks
 /// for more cores than the unit has.
 pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result<Planned> {
-    cfg.validate()?;
     let (unit, cores) = placement::scoped_cores(topo, cfg.within);
     if !cores.iter().any(|c| c.len() >= 2) {
         if topo.threads_per_core() <= 1 {

@@ -159,7 +159,7 @@ impl NeighborsArgs {
             NeighborsWorkload::HotPage => commands::neighbors::WorkloadChoice::HotPage(a.lock),
             NeighborsWorkload::Oltp => {
                 use crate::oltp::{DbTarget, KeyMode, StopRule, TableSpec};
-                let oc = crate::oltp::OltpConfig {
+                let oc = crate::oltp::OltpConfig::new(crate::oltp::OltpSettings {
                     db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file.clone())?,
                     table: TableSpec {
                         schema: a.schema,
@@ -179,8 +179,7 @@ impl NeighborsArgs {
                     sysfs_root: a.root.sysfs_root.clone(),
                     json,
                     counters: crate::counters::Mode::Off,
-                };
-                oc.validate()?;
+                })?;
                 commands::neighbors::WorkloadChoice::Oltp(Box::new(oc))
             }
         };

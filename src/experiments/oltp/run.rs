@@ -55,7 +55,6 @@ pub fn run(
     cfg: &OltpConfig,
     say: &mut Say<'_>,
 ) -> Result<OltpReport> {
-    cfg.validate()?;
     let (plans, skipped) = plan_layouts(topo, cfg)?;
     if plans.is_empty() {
         let why: Vec<String> = skipped

@@ -289,7 +289,7 @@ impl CompareArgs {
         )?;
         exp.max_time = crate::duration::parse_measured(&a.max_time, "--max-time")?;
         exp.counters = a.counters.counters;
-        exp.validate()?;
+        let exp = exp.check()?;
         let exports = a.output.exports();
         commands::compare::run(
             &commands::compare::CompareCommand {

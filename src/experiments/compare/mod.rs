@@ -32,7 +32,9 @@ pub use view as render;
 pub mod runner;
 mod session;
 
-pub use config::{BurnerChoice, CommandLine, Config, PlacementChoice, Resolved, Variant};
+pub use config::{
+    BurnerChoice, CheckedConfig, CommandLine, Config, PlacementChoice, Resolved, Variant,
+};
 pub use model::{Call, CompareReport, CompareSection, PlacementMedian};
 
 use crate::error::Interrupted;
@@ -309,7 +311,7 @@ pub fn smt_pairs(topo: &Topology, variants: &[Variant]) -> SmtPairs {
 /// cleanup, analysis. Everything it changes is undone on every exit path; Ctrl-C returns
 /// the report of what was measured with `interrupted` set (or [`Interrupted`] when
 /// nothing was).
-pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> {
+pub fn run(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Ui) -> Result<CompareReport> {
     session::run(topo, cfg, ui)?.into_result()
 }
 
@@ -317,7 +319,7 @@ pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<CompareReport> 
 /// after others were measured ends the comparison with the report of the runs before it
 /// and the failure, everything undone as on every other path: a study keeps them. A
 /// failure before any measured run is an error, as for [`run`].
-pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
+pub fn run_keeping(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Ui) -> Result<Kept> {
     session::run(topo, cfg, ui)
 }
 

@@ -125,7 +125,7 @@ pub fn run_processes(
             .iter()
             .filter_map(|b| b.counters.as_deref())
             .collect();
-        (!ms.is_empty()).then(|| crate::counters::Status::of(spec.counters, ms))
+        (!ms.is_empty()).then(|| crate::counters::Status::of(spec.counters(), ms))
     };
     report.burners = results;
     report.notes = plan.notes.clone();
@@ -165,7 +165,7 @@ pub fn run_child(
     };
     let run = RunSpec::new(warmup, duration.unwrap_or(FOREVER))?
         .with_interval(process::CHILD_INTERVAL)?
-        .with_counters(spec.counters);
+        .with_counters(spec.counters());
     // Hold still (blocked, using no CPU) until the parent has started every sibling.
     process::wait_for_siblings();
     let burners = Burners::new(spec, topo, std::slice::from_ref(cpus))?;

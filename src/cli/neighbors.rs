@@ -152,8 +152,9 @@ impl NeighborsArgs {
             }
         };
         let mut burner = crate::burn::BurnSpec::new(a.burner_kind);
-        burner.policy = a.burner_policy;
-        burner.nice = a.burner_nice;
+        burner = burner
+            .with_policy(a.burner_policy)
+            .with_nice(a.burner_nice)?;
         let json = a.output.json();
         let workload = match a.workload {
             NeighborsWorkload::HotPage => commands::neighbors::WorkloadChoice::HotPage(a.lock),

@@ -189,7 +189,7 @@ impl Phase for NeighborsPhase {
             workers: c.workers,
             locks: self.locks.clone(),
             burner_steps: c.burner_steps.clone(),
-            burner_kind: c.burner.kind.to_string(),
+            burner_kind: c.burner.kind().to_string(),
             burner_mode: c.burner_mode,
             warmup_ns: c.spec.warmup().as_nanos() as u64,
             duration_ns: c.spec.duration().as_nanos() as u64,

@@ -162,8 +162,8 @@ impl CommandArgs {
         w
     }
 
-    /// The comparison's configuration for `words` (not yet validated: the caller sets
-    /// what is its own, then validates).
+    /// The comparison's configuration for `words` (not yet checked: the caller sets what
+    /// is its own, then checks it with `Config::check`).
     pub fn config(
         self,
         words: Vec<String>,

@@ -23,7 +23,7 @@
 //! let table = TableSpec { schema: Schema::Seed002, key: KeyMode::Sequential, rows_per_txn: 1 };
 //! let before = db.create_table(&table, 0)?;
 //! let w = InsertWorkload::new(&db, &table, &plan, StopRule::Duration)?; // sessions + pinned backends
-//! let spec = smtlab::engine::RunSpec::new(std::time::Duration::from_secs(1), std::time::Duration::from_secs(5));
+//! let spec = smtlab::engine::RunSpec::new(std::time::Duration::from_secs(1), std::time::Duration::from_secs(5))?;
 //! let run = smtlab::engine::run(&plan, &spec, &w);
 //! let outcome = w.finish()?; // restores backend affinity; per-thread rows and latencies
 //! let _ = run?;

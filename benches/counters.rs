@@ -59,8 +59,9 @@ fn paired(
     pick: Pick,
 ) -> Vec<f64> {
     let rate = |mode: Mode| {
-        let spec =
-            RunSpec::new(Duration::from_millis(200), Duration::from_millis(ms)).with_counters(mode);
+        let spec = RunSpec::new(Duration::from_millis(200), Duration::from_millis(ms))
+            .expect("a positive window")
+            .with_counters(mode);
         pick(&engine::run(plan, &spec, &*make()).expect("run"))
     };
     (0..pairs)

@@ -141,12 +141,13 @@ fn prime_burner_counts_sysbench_events() {
     // A 3..100 pass is tiny: many events in 200 ms, each a full pass.
     let topo = discover(Path::new("/")).unwrap();
     let plan = placement::plan(&topo, &Request::Os, 1).unwrap();
-    let mut spec = BurnSpec::new(BurnerKind::Prime);
-    spec.max_prime = 100;
+    let spec = BurnSpec::new(BurnerKind::Prime)
+        .with_max_prime(100)
+        .unwrap();
     let burners = Burners::new(&spec, &topo, &[plan.threads[0].cpus.clone()]).unwrap();
     let r = engine::run(
         &plan,
-        &RunSpec::new(Duration::ZERO, Duration::from_millis(200)),
+        &RunSpec::new(Duration::ZERO, Duration::from_millis(200)).unwrap(),
         &burners,
     )
     .unwrap();
@@ -394,8 +395,7 @@ fn library_process_burners_stream_progress_and_stop() {
     };
     // SCHED_BATCH, not SCHED_IDLE: an idle-policy burner runs only when nothing else
     // wants the CPU (sched(7)), so on a busy machine it may never progress.
-    let mut spec = BurnSpec::new(BurnerKind::Mul);
-    spec.policy = Policy::Batch;
+    let spec = BurnSpec::new(BurnerKind::Mul).with_policy(Policy::Batch);
     let set = ProcessBurners::spawn(&spec, &cpus, &opts).unwrap();
     let pids = set.pids();
     let t0 = Instant::now();

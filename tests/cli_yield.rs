@@ -293,15 +293,20 @@ fn fake_engine_report_has_a_yield_per_workload_with_its_interval_and_class() {
     let tmp = tempfile::tempdir().unwrap();
     tree(tmp.path(), 2, 2, "on");
     let topo = smtlab::topology::discover(tmp.path()).unwrap();
-    let cfg = Config {
-        subjects: Subject::parse_list("prime,l2,hot-page/mutex,hot-page/ttas").unwrap(),
-        repeat: 3,
-        spec: smtlab::engine::RunSpec::new(
+    let d = Config::default();
+    let cfg = Config::new(
+        Subject::parse_list("prime,l2,hot-page/mutex,hot-page/ttas").unwrap(),
+        d.cores,
+        d.within,
+        smtlab::engine::RunSpec::new(
             std::time::Duration::from_millis(10),
             std::time::Duration::from_millis(100),
-        ),
-        ..Config::new()
-    };
+        )
+        .unwrap(),
+        3,
+        d.db,
+    )
+    .unwrap();
     let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
     let mut lines = Vec::new();
     let engine = FakeEngine::new(3);
@@ -393,15 +398,20 @@ fn real_engine_runs_every_workload_in_every_layout() {
     let tmp = tempfile::tempdir().unwrap();
     tree(tmp.path(), 1, 2, "on");
     let topo = smtlab::topology::discover(tmp.path()).unwrap();
-    let cfg = Config {
-        subjects: Subject::parse_list("int,l2,hot-page/mutex,hot-page/ttas").unwrap(),
-        repeat: 2,
-        spec: smtlab::engine::RunSpec::new(
+    let d = Config::default();
+    let cfg = Config::new(
+        Subject::parse_list("int,l2,hot-page/mutex,hot-page/ttas").unwrap(),
+        d.cores,
+        d.within,
+        smtlab::engine::RunSpec::new(
             std::time::Duration::from_millis(20),
             std::time::Duration::from_millis(60),
-        ),
-        ..Config::new()
-    };
+        )
+        .unwrap(),
+        2,
+        d.db,
+    )
+    .unwrap();
     let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
     assert_eq!(
         planned.layouts.len(),
@@ -450,14 +460,18 @@ fn postgres_inserts_run_in_every_layout_with_the_rows_checked() {
     tree(tmp.path(), 1, 2, "on");
     let topo = smtlab::topology::discover(tmp.path()).unwrap();
     use smtlab::oltp::{DbTarget, Durability, KeyMode, Schema, TableSpec};
-    let cfg = Config {
-        subjects: vec![Subject::Insert],
-        repeat: 2,
-        spec: smtlab::engine::RunSpec::new(
+    let d = Config::default();
+    let cfg = Config::new(
+        vec![Subject::Insert],
+        d.cores,
+        d.within,
+        smtlab::engine::RunSpec::new(
             std::time::Duration::from_millis(50),
             std::time::Duration::from_millis(200),
-        ),
-        db: Some(smt_yield::InsertTarget {
+        )
+        .unwrap(),
+        2,
+        Some(smt_yield::InsertTarget {
             db: DbTarget::PostgresManaged,
             durability: Durability::Delayed,
             table: TableSpec {
@@ -466,8 +480,8 @@ fn postgres_inserts_run_in_every_layout_with_the_rows_checked() {
                 rows_per_txn: 1,
             },
         }),
-        ..Config::new()
-    };
+    )
+    .unwrap();
     let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
     assert_eq!(planned.plan.workloads, ["insert"]);
     let rep = smt_yield::run_planned(
@@ -512,15 +526,20 @@ fn fake_prime_report() -> smt_yield::YieldReport {
     let tmp = tempfile::tempdir().unwrap();
     tree(tmp.path(), 2, 2, "on");
     let topo = smtlab::topology::discover(tmp.path()).unwrap();
-    let cfg = Config {
-        subjects: Subject::parse_list("prime").unwrap(),
-        repeat: 3,
-        spec: smtlab::engine::RunSpec::new(
+    let d = Config::default();
+    let cfg = Config::new(
+        Subject::parse_list("prime").unwrap(),
+        d.cores,
+        d.within,
+        smtlab::engine::RunSpec::new(
             std::time::Duration::from_millis(10),
             std::time::Duration::from_millis(100),
-        ),
-        ..Config::new()
-    };
+        )
+        .unwrap(),
+        3,
+        d.db,
+    )
+    .unwrap();
     let planned = smt_yield::plan(&topo, &cfg, None).unwrap();
     smt_yield::run_planned(&FakeEngine::new(3), &topo, &cfg, &planned, &mut |_| {}).unwrap()
 }
@@ -532,10 +551,8 @@ fn yield_one_core_smt4_note_does_not_say_pairs_would_be_all() {
     let tmp = tempfile::tempdir().unwrap();
     tree(tmp.path(), 2, 4, "on");
     let topo = smtlab::topology::discover(tmp.path()).unwrap();
-    let cfg = Config {
-        cores: Some(1),
-        ..Config::new()
-    };
+    let d = Config::default();
+    let cfg = Config::new(d.subjects, Some(1), d.within, d.spec, d.repeat, d.db).unwrap();
     let p = smt_yield::plan(&topo, &cfg, None).unwrap().plan;
     let notes = p.notes.join("\n");
     assert!(!notes.contains("would be the `all` layout"), "{notes}");

@@ -120,7 +120,7 @@ fn engine_threads_count_their_own_measured_window() {
     // A warm-up three times the window, so a count that included it would be far outside
     // the margins below, which are wide because a loaded CI host preempts these threads
     // between the counters' and the clocks' reads.
-    let spec = RunSpec::new(Duration::from_millis(900), Duration::from_millis(300));
+    let spec = RunSpec::new(Duration::from_millis(900), Duration::from_millis(300)).unwrap();
     let r = engine::run(&plan, &spec, &Napper).unwrap();
     for t in &r.threads {
         let c = &t.counters.as_ref().expect("counters on by default").counts;

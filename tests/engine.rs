@@ -63,12 +63,10 @@ fn pinning_is_honoured_and_progress_counted_per_interval() {
     let _g = serial();
     let n = 2 * allowed().len();
     let plan = plan_cycling(n);
-    let spec = RunSpec {
-        warmup: ms(100),
-        duration: ms(600),
-        interval: ms(200),
-        ..RunSpec::default()
-    };
+    let spec = RunSpec::new(ms(100), ms(600))
+        .unwrap()
+        .with_interval(ms(200))
+        .unwrap();
     let mut seen = Vec::new();
     let r = engine::run_observed(&plan, &spec, &Spin, &mut |s| seen.push(s.clone())).unwrap();
     assert!(r.pinning_ok(), "violations: {:?}", r.pinning_violations);
@@ -159,12 +157,10 @@ impl Workload for PhaseTagged {
 fn warm_up_is_excluded() {
     let _g = serial();
     let plan = plan_cycling(2);
-    let spec = RunSpec {
-        warmup: ms(200),
-        duration: ms(300),
-        interval: ms(100),
-        ..RunSpec::default()
-    };
+    let spec = RunSpec::new(ms(200), ms(300))
+        .unwrap()
+        .with_interval(ms(100))
+        .unwrap();
     let w = PhaseTagged::default();
     let r = engine::run(&plan, &spec, &w).unwrap();
     for t in &r.threads {
@@ -187,7 +183,7 @@ fn warm_up_is_excluded() {
 fn no_warm_up_means_one_call() {
     let _g = serial();
     let w = PhaseTagged::default();
-    let spec = RunSpec::new(Duration::ZERO, ms(100));
+    let spec = RunSpec::new(Duration::ZERO, ms(100)).unwrap();
     let r = engine::run(&plan_cycling(1), &spec, &w).unwrap();
     assert_eq!(r.threads[0].warmup_ops, 0);
     assert_eq!(r.warmup_ns, 0);
@@ -198,12 +194,12 @@ fn no_warm_up_means_one_call() {
 fn stops_within_a_second_with_64_spinners_on_few_cpus() {
     let _g = serial();
     let plan = plan_cycling(64);
-    let spec = RunSpec::new(ms(200), Duration::from_secs(1));
+    let spec = RunSpec::new(ms(200), Duration::from_secs(1)).unwrap();
     let t0 = Instant::now();
     let r = engine::run(&plan, &spec, &Spin).unwrap();
     let wall = t0.elapsed();
     assert!(
-        wall < spec.warmup + spec.duration + Duration::from_secs(1),
+        wall < spec.warmup() + spec.duration() + Duration::from_secs(1),
         "took {wall:?}"
     );
     assert!(
@@ -225,12 +221,10 @@ fn ctrl_c_stops_early_and_keeps_what_ran() {
     let _g = serial();
     own_process!(ctrl_c_stops_early_and_keeps_what_ran, {
         let plan = plan_cycling(8);
-        let spec = RunSpec {
-            warmup: ms(100),
-            duration: Duration::from_secs(20),
-            interval: ms(200),
-            ..RunSpec::default()
-        };
+        let spec = RunSpec::new(ms(100), Duration::from_secs(20))
+            .unwrap()
+            .with_interval(ms(200))
+            .unwrap();
         let t0 = Instant::now();
         let r = std::thread::scope(|s| {
             s.spawn(|| {
@@ -269,7 +263,12 @@ impl Workload for Panics {
 #[test]
 fn a_panicking_workload_is_an_error_not_a_hang() {
     let _g = serial();
-    let e = engine::run(&plan_cycling(3), &RunSpec::new(ms(50), ms(200)), &Panics).unwrap_err();
+    let e = engine::run(
+        &plan_cycling(3),
+        &RunSpec::new(ms(50), ms(200)).unwrap(),
+        &Panics,
+    )
+    .unwrap_err();
     assert!(
         format!("{e:#}").contains("thread 1 panicked: boom"),
         "{e:#}"
@@ -281,7 +280,7 @@ fn pinning_to_a_missing_cpu_is_an_error() {
     let _g = serial();
     let mut plan = plan_cycling(2);
     plan.threads[1].cpus = CpuSet::from_cpus([4000]);
-    let e = engine::run(&plan, &RunSpec::new(ms(50), ms(100)), &Spin).unwrap_err();
+    let e = engine::run(&plan, &RunSpec::new(ms(50), ms(100)).unwrap(), &Spin).unwrap_err();
     assert!(
         format!("{e:#}").contains("pinning thread 1 to CPUs 4000"),
         "{e:#}"
@@ -337,7 +336,7 @@ fn interleave_alternates_configurations() {
         },
     ];
     let mut order = Vec::new();
-    let spec = RunSpec::new(Duration::ZERO, Duration::from_secs(2));
+    let spec = RunSpec::new(Duration::ZERO, Duration::from_secs(2)).unwrap();
     let res = engine::interleave(
         &fake,
         &trials,
@@ -425,7 +424,8 @@ fn run_ends_when_every_worker_returned() {
     let spec = smtlab::engine::RunSpec::new(
         std::time::Duration::ZERO,
         std::time::Duration::from_secs(20),
-    );
+    )
+    .unwrap();
     let t = std::time::Instant::now();
     let r = smtlab::engine::run(&plan, &spec, &Fixed).unwrap();
     assert!(
@@ -459,7 +459,12 @@ fn a_worker_slow_to_stop_is_waited_for_not_dropped() {
     }
     let _g = serial();
     let plan = plan_cycling(2);
-    let r = engine::run(&plan, &RunSpec::new(Duration::ZERO, ms(100)), &Slow).unwrap();
+    let r = engine::run(
+        &plan,
+        &RunSpec::new(Duration::ZERO, ms(100)).unwrap(),
+        &Slow,
+    )
+    .unwrap();
     assert!(r.stop_latency_ns >= 5_000_000_000, "{}", r.stop_latency_ns);
     assert_eq!(r.threads.len(), 2);
     assert!(!r.interrupted);
@@ -471,14 +476,23 @@ fn a_worker_slow_to_stop_is_waited_for_not_dropped() {
 fn real_runs_record_steal_time_and_fake_ones_do_not() {
     let _g = serial();
     let plan = plan_cycling(1);
-    let r = engine::run(&plan, &RunSpec::new(Duration::ZERO, ms(100)), &Spin).unwrap();
+    let r = engine::run(
+        &plan,
+        &RunSpec::new(Duration::ZERO, ms(100)).unwrap(),
+        &Spin,
+    )
+    .unwrap();
     assert!(
         r.steal_share.is_some_and(|s| (0.0..=1.0).contains(&s)),
         "{:?}",
         r.steal_share
     );
     let f = FakeEngine::new(1)
-        .run(&plan, &RunSpec::new(Duration::ZERO, ms(100)), &Spin)
+        .run(
+            &plan,
+            &RunSpec::new(Duration::ZERO, ms(100)).unwrap(),
+            &Spin,
+        )
         .unwrap();
     assert_eq!(f.steal_share, None);
 }

@@ -100,7 +100,7 @@ fn workload_on_the_engine_counts_what_it_committed() {
     let w = InsertWorkload::new(&db, &t, &plan, StopRule::Duration).unwrap();
     let run = smtlab::engine::run(
         &plan,
-        &RunSpec::new(Duration::from_millis(100), Duration::from_millis(300)),
+        &RunSpec::new(Duration::from_millis(100), Duration::from_millis(300)).unwrap(),
         &w,
     )
     .unwrap();
@@ -115,7 +115,7 @@ fn workload_on_the_engine_counts_what_it_committed() {
 
 /// A fixed-work run on the engine: no warm-up, a 60 s give-up limit.
 fn fixed_work(plan: &Plan, w: &InsertWorkload) -> smtlab::engine::RunResult {
-    let spec = RunSpec::new(Duration::ZERO, Duration::from_secs(60));
+    let spec = RunSpec::new(Duration::ZERO, Duration::from_secs(60)).unwrap();
     smtlab::engine::run(plan, &spec, w).unwrap()
 }
 

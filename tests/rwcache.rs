@@ -265,7 +265,7 @@ fn fake_engine_report_has_every_table() {
         Request::Spread,
         smtlab::placement::Scope::Package,
         TableSpec::default(),
-        RunSpec::new(Duration::ZERO, Duration::from_millis(100)),
+        RunSpec::new(Duration::ZERO, Duration::from_millis(100)).unwrap(),
         3,
         1,
     )

@@ -61,8 +61,8 @@ pub fn run_threads(
         spec,
         Mode::Thread,
         plan.request.clone(),
-        nanos(run.warmup),
-        nanos(run.duration),
+        nanos(run.warmup()),
+        nanos(run.duration()),
     );
     report.burners = (0..burners.len())
         .map(|i| BurnerResult::from_thread_run(&result, &burners, i))
@@ -106,26 +106,26 @@ pub fn run_processes(
         &cpus,
         &ProcessOptions {
             exe: None,
-            warmup: run.warmup,
-            duration: Some(run.duration),
+            warmup: run.warmup(),
+            duration: Some(run.duration()),
         },
     )?;
     on_spawn(&set.pids());
     let nice_offset = set.nice_offset();
-    let results = set.wait(run.warmup + run.duration + PROCESS_SLACK)?;
+    let results = set.wait(run.warmup() + run.duration() + PROCESS_SLACK)?;
     let mut report = BurnReport::new(
         spec,
         Mode::Process,
         plan.request.clone(),
-        nanos(run.warmup),
-        nanos(run.duration),
+        nanos(run.warmup()),
+        nanos(run.duration()),
     );
     report.counters = {
         let ms: Vec<&crate::counters::Measurement> = results
             .iter()
             .filter_map(|b| b.counters.as_deref())
             .collect();
-        (!ms.is_empty()).then(|| crate::counters::Status::of(spec.counters, ms))
+        (!ms.is_empty()).then(|| crate::counters::Status::of(spec.counters(), ms))
     };
     report.burners = results;
     report.notes = plan.notes.clone();
@@ -163,9 +163,9 @@ pub fn run_child(
         notes: Vec::new(),
         scope: None,
     };
-    let run = RunSpec::new(warmup, duration.unwrap_or(FOREVER))
-        .with_interval(process::CHILD_INTERVAL)
-        .with_counters(spec.counters);
+    let run = RunSpec::new(warmup, duration.unwrap_or(FOREVER))?
+        .with_interval(process::CHILD_INTERVAL)?
+        .with_counters(spec.counters());
     // Hold still (blocked, using no CPU) until the parent has started every sibling.
     process::wait_for_siblings();
     let burners = Burners::new(spec, topo, std::slice::from_ref(cpus))?;

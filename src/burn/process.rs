@@ -104,17 +104,16 @@ impl ProcessBurners {
     /// they build their buffers and warm up on their own. Ctrl-C while spawning kills the
     /// children started so far and returns `Interrupted`.
     pub fn spawn(spec: &BurnSpec, cpus: &[CpuSet], opts: &ProcessOptions) -> Result<Self> {
-        spec.validate()?;
         // The children open counters of their own; holding the kernel's perf static keys
         // here keeps their openings from switching them (see `counters::prepare`).
-        crate::counters::prepare(spec.counters);
+        crate::counters::prepare(spec.counters());
         // Here, so that a refused nice value is this process's exit code, not a child's.
-        super::workload::preflight(spec.policy, spec.nice)?;
-        let nice_offset = crate::engine::nice_offset_for(cpus, spec.nice);
+        super::workload::preflight(spec.policy(), spec.nice())?;
+        let nice_offset = crate::engine::nice_offset_for(cpus, spec.nice());
         let mut spec = spec.clone();
         if nice_offset > 0 {
-            let base = spec.nice.unwrap_or_else(crate::engine::current_nice);
-            spec.nice = Some((base + nice_offset).min(19));
+            let base = spec.nice().unwrap_or_else(crate::engine::current_nice);
+            spec = spec.with_nice(Some((base + nice_offset).min(19)))?;
         }
         let spec = &spec;
         let exe = match &opts.exe {
@@ -364,12 +363,12 @@ fn spawn_child(
 ) -> Result<ChildBurner> {
     let mut cmd = Command::new(exe);
     cmd.arg("burn")
-        .args(["--kind", &spec.kind.to_string()])
+        .args(["--kind", &spec.kind().to_string()])
         .args(["--threads", "1", "--mode", "thread"])
-        .args(["--policy", &spec.policy.to_string()])
-        .args(["--max-prime", &spec.max_prime.to_string()])
+        .args(["--policy", &spec.policy().to_string()])
+        .args(["--max-prime", &spec.max_prime().to_string()])
         .args(["--child-cpus", &cpus.to_string()])
-        .args(["--counters", spec.counters.name()]);
+        .args(["--counters", spec.counters().name()]);
     if opts.warmup.is_zero() {
         cmd.args(["--warmup", "0"]);
     } else {
@@ -379,7 +378,7 @@ fn spawn_child(
         Some(d) => cmd.args(["--duration", &format_duration(d)]),
         None => cmd.arg("--until-stopped"),
     };
-    if let Some(n) = spec.nice {
+    if let Some(n) = spec.nice() {
         cmd.arg(format!("--nice={n}"));
     }
     cmd.stdin(Stdio::from(gate))

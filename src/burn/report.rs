@@ -160,13 +160,13 @@ impl BurnReport {
         duration_ns: u64,
     ) -> Self {
         BurnReport {
-            kind: spec.kind,
-            unit: spec.kind.unit(),
+            kind: spec.kind(),
+            unit: spec.kind().unit(),
             mode,
             placement,
-            policy: spec.policy,
-            nice: spec.nice,
-            max_prime: (spec.kind == BurnerKind::Prime).then_some(spec.max_prime),
+            policy: spec.policy(),
+            nice: spec.nice(),
+            max_prime: (spec.kind() == BurnerKind::Prime).then_some(spec.max_prime()),
             warmup_ns,
             duration_ns,
             burners: Vec::new(),
@@ -222,9 +222,10 @@ pub(crate) mod tests {
 
     #[test]
     fn prime_table() {
-        let mut spec = BurnSpec::new(BurnerKind::Prime);
-        spec.policy = Policy::Idle;
-        spec.nice = Some(19);
+        let spec = BurnSpec::new(BurnerKind::Prime)
+            .with_policy(Policy::Idle)
+            .with_nice(Some(19))
+            .unwrap();
         let mut r = BurnReport::new(
             &spec,
             Mode::Thread,

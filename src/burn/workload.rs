@@ -21,22 +21,44 @@ pub const MIN_DRAM_BYTES: usize = 64 << 20;
 /// Base seed of the chase permutation; burner `i` uses `CHASE_SEED + i`.
 pub const CHASE_SEED: u64 = 0x5EED_C0DE;
 
-/// What to burn and how: the same for every burner of a set, in either mode.
+/// What to burn and how: the same for every burner of a set, in either mode. Built only by
+/// [`BurnSpec::new`] and the `with_*` setters (or read back from JSON, checked the same
+/// way), each refusing a bad value, so burners are never handed one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Unchecked")]
 pub struct BurnSpec {
     /// The loop each burner runs.
-    pub kind: BurnerKind,
+    kind: BurnerKind,
     /// Scheduling class applied by each burner to itself.
-    pub policy: Policy,
+    policy: Policy,
     /// Nice value applied by each burner to itself; None leaves it inherited.
-    pub nice: Option<i32>,
+    nice: Option<i32>,
     /// Prime bound for `prime` (sysbench `--cpu-max-prime`); primes are counted in
     /// `3..max_prime`.
-    pub max_prime: u64,
+    max_prime: u64,
     /// Event counters each burner opens on itself over its measurement (`smtlab burn
     /// --counters`); off for the neighbours other experiments start, which nobody reads.
     #[serde(skip)]
-    pub counters: crate::counters::Mode,
+    counters: crate::counters::Mode,
+}
+
+/// A spec as read from JSON, before [`BurnSpec`]'s checks.
+#[derive(Deserialize)]
+struct Unchecked {
+    kind: BurnerKind,
+    policy: Policy,
+    nice: Option<i32>,
+    max_prime: u64,
+}
+
+impl TryFrom<Unchecked> for BurnSpec {
+    type Error = BadInput;
+    fn try_from(u: Unchecked) -> Result<Self, BadInput> {
+        BurnSpec::new(u.kind)
+            .with_policy(u.policy)
+            .with_nice(u.nice)?
+            .with_max_prime(u.max_prime)
+    }
 }
 
 impl BurnSpec {
@@ -52,23 +74,66 @@ impl BurnSpec {
         }
     }
 
-    /// Checks the values a user typed.
-    pub fn validate(&self) -> Result<(), BadInput> {
-        if let Some(n) = self.nice
+    /// Same spec with another scheduling class.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Same spec with another nice value (None: inherited); refuses one outside -20..=19.
+    pub fn with_nice(mut self, nice: Option<i32>) -> Result<Self, BadInput> {
+        if let Some(n) = nice
             && !NICE_RANGE.contains(&n)
         {
             return Err(BadInput(format!(
                 "--nice {n} is out of range: nice values run from -20 to 19"
             )));
         }
-        if self.max_prime < 3 {
+        self.nice = nice;
+        Ok(self)
+    }
+
+    /// Same spec with another prime bound; refuses one below 3.
+    pub fn with_max_prime(mut self, max_prime: u64) -> Result<Self, BadInput> {
+        if max_prime < 3 {
             return Err(BadInput(format!(
-                "--max-prime {} is too small: primes are counted in 3..MAX, so use at least 3 \
-                 (sysbench's default is {DEFAULT_MAX_PRIME})",
-                self.max_prime
+                "--max-prime {max_prime} is too small: primes are counted in 3..MAX, so use at \
+                 least 3 (sysbench's default is {DEFAULT_MAX_PRIME})"
             )));
         }
-        Ok(())
+        self.max_prime = max_prime;
+        Ok(self)
+    }
+
+    /// Same spec with burners counting `counters` events.
+    pub fn with_counters(mut self, counters: crate::counters::Mode) -> Self {
+        self.counters = counters;
+        self
+    }
+
+    /// The loop each burner runs.
+    pub fn kind(&self) -> BurnerKind {
+        self.kind
+    }
+
+    /// Scheduling class applied by each burner to itself.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Nice value applied by each burner to itself; None leaves it inherited.
+    pub fn nice(&self) -> Option<i32> {
+        self.nice
+    }
+
+    /// Prime bound for `prime`: primes are counted in `3..max_prime`.
+    pub fn max_prime(&self) -> u64 {
+        self.max_prime
+    }
+
+    /// Event counters each burner opens on itself.
+    pub fn counters(&self) -> crate::counters::Mode {
+        self.counters
     }
 }
 
@@ -166,7 +231,6 @@ impl Burners {
     /// cache sizes). Checks up front that this CPU can run the kind and that the policy
     /// and nice can be applied here (negative nice needs privileges).
     pub fn new(spec: &BurnSpec, topo: &Topology, cpus: &[CpuSet]) -> anyhow::Result<Self> {
-        spec.validate()?;
         let fma = match spec.kind {
             BurnerKind::Fma(w) => Some(
                 FmaVariant::detect(w)

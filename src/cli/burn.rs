@@ -88,13 +88,11 @@ impl BurnArgs {
         });
         commands::burn::run(
             &commands::burn::BurnCommand {
-                spec: crate::burn::BurnSpec {
-                    kind: a.kind,
-                    policy: a.policy,
-                    nice: a.nice,
-                    max_prime: a.max_prime,
-                    counters: a.counters.counters,
-                },
+                spec: crate::burn::BurnSpec::new(a.kind)
+                    .with_policy(a.policy)
+                    .with_nice(a.nice)?
+                    .with_max_prime(a.max_prime)?
+                    .with_counters(a.counters.counters),
                 threads: a.threads,
                 placement,
                 within: a.within.within,

@@ -162,8 +162,8 @@ impl CommandArgs {
         w
     }
 
-    /// The comparison's configuration for `words` (not yet validated: the caller sets
-    /// what is its own, then validates).
+    /// The comparison's configuration for `words` (not yet checked: the caller sets what
+    /// is its own, then checks it with `Config::check`).
     pub fn config(
         self,
         words: Vec<String>,
@@ -289,7 +289,7 @@ impl CompareArgs {
         )?;
         exp.max_time = crate::duration::parse_measured(&a.max_time, "--max-time")?;
         exp.counters = a.counters.counters;
-        exp.validate()?;
+        let exp = exp.check()?;
         let exports = a.output.exports();
         commands::compare::run(
             &commands::compare::CompareCommand {

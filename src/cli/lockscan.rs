@@ -146,8 +146,8 @@ impl LockscanArgs {
             };
             Layout::Explicit { lock, scan }
         };
-        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())
-            .with_interval(a.interval)
+        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())?
+            .with_interval(a.interval)?
             .with_counters(a.counters.counters);
         Ok(commands::lockscan::LockscanCommand {
             root: a.root.sysfs_root,

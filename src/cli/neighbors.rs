@@ -152,14 +152,15 @@ impl NeighborsArgs {
             }
         };
         let mut burner = crate::burn::BurnSpec::new(a.burner_kind);
-        burner.policy = a.burner_policy;
-        burner.nice = a.burner_nice;
+        burner = burner
+            .with_policy(a.burner_policy)
+            .with_nice(a.burner_nice)?;
         let json = a.output.json();
         let workload = match a.workload {
             NeighborsWorkload::HotPage => commands::neighbors::WorkloadChoice::HotPage(a.lock),
             NeighborsWorkload::Oltp => {
                 use crate::oltp::{DbTarget, KeyMode, StopRule, TableSpec};
-                let oc = crate::oltp::OltpConfig {
+                let oc = crate::oltp::OltpConfig::new(crate::oltp::OltpSettings {
                     db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file.clone())?,
                     table: TableSpec {
                         schema: a.schema,
@@ -179,12 +180,11 @@ impl NeighborsArgs {
                     sysfs_root: a.root.sysfs_root.clone(),
                     json,
                     counters: crate::counters::Mode::Off,
-                };
-                oc.validate()?;
+                })?;
                 commands::neighbors::WorkloadChoice::Oltp(Box::new(oc))
             }
         };
-        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())
+        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())?
             .with_counters(a.counters.counters);
         // NeighborsConfig checks the spec and refuses `--placement all`; with_burners checks
         // the burner.

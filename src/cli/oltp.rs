@@ -105,10 +105,9 @@ impl OltpArgs {
         )
     }
 
-    /// Turns the `oltp` options into a config; `commands::oltp::run` checks it before it
-    /// does anything else.
+    /// Turns the `oltp` options into a checked config.
     fn config(self) -> Result<crate::oltp::OltpConfig> {
-        use crate::oltp::{DbTarget, OltpConfig, StopRule, TableSpec, parse_layouts};
+        use crate::oltp::{DbTarget, OltpConfig, OltpSettings, StopRule, TableSpec, parse_layouts};
         let a = self;
         let stop = match a.rows_per_thread {
             Some(r) => StopRule::RowsPerThread(r),
@@ -135,7 +134,7 @@ impl OltpArgs {
             None => parse_layouts(&a.placement)
                 .map_err(|e| crate::error::BadInput(format!("--placement: {e}"))),
         }?;
-        Ok(OltpConfig {
+        Ok(OltpConfig::new(OltpSettings {
             db: DbTarget::parse(&a.db)?.with_password_file(a.db_password_file)?,
             table: TableSpec {
                 schema: a.schema,
@@ -155,6 +154,6 @@ impl OltpArgs {
             sysfs_root: a.root.sysfs_root,
             json: a.output.json(),
             counters: a.counters.counters,
-        })
+        })?)
     }
 }

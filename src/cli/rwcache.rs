@@ -106,7 +106,7 @@ impl RwcacheArgs {
                 if n == 1 { vec![1] } else { vec![1, n] }
             }
         };
-        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())
+        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())?
             .with_counters(a.counters.counters);
         let exp = RwcacheConfig::new(
             schemes,

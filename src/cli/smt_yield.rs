@@ -101,17 +101,9 @@ impl YieldArgs {
             }
             None => None,
         };
-        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())
+        let spec = crate::engine::RunSpec::new(a.run.warmup(), a.run.duration())?
             .with_counters(a.counters.counters);
-        let exp = Config {
-            subjects,
-            cores: a.cores,
-            within: a.within.within,
-            spec,
-            repeat: a.run.repeat(),
-            db,
-        };
-        exp.validate()?;
+        let exp = Config::new(subjects, a.cores, a.within.within, spec, a.run.repeat(), db)?;
         Ok(commands::smt_yield::YieldCommand {
             root: a.root.sysfs_root,
             exp,

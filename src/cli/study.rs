@@ -117,7 +117,9 @@ impl StudyArgs {
                 crate::stats::Thresholds::YIELD.noise,
             )?;
             exp.counters = a.counters.counters;
-            exp.validate()?;
+            // Checked here so that a missing program or bad count stops the study before
+            // any phase; the phase checks it again when it runs the command for real.
+            exp.clone().check()?;
             Some(exp)
         };
         Ok(commands::study::StudyCommand {

@@ -62,11 +62,11 @@ impl BurnCommand {
         limits::at_most("--threads", self.threads as u64, max, why)?;
         limits::at_most(
             "--max-prime",
-            self.spec.max_prime,
+            self.spec.max_prime(),
             limits::MAX_MAX_PRIME,
             "one event would take minutes; sysbench's default is 10000",
         )?;
-        self.spec.validate()
+        Ok(())
     }
 }
 
@@ -87,16 +87,16 @@ pub fn run(cfg: &BurnCommand, out: &mut dyn Write) -> Result<()> {
         .len();
     crate::limits::per_cpu("--threads", cfg.threads as u64, cpus, cfg.force)?;
     let sets: Vec<CpuSet> = plan.threads.iter().map(|t| t.cpus.clone()).collect();
-    let (bytes, what) = burn::buffers_total(cfg.spec.kind, &topo, &sets);
+    let (bytes, what) = burn::buffers_total(cfg.spec.kind(), &topo, &sets);
     crate::limits::memory(
-        &format!("--threads {} with --kind {}", cfg.threads, cfg.spec.kind),
+        &format!("--threads {} with --kind {}", cfg.threads, cfg.spec.kind()),
         bytes,
         crate::limits::mem_available_bytes(),
         &what,
         crate::limits::Force::Offered(cfg.force),
     )?;
     let run =
-        crate::engine::RunSpec::new(cfg.warmup, cfg.duration).with_counters(cfg.spec.counters);
+        crate::engine::RunSpec::new(cfg.warmup, cfg.duration)?.with_counters(cfg.spec.counters());
     let report = match cfg.mode {
         Mode::Thread => burn::run_threads(&cfg.spec, &topo, &plan, &run)?,
         Mode::Process => burn::run_processes(&cfg.spec, &plan, &run, &mut |pids| {

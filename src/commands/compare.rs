@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// A validated `compare` invocation.
 #[derive(Debug, Clone)]
 pub struct CompareCommand {
-    pub exp: experiment::Config,
+    pub exp: experiment::CheckedConfig,
     pub json: bool,
     /// `--export-json/csv/markdown`: the report as files.
     pub exports: crate::render::export::Exports,

@@ -45,7 +45,7 @@ pub fn run(cfg: &NeighborsCommand, out: &mut dyn Write) -> Result<()> {
     )?;
     let most_burners = cfg.exp.burner_steps.iter().copied().max().unwrap_or(0);
     if !cfg.dry_run && most_burners > 0 {
-        let kind = cfg.exp.burner.kind;
+        let kind = cfg.exp.burner.kind();
         let (bytes, what) =
             crate::burn::buffers_total(kind, &topo, &vec![topo.allowed(); most_burners]);
         crate::limits::memory(

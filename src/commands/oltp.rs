@@ -19,7 +19,6 @@ pub struct OltpCommand {
 /// writes the runs so far and exits 130; a failed row check writes the report, then fails.
 pub fn run(cfg: &OltpCommand, out: &mut dyn Write) -> Result<()> {
     let (exports, cfg) = (&cfg.exports, &cfg.oltp);
-    cfg.validate()?;
     exports.check()?;
     let topo = super::topology_for_run(&cfg.sysfs_root, cfg.dry_run, true)?;
     if cfg.dry_run {

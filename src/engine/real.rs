@@ -119,14 +119,13 @@ pub fn run_observed(
     workload: &dyn Workload,
     on_interval: &mut dyn FnMut(&IntervalSample),
 ) -> Result<RunResult> {
-    spec.validate()?;
     let n = plan.threads.len();
     if n == 0 {
         return Err(anyhow!("the plan has no threads"));
     }
     // Once per process, before any thread of this run spins: the workers' openings then
     // switch no kernel static key (see `counters::prepare`).
-    crate::counters::prepare(spec.counters);
+    crate::counters::prepare(spec.counters());
     let load = threads_per_cpu(plan.threads.iter().map(|t| &t.cpus));
     let nice_offset = nice_offset(load, headroom(workload.requested_nice()));
     let shared = Shared {
@@ -138,9 +137,9 @@ pub fn run_observed(
             .map(|_| CachePadded::new(AtomicU64::new(0)))
             .collect(),
         tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
-        warmup: !spec.warmup.is_zero(),
+        warmup: !spec.warmup().is_zero(),
         nice_offset,
-        counters: spec.counters,
+        counters: spec.counters(),
         crowded: load > MAX_WEIGHT_RATIO,
         start: Mutex::new(None),
         started: AtomicU32::new(0),
@@ -707,7 +706,7 @@ impl Coordinator<'_> {
         };
         let (t0, times0) = if sh.warmup {
             let w0 = opened_at;
-            let finished = self.sleep_until(w0 + self.spec.warmup);
+            let finished = self.sleep_until(w0 + self.spec.warmup());
             sh.stopping.open();
             sh.warm_stop.store(true, Ordering::SeqCst);
             if !self.wait_arrivals(n) {
@@ -735,7 +734,7 @@ impl Coordinator<'_> {
         let mut prev = vec![0u64; n];
         let mut last = t0;
         for k in 0..total {
-            let boundary = t0 + (self.spec.interval * (k as u32 + 1)).min(self.spec.duration);
+            let boundary = t0 + (self.spec.interval() * (k as u32 + 1)).min(self.spec.duration());
             let finished = self.sleep_until(boundary);
             let now = Instant::now();
             let mut ops = Vec::with_capacity(n);

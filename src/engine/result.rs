@@ -5,22 +5,44 @@ use crate::cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// How long to warm up and measure, and how finely to sample progress.
+/// How long to warm up and measure, and how finely to sample progress. Built only by
+/// [`RunSpec::new`] and the `with_*` setters (or read back from JSON, checked the same way),
+/// each refusing a zero duration or interval, so a run is never handed one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Unchecked")]
 pub struct RunSpec {
     /// Warm-up before measuring; its operations are discarded. Zero skips it.
     #[serde(rename = "warmup_ns", with = "as_ns")]
-    pub warmup: Duration,
-    /// Length of the measurement phase.
+    warmup: Duration,
+    /// Length of the measurement phase; positive.
     #[serde(rename = "duration_ns", with = "as_ns")]
-    pub duration: Duration,
+    duration: Duration,
     /// Progress is sampled at every interval boundary; the last interval may be shorter.
+    /// Positive.
     #[serde(rename = "interval_ns", with = "as_ns")]
-    pub interval: Duration,
+    interval: Duration,
     /// Which event counters each thread opens (all available by default). Not written:
     /// each thread's [`ThreadResult::counters`] says what was counted.
     #[serde(skip)]
-    pub counters: crate::counters::Mode,
+    counters: crate::counters::Mode,
+}
+
+/// A spec as read from JSON, before [`RunSpec`]'s checks.
+#[derive(Deserialize)]
+struct Unchecked {
+    #[serde(rename = "warmup_ns", with = "as_ns")]
+    warmup: Duration,
+    #[serde(rename = "duration_ns", with = "as_ns")]
+    duration: Duration,
+    #[serde(rename = "interval_ns", with = "as_ns")]
+    interval: Duration,
+}
+
+impl TryFrom<Unchecked> for RunSpec {
+    type Error = crate::error::BadInput;
+    fn try_from(u: Unchecked) -> Result<Self, Self::Error> {
+        RunSpec::new(u.warmup, u.duration)?.with_interval(u.interval)
+    }
 }
 
 impl Default for RunSpec {
@@ -37,20 +59,30 @@ impl Default for RunSpec {
 
 impl RunSpec {
     /// A spec with `warmup`, `duration` and the default 1 s interval (capped at the
-    /// duration).
-    pub fn new(warmup: Duration, duration: Duration) -> Self {
-        Self {
+    /// duration); refuses a zero duration.
+    pub fn new(warmup: Duration, duration: Duration) -> Result<Self, crate::error::BadInput> {
+        if duration.is_zero() {
+            return Err(crate::error::BadInput(
+                "the measurement duration must be positive (e.g. `--duration 5`)".into(),
+            ));
+        }
+        Ok(Self {
             warmup,
             duration,
             interval: Duration::from_secs(1).min(duration.max(Duration::from_millis(1))),
             counters: crate::counters::Mode::default(),
-        }
+        })
     }
 
-    /// Same spec with another interval.
-    pub fn with_interval(mut self, interval: Duration) -> Self {
+    /// Same spec with another interval; refuses a zero one.
+    pub fn with_interval(mut self, interval: Duration) -> Result<Self, crate::error::BadInput> {
+        if interval.is_zero() {
+            return Err(crate::error::BadInput(
+                "the sampling interval must be positive (e.g. `--interval 1`)".into(),
+            ));
+        }
         self.interval = interval;
-        self
+        Ok(self)
     }
 
     /// Same spec counting `counters` events.
@@ -59,19 +91,24 @@ impl RunSpec {
         self
     }
 
-    /// Checks the spec makes sense: positive duration and interval.
-    pub fn validate(&self) -> Result<(), crate::error::BadInput> {
-        if self.duration.is_zero() {
-            return Err(crate::error::BadInput(
-                "the measurement duration must be positive (e.g. `--duration 5`)".into(),
-            ));
-        }
-        if self.interval.is_zero() {
-            return Err(crate::error::BadInput(
-                "the sampling interval must be positive (e.g. `--interval 1`)".into(),
-            ));
-        }
-        Ok(())
+    /// Warm-up before measuring (zero: none).
+    pub fn warmup(&self) -> Duration {
+        self.warmup
+    }
+
+    /// Length of the measurement phase (positive).
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// Time between progress samples (positive).
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Which event counters each thread opens.
+    pub fn counters(&self) -> crate::counters::Mode {
+        self.counters
     }
 
     /// Number of intervals a full (uninterrupted) run has.
@@ -300,11 +337,11 @@ mod tests {
 
     #[test]
     fn spec_intervals_round_up() {
-        let s = RunSpec::new(Duration::ZERO, Duration::from_millis(2500));
-        assert_eq!(s.interval, Duration::from_secs(1));
+        let s = RunSpec::new(Duration::ZERO, Duration::from_millis(2500)).unwrap();
+        assert_eq!(s.interval(), Duration::from_secs(1));
         assert_eq!(s.intervals(), 3);
-        let s = RunSpec::new(Duration::ZERO, Duration::from_millis(300));
-        assert_eq!(s.interval, Duration::from_millis(300));
+        let s = RunSpec::new(Duration::ZERO, Duration::from_millis(300)).unwrap();
+        assert_eq!(s.interval(), Duration::from_millis(300));
         assert_eq!(s.intervals(), 1);
     }
 
@@ -314,5 +351,17 @@ mod tests {
         assert_eq!(j["duration_ns"], 5_000_000_000u64);
         let back: RunSpec = serde_json::from_value(j).unwrap();
         assert_eq!(back, RunSpec::default());
+    }
+
+    #[test]
+    fn zero_duration_or_interval_is_refused() {
+        let e = RunSpec::new(Duration::ZERO, Duration::ZERO).unwrap_err();
+        assert!(e.0.contains("duration must be positive"), "{e}");
+        let e = RunSpec::default()
+            .with_interval(Duration::ZERO)
+            .unwrap_err();
+        assert!(e.0.contains("interval must be positive"), "{e}");
+        let j = serde_json::json!({"warmup_ns": 0, "duration_ns": 0, "interval_ns": 1});
+        assert!(serde_json::from_value::<RunSpec>(j).is_err());
     }
 }

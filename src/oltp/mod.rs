@@ -23,7 +23,7 @@
 //! let table = TableSpec { schema: Schema::Seed002, key: KeyMode::Sequential, rows_per_txn: 1 };
 //! let before = db.create_table(&table, 0)?;
 //! let w = InsertWorkload::new(&db, &table, &plan, StopRule::Duration)?; // sessions + pinned backends
-//! let spec = smtlab::engine::RunSpec::new(std::time::Duration::from_secs(1), std::time::Duration::from_secs(5));
+//! let spec = smtlab::engine::RunSpec::new(std::time::Duration::from_secs(1), std::time::Duration::from_secs(5))?;
 //! let run = smtlab::engine::run(&plan, &spec, &w);
 //! let outcome = w.finish()?; // restores backend affinity; per-thread rows and latencies
 //! let _ = run?;
@@ -57,9 +57,9 @@ use std::time::Duration;
 /// Most client threads one run may use.
 pub const MAX_THREADS: usize = crate::limits::MAX_CONNECTIONS as usize;
 
-/// A validated `smtlab oltp` invocation.
+/// What an `smtlab oltp` invocation asks for, as typed; [`OltpConfig::new`] checks it.
 #[derive(Debug, Clone)]
-pub struct OltpConfig {
+pub struct OltpSettings {
     /// The database.
     pub db: DbTarget,
     /// Table and transaction shape.
@@ -94,9 +94,30 @@ pub struct OltpConfig {
     pub counters: crate::counters::Mode,
 }
 
+/// A checked `smtlab oltp` invocation: [`OltpConfig::new`] is the only way to build one, so
+/// the commands and the run that take it need not check again. It reads as its
+/// [`OltpSettings`] and cannot be changed.
+#[derive(Debug, Clone)]
+pub struct OltpConfig(OltpSettings);
+
 impl OltpConfig {
+    /// The settings, or the first bad value named with what would be valid.
+    pub fn new(settings: OltpSettings) -> Result<Self, BadInput> {
+        settings.check()?;
+        Ok(Self(settings))
+    }
+}
+
+impl std::ops::Deref for OltpConfig {
+    type Target = OltpSettings;
+    fn deref(&self) -> &OltpSettings {
+        &self.0
+    }
+}
+
+impl OltpSettings {
     /// Checks values a type cannot: threads, rows, durations, repeat, layouts.
-    pub fn validate(&self) -> Result<(), BadInput> {
+    fn check(&self) -> Result<(), BadInput> {
         if self.threads == 0 {
             return Err(BadInput("--threads must be at least 1 (got 0)".into()));
         }

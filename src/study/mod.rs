@@ -47,7 +47,8 @@ pub struct Config {
     /// The unit the comparison layouts (lockscan's sweep, oltp's layouts, rwcache) stay inside.
     pub within: crate::placement::Scope,
     /// The user's own command (`smtlab study -- CMD`) and how to place it; None = the
-    /// compare phase is skipped.
+    /// compare phase is skipped. Unchecked: a synthetic study runs a command that need not
+    /// exist here; `smtlab study` checks it before any phase, the phase before a real run.
     pub compare: Option<crate::experiments::compare::Config>,
     /// Event counters every measured thread opens.
     pub counters: crate::counters::Mode,

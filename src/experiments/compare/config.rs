@@ -106,7 +106,8 @@ impl BurnerChoice {
     }
 }
 
-/// A validated `compare` configuration.
+/// A `compare` configuration as given; [`Config::check`] turns it into the
+/// [`CheckedConfig`] a run takes.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub command: CommandLine,
@@ -199,9 +200,16 @@ impl Config {
         }
     }
 
+    /// The configuration once checked, or the first bad value named with what would be
+    /// valid.
+    pub fn check(self) -> Result<CheckedConfig> {
+        self.validate()?;
+        Ok(CheckedConfig(self))
+    }
+
     /// Checks what can be checked without the machine's topology: counts, the command
     /// exists, the pids exist and may be pinned.
-    pub fn validate(&self) -> Result<()> {
+    fn validate(&self) -> Result<()> {
         let bad = |m: String| anyhow::Error::new(BadInput(m));
         if self.command.words.is_empty() || self.command.words.iter().all(|w| w.is_empty()) {
             return Err(bad(
@@ -245,6 +253,18 @@ impl Config {
             super::pins::check_pid(pid)?;
         }
         Ok(())
+    }
+}
+
+/// A [`Config`] that passed [`Config::check`]: what [`super::run`] takes, so it need not
+/// check again. It reads as its `Config` and cannot be changed.
+#[derive(Debug, Clone)]
+pub struct CheckedConfig(Config);
+
+impl std::ops::Deref for CheckedConfig {
+    type Target = Config;
+    fn deref(&self) -> &Config {
+        &self.0
     }
 }
 
@@ -586,10 +606,10 @@ mod tests {
         let e = find_program("/proc/self/status", &path).unwrap_err().0;
         assert!(e.contains("not an executable"), "{e}");
         let mut c = Config::new(vec!["smtlab-no-such-command".into()]);
-        assert!(c.validate().is_err());
+        assert!(c.clone().check().is_err());
         c.command.shell = true;
-        c.validate().unwrap();
-        let e = Config::new(vec![]).validate().unwrap_err().to_string();
+        c.check().unwrap();
+        let e = Config::new(vec![]).check().unwrap_err().to_string();
         assert!(e.contains("no command"), "{e}");
     }
 

@@ -29,7 +29,9 @@ pub mod runner;
 mod session;
 pub mod view;
 
-pub use config::{BurnerChoice, CommandLine, Config, PlacementChoice, Resolved, Variant};
+pub use config::{
+    BurnerChoice, CheckedConfig, CommandLine, Config, PlacementChoice, Resolved, Variant,
+};
 pub use model::{Call, CompareReport, CompareSection, PlacementMedian};
 
 use crate::error::Interrupted;
@@ -307,7 +309,7 @@ pub fn smt_pairs(topo: &Topology, variants: &[Variant]) -> SmtPairs {
 /// cleanup, analysis. Everything it changes is undone on every exit path; Ctrl-C returns
 /// the report of what was measured with `interrupted` set (or [`Interrupted`] when
 /// nothing was).
-pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<CompareReport> {
+pub fn run(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Progress) -> Result<CompareReport> {
     session::run(topo, cfg, ui)?.into_result()
 }
 
@@ -315,7 +317,7 @@ pub fn run(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<CompareRe
 /// after others were measured ends the comparison with the report of the runs before it
 /// and the failure, everything undone as on every other path: a study keeps them. A
 /// failure before any measured run is an error, as for [`run`].
-pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<Kept> {
+pub fn run_keeping(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Progress) -> Result<Kept> {
     session::run(topo, cfg, ui)
 }
 

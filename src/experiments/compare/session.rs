@@ -9,7 +9,7 @@
 //! start, the cluster's start) and returns through those drops.
 
 use super::cgroup::{self, Cpuset};
-use super::config::{self, Config, Variant};
+use super::config::{self, CheckedConfig, Config, Variant};
 use super::guard::Guard;
 use super::metric::last_lines;
 use super::model::{Run, ServerInfo};
@@ -32,11 +32,10 @@ const BURNER_START_LIMIT: Duration = Duration::from_secs(10);
 /// Lines of output quoted in error messages.
 const QUOTED_LINES: usize = 8;
 
-pub(super) fn run(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<Kept> {
-    cfg.validate()?;
+pub(super) fn run(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Progress) -> Result<Kept> {
     // A command that runs for a fixed time is compared by its own metric when smtlab
     // knows one; the runs read it.
-    let mut adjusted = cfg.clone();
+    let mut adjusted: Config = (**cfg).clone();
     let fixed_duration = super::duration::adjust(&mut adjusted);
     if let Some(f) = &fixed_duration {
         ui.note(&super::duration::sentence(f));

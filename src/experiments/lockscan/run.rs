@@ -84,7 +84,7 @@ pub fn run(
         .flat_map(|r| r.result.threads.iter().filter_map(|t| t.counters.as_ref()))
         .collect();
     let counters =
-        (!measured.is_empty()).then(|| crate::counters::Status::of(cfg.spec.counters, measured));
+        (!measured.is_empty()).then(|| crate::counters::Status::of(cfg.spec.counters(), measured));
     // The largest L2 a scanner ran beside: a buffer no larger stays inside its core.
     let scan_l2_bytes = scen
         .iter()
@@ -106,7 +106,7 @@ pub fn run(
         cs_ns: cfg.cs_ns,
         scan_bytes: cfg.scan_bytes,
         scan_l2_bytes,
-        duration_ns: cfg.spec.duration.as_nanos() as u64,
+        duration_ns: cfg.spec.duration().as_nanos() as u64,
         repeat: cfg.repeat,
         lock_stats: cfg.stats,
         c2c_latency_ns: results.iter().find_map(|r| r.c2c_latency_ns),

@@ -1414,7 +1414,8 @@ mod tests {
 
     #[test]
     fn notes_say_what_is_missing_here() {
-        let spec = RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1));
+        let spec =
+            RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1)).unwrap();
         let cfg = LockscanConfig::new(Layout::ScannerOnLowest, vec![LockKind::Ttas], spec).unwrap();
         let mut over = result(&[2], 3, None, None);
         over.handoffs_share_of_ceiling = Some(1.5);
@@ -1442,7 +1443,8 @@ mod tests {
 
     #[test]
     fn a_scan_buffer_inside_the_l2_is_said_to_stay_in_the_core() {
-        let spec = RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1));
+        let spec =
+            RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1)).unwrap();
         let cfg = LockscanConfig::new(Layout::ScannerOnLowest, vec![LockKind::Ttas], spec)
             .unwrap()
             .with_cs_ns(500)
@@ -1592,7 +1594,8 @@ mod tests {
         let spec = RunSpec::new(
             std::time::Duration::ZERO,
             std::time::Duration::from_millis(10),
-        );
+        )
+        .unwrap();
         let cfg = LockscanConfig::new(Layout::ScannerOnLowest, vec![LockKind::Ttas], spec)
             .unwrap()
             .with_repeat(3)
@@ -1651,7 +1654,8 @@ mod tests {
         let spec = RunSpec::new(
             std::time::Duration::ZERO,
             std::time::Duration::from_millis(10),
-        );
+        )
+        .unwrap();
         let cfg = LockscanConfig::new(
             Layout::Sweep(crate::placement::Scope::Package),
             vec![LockKind::Ttas, LockKind::Ticket],

@@ -130,7 +130,6 @@ impl NeighborsConfig {
                     .into(),
             ));
         }
-        spec.validate()?;
         Ok(NeighborsConfig {
             workers,
             worker_placement,
@@ -165,7 +164,6 @@ impl NeighborsConfig {
         for &b in &steps {
             crate::limits::at_most("--burners", b as u64, max, "burners per step")?;
         }
-        burner.validate()?;
         // Unpinned workers move between CPUs, so no CPU is "their sibling": a burner there
         // would share a core with a worker only by chance.
         if placement == BurnerPlacement::Siblings
@@ -207,7 +205,7 @@ mod tests {
     use std::time::Duration;
 
     fn spec() -> RunSpec {
-        RunSpec::new(Duration::ZERO, Duration::from_millis(100))
+        RunSpec::new(Duration::ZERO, Duration::from_millis(100)).unwrap()
     }
 
     fn two() -> NeighborsConfig {
@@ -222,8 +220,8 @@ mod tests {
         assert!(e.0.contains("--workers 100000000: at most 4096"), "{e}");
         let e = NeighborsConfig::new(2, Request::All, Scope::Package, spec()).unwrap_err();
         assert!(e.0.contains("--placement all"), "{e}");
-        let zero = RunSpec::new(Duration::ZERO, Duration::ZERO);
-        assert!(NeighborsConfig::new(2, Request::Os, Scope::Package, zero).is_err());
+        // A zero run length cannot reach a config: the spec refuses it.
+        assert!(RunSpec::new(Duration::ZERO, Duration::ZERO).is_err());
         assert_eq!(two().burner_steps, [0]);
         assert_eq!(two().repeat, 1);
         let e = two().with_repeat(0).unwrap_err();
@@ -259,11 +257,8 @@ mod tests {
             )
             .unwrap_err();
         assert!(e.0.contains("--burners lists no step"), "{e}");
-        let mut bad = prime;
-        bad.nice = Some(40);
-        let e = two()
-            .with_burners(vec![1], bad, BurnerPlacement::Os, BurnerMode::Thread)
-            .unwrap_err();
+        // A nice value out of range cannot reach a config: the burner spec refuses it.
+        let e = prime.clone().with_nice(Some(40)).unwrap_err();
         assert!(e.0.contains("--nice 40"), "{e}");
     }
 

@@ -129,7 +129,8 @@ mod tests {
     use crate::topology::fixture::topology;
 
     fn cfg(placement: Request, burners: BurnerPlacement, mode: BurnerMode) -> NeighborsConfig {
-        let spec = RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1));
+        let spec =
+            RunSpec::new(std::time::Duration::ZERO, std::time::Duration::from_secs(1)).unwrap();
         NeighborsConfig::new(2, placement, Scope::Package, spec)
             .unwrap()
             .with_burners(vec![0, 2], BurnSpec::new(BurnerKind::Prime), burners, mode)

@@ -107,10 +107,10 @@ pub fn run(
         workload: worker_name,
         workers: cfg.workers,
         worker_placement: cfg.worker_placement.to_string(),
-        burner_kind: cfg.burner.kind,
+        burner_kind: cfg.burner.kind(),
         burner_placement: cfg.burner_placement,
         burner_mode: cfg.burner_mode,
-        burner_policy: cfg.burner.policy,
+        burner_policy: cfg.burner.policy(),
         time_slice_ns: ctx.slice,
         smt: topo.threads_per_core() > 1,
         hypervisor: topo.machine.hypervisor,
@@ -124,7 +124,7 @@ pub fn run(
         counters: {
             let counted = ctx.counted.borrow();
             (!counted.is_empty())
-                .then(|| crate::counters::Status::of(cfg.spec.counters, counted.iter()))
+                .then(|| crate::counters::Status::of(cfg.spec.counters(), counted.iter()))
         },
     })
 }
@@ -156,10 +156,10 @@ fn add_notes(notes: &mut Vec<String>, topo: &Topology, cfg: &NeighborsConfig, st
     if topo.threads_per_core() <= 1 {
         notes.push("no SMT siblings on this machine: the smt-sharing mechanism cannot occur here; losses without oversubscription are shared caches, memory bandwidth or frequency".into());
     }
-    if cfg.burner.policy != crate::burn::Policy::Normal {
+    if cfg.burner.policy() != crate::burn::Policy::Normal {
         notes.push(format!(
             "burners run at policy {}: they still count as runnable, but the scheduler favours the workers",
-            cfg.burner.policy
+            cfg.burner.policy()
         ));
     }
 }

@@ -822,7 +822,8 @@ mod tests {
         let spec = RunSpec::new(
             std::time::Duration::ZERO,
             std::time::Duration::from_millis(10),
-        );
+        )
+        .unwrap();
         let cfg = NeighborsConfig::new(2, Request::Os, Scope::Package, spec)
             .unwrap()
             .with_burners(

@@ -55,7 +55,6 @@ pub fn run(
     cfg: &OltpConfig,
     say: &mut Say<'_>,
 ) -> Result<OltpReport> {
-    cfg.validate()?;
     let (plans, skipped) = plan_layouts(topo, cfg)?;
     if plans.is_empty() {
         let why: Vec<String> = skipped
@@ -188,11 +187,11 @@ fn run_all(
 }
 
 /// The engine's spec for a `--duration` run: 100 ms progress intervals.
-fn spec_for(cfg: &OltpConfig) -> RunSpec {
+fn spec_for(cfg: &OltpConfig) -> Result<RunSpec, crate::error::BadInput> {
     let interval = std::time::Duration::from_millis(100).min(cfg.duration);
-    RunSpec::new(cfg.warmup, cfg.duration)
-        .with_interval(interval)
-        .with_counters(cfg.counters)
+    Ok(RunSpec::new(cfg.warmup, cfg.duration)?
+        .with_interval(interval)?
+        .with_counters(cfg.counters))
 }
 
 fn run_layout(
@@ -225,9 +224,9 @@ fn run_layout(
     // A fixed-work run has no warm-up (every row counts toward the quota) and ends when
     // the last thread returns; its duration is only the give-up limit.
     let spec = match cfg.stop {
-        StopRule::Duration => spec_for(cfg),
+        StopRule::Duration => spec_for(cfg)?,
         StopRule::RowsPerThread(_) => {
-            RunSpec::new(std::time::Duration::ZERO, cfg.duration).with_counters(cfg.counters)
+            RunSpec::new(std::time::Duration::ZERO, cfg.duration)?.with_counters(cfg.counters)
         }
     };
     let res = engine.run(plan, &spec, &w).map(|r| Measured {

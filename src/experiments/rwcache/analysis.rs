@@ -395,7 +395,7 @@ pub(super) mod tests {
         let run = RunResult {
             workload: "rwcache/test".into(),
             placement: "spread".into(),
-            spec: RunSpec::new(Duration::ZERO, Duration::from_secs(1)),
+            spec: RunSpec::new(Duration::ZERO, Duration::from_secs(1)).unwrap(),
             warmup_ns: 0,
             measured_ns: 1_000_000_000,
             interval_ns: vec![1_000_000_000],

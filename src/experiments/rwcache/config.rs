@@ -40,7 +40,7 @@ impl Default for TableSpec {
 
 impl TableSpec {
     /// Checks every value, naming the bad one and the valid range.
-    pub fn validate(&self) -> Result<(), BadInput> {
+    fn validate(&self) -> Result<(), BadInput> {
         if !(1..=MAX_ENTRIES).contains(&self.entries) {
             return Err(BadInput(format!(
                 "--entries must be between 1 and {MAX_ENTRIES} (got {}); the default is 10000",
@@ -69,7 +69,9 @@ impl TableSpec {
     }
 }
 
-/// A validated rwcache configuration, built by [`RwcacheConfig::new`].
+/// A checked rwcache configuration. [`RwcacheConfig::new`] is the only way to build one; it
+/// refuses a bad value, naming it and what would be valid, so [`super::run`] need not check
+/// again.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RwcacheConfig {
     pub schemes: Vec<SchemeKind>,
@@ -84,7 +86,13 @@ pub struct RwcacheConfig {
     pub repeat: usize,
     /// Seeds each thread's key sequence.
     pub seed: u64,
+    /// Keeps construction to [`RwcacheConfig::new`].
+    _checked: Checked,
 }
+
+/// Only this module can make one, so only [`RwcacheConfig::new`] builds a config.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Checked;
 
 impl RwcacheConfig {
     /// The configuration, or the first bad value named with what would be valid. Each
@@ -100,7 +108,21 @@ impl RwcacheConfig {
         repeat: usize,
         seed: u64,
     ) -> Result<Self, BadInput> {
-        let cfg = RwcacheConfig {
+        table.validate()?;
+        if schemes.is_empty() {
+            return Err(BadInput(
+                "--scheme selects nothing; give `all` or a list like spin,rwspin".into(),
+            ));
+        }
+        if threads.is_empty() || threads.iter().any(|&t| t == 0 || t > MAX_THREADS) {
+            return Err(BadInput(format!(
+                "--threads must list counts between 1 and {MAX_THREADS}, e.g. 1,2 (got {threads:?})"
+            )));
+        }
+        if repeat == 0 {
+            return Err(BadInput("--repeat must be at least 1".into()));
+        }
+        Ok(RwcacheConfig {
             schemes,
             threads,
             placement,
@@ -109,31 +131,8 @@ impl RwcacheConfig {
             spec,
             repeat,
             seed,
-        };
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// Checks the whole configuration (again: the fields are public, so [`super::run`]
-    /// checks what it is given).
-    pub fn validate(&self) -> Result<(), BadInput> {
-        self.table.validate()?;
-        self.spec.validate()?;
-        if self.schemes.is_empty() {
-            return Err(BadInput(
-                "--scheme selects nothing; give `all` or a list like spin,rwspin".into(),
-            ));
-        }
-        if self.threads.is_empty() || self.threads.iter().any(|&t| t == 0 || t > MAX_THREADS) {
-            return Err(BadInput(format!(
-                "--threads must list counts between 1 and {MAX_THREADS}, e.g. 1,2 (got {:?})",
-                self.threads
-            )));
-        }
-        if self.repeat == 0 {
-            return Err(BadInput("--repeat must be at least 1".into()));
-        }
-        Ok(())
+            _checked: Checked,
+        })
     }
 }
 
@@ -144,20 +143,26 @@ mod tests {
 
     #[test]
     fn bad_table_values_are_named() {
+        let with = |t: &TableSpec| {
+            table_config(t.clone())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
         let mut t = TableSpec {
             entries: 0,
             ..TableSpec::default()
         };
-        let e = t.validate().unwrap_err().to_string();
+        let e = with(&t);
         assert!(e.contains("--entries") && e.contains("got 0"), "{e}");
         t.entries = 10;
         t.write_ratio = 2.0;
-        let e = t.validate().unwrap_err().to_string();
+        let e = with(&t);
         assert!(e.contains("--write-ratio") && e.contains("got 2"), "{e}");
         t.write_ratio = f64::NAN;
-        assert!(t.validate().is_err());
+        assert!(table_config(t.clone()).is_err());
         t.write_ratio = 1.0;
-        assert!(t.validate().is_ok());
+        assert!(table_config(t).is_ok());
     }
 
     fn config(
@@ -165,13 +170,26 @@ mod tests {
         threads: Vec<usize>,
         repeat: usize,
     ) -> Result<RwcacheConfig, BadInput> {
+        config_with(schemes, threads, repeat, TableSpec::default())
+    }
+
+    fn table_config(table: TableSpec) -> Result<RwcacheConfig, BadInput> {
+        config_with(vec![SchemeKind::Spin], vec![1], 1, table)
+    }
+
+    fn config_with(
+        schemes: Vec<SchemeKind>,
+        threads: Vec<usize>,
+        repeat: usize,
+        table: TableSpec,
+    ) -> Result<RwcacheConfig, BadInput> {
         RwcacheConfig::new(
             schemes,
             threads,
             Request::Spread,
             Scope::Package,
-            TableSpec::default(),
-            RunSpec::new(Duration::ZERO, Duration::from_millis(100)),
+            table,
+            RunSpec::new(Duration::ZERO, Duration::from_millis(100)).unwrap(),
             repeat,
             1,
         )

@@ -28,7 +28,6 @@ pub fn run(
     cfg: &RwcacheConfig,
     on_run: &mut OnRun<'_>,
 ) -> Result<RwcacheReport> {
-    cfg.validate()?;
     let (plans, trials, mut notes) = plan_trials(topo, cfg)?;
     let (runs, interrupted) = run_rounds(engine, cfg, &plans, &trials, on_run)?;
     notes.extend(crate::hygiene::steal_note(
@@ -68,8 +67,8 @@ pub fn run(
         shard_slots: layout.shard_slots(),
         placement: cfg.placement.to_string(),
         scope: plans.iter().find_map(|(_, p)| p.scope.clone()),
-        warmup_ns: cfg.spec.warmup.as_nanos() as u64,
-        duration_ns: cfg.spec.duration.as_nanos() as u64,
+        warmup_ns: cfg.spec.warmup().as_nanos() as u64,
+        duration_ns: cfg.spec.duration().as_nanos() as u64,
         repeat: cfg.repeat,
         seed: cfg.seed,
         clock: crate::locks::clock_name().into(),
@@ -90,7 +89,7 @@ pub fn run(
                 .flatten()
                 .flat_map(|r| r.run.threads.iter().filter_map(|t| t.counters.as_ref()))
                 .collect();
-            (!ms.is_empty()).then(|| crate::counters::Status::of(cfg.spec.counters, ms))
+            (!ms.is_empty()).then(|| crate::counters::Status::of(cfg.spec.counters(), ms))
         },
     })
 }

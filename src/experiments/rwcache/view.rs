@@ -860,7 +860,8 @@ mod tests {
             RunSpec::new(
                 std::time::Duration::ZERO,
                 std::time::Duration::from_millis(100),
-            ),
+            )
+            .unwrap(),
             1,
             1,
         )

@@ -149,7 +149,9 @@ impl InsertTarget {
     }
 }
 
-/// A checked yield configuration.
+/// A checked yield configuration. [`Config::new`] (and [`Config::with_run`], which goes
+/// through it) is the only way to build one besides the defaults; it refuses a bad value,
+/// naming it and what would be valid, so planning and running need not check again.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub subjects: Vec<Subject>,
@@ -161,38 +163,39 @@ pub struct Config {
     pub repeat: usize,
     /// The database for `insert` (and the reason it is left out when SQLite).
     pub db: Option<InsertTarget>,
+    /// Keeps construction to the checked paths.
+    _checked: Checked,
 }
 
-impl Config {
-    /// The defaults: [`DEFAULT_WORKLOADS`], every core, 1 s runs after 250 ms warm-up,
-    /// [`crate::stats::DEFAULT_ROUNDS`] rounds.
-    pub fn new() -> Self {
-        Self {
-            subjects: Subject::parse_list(DEFAULT_WORKLOADS).expect("valid defaults"),
-            cores: None,
-            within: Scope::default(),
-            spec: RunSpec::new(
-                std::time::Duration::from_millis(250),
-                std::time::Duration::from_secs(1),
-            ),
-            repeat: crate::stats::DEFAULT_ROUNDS,
-            db: None,
-        }
-    }
+/// Only this module can make one, so only its constructors build a config.
+#[derive(Debug, Clone, Copy)]
+struct Checked;
 
-    pub fn validate(&self) -> Result<(), BadInput> {
-        if self.subjects.is_empty() {
+impl Config {
+    /// `subjects` on `cores` cores (None: every core) of one unit of `within`, each run for
+    /// `spec`, `repeat` rounds, `insert` into `db`; or the first bad value named with what
+    /// would be valid. Each argument has its own type, so two swapped arguments do not
+    /// compile.
+    pub fn new(
+        subjects: Vec<Subject>,
+        cores: Option<usize>,
+        within: Scope,
+        spec: RunSpec,
+        repeat: usize,
+        db: Option<InsertTarget>,
+    ) -> Result<Self, BadInput> {
+        if subjects.is_empty() {
             return Err(BadInput(format!(
                 "--workloads needs at least one workload; valid: {WORKLOAD_NAMES}"
             )));
         }
-        if self.cores == Some(0) {
+        if cores == Some(0) {
             return Err(BadInput(
                 "--cores must be at least 1 (got 0); leave it out for every core of the unit"
                     .into(),
             ));
         }
-        if let Some(n) = self.cores {
+        if let Some(n) = cores {
             crate::limits::at_most(
                 "--cores",
                 n as u64,
@@ -200,33 +203,67 @@ impl Config {
                 crate::limits::WHY_YIELD_CORES,
             )?;
         }
-        if self.repeat == 0 {
+        if repeat == 0 {
             return Err(BadInput("--repeat must be at least 1 (got 0)".into()));
         }
         crate::limits::at_most(
             "--repeat",
-            self.repeat as u64,
+            repeat as u64,
             MAX_REPEAT as u64,
             "rounds over every workload and layout",
         )?;
-        self.spec.validate()?;
-        if self.subjects.contains(&Subject::Insert) && self.db.is_none() {
+        if subjects.contains(&Subject::Insert) && db.is_none() {
             return Err(BadInput(
                 "--workloads insert needs a database: --db postgres-managed or --db \
                  postgres://USER@HOST/DB"
                     .into(),
             ));
         }
-        if let Some(t) = &self.db {
+        if let Some(t) = &db {
             t.table.validate()?;
         }
-        Ok(())
+        Ok(Self {
+            subjects,
+            cores,
+            within,
+            spec,
+            repeat,
+            db,
+            _checked: Checked,
+        })
+    }
+
+    /// The same workloads, cores and database, each run for `spec`, `repeat` rounds
+    /// (checked as [`Config::new`] checks them).
+    pub fn with_run(self, spec: RunSpec, repeat: usize) -> Result<Self, BadInput> {
+        Self::new(
+            self.subjects,
+            self.cores,
+            self.within,
+            spec,
+            repeat,
+            self.db,
+        )
     }
 }
 
 impl Default for Config {
+    /// [`DEFAULT_WORKLOADS`], every core of one package, 1 s runs after 250 ms warm-up,
+    /// [`crate::stats::DEFAULT_ROUNDS`] rounds, no database.
     fn default() -> Self {
-        Self::new()
+        Self {
+            subjects: Subject::parse_list(DEFAULT_WORKLOADS).expect("valid defaults"),
+            cores: None,
+            within: Scope::default(),
+            spec: RunSpec::new(
+                std::time::Duration::from_millis(250),
+                std::time::Duration::from_secs(1),
+            )
+            .expect("1 s is positive"),
+            repeat: crate::stats::DEFAULT_ROUNDS,
+            db: None,
+            _checked: Checked,
+        }
     }
 }
 
@@ -277,15 +314,20 @@ mod tests {
 
     #[test]
     fn validation_names_the_bad_value() {
-        let mut c = Config::new();
-        assert!(c.validate().is_ok());
-        c.cores = Some(0);
-        assert!(c.validate().unwrap_err().0.contains("--cores"));
-        c.cores = None;
-        c.repeat = 0;
-        assert!(c.validate().unwrap_err().0.contains("--repeat"));
-        c.repeat = 3;
-        c.subjects.push(Subject::Insert);
-        assert!(c.validate().unwrap_err().0.contains("--db"));
+        let d = Config::default();
+        let with = |subjects: Vec<Subject>, cores, repeat| {
+            Config::new(subjects, cores, d.within, d.spec.clone(), repeat, None)
+        };
+        assert!(with(d.subjects.clone(), None, 5).is_ok());
+        let e = with(d.subjects.clone(), Some(0), 5).unwrap_err();
+        assert!(e.0.contains("--cores"), "{e}");
+        let e = with(d.subjects.clone(), None, 0).unwrap_err();
+        assert!(e.0.contains("--repeat"), "{e}");
+        let mut insert = d.subjects.clone();
+        insert.push(Subject::Insert);
+        let e = with(insert, None, 3).unwrap_err();
+        assert!(e.0.contains("--db"), "{e}");
+        let e = d.clone().with_run(d.spec.clone(), 0).unwrap_err();
+        assert!(e.0.contains("--repeat"), "{e}");
     }
 }

@@ -33,7 +33,6 @@ pub struct Planned {
 /// per core `all` is `one-per-core` and there is no yield to measure), or `--cores` asks
 /// for more cores than the unit has.
 pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result<Planned> {
-    cfg.validate()?;
     let (unit, cores) = placement::scoped_cores(topo, cfg.within);
     if !cores.iter().any(|c| c.len() >= 2) {
         if topo.threads_per_core() <= 1 {
@@ -140,7 +139,7 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
         return Err(NotPossible(format!("no workload can run here ({})", why.join("; "))).into());
     }
     let runs = (subjects.len() * layouts.len() * cfg.repeat) as u64;
-    let per_run = nanos(cfg.spec.warmup) + nanos(cfg.spec.duration);
+    let per_run = nanos(cfg.spec.warmup()) + nanos(cfg.spec.duration());
     let scope = layouts[0].1.scope.clone();
     let plan = YieldPlan {
         cores: n,
@@ -159,8 +158,8 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
             .collect(),
         workloads: subjects.iter().map(Subject::name).collect(),
         left_out,
-        warmup_ns: nanos(cfg.spec.warmup),
-        duration_ns: nanos(cfg.spec.duration),
+        warmup_ns: nanos(cfg.spec.warmup()),
+        duration_ns: nanos(cfg.spec.duration()),
         repeat: cfg.repeat,
         estimate_ns: runs.saturating_mul(per_run),
         notes,

@@ -105,7 +105,7 @@ pub fn run_planned(
         interrupted,
         synthetic,
         counters: (!counted.is_empty())
-            .then(|| crate::counters::Status::of(cfg.spec.counters, &counted)),
+            .then(|| crate::counters::Status::of(cfg.spec.counters(), &counted)),
     })
 }
 

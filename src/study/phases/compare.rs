@@ -176,7 +176,10 @@ impl Phase for ComparePhase {
         let kept = if ctx.engine.synthetic() {
             compare::fake::run_keeping(ctx.topo, cfg, &ui)?
         } else {
-            compare::run_keeping(ctx.topo, cfg, &ui)?
+            // `smtlab study` checked the command before any phase; it is checked again here
+            // because the study's config holds it unchecked (a synthetic study runs a
+            // command that need not exist on this machine).
+            compare::run_keeping(ctx.topo, &cfg.clone().check()?, &ui)?
         };
         let mut r = kept.report;
         for (label, reason) in &self.left_out {

@@ -44,7 +44,7 @@ impl LockscanPhase {
             config: LockscanConfig::new(
                 layout,
                 locks,
-                RunSpec::new(warm, measure).with_counters(ctx.cfg.counters),
+                RunSpec::new(warm, measure)?.with_counters(ctx.cfg.counters),
             )?
             .with_scan_bytes(lockscan::auto_scan_bytes(ctx.topo).bytes)?
             .with_repeat(ctx.repeat)?,
@@ -66,7 +66,7 @@ impl Phase for LockscanPhase {
         // for its handoff ceiling.
         let ceiling = c2c::estimate(4, &PingPongSpec::CEILING);
         let spec = &self.config.spec;
-        (spec.warmup + spec.duration + RUN_OVERHEAD + ceiling) * self.runs()
+        (spec.warmup() + spec.duration() + RUN_OVERHEAD + ceiling) * self.runs()
     }
     fn units(&self) -> u64 {
         u64::from(self.runs()) * self.config.spec.intervals() as u64
@@ -81,8 +81,8 @@ impl Phase for LockscanPhase {
         rep.lockscan = Some(LockscanSection {
             layout: "sweep".into(),
             locks: c.locks.clone(),
-            warmup_ns: c.spec.warmup.as_nanos() as u64,
-            duration_ns: c.spec.duration.as_nanos() as u64,
+            warmup_ns: c.spec.warmup().as_nanos() as u64,
+            duration_ns: c.spec.duration().as_nanos() as u64,
             result: r,
         });
         Ok(Outcome::interrupted_if(stopped))
@@ -98,7 +98,7 @@ mod tests {
     fn two_cores_sweep_baseline_and_each_core() {
         let s = sized(2, 1, QUICK, PhaseName::Lockscan, LockscanPhase::size).unwrap();
         assert_eq!(s.scenarios, 3, "baseline + scanner on each of 2 cores");
-        assert!(s.config.spec.duration >= ms(100));
+        assert!(s.config.spec.duration() >= ms(100));
         assert_eq!(s.config.repeat, 3);
         // 4 × the fixture's 512 KiB L2.
         assert_eq!(s.config.scan_bytes, 2 << 20);
@@ -108,7 +108,7 @@ mod tests {
     fn longer_budgets_give_longer_runs_and_more_repeats() {
         let q = sized(2, 1, QUICK, PhaseName::Lockscan, LockscanPhase::size).unwrap();
         let l = sized(2, 1, DEFAULT, PhaseName::Lockscan, LockscanPhase::size).unwrap();
-        assert!(l.config.spec.duration > q.config.spec.duration);
+        assert!(l.config.spec.duration() > q.config.spec.duration());
         assert_eq!(l.config.repeat, 5);
     }
 }

@@ -61,7 +61,7 @@ impl NeighborsPhase {
             (ms(100), Duration::from_secs(5)),
             (ms(30), Duration::from_secs(1)),
         );
-        let spec = crate::engine::RunSpec::new(warm, measure).with_counters(ctx.cfg.counters);
+        let spec = crate::engine::RunSpec::new(warm, measure)?.with_counters(ctx.cfg.counters);
         let prime = BurnSpec::new(BurnerKind::Prime);
         let siblings = match sibling_workers {
             Some(w) => Some(
@@ -135,7 +135,7 @@ impl Phase for NeighborsPhase {
     }
     fn estimate(&self) -> Duration {
         let spec = &self.config.spec;
-        (spec.warmup + spec.duration + step_overhead(self.config.burner_mode)) * self.runs()
+        (spec.warmup() + spec.duration() + step_overhead(self.config.burner_mode)) * self.runs()
     }
     fn units(&self) -> u64 {
         u64::from(self.runs())
@@ -189,10 +189,10 @@ impl Phase for NeighborsPhase {
             workers: c.workers,
             locks: self.locks.clone(),
             burner_steps: c.burner_steps.clone(),
-            burner_kind: c.burner.kind.to_string(),
+            burner_kind: c.burner.kind().to_string(),
             burner_mode: c.burner_mode,
-            warmup_ns: c.spec.warmup.as_nanos() as u64,
-            duration_ns: c.spec.duration.as_nanos() as u64,
+            warmup_ns: c.spec.warmup().as_nanos() as u64,
+            duration_ns: c.spec.duration().as_nanos() as u64,
             repeat: self.repeat,
             series: all_series,
             sibling_skipped: self.sibling_skipped.clone(),

@@ -54,7 +54,8 @@ impl OltpPhase {
             (ms(300), Duration::from_secs(20)),
             (ms(100), Duration::from_secs(2)),
         );
-        let config = oltp::OltpConfig {
+        // A refused value here is a bug in the sizing above, returned as the error it is.
+        let config = oltp::OltpConfig::new(oltp::OltpSettings {
             db: ctx.cfg.db.clone(),
             table: oltp::TableSpec {
                 schema: oltp::Schema::Seed001,
@@ -74,8 +75,7 @@ impl OltpPhase {
             sysfs_root: "/".into(),
             json: true,
             counters: ctx.cfg.counters,
-        };
-        config.validate()?;
+        })?;
         Ok(OltpPhase { config, possible })
     }
 }

@@ -46,7 +46,7 @@ impl RwcachePhase {
             Request::Spread,
             ctx.cfg.within,
             rwcache::TableSpec::default(),
-            RunSpec::new(warm, measure).with_counters(ctx.cfg.counters),
+            RunSpec::new(warm, measure)?.with_counters(ctx.cfg.counters),
             ctx.repeat,
             seed,
         )?;
@@ -65,7 +65,7 @@ impl Phase for RwcachePhase {
     }
     fn estimate(&self) -> Duration {
         let spec = &self.config.spec;
-        (spec.duration + spec.warmup + RUN_OVERHEAD) * self.runs()
+        (spec.duration() + spec.warmup() + RUN_OVERHEAD) * self.runs()
     }
     fn units(&self) -> u64 {
         u64::from(self.runs())

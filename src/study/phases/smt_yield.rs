@@ -60,11 +60,15 @@ impl YieldPhase {
         } else {
             smt_yield::DEFAULT_WORKLOADS
         })?;
-        let mut config = smt_yield::Config {
+        // Sized below from the layouts this config plans; a refused value here is a bug
+        // in the sizing, returned as the error it is.
+        let config = smt_yield::Config::new(
             subjects,
-            within: ctx.cfg.within,
-            repeat: ctx.repeat,
-            db: Some(InsertTarget {
+            None,
+            ctx.cfg.within,
+            smt_yield::Config::default().spec,
+            ctx.repeat,
+            Some(InsertTarget {
                 db: ctx.cfg.db.clone(),
                 durability: oltp::Durability::Delayed,
                 table: oltp::TableSpec {
@@ -73,8 +77,7 @@ impl YieldPhase {
                     rows_per_txn: 1,
                 },
             }),
-            ..smt_yield::Config::new()
-        };
+        )?;
         let (layouts, workloads, skip) = match smt_yield::plan(ctx.topo, &config, None) {
             Ok(p) => (p.layouts.len(), p.subjects.len(), None),
             Err(e) if not_possible_here(&e) => (0, 0, Some(format!("{e:#}"))),
@@ -85,20 +88,20 @@ impl YieldPhase {
         // each run still gets YIELD_MIN_SLOT, else the study's count.
         let available = ctx.budget.saturating_sub(setup(&ctx.cfg.db));
         let slot = |repeat: usize| available / (layouts * workloads * repeat).max(1) as u32;
-        config.repeat = if slot(crate::stats::DEFAULT_ROUNDS) >= YIELD_MIN_SLOT {
+        let repeat = if slot(crate::stats::DEFAULT_ROUNDS) >= YIELD_MIN_SLOT {
             ctx.repeat.max(crate::stats::DEFAULT_ROUNDS)
         } else {
             ctx.repeat
         };
-        let per_run = slot(config.repeat).saturating_sub(RUN_OVERHEAD);
+        let per_run = slot(repeat).saturating_sub(RUN_OVERHEAD);
         let (warmup, duration) = split_run(
             per_run,
             0.8,
             (ms(80), Duration::from_secs(5)),
             (ms(20), Duration::from_secs(1)),
         );
-        config.spec = RunSpec::new(warmup, duration).with_counters(ctx.cfg.counters);
-        config.validate()?;
+        let spec = RunSpec::new(warmup, duration)?.with_counters(ctx.cfg.counters);
+        let config = config.with_run(spec, repeat)?;
         Ok(YieldPhase {
             config,
             layouts,
@@ -123,7 +126,7 @@ impl Phase for YieldPhase {
         let spec = &self.config.spec;
         let db = self.config.db.as_ref().filter(|t| !t.single_writer());
         db.map_or(Duration::ZERO, |t| setup(&t.db))
-            + (spec.duration + spec.warmup + RUN_OVERHEAD) * self.runs()
+            + (spec.duration() + spec.warmup() + RUN_OVERHEAD) * self.runs()
     }
     fn units(&self) -> u64 {
         u64::from(self.runs())

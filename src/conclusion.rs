@@ -7,7 +7,7 @@
 //! `results.json`'s.
 
 use crate::render::count;
-use crate::stats::{Comparison, Effect, IntervalMethod, Summary, Thresholds};
+use crate::stats::{Comparison, Effect, IntervalMethod, Thresholds};
 use serde::{Deserialize, Serialize};
 
 /// The phases, in the order they run.
@@ -241,34 +241,6 @@ pub struct Finding {
 /// Confidence asked of every interval the verdict computes itself.
 pub const CONFIDENCE: f64 = 0.95;
 
-/// Median ± MAD, both in the median's unit: `20.0 M ± 0.40 M`, or the median alone when
-/// there is no spread.
-pub fn pm(s: &Summary) -> String {
-    format!("{} (n = {})", crate::render::pm_sig(s.median, s.mad), s.n)
-}
-
-/// The comparison with its interval and class: `0.50× (95 % CI 0.30–0.85, n = 3):
-/// inconclusive`.
-pub fn cmp_text(c: &Comparison) -> String {
-    c.to_string()
-}
-
-/// The ratio inside a sentence, its interval and class after what it is a ratio of:
-/// `0.50× the others' rate (95 % CI 0.30–0.85: inconclusive)`.
-pub fn ratio_of(c: &Comparison, of: &str) -> String {
-    let of = if of.is_empty() {
-        String::new()
-    } else {
-        format!(" {of}")
-    };
-    format!(
-        "{}×{of} ({}: {})",
-        crate::stats::ratio_text(c.estimate),
-        c.interval_text(),
-        c.effect
-    )
-}
-
 /// A row this run could not answer, with the reason and the section that would have.
 pub fn not_answered(class: WorkloadClass, reason: String, section: Option<PhaseName>) -> Answer {
     Answer {
@@ -445,13 +417,13 @@ impl Aggregate {
     pub fn text(&self, of: &str, what: &str) -> String {
         if self.k == 1 {
             let (label, c, _) = &self.members[0];
-            return format!("{label}: {}", ratio_of(c, of));
+            return format!("{label}: {}", c.ratio_of(of));
         }
         let level = crate::stats::level_text(1.0 - (1.0 - CONFIDENCE) / self.k as f64);
         let one = |(label, c, widened): &(String, Comparison, bool)| {
             format!(
                 "{label} {}{}",
-                ratio_of(c, ""),
+                c.ratio_of(""),
                 if *widened {
                     ""
                 } else {
@@ -463,9 +435,9 @@ impl Aggregate {
             None => format!(
                 "per-round median of {} {what}: {}",
                 self.k,
-                ratio_of(&self.central, of)
+                self.central.ratio_of(of)
             ),
-            Some(note) => format!("{}: {note}", ratio_of(&self.central, of)),
+            Some(note) => format!("{}: {note}", self.central.ratio_of(of)),
         };
         if self.members.iter().all(|(_, _, widened)| !widened) {
             let each: Vec<String> = self.members.iter().map(one).collect();
@@ -528,14 +500,3 @@ impl Aggregate {
 
 /// Members an answer row lists one by one; more are summarised.
 pub const LIST_ALL: usize = 4;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spreads_carry_two_figures() {
-        let s = Summary::of(&[19.5e6, 19.979e6, 20.4e6]).unwrap();
-        assert!(pm(&s).starts_with("20.0 M ± "), "{}", pm(&s));
-    }
-}

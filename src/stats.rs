@@ -868,6 +868,38 @@ impl Comparison {
     }
 
     /// The interval with its label: `95 % CI 1.25–1.37`, `indicative (n = 2) 0.30–0.85`.
+    /// The ratio inside a sentence, its interval and class after what it is a ratio of:
+    /// `0.50× the others' rate (95 % CI 0.30–0.85: inconclusive)`.
+    pub fn ratio_of(&self, of: &str) -> String {
+        let of = if of.is_empty() {
+            String::new()
+        } else {
+            format!(" {of}")
+        };
+        format!(
+            "{}×{of} ({}: {})",
+            ratio_text(self.estimate),
+            self.interval_text(),
+            self.effect
+        )
+    }
+
+    /// As [`Comparison::ratio_of`], with the run count inside the parentheses when the
+    /// interval has one: `0.99× of their rate (95 % CI 0.97–1.01, n = 5: no effect)`.
+    pub fn ratio_of_n(&self, of: &str) -> String {
+        let n = if self.indicative || self.n < 2 {
+            String::new()
+        } else {
+            format!(", n = {}", self.n)
+        };
+        format!(
+            "{}× {of} ({}{n}: {})",
+            ratio_text(self.estimate),
+            self.interval_text(),
+            self.effect
+        )
+    }
+
     pub fn interval_text(&self) -> String {
         if self.n < 2 {
             self.interval_label()

@@ -293,20 +293,10 @@ pub fn comparisons_table<'a>(
     t
 }
 
-/// A comparison inside a sentence, what it is a ratio of between the ratio and its
-/// interval: `0.99× OF (95 % CI 0.97–1.01, n = 5: no effect)`.
-pub fn comparison_of(c: &crate::stats::Comparison, of: &str) -> String {
-    let n = if c.indicative || c.n < 2 {
-        String::new()
-    } else {
-        format!(", n = {}", c.n)
-    };
-    format!(
-        "{}× {of} ({}{n}: {})",
-        crate::stats::ratio_text(c.estimate),
-        c.interval_text(),
-        c.effect
-    )
+/// Median ± MAD, both in the median's unit, with the run count: `20.0 M ± 0.40 M (n = 3)`,
+/// or the median alone when there is no spread.
+pub fn pm_n(s: &crate::stats::Summary) -> String {
+    format!("{} (n = {})", pm_sig(s.median, s.mad), s.n)
 }
 
 /// A bootstrap ratio with its interval, or with the reason it has none (fewer than three
@@ -568,6 +558,12 @@ pub fn in_unit(x: f64, unit: &str, digits: u32) -> String {
 #[cfg(test)]
 mod figures_tests {
     use super::*;
+
+    #[test]
+    fn spreads_carry_two_figures() {
+        let s = crate::stats::Summary::of(&[19.5e6, 19.979e6, 20.4e6]).unwrap();
+        assert!(pm_n(&s).starts_with("20.0 M ± "), "{}", pm_n(&s));
+    }
 
     #[test]
     fn fixed_never_shows_a_negative_zero() {

@@ -24,7 +24,6 @@
 //!   their CPUs) answers nothing: its row is inconclusive with that reason.
 
 use super::{Answer, HtAnswer, PhaseName, PhaseStatus, Report, SeriesPlacement, Status, Verdict};
-use crate::conclusion::cmp_text;
 use crate::experiments::{compare, lockscan, neighbors, oltp, rwcache, smt_yield};
 use crate::render::count;
 
@@ -171,7 +170,7 @@ fn headline(r: &Report, smt: bool, answers: &[Answer]) -> String {
                 "{} for {} ({})",
                 a.answer.label(),
                 a.class.label(),
-                cmp_text(&e.comparison)
+                e.comparison.to_string()
             ))
         })
         .collect();

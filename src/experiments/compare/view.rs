@@ -9,7 +9,7 @@ use super::model::{
 };
 use crate::conclusion::{
     Answer, Evidence, Finding, HtAnswer, PhaseName, SectionCtx, StudySection, WorkloadClass,
-    cmp_text, decide, indicative_note, not_answered, pm, ratio_of,
+    decide, indicative_note, not_answered,
 };
 use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
@@ -819,7 +819,7 @@ pub fn command_answer(
             y.placement,
             y.reference,
             band(cmp.thresholds.noise),
-            cmp_text(&cmp),
+            cmp.to_string(),
         ),
         evidence: Some(Evidence {
             what: format!(
@@ -843,7 +843,10 @@ pub fn command_finding(c: &CompareSection, smt: bool) -> Finding {
         .iter()
         .map(|p| {
             let s = match &c.result.metric {
-                Some(_) => p.metric.as_ref().map(|s| format!("{} {value}", pm(s))),
+                Some(_) => p
+                    .metric
+                    .as_ref()
+                    .map(|s| format!("{} {value}", crate::render::pm_n(s))),
                 None => p.wall_time_ns.as_ref().map(|s| {
                     format!(
                         "{} ± {} wall time (n = {})",
@@ -878,7 +881,7 @@ pub fn command_finding(c: &CompareSection, smt: bool) -> Finding {
         obs.push(format!(
             "`{}` ran at {}",
             y.placement,
-            ratio_of(&cmp, &format!("the speed of `{}`", y.reference))
+            cmp.ratio_of(&format!("the speed of `{}`", y.reference))
         ));
         meaning = Some(match (&p.not_called, cmp.effect) {
             (Some(why), _) => format!("Wall time cannot tell whether SMT helps your command: {why}"),

@@ -8,7 +8,7 @@ use super::model::{LockscanReport, LockscanSection, ScenarioResult, ThreadRole};
 use super::scenario::Scenario;
 use crate::conclusion::{
     Aggregate, Answer, CONFIDENCE, Evidence, Finding, HtAnswer, Member, PhaseName, SectionCtx,
-    StudySection, WorkloadClass, indicative_note, not_answered, pm, ratio_of,
+    StudySection, WorkloadClass, indicative_note, not_answered,
 };
 use crate::locks::StatsMode;
 use crate::render::blocks::Block;
@@ -589,8 +589,7 @@ pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
                 "{} / {}: {what} acquired {}{}",
                 r.lock,
                 r.scenario.label,
-                crate::render::comparison_of(
-                    c,
+                c.ratio_of_n(
                     if smt {
                         "their own rate in the same round without a scanner"
                     } else {
@@ -627,10 +626,7 @@ pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
                 "{} / {}: lock threads on other cores than the scanner ran at {} — {}",
                 r.lock,
                 r.scenario.label,
-                crate::render::comparison_of(
-                    c,
-                    "their own rate in the same round without a scanner"
-                ),
+                c.ratio_of_n("their own rate in the same round without a scanner"),
                 cross_core_effect(c.low, c.high)
             ));
         } else if let Some(c) = &r.cross_core_vs_baseline {
@@ -656,7 +652,7 @@ pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
                 "{} / {}: against the lock threads on other cores of the same runs, the sharing threads got {} — {}",
                 r.lock,
                 r.scenario.label,
-                crate::render::comparison_of(ctrl, "of their rate"),
+                ctrl.ratio_of_n( "of their rate"),
                 match (matches!(ctrl.effect, Effect::Loss | Effect::SmallLoss), smt) {
                     (true, true) => "they lost more than threads elsewhere, so the loss comes with sharing the core",
                     (true, false) => "they lost more than threads elsewhere, so the loss comes with time-sharing the CPU",
@@ -841,14 +837,14 @@ fn control_clause(control: Option<&Comparison>) -> (String, bool) {
         Some(c) if matches!(c.effect, Effect::Loss | Effect::SmallLoss) => (
             format!(
                 "lock threads on other cores of the same runs lost less (the sharing thread ÷ them: {}), so the loss comes with sharing the core",
-                ratio_of(c, "")
+                c.ratio_of("")
             ),
             true,
         ),
         Some(c) => (
             format!(
                 "but lock threads on other cores of the same runs lost about as much (the sharing thread ÷ them: {}), so the loss is not shown to come from sharing the core: the scanner slowed the other cores too (memory bandwidth, the lock's cache line, the clock)",
-                ratio_of(c, "")
+                c.ratio_of("")
             ),
             false,
         ),
@@ -990,7 +986,7 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
         {
             line.push_str(&format!(
                 " {} acquisitions/s without a scanner (Jain {:.2})",
-                pm(a),
+                crate::render::pm_n(a),
                 b.jain_index
             ));
         }
@@ -1013,7 +1009,7 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
             if let Some(ctrl) = &control {
                 line.push_str(&format!(
                     "; against lock threads on other cores of the same runs, {}",
-                    ratio_of(ctrl, "")
+                    ctrl.ratio_of("")
                 ));
                 evidence.push(Evidence {
                     what: format!(
@@ -1067,7 +1063,7 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
         if let Some(agg) = Aggregate::of(cross, Thresholds::SLOWDOWN) {
             line.push_str(&format!(
                 "; lock threads on other cores kept {}{}",
-                ratio_of(&agg.central, "of their rate without a scanner"),
+                agg.central.ratio_of("of their rate without a scanner"),
                 if agg.k > 1 {
                     format!(
                         " ({} over {} scanner positions)",

@@ -7,7 +7,7 @@ use super::diagnosis::Diagnosis;
 use super::model::{
     NeighborsReport, NeighborsSection, NeighborsSeries, SeriesPlacement, SeriesStep, Step,
 };
-use crate::conclusion::{Evidence, Finding, PhaseName, SectionCtx, StudySection, pm, ratio_of};
+use crate::conclusion::{Evidence, Finding, PhaseName, SectionCtx, StudySection};
 use crate::render::blocks::Block;
 use crate::render::count;
 use crate::render::export::{Document, Section};
@@ -441,7 +441,7 @@ pub fn finding(n: &NeighborsSection) -> Finding {
             "`{}` ({placement}) with {}: {} ops/s with {}",
             s.lock,
             placed_workers(s.placement, s.workers_in(n)),
-            pm(&first.ops_per_sec),
+            crate::render::pm_n(&first.ops_per_sec),
             count(first.burners, "burner"),
         );
         if let Some((worst, c)) = s
@@ -456,7 +456,7 @@ pub fn finding(n: &NeighborsSection) -> Finding {
                 count(worst.burners, "burner"),
                 worst.runnable_threads,
                 count(worst.cpus, "CPU"),
-                ratio_of(&c, "the 0-burner rate"),
+                c.ratio_of("the 0-burner rate"),
                 worst.diagnosis.label()
             ));
             evidence.push(Evidence {
@@ -563,7 +563,7 @@ fn sibling_meaning(n: &NeighborsSection) -> Option<String> {
         let what = format!(
             "`{}` ({} with {})",
             s.lock,
-            ratio_of(&c, "of its rate without burners"),
+            c.ratio_of("of its rate without burners"),
             count(st.burners, "busy sibling")
         );
         match c.effect {
@@ -636,7 +636,7 @@ pub fn largest_loss(n: &NeighborsSection) -> Option<String> {
         .filter(|s| s.lock != series.lock && s.placement == series.placement)
         .filter_map(|s| {
             let o = s.steps.iter().find(|o| o.burners == st.burners)?;
-            Some(format!("`{}` was at {}", s.lock, ratio_of(&o.ratio?, "")))
+            Some(format!("`{}` was at {}", s.lock, o.ratio?.ratio_of("")))
         })
         .collect();
     Some(format!(
@@ -644,7 +644,7 @@ pub fn largest_loss(n: &NeighborsSection) -> Option<String> {
         placed_burners(series.placement, st.burners),
         placed_workers(series.placement, series.workers_in(n)),
         series.lock,
-        ratio_of(&c, "its unloaded rate"),
+        c.ratio_of("its unloaded rate"),
         mechanism(series, st),
         if others.is_empty() {
             String::new()

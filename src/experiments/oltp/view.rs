@@ -6,7 +6,7 @@ use super::model::OltpSection;
 use super::{PlannedLayout, same_placements};
 use crate::conclusion::{
     Answer, CONFIDENCE, Evidence, Finding, HtAnswer, PhaseName, SectionCtx, StudySection,
-    WorkloadClass, cmp_text, decide, indicative_note, not_answered, pm, ratio_of,
+    WorkloadClass, decide, indicative_note, not_answered,
 };
 use crate::experiments::smt_yield::view::POOL_ASSUMPTION;
 use crate::oltp::report::{OltpReport, SkippedLayout};
@@ -487,7 +487,7 @@ pub fn inserts_answer(o: Option<&OltpSection>, smt: bool, missing: &str, no_smt:
             reason: format!(
                 "SMT yield for inserts: `all` (every sibling of the cores) ÷ `one-per-core` \
                  (one thread per core), paired by round: {}{}; {POOL_ASSUMPTION}",
-                cmp_text(&c),
+                c.to_string(),
                 indicative_note(&c)
             ),
             evidence: Some(Evidence {
@@ -515,7 +515,7 @@ pub fn oltp_finding(o: &OltpSection, smt: bool) -> Finding {
             format!(
                 "`{}` {} inserts/s{}{}",
                 s.placement,
-                pm(&s.inserts_per_sec),
+                crate::render::pm_n(&s.inserts_per_sec),
                 match s.commit_latency_p99_ns {
                     0 => String::new(),
                     ns => format!(" (commit p99 {})", duration_ns(ns as f64)),
@@ -559,7 +559,7 @@ pub fn oltp_finding(o: &OltpSection, smt: bool) -> Finding {
             Thresholds::SLOWDOWN
         };
         if let Some(c) = oltp_paired(o, &a, &Request::OnePerCore, t) {
-            obs.push(format!("{what} = {}", ratio_of(&c, "")));
+            obs.push(format!("{what} = {}", c.ratio_of("")));
             evidence.push(Evidence {
                 what: format!("inserts/s, {what}"),
                 runs: format!("oltp, {} rounds", c.n),
@@ -575,7 +575,7 @@ pub fn oltp_finding(o: &OltpSection, smt: bool) -> Finding {
         match evidence.first().filter(|e| e.what.contains("yield")) {
             Some(e) => format!(
                 "Twice the clients on the same cores gave {}: {}.",
-                ratio_of(&e.comparison, "the inserts of one per core"),
+                e.comparison.ratio_of("the inserts of one per core"),
                 match e.comparison.effect {
                     Effect::Gain => "the siblings add capacity for this insert path".to_string(),
                     Effect::NoEffect => format!(

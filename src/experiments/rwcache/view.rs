@@ -5,7 +5,7 @@
 
 use super::model::{BeforeAfter, Best, ReadCost, RwcacheReport, RwcacheSection, SchemeResult};
 use crate::conclusion::{
-    Answer, Finding, PhaseName, SectionCtx, StudySection, WorkloadClass, not_answered, pm,
+    Answer, Finding, PhaseName, SectionCtx, StudySection, WorkloadClass, not_answered,
 };
 use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
@@ -665,7 +665,7 @@ pub fn finding(w: &RwcacheSection) -> Finding {
         obs.push(format!(
             "best at {}: `{b}` {} requests/s",
             count(top, "thread"),
-            pm(&row.requests_per_sec)
+            crate::render::pm_n(&row.requests_per_sec)
         ));
     }
     if let (Some(s), Some(rw)) = (at(SchemeKind::Spin), at(SchemeKind::RwSpin)) {

@@ -7,7 +7,7 @@ use super::model::{
 };
 use crate::conclusion::{
     Aggregate, Answer, Evidence, Finding, HtAnswer, Member, PhaseName, SectionCtx, StudySection,
-    WorkloadClass, indicative_note, not_answered, ratio_of,
+    WorkloadClass, indicative_note, not_answered,
 };
 use crate::duration::format_duration;
 use crate::render::blocks::Block;
@@ -717,11 +717,11 @@ pub fn yield_finding(y: &YieldSection) -> Finding {
             continue;
         };
         let c = yr.comparison;
-        let mut line = format!("`{}` {}", w.workload, ratio_of(&c, "with every sibling"));
+        let mut line = format!("`{}` {}", w.workload, c.ratio_of("with every sibling"));
         if let Some(sc) = &w.shared_core_speed {
             line.push_str(&format!(
                 ", one thread on a shared core {}",
-                ratio_of(&sc.comparison, "of its speed alone")
+                sc.comparison.ratio_of("of its speed alone")
             ));
         }
         // IPC is cited only where cycles and instructions were counted.

@@ -2,6 +2,7 @@
 //! layouts placed their threads alike (pure).
 
 use super::PlannedLayout;
+use super::model::Note;
 use crate::oltp::report::{LayoutRun, OltpReport, ThreadRun};
 use crate::oltp::{InsertOutcome, StopRule};
 use crate::topology::Topology;
@@ -107,7 +108,7 @@ pub fn row_check_failure(rep: &OltpReport) -> Option<anyhow::Error> {
 /// Notes for layouts that put every thread where an earlier layout did (e.g. `all` is
 /// `one-per-core` when the cores have one usable thread each), with the reason only when
 /// it is the reason.
-pub fn same_placements(topo: &Topology, layouts: &[PlannedLayout]) -> Vec<String> {
+pub fn same_placements(topo: &Topology, layouts: &[PlannedLayout]) -> Vec<Note> {
     let mut notes = Vec::new();
     for (i, l) in layouts.iter().enumerate() {
         let p = &l.plan;
@@ -121,17 +122,12 @@ pub fn same_placements(topo: &Topology, layouts: &[PlannedLayout]) -> Vec<String
                 .cpus()
                 .iter()
                 .all(|c| topo.core_of(c).intersection(&allowed).len() < 2);
-            notes.push(format!(
-                "`{}` places its {} threads exactly as `{}`{}",
-                p.request,
-                p.threads.len(),
-                q.request,
-                if single {
-                    ": their cores have no usable SMT sibling"
-                } else {
-                    ""
-                }
-            ));
+            notes.push(Note::SamePlacement {
+                layout: p.request.clone(),
+                threads: p.threads.len(),
+                as_layout: q.request.clone(),
+                no_sibling: single,
+            });
         }
     }
     notes

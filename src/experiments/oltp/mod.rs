@@ -18,7 +18,7 @@ mod run;
 pub mod view;
 
 pub use analysis::{median, per_sec, row_check_failure, same_placements};
-pub use model::{OltpLayoutSummary, OltpSection};
+pub use model::{Note, OltpLayoutSummary, OltpSection};
 pub use run::{Say, plan_layouts, run};
 
 use crate::placement::{Plan, Request};

@@ -27,3 +27,40 @@ pub struct OltpLayoutSummary {
     /// Every round's row count matched what was committed.
     pub rows_verified: bool,
 }
+
+/// What the layouts tell the user besides their runs.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// `layout` puts its `threads` threads on the very CPUs `as_layout` did; `no_sibling`
+    /// when that is because their cores have no usable SMT sibling.
+    SamePlacement {
+        layout: String,
+        threads: usize,
+        as_layout: String,
+        no_sibling: bool,
+    },
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::SamePlacement {
+                layout,
+                threads,
+                as_layout,
+                no_sibling,
+            } => {
+                write!(f, "`{layout}` places its {threads} threads exactly as `{as_layout}`")?;
+                if *no_sibling {
+                    f.write_str(": their cores have no usable SMT sibling")?;
+                }
+                Ok(())
+            }
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);

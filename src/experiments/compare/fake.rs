@@ -12,7 +12,7 @@
 //! the jitter, and makes one run fail as a command exiting 1 would.
 
 use super::config::{self, Config, Variant};
-use super::model::{CompareReport, Run};
+use super::model::{CompareReport, Note, Run};
 use super::{Context, Kept, Ui};
 use crate::stats::SplitMix64;
 use crate::topology::Topology;
@@ -28,9 +28,6 @@ const ONE_CORE_NS: f64 = 400e6;
 const ONE_CORE_METRIC: f64 = 1000.0;
 
 /// Said in every fake report.
-pub const NOTE: &str =
-    "synthetic: the command was not run; these runs were made up by compare's fake executor";
-
 /// How the fake executor makes its runs up (a field of [`Config`], so it is defined
 /// beside it).
 pub use super::config::FakeBehaviour as Behaviour;
@@ -137,9 +134,9 @@ pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
     if measured.interrupted && measured.runs.iter().all(Vec::is_empty) {
         return Err(crate::error::Interrupted.into());
     }
-    let mut notes = vec![NOTE.to_string()];
+    let mut notes = vec![Note::NotRun];
     if cfg.with_postgres || !cfg.pin_pids.is_empty() {
-        notes.push("synthetic: no server was started or placed".into());
+        notes.push(Note::NoServer);
     }
     let report = super::assemble(
         cfg,
@@ -149,7 +146,7 @@ pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Ui) -> Result<Kept> {
         Context {
             enforcement: if cfg.cgroup { "cgroup-v2" } else { "affinity" }.into(),
             server: None,
-            notes,
+            notes: notes.into_iter().map(String::from).collect(),
             server_cpus: Vec::new(),
             metric_unit: None,
             counters: None,

@@ -218,26 +218,6 @@ pub struct LockscanSection {
     pub result: LockscanReport,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn roles_serialise_as_before() {
-        assert_eq!(
-            serde_json::to_string(&ThreadRole::Lock).unwrap(),
-            "\"lock\""
-        );
-        assert_eq!(
-            serde_json::to_string(&ThreadRole::Scan).unwrap(),
-            "\"scan\""
-        );
-        let r: ThreadRole = serde_json::from_str("\"scan\"").unwrap();
-        assert_eq!(r, ThreadRole::Scan);
-        assert_eq!(ThreadRole::Lock.to_string(), "lock");
-    }
-}
-
 /// What a lockscan run could not show or may have distorted, and why; kept in
 /// [`LockscanReport::notes`] as its sentence.
 #[derive(Debug, Clone)]
@@ -326,3 +306,23 @@ impl fmt::Display for Note {
 }
 
 crate::note::text_note!(Note);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_serialise_as_before() {
+        assert_eq!(
+            serde_json::to_string(&ThreadRole::Lock).unwrap(),
+            "\"lock\""
+        );
+        assert_eq!(
+            serde_json::to_string(&ThreadRole::Scan).unwrap(),
+            "\"scan\""
+        );
+        let r: ThreadRole = serde_json::from_str("\"scan\"").unwrap();
+        assert_eq!(r, ThreadRole::Scan);
+        assert_eq!(ThreadRole::Lock.to_string(), "lock");
+    }
+}

@@ -51,7 +51,10 @@ pub enum Note {
         smt: String,
     },
     /// `synthetic_hosts` of the `hosts` hosts carry the fake engine's data.
-    Synthetic { synthetic_hosts: usize, hosts: usize },
+    Synthetic {
+        synthetic_hosts: usize,
+        hosts: usize,
+    },
     /// Any other text.
     Other(String),
 }

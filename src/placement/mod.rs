@@ -321,7 +321,10 @@ impl fmt::Display for Note {
                     "{threads} threads on {cpus} sibling CPUs: threads wrap around"
                 ),
                 WrapOver::Listed => {
-                    write!(f, "{threads} threads on {cpus} listed CPUs: threads wrap around")
+                    write!(
+                        f,
+                        "{threads} threads on {cpus} listed CPUs: threads wrap around"
+                    )
                 }
             },
             Note::Other(s) => f.write_str(s),

@@ -78,7 +78,9 @@ impl std::fmt::Display for Note {
                     " during the interval: taken as busy or idle throughout from /proc/stat",
                 )
             }
-            Note::NoSmt => f.write_str("one thread per core online: per-core figures are the per-CPU ones"),
+            Note::NoSmt => {
+                f.write_str("one thread per core online: per-core figures are the per-CPU ones")
+            }
             Note::AssumedYieldForTwo {
                 assumed,
                 threads_per_core,

@@ -718,7 +718,9 @@ pub fn notes(
         notes.push(Note::NoSiblings);
     }
     if hypervisor {
-        notes.push(Note::Caveat(crate::render::Caveat::Hypervisor { kind: None }));
+        notes.push(Note::Caveat(crate::render::Caveat::Hypervisor {
+            kind: None,
+        }));
     }
     if cfg.stats == StatsMode::Counters && cfg.cs_ns < COUNTERS_CHEAP_CS_NS {
         notes.push(Note::StatsCost { cs_ns: cfg.cs_ns });

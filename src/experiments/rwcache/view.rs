@@ -477,7 +477,9 @@ pub fn notes(
 ) -> Vec<String> {
     let mut notes: Vec<Note> = Vec::new();
     if hypervisor {
-        notes.push(Note::Caveat(crate::render::Caveat::Hypervisor { kind: None }));
+        notes.push(Note::Caveat(crate::render::Caveat::Hypervisor {
+            kind: None,
+        }));
     }
     if results.iter().any(|r| r.oversubscribed) {
         notes.push(Note::Oversubscribed);

@@ -398,8 +398,7 @@ fn workload_result(planned: &Planned, subject: Subject, runs: Vec<RunRecord>) ->
         });
     }
     notes.extend(
-        crate::hygiene::steal_note("the runs", runs.iter().map(|r| r.steal_share))
-            .map(Note::Steal),
+        crate::hygiene::steal_note("the runs", runs.iter().map(|r| r.steal_share)).map(Note::Steal),
     );
     WorkloadResult {
         workload: subject.name(),

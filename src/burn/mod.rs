@@ -17,16 +17,16 @@
 
 pub mod kernels;
 pub mod kind;
+pub mod model;
 pub mod process;
-pub mod report;
 pub mod sched;
 pub mod view;
 pub mod workload;
 
 pub use crate::duration::{DurationError, format_duration, parse_duration, parse_duration_or_zero};
 pub use kind::{BurnerKind, FmaWidth, KIND_NAMES, Unit, UnknownKind};
+pub use model::{BurnReport, BurnerResult, Mode};
 pub use process::{ChildLine, ProcessBurners, ProcessOptions, Progress};
-pub use report::{BurnReport, BurnerResult, Mode};
 pub use sched::{POLICY_NAMES, Policy};
 pub use workload::{BurnSpec, Burners, DEFAULT_MAX_PRIME, buffers_total};
 

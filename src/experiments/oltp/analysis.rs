@@ -3,7 +3,7 @@
 
 use super::PlannedLayout;
 use super::model::Note;
-use crate::oltp::report::{LayoutRun, OltpReport, ThreadRun};
+use crate::oltp::model::{LayoutRun, OltpReport, ThreadRun};
 use crate::oltp::{InsertOutcome, StopRule};
 use crate::topology::Topology;
 
@@ -255,7 +255,7 @@ mod tests {
             (1_419, 1_420),
         );
         assert!(!lost.rows_verified);
-        let mut rep = crate::oltp::report::tests::sample();
+        let mut rep = crate::oltp::model::tests::sample();
         assert!(row_check_failure(&rep).is_none());
         rep.runs.push(lost);
         let e = row_check_failure(&rep).unwrap().to_string();

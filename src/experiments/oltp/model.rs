@@ -19,7 +19,7 @@ pub struct OltpSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OltpLayoutSummary {
     /// The layout, as on the command line (`one-per-core`, `pairs`).
-    #[serde(with = "crate::oltp::report::request_as_text")]
+    #[serde(with = "crate::oltp::model::request_as_text")]
     pub placement: crate::placement::Request,
     pub inserts_per_sec: Summary,
     /// Median commit latency p99 over rounds, ns.
@@ -52,7 +52,10 @@ impl std::fmt::Display for Note {
                 as_layout,
                 no_sibling,
             } => {
-                write!(f, "`{layout}` places its {threads} threads exactly as `{as_layout}`")?;
+                write!(
+                    f,
+                    "`{layout}` places its {threads} threads exactly as `{as_layout}`"
+                )?;
                 if *no_sibling {
                     f.write_str(": their cores have no usable SMT sibling")?;
                 }

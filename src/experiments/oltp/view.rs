@@ -9,7 +9,7 @@ use crate::conclusion::{
     indicative_note, not_answered, pm, ratio_of,
 };
 use crate::experiments::smt_yield::view::POOL_ASSUMPTION;
-use crate::oltp::report::{OltpReport, SkippedLayout};
+use crate::oltp::model::{OltpReport, SkippedLayout};
 use crate::placement::Request;
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, count, duration_ns, latency_ns, thousands};
@@ -609,7 +609,7 @@ pub fn not_measured(o: &OltpSection) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oltp::report::tests::sample;
+    use crate::oltp::model::tests::sample;
 
     #[test]
     fn renders_table() {

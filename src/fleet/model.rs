@@ -96,6 +96,43 @@ impl std::fmt::Display for Note {
 
 crate::note::text_note!(Note);
 
+#[cfg(test)]
+mod note_tests {
+    use super::Note;
+
+    #[test]
+    fn notes_say_the_sentences_merge_printed() {
+        let twin = Note::SmtOffTwin {
+            off_type: "type 2".into(),
+            hosts: 1,
+            on_type: "type 1".into(),
+            smt: "off".into(),
+        };
+        assert_eq!(
+            twin,
+            "type 2 (1 host) has the CPU of type 1 with SMT off: its hosts cannot answer the HT \
+             question until SMT is on there."
+        );
+        let synthetic = Note::Synthetic {
+            synthetic_hosts: 2,
+            hosts: 3,
+        };
+        assert_eq!(
+            synthetic,
+            "2 of 3 hosts carry synthetic data made up by the fake engine: nothing on them was \
+             measured."
+        );
+        let mixed = Note::MixedVersions {
+            versions: vec!["0.1.0".into(), "0.2.0".into()],
+        };
+        assert_eq!(
+            mixed,
+            "The hosts ran different smtlab versions (0.1.0, 0.2.0); their studies may have \
+             measured differently."
+        );
+    }
+}
+
 /// Which smtlab merged, when, how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetProvenance {

@@ -334,6 +334,43 @@ impl fmt::Display for Note {
 
 crate::note::text_note!(Note);
 
+#[cfg(test)]
+mod note_tests {
+    use super::{Note, WrapOver};
+
+    #[test]
+    fn notes_say_the_sentences_the_planner_printed() {
+        assert_eq!(
+            Note::AllSiblings {
+                cores: 2,
+                threads: 4
+            },
+            "`all` runs 4 threads: every SMT sibling of the 2 cores `one-per-core` uses"
+        );
+        assert_eq!(
+            Note::OddPairs { alone: 2 },
+            "odd thread count: thread 2 has its core to itself"
+        );
+        let wraps = |over| Note::Wraps {
+            threads: 5,
+            cpus: 2,
+            over,
+        };
+        assert_eq!(
+            wraps(WrapOver::Spread),
+            "5 threads on 2 CPUs: threads wrap around, CPUs carry several"
+        );
+        assert_eq!(
+            wraps(WrapOver::Siblings),
+            "5 threads on 2 sibling CPUs: threads wrap around"
+        );
+        assert_eq!(
+            wraps(WrapOver::Listed),
+            "5 threads on 2 listed CPUs: threads wrap around"
+        );
+    }
+}
+
 impl Plan {
     /// Union of all threads' CPUs.
     pub fn cpus(&self) -> CpuSet {

@@ -97,6 +97,39 @@ impl std::fmt::Display for Note {
 
 crate::note::text_note!(Note);
 
+#[cfg(test)]
+mod note_tests {
+    use super::Note;
+
+    #[test]
+    fn notes_say_the_sentences_top_printed() {
+        let traced = Note::NoSwitchTraced {
+            cpus: vec![(1, true), (3, false)],
+        };
+        assert_eq!(
+            traced,
+            "no context switch traced on CPU 1 (busy), 3 (idle) during the interval: taken as \
+             busy or idle throughout from /proc/stat"
+        );
+        let assumed = Note::AssumedYieldForTwo {
+            assumed: 1.25,
+            threads_per_core: 4,
+        };
+        assert_eq!(
+            assumed,
+            "the assumed yield of 1.25 is a two-thread Hyper-Threading figure; a core of 4 \
+             threads can give more: measure it with `smtlab yield` and pass --yield FILE"
+        );
+        let silent = Note::Silent {
+            cpus: crate::cpuset::CpuSet::from_cpus([2, 3]),
+        };
+        assert_eq!(
+            silent,
+            "CPUs 2-3: no time accounted in /proc/stat over the interval; counted as idle"
+        );
+    }
+}
+
 /// One logical CPU.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CpuRow {

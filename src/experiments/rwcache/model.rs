@@ -286,6 +286,29 @@ impl std::fmt::Display for Note {
 
 crate::note::text_note!(Note);
 
+#[cfg(test)]
+mod note_tests {
+    use super::{Note, SchemeKind};
+
+    #[test]
+    fn notes_say_the_sentences_rwcache_printed() {
+        let starved = Note::Starved {
+            runs: vec![(SchemeKind::Spin, 2, 0.5), (SchemeKind::RwSpin, 4, 0.804)],
+        };
+        assert_eq!(
+            starved,
+            "pinned threads were on their CPUs for less than 90 % of the run (spin@2 50 %, \
+             rwspin@4 80 %): another process competed for these CPUs, so rates are low and \
+             noisy; rerun on a quiet machine"
+        );
+        let skipped = Note::ThreadsSkipped {
+            threads: 8,
+            why: "too few CPUs".into(),
+        };
+        assert_eq!(skipped, "8 threads skipped: too few CPUs");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The study's section: what results.json keeps under `rwcache`.
 

@@ -358,3 +358,42 @@ impl std::fmt::Display for Note {
 }
 
 crate::note::text_note!(Note);
+
+#[cfg(test)]
+mod note_tests {
+    use super::Note;
+
+    #[test]
+    fn notes_say_the_sentences_yield_printed() {
+        assert_eq!(
+            Note::AllShort {
+                threads: 5,
+                cores: 3
+            },
+            "`all` runs 5 threads, not 6: some of the 3 cores have one usable thread"
+        );
+        assert_eq!(
+            Note::OneCore { all_threads: 2 },
+            "one core: `pairs` would be the `all` layout, so the speed of a thread on a shared \
+             core is not measured separately"
+        );
+        assert_eq!(
+            Note::OneCore { all_threads: 4 },
+            "one core: `pairs` not run: it puts N threads two to a core on N/2 cores, so it \
+             needs at least two cores (--cores 2); the speed of a thread on a shared core is not \
+             measured (`all` runs 4 threads on the core)"
+        );
+        assert_eq!(
+            Note::OddCores {
+                cores: 3,
+                pairs_threads: 2
+            },
+            "3 cores is odd: `pairs` runs 2 threads on 1 cores so that every thread shares its \
+             core"
+        );
+        assert_eq!(
+            Note::Strayed { runs: 1 },
+            "1 run saw a thread on a CPU outside its own"
+        );
+    }
+}

@@ -54,6 +54,44 @@ impl PhaseName {
     }
 }
 
+impl PhaseName {
+    /// The heading of the phase's section in report.html and summary.md.
+    pub fn title(self) -> &'static str {
+        match self {
+            PhaseName::Topology => "Machine",
+            PhaseName::Memory => "Memory settings",
+            PhaseName::C2c => "Cache-line handoff latency (c2c)",
+            PhaseName::Lockscan => "Lock threads vs a memory scanner (lockscan)",
+            PhaseName::Neighbors => "Noisy neighbours: a hot lock vs CPU burners (neighbors)",
+            PhaseName::Oltp => "Database inserts per CPU layout (oltp)",
+            PhaseName::Rwcache => "Read-mostly cache under reader/writer schemes (rwcache)",
+            PhaseName::Yield => "SMT on vs off on the same cores (yield)",
+            PhaseName::Compare => "Your command (compare)",
+        }
+    }
+}
+
+/// What a study section gives the report: its phase, what it shows, and its finding. Each
+/// experiment's view implements it for its section, so report.html, summary.md and the
+/// verdict loop over sections and know none of them by name.
+pub trait StudySection {
+    fn phase(&self) -> PhaseName;
+    /// The section's content, in the order the report shows it.
+    fn blocks(&self, ctx: &SectionCtx) -> Vec<crate::render::blocks::Block>;
+    /// The section's finding for the verdict, when it has one.
+    fn finding(&self, smt: bool) -> Option<Finding>;
+}
+
+/// What a section's blocks may depend on beyond the section itself: facts about the
+/// whole study.
+#[derive(Debug, Clone, Default)]
+pub struct SectionCtx {
+    /// The machine has SMT siblings (more than one thread per core).
+    pub smt: bool,
+    /// Why no hardware counter was read in this study, when none was.
+    pub counters_not_measured: Option<String>,
+}
+
 impl std::fmt::Display for PhaseName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.label())
@@ -490,3 +528,14 @@ impl Aggregate {
 
 /// Members an answer row lists one by one; more are summarised.
 pub const LIST_ALL: usize = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spreads_carry_two_figures() {
+        let s = Summary::of(&[19.5e6, 19.979e6, 20.4e6]).unwrap();
+        assert!(pm(&s).starts_with("20.0 M ± "), "{}", pm(&s));
+    }
+}

@@ -267,7 +267,7 @@ fn config_with_command(f: impl FnOnce(&mut smtlab::experiments::compare::Config)
 /// The compare section in the Markdown: from its heading to the footer.
 fn markdown_section(md: &str) -> &str {
     let start = md
-        .find("## compare: your command")
+        .find("## Your command (compare)")
         .expect("compare section");
     let end = md[start..].find("\n---\n").map_or(md.len(), |e| start + e);
     &md[start..end]
@@ -860,7 +860,7 @@ fn study_with_a_command_runs_it_as_its_last_phase() {
         assert!(a.reason.contains("no SMT siblings"), "{}", a.reason);
     }
     let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
-    assert!(md.contains("## compare: your command"), "{md}");
+    assert!(md.contains("## Your command (compare)"), "{md}");
     assert!(md.contains("| your command |"), "{md}");
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("data-chart=\"compare-placements\""));

@@ -134,9 +134,9 @@ fn dedupe(hosts: Vec<Host>, skipped: &mut Vec<Skipped>) -> Vec<Host> {
             reason: format!(
                 "a second results.json of host `{}` (study started {}); the one in `{}` (started {}) is merged, as the {}",
                 h.row.host,
-                crate::report::tables::utc(h.row.started_unix_s),
+                crate::render::cells::utc(h.row.started_unix_s),
                 k.row.file,
-                crate::report::tables::utc(k.row.started_unix_s),
+                crate::render::cells::utc(k.row.started_unix_s),
                 if k.row.started_unix_s > h.row.started_unix_s {
                     "later study"
                 } else {
@@ -486,7 +486,7 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
 fn band_text(t: Thresholds) -> String {
     format!(
         "{} band, loss below {}×",
-        crate::report::tables::band(t.noise),
+        crate::render::band(t.noise),
         ratio_text(t.effective_loss_below())
     )
 }

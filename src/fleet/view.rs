@@ -3,13 +3,13 @@
 //! --prometheus`). Pure; the tables are built once here and drawn by each format.
 
 use super::model::*;
+use crate::render::cells::utc;
 use crate::render::markdown::{cell, md};
 use crate::render::prometheus::{Exposition, labels};
+use crate::render::svg::esc;
 use crate::render::{NONE, Table, count};
 use crate::report::HtAnswer;
 use crate::report::metrics::{ANSWERS, RatioKind, answer_slug, class_slug};
-use crate::report::svg::esc;
-use crate::report::tables::utc;
 use crate::stats::ratio_text;
 use std::fmt::Write;
 

@@ -2,7 +2,9 @@
 //! [`crate::render`]'s, re-exported here for the `mem` modules.
 
 use super::model::*;
+use crate::conclusion::{Finding, PhaseName, SectionCtx, StudySection};
 use crate::render::Table;
+use crate::render::blocks::{Block, Term};
 use std::fmt::Write;
 
 pub use crate::render::{bytes, pct, signed_bytes};
@@ -513,6 +515,65 @@ pub fn study_table(r: &MemReport) -> Table {
         );
     }
     t
+}
+
+/// The study's memory section: the settings table and what they mean, then what page size
+/// cost (`mem pages` as the study ran it): the curves, where 4 KiB falls behind, backing,
+/// TLBs and the latencies folded.
+impl StudySection for MemorySection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Memory
+    }
+
+    fn blocks(&self, _: &SectionCtx) -> Vec<Block> {
+        use super::pages::view as pages;
+        let mut b = vec![Block::Table(study_table(&self.report))];
+        if !self.report.findings.is_empty() {
+            b.push(Block::Terms(
+                self.report
+                    .findings
+                    .iter()
+                    .map(|f| Term {
+                        label: f.level.label().to_string(),
+                        observed: f.observed.clone(),
+                        meaning: f.meaning.clone(),
+                    })
+                    .collect(),
+            ));
+        }
+        b.push(Block::Note("Read from procfs and sysfs; `smtlab mem report` shows every value, `smtlab mem pages` measures what page size costs.".into()));
+        b.push(Block::Heading("Page size: latency vs working set".into()));
+        let Some(p) = &self.pages else {
+            let why = self
+                .pages_skipped
+                .as_deref()
+                .unwrap_or("this results.json was written before the study measured page sizes");
+            b.push(Block::Note(format!("Not measured: {why}.")));
+            return b;
+        };
+        if p.interrupted {
+            b.push(Block::Note(
+                "Interrupted: the working sets below are the ones that finished.".into(),
+            ));
+        }
+        b.push(Block::Chart(pages::chart(p)));
+        b.push(Block::Key(pages::departure_sentence(p)));
+        b.push(Block::Intro(pages::study_settings(p)));
+        b.push(Block::Table(pages::backing_table(p)));
+        b.push(Block::Subheading("TLBs (CPUID)".into()));
+        b.extend(pages::tlb_table(p).map(Block::Table));
+        b.extend(pages::tlb_notes(p).into_iter().map(Block::Note));
+        b.push(Block::Folded {
+            summary: "Latency per working set (ns per load, median ± MAD)".into(),
+            blocks: vec![Block::Table(pages::latency_table(p))],
+        });
+        b.extend(p.notes.iter().map(|n| Block::Note(n.clone())));
+        b
+    }
+
+    fn finding(&self, _smt: bool) -> Option<Finding> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
 //! Renderers shared by every command: the one table type ([`Table`]) and number formatting.
 //! Pure functions from data to text.
 
+pub mod blocks;
+pub mod cells;
 pub mod export;
 pub mod markdown;
 pub mod prometheus;
+pub mod svg;
 mod table;
 pub use table::{Align, NONE, Table};
 

@@ -1,12 +1,12 @@
 //! `report.html`: one self-contained page (inline CSS, inline SVG, no scripts, no network)
 //! rendered from a [`Report`] alone. Deterministic: the same report gives the same bytes.
 
-use super::svg::{self, Bar, CoreBox, Group, L3Box, PackageBox, Point, Series, esc};
-use super::tables::{self, Table};
-use super::{PhaseStatus, Report, Status};
-use crate::experiments::diagnosis::Diagnosis;
-use crate::experiments::{lockscan, rwcache};
-use crate::render::si;
+use super::view;
+use super::{PhaseName, PhaseStatus, Report, Status};
+use crate::conclusion::{SectionCtx, StudySection};
+use crate::render::Table;
+use crate::render::blocks::Block;
+use crate::render::svg::{self, CoreBox, L3Box, PackageBox, esc};
 use crate::topology::Topology;
 use std::fmt::Write;
 
@@ -37,7 +37,7 @@ pub fn render(r: &Report) -> String {
         o,
         "<h1>smtlab study</h1>\n<p class=\"meta\">{} · {} · smtlab {} (git {}) · {}</p>",
         esc(&r.machine.cpu_model),
-        esc(&tables::utc(r.provenance.started_unix_s)),
+        esc(&crate::render::cells::utc(r.provenance.started_unix_s)),
         esc(&r.provenance.smtlab_version),
         esc(&r.provenance.git_revision),
         if r.status == Status::Complete {
@@ -58,14 +58,13 @@ pub fn render(r: &Report) -> String {
     }
     verdict(&mut o, r);
     machine(&mut o, r);
-    memory(&mut o, r);
-    c2c(&mut o, r);
-    lockscan(&mut o, r);
-    neighbors(&mut o, r);
-    oltp(&mut o, r);
-    rwcache(&mut o, r);
-    smt_yield(&mut o, r);
-    command(&mut o, r);
+    let ctx = SectionCtx {
+        smt: r.smt.threads_per_core > 1,
+        counters_not_measured: view::counters_not_measured(r),
+    };
+    for (phase, s) in r.sections() {
+        section(&mut o, r, phase, s, &ctx);
+    }
     let _ = writeln!(
         o,
         "<footer>Written by <code>{}</code>; re-render with <code>smtlab report results.json</code>. Schema version {}.</footer>\n</body>\n</html>",
@@ -236,8 +235,8 @@ pub fn topology_boxes(t: &Topology) -> Vec<PackageBox> {
 
 fn machine(o: &mut String, r: &Report) {
     o.push_str("<section id=\"machine\">\n<h2>Machine</h2>\n");
-    table(o, &tables::machine(r));
-    if let Some(t) = tables::slurm_variables(r) {
+    table(o, &view::machine(r));
+    if let Some(t) = view::slurm_variables(r) {
         o.push_str("<p>What Slurm gave the study (its <code>SLURM_*</code> variables):</p>\n");
         table(o, &t);
     }
@@ -257,11 +256,11 @@ fn machine(o: &mut String, r: &Report) {
         o.push_str("</ul>\n");
     }
     o.push_str("<h3>Phases</h3>\n");
-    table(o, &tables::phases(r));
+    table(o, &view::phases(r));
     o.push_str("</section>\n");
 }
 
-fn missing(o: &mut String, r: &Report, phase: super::PhaseName) {
+fn missing(o: &mut String, r: &Report, phase: PhaseName) {
     let p = r.phases.iter().find(|p| p.phase == phase);
     let why = match p {
         Some(p) => format!(
@@ -274,7 +273,7 @@ fn missing(o: &mut String, r: &Report, phase: super::PhaseName) {
     para(o, "note", &why);
 }
 
-fn interrupted_note(o: &mut String, r: &Report, phase: super::PhaseName) {
+fn interrupted_note(o: &mut String, r: &Report, phase: PhaseName) {
     if r.phases
         .iter()
         .any(|p| p.phase == phase && p.status == PhaseStatus::Interrupted)
@@ -290,538 +289,83 @@ fn interrupted_note(o: &mut String, r: &Report, phase: super::PhaseName) {
     }
 }
 
-fn c2c(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"c2c\">\n<h2>Cache-line handoff latency (c2c)</h2>\n");
-    let Some(c) = &r.c2c else {
-        missing(o, r, super::PhaseName::C2c);
-        o.push_str("</section>\n");
-        return;
-    };
-    para(o, "note", &crate::experiments::c2c::view::section_intro(c));
-    interrupted_note(o, r, super::PhaseName::C2c);
-    let labels: Vec<String> = c.result.cpus.iter().map(|x| x.to_string()).collect();
-    o.push_str(&svg::heatmap(
-        "c2c-heatmap",
-        "One-way cache-line latency between CPUs (ns)",
-        &labels,
-        &c.result.matrix_ns,
-        "ns",
-    ));
-    table(o, &crate::experiments::c2c::view::classes(&c.result));
-    if let Some(n) = crate::experiments::c2c::view::section_left_out(c) {
-        para(o, "note", &n);
-    }
-    o.push_str("</section>\n");
-}
-
-fn lockscan(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"lockscan\">\n<h2>Lock threads vs a memory scanner (lockscan)</h2>\n");
-    let Some(l) = &r.lockscan else {
-        missing(o, r, super::PhaseName::Lockscan);
-        o.push_str("</section>\n");
-        return;
-    };
-    para(o, "note", &lockscan::view::section_intro(l));
-    interrupted_note(o, r, super::PhaseName::Lockscan);
-    const MAX_BARS: usize = 96;
-    let mut groups = Vec::new();
-    let mut bars = 0;
-    let mut cut = false;
-    for s in &l.result.results {
-        let n = s.threads.iter().filter(|t| t.is_lock()).count();
-        if bars + n > MAX_BARS {
-            cut = true;
-            continue;
-        }
-        bars += n;
-        let li = l.locks.iter().position(|k| *k == s.lock).unwrap_or(0);
-        groups.push(Group {
-            caption: format!("{} / {}", s.lock, short_scenario(&s.scenario.label)),
-            bars: s
-                .threads
-                .iter()
-                .filter(|t| t.is_lock())
-                .map(|t| Bar {
-                    label: format!("{}", t.cpu),
-                    value: t.ops_per_sec,
-                    range: t.ops_per_sec_summary.map(|x| (x.min, x.max)),
-                    series: li,
-                    highlight: t.shares_core_with_scanner,
-                    tooltip: format!(
-                        "{} / {}: thread {} on CPU {}: {} acquisitions/s",
-                        s.lock,
-                        s.scenario.label,
-                        t.thread,
-                        t.cpu,
-                        si(t.ops_per_sec)
-                    ),
-                })
-                .collect(),
-        });
-    }
-    let series: Vec<String> = l.locks.iter().map(|k| k.to_string()).collect();
-    let sharing = if r.smt.threads_per_core > 1 {
-        "shares its core with the scanner"
-    } else {
-        "shares its CPU with the scanner"
-    };
-    o.push_str(&svg::bar_chart(
-        "lockscan-threads",
-        "Per-thread lock acquisitions per second (labels: CPU)",
-        "acquisitions/s",
-        &groups,
-        &series,
-        Some(sharing),
-        false,
-    ));
-    if cut {
-        para(
-            o,
-            "note",
-            "The chart shows the first scenarios only; the table has all.",
-        );
-    }
-    table(o, &lockscan::view::scenarios(&l.result));
-    if let Some(t) = lockscan::view::core_cpi(&l.result) {
-        para(
-            o,
-            "note",
-            "Per-core CPI (median run): a core's cycles over all its threads' instructions, beside each thread's own CPI.",
-        );
-        table(o, &t);
-    } else if let Some(why) = tables::counters_not_measured(r) {
-        para(o, "note", &why);
-    }
-    for line in lockscan::view::verdict(&l.result) {
-        para(o, "note", &line);
-    }
-    for n in &l.result.notes {
-        para(o, "note", n);
-    }
-    o.push_str("<details><summary>Per-thread tables</summary>\n");
-    for s in &l.result.results {
-        let _ = writeln!(
-            o,
-            "<h4>{} / {}</h4>",
-            esc(&s.lock.to_string()),
-            esc(&s.scenario.label)
-        );
-        table(o, &lockscan::view::threads(s));
-    }
-    o.push_str("</details>\n</section>\n");
-}
-
-/// `baseline (no scanner)` → `baseline`, `scanner on 3 (sibling of 0)` → `scanner on 3`.
-fn short_scenario(label: &str) -> &str {
-    label.split(" (").next().unwrap_or(label)
-}
-
-/// Marker colour per diagnosis (apart from the series colours, which ring the markers).
-pub fn diagnosis_colour(d: Diagnosis) -> &'static str {
-    match d {
-        Diagnosis::None => "#2ca02c",
-        Diagnosis::SmtSharing => "#9467bd",
-        Diagnosis::PossiblySmtSharing => "#c5b0d5",
-        Diagnosis::SharedResources => "#17becf",
-        Diagnosis::ExternalLoad => "#8c8c8c",
-        Diagnosis::Oversubscribed => "#f5d000",
-        Diagnosis::PreemptionCollapse => "#d62728",
-    }
-}
-
-fn neighbors(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"neighbors\">\n<h2>Noisy neighbours: a hot lock vs CPU burners (neighbors)</h2>\n");
-    let Some(n) = &r.neighbors else {
-        missing(o, r, super::PhaseName::Neighbors);
-        o.push_str("</section>\n");
-        return;
-    };
-    para(
-        o,
-        "note",
-        &crate::experiments::neighbors::view::section_intro(n),
-    );
-    interrupted_note(o, r, super::PhaseName::Neighbors);
-    let series: Vec<Series> = n
-        .series
-        .iter()
-        .map(|s| Series {
-            name: match s.placement {
-                super::SeriesPlacement::Unpinned => s.lock.to_string(),
-                p => format!("{} ({})", s.lock, p.label()),
-            },
-            points: s
-                .steps
-                .iter()
-                .map(|st| Point {
-                    x: st.burners as f64,
-                    y: st.ops_per_sec.median,
-                    range: Some((st.ops_per_sec.min, st.ops_per_sec.max)),
-                    marker: Some(diagnosis_colour(st.diagnosis).to_string()),
-                    tooltip: format!(
-                        "{} ({}): {} burners, {} ops/s ({:.3}×), {}",
-                        s.lock,
-                        s.placement.label(),
-                        st.burners,
-                        si(st.ops_per_sec.median),
-                        st.ratio_to_first,
-                        st.diagnosis.label()
-                    ),
-                })
-                .collect(),
-        })
-        .collect();
-    let mut seen: Vec<Diagnosis> = Vec::new();
-    for s in &n.series {
-        for st in &s.steps {
-            if !seen.contains(&st.diagnosis) {
-                seen.push(st.diagnosis);
-            }
-        }
-    }
-    let legend: Vec<(String, String)> = seen
-        .iter()
-        .map(|d| (d.label().to_string(), diagnosis_colour(*d).to_string()))
-        .collect();
-    o.push_str(&svg::line_chart(
-        "neighbors-throughput",
-        "Worker throughput vs CPU burners (log scale)",
-        "burners",
-        "ops/s",
-        &series,
-        &legend,
-        true,
-    ));
-    table(o, &crate::experiments::neighbors::view::series(n));
-    let mut notes: Vec<&String> = Vec::new();
-    for run in &n.runs {
-        for x in &run.notes {
-            if !notes.contains(&x) {
-                notes.push(x);
-            }
-        }
-    }
-    for x in notes {
-        para(o, "note", x);
-    }
-    o.push_str("</section>\n");
-}
-
-fn oltp(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"oltp\">\n<h2>Database inserts per CPU layout (oltp)</h2>\n");
-    let Some(x) = &r.oltp else {
-        missing(o, r, super::PhaseName::Oltp);
-        o.push_str("</section>\n");
-        return;
-    };
-    para(o, "note", &crate::experiments::oltp::view::settings(x));
-    interrupted_note(o, r, super::PhaseName::Oltp);
-    let groups: Vec<Group> = x
-        .summary
-        .iter()
-        .enumerate()
-        .map(|(i, s)| Group {
-            caption: s.placement.to_string(),
-            bars: vec![Bar {
-                label: String::new(),
-                value: s.inserts_per_sec.median,
-                range: Some((s.inserts_per_sec.min, s.inserts_per_sec.max)),
-                series: i,
-                highlight: false,
-                tooltip: format!(
-                    "{}: {} inserts/s",
-                    s.placement,
-                    crate::render::pm_sig(s.inserts_per_sec.median, s.inserts_per_sec.mad)
-                ),
-            }],
-        })
-        .collect();
-    o.push_str(&svg::bar_chart(
-        "oltp-layouts",
-        "Inserts per second by layout (median, whiskers min–max)",
-        "inserts/s",
-        &groups,
-        &[],
-        None,
-        false,
-    ));
-    table(o, &crate::experiments::oltp::view::table(x));
-    o.push_str("<details><summary>Every run</summary>\n");
-    table(o, &crate::experiments::oltp::view::runs(x));
-    o.push_str("</details>\n</section>\n");
-}
-
-fn rwcache(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"rwcache\">\n<h2>Read-mostly cache under reader/writer schemes (rwcache)</h2>\n");
-    let Some(w) = &r.rwcache else {
-        missing(o, r, super::PhaseName::Rwcache);
-        o.push_str("</section>\n");
-        return;
-    };
-    para(o, "note", &rwcache::view::settings(&w.result));
-    interrupted_note(o, r, super::PhaseName::Rwcache);
-    let mut schemes: Vec<crate::rwcache::SchemeKind> = Vec::new();
-    let mut threads: Vec<usize> = Vec::new();
-    for row in &w.rows {
-        if !schemes.contains(&row.scheme) {
-            schemes.push(row.scheme);
-        }
-        if !threads.contains(&row.threads) {
-            threads.push(row.threads);
-        }
-    }
-    let groups: Vec<Group> = threads
-        .iter()
-        .map(|&t| Group {
-            caption: format!("{t} thread{}", if t == 1 { "" } else { "s" }),
-            bars: w
-                .rows
-                .iter()
-                .filter(|x| x.threads == t)
-                .map(|x| Bar {
-                    label: String::new(),
-                    value: x.requests_per_sec.median,
-                    range: Some((x.requests_per_sec.min, x.requests_per_sec.max)),
-                    series: schemes.iter().position(|s| *s == x.scheme).unwrap_or(0),
-                    highlight: false,
-                    tooltip: format!(
-                        "{} at {t} threads: {} requests/s",
-                        x.scheme,
-                        crate::render::summary_cell(&x.requests_per_sec)
-                    ),
-                })
-                .collect(),
-        })
-        .collect();
-    o.push_str(&svg::bar_chart(
-        "rwcache-schemes",
-        "Requests per second by scheme and thread count",
-        "requests/s",
-        &groups,
-        &schemes.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-        None,
-        false,
-    ));
-    table(o, &rwcache::view::rows(w));
-    for n in rwcache::view::verdict(&w.result)
-        .iter()
-        .chain(&w.result.notes)
-    {
-        para(o, "note", n);
-    }
-    o.push_str("</section>\n");
-}
-
-fn memory(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"memory\">\n<h2>Memory settings</h2>\n");
-    let Some(m) = &r.memory else {
-        missing(o, r, super::PhaseName::Memory);
-        o.push_str("</section>\n");
-        return;
-    };
-    table(o, &crate::mem::view::study_table(&m.report));
-    if !m.report.findings.is_empty() {
-        o.push_str("<dl>\n");
-        for f in &m.report.findings {
-            let _ = writeln!(
-                o,
-                "<dt>{}: {}</dt><dd>{}</dd>",
-                esc(f.level.label()),
-                inline(&f.observed),
-                inline(&f.meaning)
-            );
-        }
-        o.push_str("</dl>\n");
-    }
-    para(
-        o,
-        "note",
-        "Read from procfs and sysfs; `smtlab mem report` shows every value, `smtlab mem pages` measures what page size costs.",
-    );
-    memory_pages(o, m);
-    o.push_str("</section>\n");
-}
-
-/// The page-size curves: chart, where 4 KiB falls behind, backing, TLB table, latencies.
-fn memory_pages(o: &mut String, m: &super::MemorySection) {
-    use super::pages;
-    o.push_str("<h3>Page size: latency vs working set</h3>\n");
-    let Some(p) = &m.pages else {
-        let why = m
-            .pages_skipped
-            .as_deref()
-            .unwrap_or("this results.json was written before the study measured page sizes");
-        para(o, "note", &format!("Not measured: {why}."));
-        return;
-    };
-    if p.interrupted {
-        para(
-            o,
-            "note",
-            "Interrupted: the working sets below are the ones that finished.",
-        );
-    }
-    o.push_str(&pages::chart(p));
+/// One experiment's section: its heading, then its blocks, or why it is missing; the
+/// interrupted note after the section's introduction.
+fn section(
+    o: &mut String,
+    r: &Report,
+    phase: PhaseName,
+    s: Option<&dyn StudySection>,
+    ctx: &SectionCtx,
+) {
     let _ = writeln!(
         o,
-        "<p><strong>{}</strong></p>",
-        inline(&crate::mem::pages::view::departure_sentence(p))
+        "<section id=\"{}\">\n<h2>{}</h2>",
+        phase.label(),
+        esc(phase.title())
     );
-    para(o, "note", &crate::mem::pages::view::study_settings(p));
-    table(o, &crate::mem::pages::view::backing_table(p));
-    o.push_str("<h4>TLBs (CPUID)</h4>\n");
-    if let Some(t) = crate::mem::pages::view::tlb_table(p) {
-        table(o, &t);
-    }
-    for n in crate::mem::pages::view::tlb_notes(p) {
-        para(o, "note", &n);
-    }
-    o.push_str("<details><summary>Latency per working set (ns per load, median ± MAD)</summary>\n");
-    table(o, &crate::mem::pages::view::latency_table(p));
-    o.push_str("</details>\n");
-    for n in &p.notes {
-        para(o, "note", n);
-    }
-}
-
-fn smt_yield(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"yield\">\n<h2>SMT on vs off on the same cores (yield)</h2>\n");
-    let Some(y) = &r.smt_yield else {
-        missing(o, r, super::PhaseName::Yield);
-        o.push_str("</section>\n");
-        return;
-    };
-    para(o, "note", &crate::experiments::smt_yield::view::settings(y));
-    interrupted_note(o, r, super::PhaseName::Yield);
-    // One bar per workload: the yield, whiskers its interval; 1.0 is "SMT adds nothing".
-    let groups: Vec<Group> = y
-        .result
-        .workloads
-        .iter()
-        .filter_map(|w| {
-            let c = &w.smt_yield.as_ref()?.comparison;
-            Some(Group {
-                caption: w.workload.clone(),
-                bars: vec![Bar {
-                    label: String::new(),
-                    value: c.estimate,
-                    range: Some((c.low, c.high)),
-                    series: 0,
-                    highlight: c.effect == crate::stats::Effect::Loss,
-                    tooltip: format!("{}: SMT yield {c}", w.workload),
-                }],
-            })
-        })
-        .collect();
-    if !groups.is_empty() {
-        o.push_str(&svg::bar_chart(
-            "yield",
-            "SMT yield: throughput of all ÷ one-per-core (whiskers: interval; 1 = the siblings add nothing)",
-            "yield (×)",
-            &groups,
-            &[],
-            None,
-            false,
-        ));
-    }
-    table(o, &crate::experiments::smt_yield::view::table(y));
-    if let Some(why) = tables::counters_not_measured(r) {
-        para(o, "note", &why);
-    }
-    for l in &y.result.plan.left_out {
-        para(
-            o,
-            "note",
-            &format!("Left out: {}: {}", l.workload, l.reason),
-        );
-    }
-    for n in y.result.plan.notes.iter().chain(&y.result.notes) {
-        para(o, "note", n);
-    }
-    o.push_str("</section>\n");
-}
-
-fn command(o: &mut String, r: &Report) {
-    o.push_str("<section id=\"compare\">\n<h2>Your command (compare)</h2>\n");
-    let Some(c) = &r.compare else {
-        missing(o, r, super::PhaseName::Compare);
-        o.push_str("</section>\n");
-        return;
-    };
-    para(o, "note", &crate::experiments::compare::view::settings(c));
-    interrupted_note(o, r, super::PhaseName::Compare);
-    // One bar per placement: the median of its runs, whiskers the median's interval.
-    // Wall time is drawn in seconds; a metric in its own unit.
-    let seconds = c.medians.iter().any(|m| m.unit == "ns");
-    let scale = if seconds { 1e-9 } else { 1.0 };
-    let unit = c.medians.first().map_or("", |m| m.unit.as_str());
-    let groups: Vec<Group> = c
-        .medians
-        .iter()
-        .filter_map(|m| {
-            let ci = m.median?;
-            Some(Group {
-                caption: m.label.clone(),
-                bars: vec![Bar {
-                    label: String::new(),
-                    value: ci.estimate * scale,
-                    range: Some((ci.low * scale, ci.high * scale)),
-                    series: 0,
-                    highlight: false,
-                    tooltip: format!(
-                        "{}: median {} (interval {}–{}, n = {})",
-                        m.label,
-                        si(ci.estimate * scale),
-                        si(ci.low * scale),
-                        si(ci.high * scale),
-                        m.n
-                    ),
-                }],
-            })
-        })
-        .collect();
-    if !groups.is_empty() {
-        let (title, axis) = if seconds {
-            (
-                "Wall time per run by placement: median, whiskers its interval (lower is faster)"
-                    .to_string(),
-                "wall time (s)".to_string(),
-            )
-        } else {
-            let better = c.result.metric.as_ref().map_or("", |m| {
-                if m.higher_is_better {
-                    "higher"
-                } else {
-                    "lower"
-                }
-            });
-            (
-                format!(
-                    "{unit} per run by placement: median, whiskers its interval ({better} is better)"
-                ),
-                unit.to_string(),
-            )
-        };
-        o.push_str(&svg::bar_chart(
-            "compare-placements",
-            &title,
-            &axis,
-            &groups,
-            &[],
-            None,
-            false,
-        ));
-    }
-    table(o, &crate::experiments::compare::view::table(c));
-    let lines = crate::experiments::compare::view::lines(&c.result);
-    if !lines.is_empty() {
-        o.push_str("<ul>\n");
-        for l in &lines {
-            let _ = writeln!(o, "<li>{}</li>", inline(l));
+    match s {
+        None => missing(o, r, phase),
+        Some(s) => {
+            let b = s.blocks(ctx);
+            let lead = b
+                .iter()
+                .take_while(|x| matches!(x, Block::Intro(_)))
+                .count();
+            blocks(o, &b[..lead]);
+            interrupted_note(o, r, phase);
+            blocks(o, &b[lead..]);
         }
-        o.push_str("</ul>\n");
     }
     o.push_str("</section>\n");
+}
+
+/// A section's blocks as HTML.
+fn blocks(o: &mut String, b: &[Block]) {
+    for x in b {
+        match x {
+            Block::Intro(t) | Block::Note(t) => para(o, "note", t),
+            Block::Key(t) => {
+                let _ = writeln!(o, "<p><strong>{}</strong></p>", inline(t));
+            }
+            Block::List(items) => {
+                o.push_str("<ul>\n");
+                for l in items {
+                    let _ = writeln!(o, "<li>{}</li>", inline(l));
+                }
+                o.push_str("</ul>\n");
+            }
+            Block::Terms(terms) => {
+                o.push_str("<dl>\n");
+                for t in terms {
+                    let _ = writeln!(
+                        o,
+                        "<dt>{}: {}</dt><dd>{}</dd>",
+                        esc(&t.label),
+                        inline(&t.observed),
+                        inline(&t.meaning)
+                    );
+                }
+                o.push_str("</dl>\n");
+            }
+            Block::Table(t) => table(o, t),
+            Block::Chart(svg) => o.push_str(svg),
+            Block::Heading(h) => {
+                let _ = writeln!(o, "<h3>{}</h3>", esc(h));
+            }
+            Block::Subheading(h) => {
+                let _ = writeln!(o, "<h4>{}</h4>", esc(h));
+            }
+            Block::Folded {
+                summary,
+                blocks: inner,
+            } => {
+                let _ = writeln!(o, "<details><summary>{}</summary>", esc(summary));
+                blocks(o, inner);
+                o.push_str("</details>\n");
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,12 @@
-//! `summary.md`: the verdict and every table of the HTML report, without charts. Pure and
-//! deterministic, rendered from a [`Report`] alone.
+//! `summary.md`: the verdict and every section of the HTML report, without charts and with
+//! folded detail left to the page. Pure and deterministic, rendered from a [`Report`]
+//! alone.
 
-use super::tables::{self, Table};
-use super::{PhaseName, Report};
+use super::view;
+use super::{PhaseName, PhaseStatus, Report};
+use crate::conclusion::SectionCtx;
+use crate::render::Table;
+use crate::render::blocks::Block;
 use crate::render::markdown::{code, md};
 use std::fmt::Write;
 
@@ -86,8 +90,8 @@ pub fn render(r: &Report) -> String {
         o.push('\n');
     }
     o.push_str("## Machine\n\n");
-    table(&mut o, &tables::machine(r));
-    if let Some(t) = tables::slurm_variables(r) {
+    table(&mut o, &view::machine(r));
+    if let Some(t) = view::slurm_variables(r) {
         o.push_str("What Slurm gave the study (its `SLURM_*` variables):\n\n");
         table(&mut o, &t);
     }
@@ -98,125 +102,36 @@ pub fn render(r: &Report) -> String {
         o.push('\n');
     }
     o.push_str("### Phases\n\n");
-    table(&mut o, &tables::phases(r));
+    table(&mut o, &view::phases(r));
 
-    o.push_str("## Memory settings\n\n");
-    match &r.memory {
-        Some(m) => {
-            table(&mut o, &crate::mem::view::study_table(&m.report));
-            for f in &m.report.findings {
-                let _ = writeln!(
-                    o,
-                    "- **{}**: {}\n  *Meaning:* {}",
-                    f.level.label(),
-                    md(&f.observed),
-                    md(&f.meaning)
-                );
-            }
-            if !m.report.findings.is_empty() {
-                o.push('\n');
-            }
-            memory_pages(&mut o, m);
-        }
-        None => missing(&mut o, r, PhaseName::Memory),
-    }
-    o.push_str("## c2c: cache-line handoff latency\n\n");
-    match &r.c2c {
-        Some(c) => table(&mut o, &crate::experiments::c2c::view::classes(&c.result)),
-        None => missing(&mut o, r, PhaseName::C2c),
-    }
-    o.push_str("## lockscan: lock threads vs a memory scanner\n\n");
-    match &r.lockscan {
-        Some(l) => {
-            table(
-                &mut o,
-                &crate::experiments::lockscan::view::scenarios(&l.result),
-            );
-            let verdict = crate::experiments::lockscan::view::verdict(&l.result);
-            for v in verdict.iter().chain(&l.result.notes) {
-                let _ = writeln!(o, "- {}", md(v));
-            }
-            o.push('\n');
-            if let Some(t) = crate::experiments::lockscan::view::core_cpi(&l.result) {
-                o.push_str("Per-core CPI (median run; a core's cycles over all its threads' instructions):\n\n");
-                table(&mut o, &t);
-            } else if let Some(why) = tables::counters_not_measured(r) {
-                let _ = writeln!(o, "{}\n", md(&why));
+    let ctx = SectionCtx {
+        smt: r.smt.threads_per_core > 1,
+        counters_not_measured: view::counters_not_measured(r),
+    };
+    for (phase, s) in r.sections() {
+        let _ = writeln!(o, "## {}\n", md(phase.title()));
+        match s {
+            None => missing(&mut o, r, phase),
+            Some(s) => {
+                let b = s.blocks(&ctx);
+                let lead = b
+                    .iter()
+                    .take_while(|x| matches!(x, Block::Intro(_)))
+                    .count();
+                blocks(&mut o, &b[..lead]);
+                if r.phases
+                    .iter()
+                    .any(|p| p.phase == phase && p.status == PhaseStatus::Interrupted)
+                {
+                    let _ = writeln!(
+                        o,
+                        "Interrupted by {}: only the runs that finished are shown.\n",
+                        crate::interrupt::name(r.interrupted_by)
+                    );
+                }
+                blocks(&mut o, &b[lead..]);
             }
         }
-        None => missing(&mut o, r, PhaseName::Lockscan),
-    }
-    o.push_str("## neighbors: a hot lock vs CPU burners\n\n");
-    match &r.neighbors {
-        Some(n) => table(&mut o, &crate::experiments::neighbors::view::series(n)),
-        None => missing(&mut o, r, PhaseName::Neighbors),
-    }
-    o.push_str("## oltp: inserts per CPU layout\n\n");
-    match &r.oltp {
-        Some(x) => {
-            let _ = writeln!(
-                o,
-                "{} on {}\n",
-                md(&x.result.db_version),
-                md(&x.result.db_description)
-            );
-            table(&mut o, &crate::experiments::oltp::view::table(x));
-        }
-        None => missing(&mut o, r, PhaseName::Oltp),
-    }
-    o.push_str("## rwcache: read-mostly cache schemes\n\n");
-    match &r.rwcache {
-        Some(w) => {
-            let _ = writeln!(
-                o,
-                "{}\n",
-                md(&crate::experiments::rwcache::view::settings(&w.result))
-            );
-            table(&mut o, &crate::experiments::rwcache::view::rows(w));
-            for v in &crate::experiments::rwcache::view::verdict(&w.result) {
-                let _ = writeln!(o, "- {}", md(v));
-            }
-            o.push('\n');
-        }
-        None => missing(&mut o, r, PhaseName::Rwcache),
-    }
-    o.push_str("## yield: SMT on vs off on the same cores\n\n");
-    match &r.smt_yield {
-        Some(y) => {
-            let _ = writeln!(
-                o,
-                "{}\n",
-                md(&crate::experiments::smt_yield::view::settings(y))
-            );
-            table(&mut o, &crate::experiments::smt_yield::view::table(y));
-            for l in &y.result.plan.left_out {
-                let _ = writeln!(o, "- Left out: {}: {}", md(&l.workload), md(&l.reason));
-            }
-            for n in y.result.plan.notes.iter().chain(&y.result.notes) {
-                let _ = writeln!(o, "- {}", md(n));
-            }
-            o.push('\n');
-            if let Some(why) = tables::counters_not_measured(r) {
-                let _ = writeln!(o, "{}\n", md(&why));
-            }
-        }
-        None => missing(&mut o, r, PhaseName::Yield),
-    }
-    o.push_str("## compare: your command\n\n");
-    match &r.compare {
-        Some(c) => {
-            let _ = writeln!(
-                o,
-                "{}\n",
-                md(&crate::experiments::compare::view::settings(c))
-            );
-            table(&mut o, &crate::experiments::compare::view::table(c));
-            for l in crate::experiments::compare::view::lines(&c.result) {
-                let _ = writeln!(o, "- {}", md(&l));
-            }
-            o.push('\n');
-        }
-        None => missing(&mut o, r, PhaseName::Compare),
     }
     let _ = writeln!(
         o,
@@ -229,35 +144,53 @@ pub fn render(r: &Report) -> String {
     o
 }
 
-/// The page-size curves as tables: where 4 KiB falls behind, latencies, backing, TLBs.
-fn memory_pages(o: &mut String, m: &super::MemorySection) {
-    o.push_str("### Page size: latency vs working set\n\n");
-    let Some(p) = &m.pages else {
-        let why = m
-            .pages_skipped
-            .as_deref()
-            .unwrap_or("this results.json was written before the study measured page sizes");
-        let _ = writeln!(o, "Not measured: {}.\n", md(why));
-        return;
-    };
-    if p.interrupted {
-        o.push_str("Interrupted: the working sets below are the ones that finished.\n\n");
-    }
-    let _ = writeln!(
-        o,
-        "**{}**\n",
-        md(&crate::mem::pages::view::departure_sentence(p))
-    );
-    let _ = writeln!(o, "{}\n", md(&crate::mem::pages::view::study_settings(p)));
-    table(o, &crate::mem::pages::view::latency_table(p));
-    table(o, &crate::mem::pages::view::backing_table(p));
-    if let Some(t) = crate::mem::pages::view::tlb_table(p) {
-        table(o, &t);
-    }
-    for n in crate::mem::pages::view::tlb_notes(p).iter().chain(&p.notes) {
-        let _ = writeln!(o, "- {}", md(n));
-    }
-    if !(p.notes.is_empty() && crate::mem::pages::view::tlb_notes(p).is_empty()) {
-        o.push('\n');
+/// A section's blocks as Markdown: charts left out (the tables carry their numbers), and
+/// folded detail named but left to report.html, so the summary stays a summary.
+fn blocks(o: &mut String, b: &[Block]) {
+    for (k, x) in b.iter().enumerate() {
+        match x {
+            Block::Intro(t) => {
+                let _ = writeln!(o, "{}\n", md(t));
+            }
+            Block::Key(t) => {
+                let _ = writeln!(o, "**{}**\n", md(t));
+            }
+            Block::Note(t) => {
+                let _ = writeln!(o, "- {}", md(t));
+                if !matches!(b.get(k + 1), Some(Block::Note(_))) {
+                    o.push('\n');
+                }
+            }
+            Block::List(items) => {
+                for l in items {
+                    let _ = writeln!(o, "- {}", md(l));
+                }
+                o.push('\n');
+            }
+            Block::Terms(terms) => {
+                for t in terms {
+                    let _ = writeln!(
+                        o,
+                        "- **{}**: {}\n  *Meaning:* {}",
+                        md(&t.label),
+                        md(&t.observed),
+                        md(&t.meaning)
+                    );
+                }
+                o.push('\n');
+            }
+            Block::Table(t) => table(o, t),
+            Block::Chart(_) => {}
+            Block::Heading(h) => {
+                let _ = writeln!(o, "### {}\n", md(h));
+            }
+            Block::Subheading(h) => {
+                let _ = writeln!(o, "#### {}\n", md(h));
+            }
+            // Detail the page folds away stays out of the summary; the line says where it is.
+            Block::Folded { summary, .. } => {
+                let _ = writeln!(o, "{}: in report.html.\n", md(summary));
+            }
+        }
     }
 }

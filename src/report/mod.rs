@@ -11,19 +11,16 @@
 //! Codemap: `model.rs` holds the top-level model ([`Report`], provenance, machine facts,
 //! phases, verdict) and `write.rs` the files ([`write_all`]), both re-exported here; the
 //! experiments' sections are below. [`machine`](crate::report::machine) collects the facts about this machine and build; [`verdict`](crate::report::verdict) turns
-//! results into plain words; [`svg`](crate::report::svg) draws charts; [`html`](crate::report::html) and [`markdown`](crate::report::markdown) render;
+//! results into plain words; [`html`](crate::report::html) and [`markdown`](crate::report::markdown) render;
 //! [`lenient`](crate::lenient) (re-exported) reads JSON in which non-finite numbers were written as `null`;
-//! [`tables`](crate::report::tables) holds the rows both renderers print.
+//! [`view`](crate::report::view) holds the study's own tables (answers, machine, Slurm, phases) both renderers print.
 
 pub mod html;
 pub mod machine;
 pub mod markdown;
 pub mod metrics;
 mod model;
-pub mod pages;
 pub mod slurm;
-pub mod svg;
-pub mod tables;
 pub mod verdict;
 pub mod view;
 mod write;

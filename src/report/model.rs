@@ -7,7 +7,7 @@ use super::{
     C2cSection, CompareSection, LockscanSection, MemorySection, NeighborsSection, OltpSection,
     RwcacheSection, YieldSection,
 };
-use crate::conclusion::{Answer, Finding, PhaseName};
+use crate::conclusion::{Answer, Finding, PhaseName, StudySection};
 use crate::lenient;
 use crate::topology::Topology;
 use anyhow::{Context, Result};
@@ -254,6 +254,25 @@ pub struct Verdict {
 }
 
 impl Report {
+    /// Every experiment's section in the order report.html and summary.md show them, each
+    /// with its phase (its heading, and why it is missing when it is); None where the phase
+    /// did not run. A new experiment adds its field above and its line here.
+    pub fn sections(&self) -> Vec<(PhaseName, Option<&dyn StudySection>)> {
+        fn dyn_of<S: StudySection>(s: &Option<S>) -> Option<&dyn StudySection> {
+            s.as_ref().map(|s| s as &dyn StudySection)
+        }
+        vec![
+            (PhaseName::Memory, dyn_of(&self.memory)),
+            (PhaseName::C2c, dyn_of(&self.c2c)),
+            (PhaseName::Lockscan, dyn_of(&self.lockscan)),
+            (PhaseName::Neighbors, dyn_of(&self.neighbors)),
+            (PhaseName::Oltp, dyn_of(&self.oltp)),
+            (PhaseName::Rwcache, dyn_of(&self.rwcache)),
+            (PhaseName::Yield, dyn_of(&self.smt_yield)),
+            (PhaseName::Compare, dyn_of(&self.compare)),
+        ]
+    }
+
     /// A complete report of this layout version with no phase run yet: every experiment's
     /// section None (each phase fills its own), no verdict, no notes.
     pub fn new(

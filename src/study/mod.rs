@@ -12,6 +12,8 @@
 //! On the [`FakeEngine`](crate::engine::FakeEngine) every phase runs its real experiment
 //! code with made-up measurements, so tests of the report see what users would.
 
+#[cfg(test)]
+pub mod fixture;
 pub mod phase;
 pub mod phases;
 

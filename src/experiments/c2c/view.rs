@@ -3,7 +3,8 @@
 //! ([`classes`]), its finding ([`finding`]) and the export document ([`document`]). Pure.
 
 use super::model::{C2c, C2cSection};
-use crate::conclusion::Finding;
+use crate::conclusion::{Finding, PhaseName, SectionCtx, StudySection};
+use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::{self, Table, si};
 use crate::topology::Proximity;
@@ -319,6 +320,34 @@ pub fn finding(c: &C2cSection) -> Finding {
         },
         meaning,
         evidence: Vec::new(),
+    }
+}
+
+/// The study's c2c section: what was measured, the latency heatmap, one row per relation.
+impl StudySection for C2cSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::C2c
+    }
+
+    fn blocks(&self, _: &SectionCtx) -> Vec<Block> {
+        let labels: Vec<String> = self.result.cpus.iter().map(|x| x.to_string()).collect();
+        let mut b = vec![
+            Block::Intro(section_intro(self)),
+            Block::Chart(render::svg::heatmap(
+                "c2c-heatmap",
+                "One-way cache-line latency between CPUs (ns)",
+                &labels,
+                &self.result.matrix_ns,
+                "ns",
+            )),
+            Block::Table(classes(&self.result)),
+        ];
+        b.extend(section_left_out(self).map(Block::Note));
+        b
+    }
+
+    fn finding(&self, _smt: bool) -> Option<Finding> {
+        Some(finding(self))
     }
 }
 

@@ -8,9 +8,10 @@ use super::model::{
     Call, CompareReport, CompareSection, Comparison, FoundBy, PairRatio, PlacementResult,
 };
 use crate::conclusion::{
-    Answer, Evidence, Finding, HtAnswer, PhaseName, WorkloadClass, cmp_text, decide,
-    indicative_note, not_answered, pm, ratio_of,
+    Answer, Evidence, Finding, HtAnswer, PhaseName, SectionCtx, StudySection, WorkloadClass,
+    cmp_text, decide, indicative_note, not_answered, pm, ratio_of,
 };
+use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::markdown::code;
 use crate::render::{self, Align, NONE, Table, band, duration_ns, interval_n, times};
@@ -937,6 +938,97 @@ pub fn command_finding(c: &CompareSection, smt: bool) -> Finding {
     }
 }
 
+/// The study's compare section: what was run, a bar per placement (its median and the
+/// median's interval), the placement table and the comparisons.
+impl StudySection for CompareSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Compare
+    }
+
+    fn blocks(&self, _: &SectionCtx) -> Vec<Block> {
+        let mut b = vec![Block::Intro(settings(self))];
+        b.extend(placements_chart(self).map(Block::Chart));
+        b.push(Block::Table(table(self)));
+        let lines = lines(&self.result);
+        if !lines.is_empty() {
+            b.push(Block::List(lines));
+        }
+        b
+    }
+
+    fn finding(&self, smt: bool) -> Option<Finding> {
+        Some(command_finding(self, smt))
+    }
+}
+
+/// One bar per placement: the median of its runs, whiskers the median's interval; wall
+/// time in seconds, a metric in its own unit. None when no placement has a median.
+fn placements_chart(c: &CompareSection) -> Option<String> {
+    use render::si;
+    use render::svg::{Bar, Group};
+    let seconds = c.medians.iter().any(|m| m.unit == "ns");
+    let scale = if seconds { 1e-9 } else { 1.0 };
+    let unit = c.medians.first().map_or("", |m| m.unit.as_str());
+    let groups: Vec<Group> = c
+        .medians
+        .iter()
+        .filter_map(|m| {
+            let ci = m.median?;
+            Some(Group {
+                caption: m.label.clone(),
+                bars: vec![Bar {
+                    label: String::new(),
+                    value: ci.estimate * scale,
+                    range: Some((ci.low * scale, ci.high * scale)),
+                    series: 0,
+                    highlight: false,
+                    tooltip: format!(
+                        "{}: median {} (interval {}–{}, n = {})",
+                        m.label,
+                        si(ci.estimate * scale),
+                        si(ci.low * scale),
+                        si(ci.high * scale),
+                        m.n
+                    ),
+                }],
+            })
+        })
+        .collect();
+    if groups.is_empty() {
+        return None;
+    }
+    let (title, axis) = if seconds {
+        (
+            "Wall time per run by placement: median, whiskers its interval (lower is faster)"
+                .to_string(),
+            "wall time (s)".to_string(),
+        )
+    } else {
+        let better = c.result.metric.as_ref().map_or("", |m| {
+            if m.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            }
+        });
+        (
+            format!(
+                "{unit} per run by placement: median, whiskers its interval ({better} is better)"
+            ),
+            unit.to_string(),
+        )
+    };
+    Some(render::svg::bar_chart(
+        "compare-placements",
+        &title,
+        &axis,
+        &groups,
+        &[],
+        None,
+        false,
+    ))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::super::metric::MetricInfo;
@@ -1277,5 +1369,340 @@ pub(crate) mod tests {
         let md = std::fs::read_to_string(dir.path().join("c.md")).unwrap();
         assert!(md.starts_with("# smtlab compare\n"), "{md}");
         assert!(md.contains("| Placement | CPUs |"), "{md}");
+    }
+}
+
+/// The command row and the compare finding, from compare sections of the fake executor
+/// or assembled by compare itself, on the fake study's machines.
+#[cfg(test)]
+mod answer_tests {
+    use super::*;
+    use crate::conclusion::Answer;
+    use crate::experiments::compare::{self as cmp, Context, Measured, PlacementChoice};
+    use crate::report::Report;
+    use crate::report::verdict::{self, build};
+    use crate::stats::Thresholds;
+    use crate::study::fixture::{assert_cites_only_what_was_measured, no_smt, smt};
+
+    /// A compare section from the fake executor on `r`'s machine: `placements` by name,
+    /// then `cpus` lists, `runs` rounds each.
+    fn with_command(
+        r: &Report,
+        placements: &[&str],
+        cpus: &[&[u32]],
+        runs: usize,
+    ) -> CompareSection {
+        with_command_as(r, placements, cpus, runs, |_| {})
+    }
+
+    /// As [`with_command`], `edit` changing the comparison's settings last.
+    fn with_command_as(
+        r: &Report,
+        placements: &[&str],
+        cpus: &[&[u32]],
+        runs: usize,
+        edit: impl FnOnce(&mut cmp::Config),
+    ) -> CompareSection {
+        let mut c = cmp::Config::new(vec!["my-app".into(), "--bench".into()]);
+        for p in placements {
+            c.placements.push(PlacementChoice::parse_named(p).unwrap());
+        }
+        for l in cpus {
+            c.placements
+                .push(PlacementChoice::Cpus(crate::cpuset::CpuSet::from_cpus(
+                    l.iter().copied(),
+                )));
+        }
+        c.runs = Some(runs);
+        c.metric = Some(cmp::metric::MetricSpec::Pgbench);
+        // A study's band (`smtlab study` without `--noise`).
+        c.noise = Thresholds::YIELD.noise;
+        edit(&mut c);
+        let result = cmp::fake::run(&r.topology, &c, &crate::progress::Quiet).unwrap();
+        CompareSection {
+            sized_to_ns: None,
+            medians: crate::study::phases::compare::medians(&result),
+            result,
+        }
+    }
+
+    /// A compare section of `one-per-core` and `all` on `r`'s machine, assembled by
+    /// compare itself from hand-made runs: per round, each placement's wall time and CPU
+    /// time (user), ms.
+    fn with_command_runs(r: &Report, runs: [&[(f64, f64)]; 2]) -> CompareSection {
+        let mut c = cmp::Config::new(vec!["my-app".into(), "--bench".into()]);
+        c.placements = vec![
+            PlacementChoice::parse_named("one-per-core").unwrap(),
+            PlacementChoice::parse_named("all").unwrap(),
+        ];
+        c.runs = Some(runs[0].len());
+        c.noise = Thresholds::YIELD.noise;
+        let resolved = cmp::config::resolve(&r.topology, &c).unwrap();
+        let pairs = cmp::smt_pairs(&r.topology, &resolved.variants);
+        let ms = |x: f64| (x * 1e6).round() as u64;
+        let measured = Measured {
+            runs: runs
+                .iter()
+                .map(|p| {
+                    p.iter()
+                        .enumerate()
+                        .map(|(i, &(wall, cpu))| super::super::model::Run {
+                            round: i + 1,
+                            position: 0,
+                            wall_time_ns: ms(wall),
+                            user_time_ns: ms(cpu),
+                            system_time_ns: 0,
+                            max_rss_bytes: 8 << 20,
+                            voluntary_switches: 1,
+                            involuntary_switches: 1,
+                            exit_code: Some(0),
+                            signal: None,
+                            metric: None,
+                            burner_ops_per_sec: None,
+                            leftover_processes: 0,
+                            counters: None,
+                        })
+                        .collect()
+                })
+                .collect(),
+            rounds: runs[0].len(),
+            warmup_rounds: 1,
+            interrupted: false,
+        };
+        let result = cmp::assemble(&c, &resolved, measured, pairs, Context::default());
+        CompareSection {
+            sized_to_ns: None,
+            medians: crate::study::phases::compare::medians(&result),
+            result,
+        }
+    }
+
+    /// The command row on the fake SMT machine.
+    fn answer_of(c: &CompareSection) -> Answer {
+        command_answer(Some(c), true, "", "")
+    }
+
+    /// `r` with its compare section replaced by `c`.
+    fn report_with(r: &Report, c: CompareSection) -> Report {
+        let mut r = r.clone();
+        r.compare = Some(c);
+        r
+    }
+
+    #[test]
+    fn compare_section_and_study_row_use_the_same_paired_ratio() {
+        // One-per-core takes 100, 110, 120, 130, 140 ms (drift between rounds), `all` is
+        // 1.25× faster in every round. Paired by round that is 1.25× with no spread; the
+        // section's unpaired ratio of medians once made the drift its interval (about
+        // 0.98–1.59, inconclusive) beside a row saying keep HT on, 1.25× (1.25–1.25).
+        let one = [100.0, 110.0, 120.0, 130.0, 140.0].map(|w| (w, w * 2.0));
+        let all = one.map(|(w, c)| (w / 1.25, c * 1.6));
+        let c = with_command_runs(smt(), [&one, &all]);
+        let section = &c.result.comparisons[0];
+        assert_eq!(section.placement, "all");
+        assert!(
+            (section.speedup.estimate - 1.25).abs() < 1e-9
+                && section.speedup.low > 1.2
+                && section.speedup.high < 1.3,
+            "{section:?}"
+        );
+        assert_eq!(section.call, Call::Faster);
+        let y = c.result.smt_yield.as_ref().unwrap();
+        let a = answer_of(&c);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        let e = a.evidence.as_ref().unwrap().comparison;
+        // The section's comparison, its yield line and the row: one number, one interval.
+        for (what, est, low, high) in [
+            (
+                "section",
+                section.speedup.estimate,
+                section.speedup.low,
+                section.speedup.high,
+            ),
+            ("yield", y.ratio.estimate, y.ratio.low, y.ratio.high),
+        ] {
+            assert!(
+                (est - e.estimate).abs() < 1e-9
+                    && (low - e.low).abs() < 1e-9
+                    && (high - e.high).abs() < 1e-9,
+                "{what} {est} ({low}–{high}) vs row {e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_fixed_duration_command_by_wall_time_is_not_called_no_difference() {
+        // A command that runs for 2 s whatever it gets done: wall time the same on both
+        // placements while `all` used twice the CPU time. Wall time measures nothing here;
+        // once the row said "no difference … SMT adds no capacity".
+        let one = [2001.0, 2002.0, 2000.0, 2001.0, 2003.0].map(|w| (w, 3900.0 + w / 100.0));
+        let all = one.map(|(w, c)| (w + 0.5, c * 2.0));
+        let c = with_command_runs(smt(), [&one, &all]);
+        let section = &c.result.comparisons[0];
+        assert_ne!(section.call, Call::NoDifference, "{section:?}");
+        let text = lines(&c.result).join("\n");
+        assert!(text.contains("--metric"), "{text}");
+        let a = answer_of(&c);
+        assert!(
+            matches!(a.answer, HtAnswer::Inconclusive | HtAnswer::NotMeasured),
+            "{a:?}"
+        );
+        assert!(
+            a.reason.contains("fixed time") && a.reason.contains("--metric"),
+            "{}",
+            a.reason
+        );
+        let f = command_finding(&c, true);
+        assert!(f.topic.starts_with("your command"), "{}", f.topic);
+        assert!(!f.meaning.contains("adds no capacity"), "{}", f.meaning);
+        assert!(f.meaning.contains("--metric"), "{}", f.meaning);
+
+        // Known tools' time limits in the arguments: sysbench and pgbench get their own
+        // metric, with a note saying why; another tool gets no wall-time answer.
+        for (words, metric) in [
+            (
+                &["sysbench", "cpu", "--time=2", "run"][..],
+                Some("sysbench"),
+            ),
+            (&["pgbench", "-n", "-T", "5"][..], Some("pgbench")),
+            (&["stress-ng", "--cpu", "4", "--timeout", "5"][..], None),
+        ] {
+            let c = with_command_as(smt(), &["one-per-core", "all"], &[], 5, |c| {
+                c.command.words = words.iter().map(|w| w.to_string()).collect();
+                c.metric = None;
+            });
+            let res = &c.result;
+            assert_eq!(
+                res.metric.as_ref().map(|m| m.source.as_str()),
+                metric,
+                "{words:?}"
+            );
+            let text = lines(res).join("\n");
+            assert!(text.contains("fixed time"), "{words:?}: {text}");
+            let a = answer_of(&c);
+            if metric.is_some() {
+                assert_eq!(a.answer, HtAnswer::KeepHtOn, "{words:?}: {a:?}");
+            } else {
+                assert_eq!(a.answer, HtAnswer::NotMeasured, "{words:?}: {a:?}");
+                assert!(a.reason.contains("--metric"), "{}", a.reason);
+            }
+        }
+    }
+
+    #[test]
+    fn the_command_row_and_the_section_judge_against_one_band() {
+        // Every sibling adds 3 %, each run within ±0.1 %: an interval near 1.03, outside
+        // ±2 % and inside ±5 %. Once the section said "faster" (its ±2 %) while the row
+        // said "no difference" (±5 %).
+        for (noise, call, answer, band) in [
+            (0.05, Call::NoDifference, HtAnswer::NoDifference, "±5 %"),
+            (0.02, Call::Faster, HtAnswer::KeepHtOn, "±2 %"),
+        ] {
+            let c = with_command_as(smt(), &["one-per-core", "all"], &[], 8, |c| {
+                c.noise = noise;
+                c.fake.sibling_gain = 0.03;
+                c.fake.jitter = 0.002;
+            });
+            let section = &c.result.comparisons[0];
+            assert!(
+                (section.speedup.estimate - 1.03).abs() < 0.005,
+                "{section:?}"
+            );
+            assert_eq!(section.call, call, "band {band}: {section:?}");
+            let a = answer_of(&c);
+            assert_eq!(a.answer, answer, "band {band}: {a:?}");
+            let e = a.evidence.as_ref().unwrap();
+            assert_eq!(e.comparison.thresholds.noise, noise);
+            assert!(a.reason.contains(band), "{}", a.reason);
+            assert!(
+                settings(&c).contains(&format!("beyond {band}")),
+                "{}",
+                settings(&c)
+            );
+        }
+    }
+
+    #[test]
+    fn the_command_row_pairs_only_rounds_every_placement_finished() {
+        let mut c = with_command(smt(), &["one-per-core", "all"], &[], 7);
+        // A failure in round 7 after `one-per-core` ran: `all` has 6 runs.
+        c.result.placements[1].runs.pop();
+        let e = answer_of(&c).evidence.unwrap();
+        assert_eq!(
+            (e.comparison.n, e.runs.as_str()),
+            (6, "compare, 6 paired rounds")
+        );
+        // Round 3 of `one-per-core` lost as well: 5 rounds have both.
+        c.result.placements[0].runs.remove(2);
+        let e = answer_of(&c).evidence.unwrap();
+        assert_eq!(e.comparison.n, 5);
+    }
+
+    #[test]
+    fn the_command_row_answers_from_all_vs_one_per_core_paired_by_round() {
+        let c = with_command(smt(), &["one-per-core", "all"], &[], 7);
+        let a = answer_of(&c);
+        let f = command_finding(&c, true);
+        assert_cites_only_what_was_measured(&build(&report_with(smt(), c)));
+        // Every sibling adds a quarter per core on the fake executor: a gain.
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        let e = a.evidence.as_ref().unwrap();
+        assert_eq!(e.comparison.n, 7);
+        assert_eq!(e.runs, "compare, 7 paired rounds");
+        assert!((e.comparison.estimate - 1.25).abs() < 0.05, "{e:?}");
+        assert_eq!(e.comparison.thresholds, Thresholds::YIELD);
+        assert!(a.reason.contains("`all`") && a.reason.contains("`one-per-core`"));
+        assert!(a.reason.contains("my-app --bench"), "{}", a.reason);
+        assert_eq!(a.section, Some(PhaseName::Compare));
+        assert!(f.topic.starts_with("your command"), "{}", f.topic);
+        assert!(f.meaning.contains("faster"), "{}", f.meaning);
+        assert_eq!(f.evidence.len(), 1);
+        // 3 rounds of a 1.25× gain are enough for an interval that calls it; 2 are not,
+        // and the reason says why.
+        let a = answer_of(&with_command(smt(), &["one-per-core", "all"], &[], 3));
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        let a = answer_of(&with_command(smt(), &["one-per-core", "all"], &[], 2));
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
+        assert!(a.reason.contains("only 2 runs"), "{}", a.reason);
+    }
+
+    #[test]
+    fn a_slower_command_on_every_sibling_turns_ht_off() {
+        let mut c = with_command(smt(), &["one-per-core", "all"], &[], 6);
+        // `all` gets 0.7× the tps of `one-per-core` in every round.
+        let one: Vec<f64> = c.result.placements[0]
+            .runs
+            .iter()
+            .map(|x| x.metric.unwrap())
+            .collect();
+        for (run, base) in c.result.placements[1].runs.iter_mut().zip(one) {
+            run.metric = Some(base * (0.7 + 0.01 * run.round as f64));
+        }
+        let a = answer_of(&c);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff, "{a:?}");
+        assert_eq!(a.evidence.as_ref().unwrap().comparison.effect, Effect::Loss);
+    }
+
+    #[test]
+    fn without_siblings_or_without_the_pair_the_command_row_says_why() {
+        // No siblings: not measured, naming what ran instead.
+        let c = with_command(no_smt(), &[], &[&[0], &[0, 1]], 5);
+        let a = command_answer(Some(&c), false, "", &verdict::no_smt_reason(no_smt()));
+        let f = command_finding(&c, false);
+        assert_cites_only_what_was_measured(&build(&report_with(no_smt(), c)));
+        assert_eq!(a.answer, HtAnswer::NotMeasured);
+        assert!(a.reason.contains("no SMT siblings"), "{}", a.reason);
+        assert!(a.reason.contains("`cpus:0-1`"), "{}", a.reason);
+        assert!(f.topic.starts_with("your command"), "{}", f.topic);
+        assert!(f.meaning.contains("not in SMT"), "{}", f.meaning);
+        // Siblings, but two CPU lists that differ by cores, not by SMT.
+        let a = answer_of(&with_command(smt(), &[], &[&[0], &[0, 1]], 5));
+        assert_eq!(a.answer, HtAnswer::NotMeasured, "{a:?}");
+        assert!(a.reason.contains("hold no pair"), "{}", a.reason);
+        // No command: the phase's reason.
+        let missing = verdict::phase_reason(smt(), PhaseName::Compare);
+        let a = command_answer(smt().compare.as_ref(), true, &missing, "");
+        assert_eq!(a.answer, HtAnswer::NotMeasured);
+        assert!(a.reason.contains("no command was given"), "{}", a.reason);
     }
 }

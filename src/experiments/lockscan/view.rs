@@ -7,10 +7,11 @@ use super::config::LockscanConfig;
 use super::model::{LockscanReport, LockscanSection, Note, ScenarioResult, ThreadRole};
 use super::scenario::Scenario;
 use crate::conclusion::{
-    Aggregate, Answer, CONFIDENCE, Evidence, Finding, HtAnswer, Member, PhaseName, WorkloadClass,
-    indicative_note, not_answered, pm, ratio_of,
+    Aggregate, Answer, CONFIDENCE, Evidence, Finding, HtAnswer, Member, PhaseName, SectionCtx,
+    StudySection, WorkloadClass, indicative_note, not_answered, pm, ratio_of,
 };
 use crate::locks::StatsMode;
+use crate::render::blocks::Block;
 use crate::render::count;
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, si, thousands};
@@ -1160,6 +1161,119 @@ fn capitalise(s: &str) -> String {
         Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
         None => String::new(),
     }
+}
+
+/// The study's lockscan section: what was measured, a bar per lock thread (those sharing
+/// the scanner's core or CPU marked), the scenario table, per-core CPI when counted, the
+/// verdict lines and notes, and the per-thread tables folded.
+impl StudySection for LockscanSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Lockscan
+    }
+
+    fn blocks(&self, ctx: &SectionCtx) -> Vec<Block> {
+        let mut b = vec![Block::Intro(section_intro(self))];
+        let (chart, cut) = threads_chart(self, ctx.smt);
+        b.push(Block::Chart(chart));
+        if cut {
+            b.push(Block::Note(
+                "The chart shows the first scenarios only; the table has all.".into(),
+            ));
+        }
+        b.push(Block::Table(scenarios(&self.result)));
+        if let Some(t) = core_cpi(&self.result) {
+            b.push(Block::Note("Per-core CPI (median run): a core's cycles over all its threads' instructions, beside each thread's own CPI.".into()));
+            b.push(Block::Table(t));
+        } else if let Some(why) = &ctx.counters_not_measured {
+            b.push(Block::Note(why.clone()));
+        }
+        b.extend(
+            verdict(&self.result)
+                .into_iter()
+                .chain(self.result.notes.iter().cloned())
+                .map(Block::Note),
+        );
+        let mut folded = Vec::new();
+        for s in &self.result.results {
+            folded.push(Block::Subheading(format!(
+                "{} / {}",
+                s.lock, s.scenario.label
+            )));
+            folded.push(Block::Table(threads(s)));
+        }
+        b.push(Block::Folded {
+            summary: "Per-thread tables".into(),
+            blocks: folded,
+        });
+        b
+    }
+
+    fn finding(&self, smt: bool) -> Option<Finding> {
+        Some(finding(self, smt))
+    }
+}
+
+/// A bar per lock thread, grouped by lock and scenario, those sharing the scanner's core
+/// (or CPU, without SMT) highlighted; and whether scenarios were cut to keep it readable.
+fn threads_chart(l: &LockscanSection, smt: bool) -> (String, bool) {
+    use render::svg::{Bar, Group};
+    const MAX_BARS: usize = 96;
+    let mut groups = Vec::new();
+    let mut bars = 0;
+    let mut cut = false;
+    for s in &l.result.results {
+        let n = s.threads.iter().filter(|t| t.is_lock()).count();
+        if bars + n > MAX_BARS {
+            cut = true;
+            continue;
+        }
+        bars += n;
+        let li = l.locks.iter().position(|k| *k == s.lock).unwrap_or(0);
+        groups.push(Group {
+            caption: format!("{} / {}", s.lock, short_scenario(&s.scenario.label)),
+            bars: s
+                .threads
+                .iter()
+                .filter(|t| t.is_lock())
+                .map(|t| Bar {
+                    label: format!("{}", t.cpu),
+                    value: t.ops_per_sec,
+                    range: t.ops_per_sec_summary.map(|x| (x.min, x.max)),
+                    series: li,
+                    highlight: t.shares_core_with_scanner,
+                    tooltip: format!(
+                        "{} / {}: thread {} on CPU {}: {} acquisitions/s",
+                        s.lock,
+                        s.scenario.label,
+                        t.thread,
+                        t.cpu,
+                        si(t.ops_per_sec)
+                    ),
+                })
+                .collect(),
+        });
+    }
+    let series: Vec<String> = l.locks.iter().map(|k| k.to_string()).collect();
+    let sharing = if smt {
+        "shares its core with the scanner"
+    } else {
+        "shares its CPU with the scanner"
+    };
+    let chart = render::svg::bar_chart(
+        "lockscan-threads",
+        "Per-thread lock acquisitions per second (labels: CPU)",
+        "acquisitions/s",
+        &groups,
+        &series,
+        Some(sharing),
+        false,
+    );
+    (chart, cut)
+}
+
+/// `baseline (no scanner)` → `baseline`, `scanner on 3 (sibling of 0)` → `scanner on 3`.
+fn short_scenario(label: &str) -> &str {
+    label.split(" (").next().unwrap_or(label)
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use super::diagnosis::Diagnosis;
 use super::model::{
     NeighborsReport, NeighborsSection, NeighborsSeries, SeriesPlacement, SeriesStep, Step,
 };
-use crate::conclusion::{Evidence, Finding, pm, ratio_of};
+use crate::conclusion::{Evidence, Finding, PhaseName, SectionCtx, StudySection, pm, ratio_of};
+use crate::render::blocks::Block;
 use crate::render::count;
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, duration_ns, si};
@@ -701,6 +702,105 @@ pub fn disturbed(n: &NeighborsSection) -> bool {
             .first()
             .is_some_and(|st| st.diagnosis == Diagnosis::ExternalLoad)
     })
+}
+
+/// The study's neighbors section: what was measured, throughput against burners per series
+/// (markers coloured by diagnosis), the series table, and the runs' notes once each.
+impl StudySection for NeighborsSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Neighbors
+    }
+
+    fn blocks(&self, _: &SectionCtx) -> Vec<Block> {
+        let mut b = vec![
+            Block::Intro(section_intro(self)),
+            Block::Chart(throughput_chart(self)),
+            Block::Table(series(self)),
+        ];
+        let mut notes: Vec<&String> = Vec::new();
+        for run in &self.runs {
+            for x in &run.notes {
+                if !notes.contains(&x) {
+                    notes.push(x);
+                }
+            }
+        }
+        b.extend(notes.into_iter().map(|x| Block::Note(x.clone())));
+        b
+    }
+
+    fn finding(&self, _smt: bool) -> Option<Finding> {
+        Some(finding(self))
+    }
+}
+
+/// Worker throughput against the burner count, one line per series, log scale; each
+/// point's marker coloured by its step's diagnosis.
+fn throughput_chart(n: &NeighborsSection) -> String {
+    use render::svg::{Point, Series};
+    let series: Vec<Series> = n
+        .series
+        .iter()
+        .map(|s| Series {
+            name: match s.placement {
+                SeriesPlacement::Unpinned => s.lock.to_string(),
+                p => format!("{} ({})", s.lock, p.label()),
+            },
+            points: s
+                .steps
+                .iter()
+                .map(|st| Point {
+                    x: st.burners as f64,
+                    y: st.ops_per_sec.median,
+                    range: Some((st.ops_per_sec.min, st.ops_per_sec.max)),
+                    marker: Some(diagnosis_colour(st.diagnosis).to_string()),
+                    tooltip: format!(
+                        "{} ({}): {} burners, {} ops/s ({:.3}×), {}",
+                        s.lock,
+                        s.placement.label(),
+                        st.burners,
+                        si(st.ops_per_sec.median),
+                        st.ratio_to_first,
+                        st.diagnosis.label()
+                    ),
+                })
+                .collect(),
+        })
+        .collect();
+    let mut seen: Vec<Diagnosis> = Vec::new();
+    for s in &n.series {
+        for st in &s.steps {
+            if !seen.contains(&st.diagnosis) {
+                seen.push(st.diagnosis);
+            }
+        }
+    }
+    let legend: Vec<(String, String)> = seen
+        .iter()
+        .map(|d| (d.label().to_string(), diagnosis_colour(*d).to_string()))
+        .collect();
+    render::svg::line_chart(
+        "neighbors-throughput",
+        "Worker throughput vs CPU burners (log scale)",
+        "burners",
+        "ops/s",
+        &series,
+        &legend,
+        true,
+    )
+}
+
+/// Marker colour per diagnosis (apart from the series colours, which ring the markers).
+pub fn diagnosis_colour(d: Diagnosis) -> &'static str {
+    match d {
+        Diagnosis::None => "#2ca02c",
+        Diagnosis::SmtSharing => "#9467bd",
+        Diagnosis::PossiblySmtSharing => "#c5b0d5",
+        Diagnosis::SharedResources => "#17becf",
+        Diagnosis::ExternalLoad => "#8c8c8c",
+        Diagnosis::Oversubscribed => "#f5d000",
+        Diagnosis::PreemptionCollapse => "#d62728",
+    }
 }
 
 #[cfg(test)]

@@ -5,12 +5,13 @@
 use super::model::OltpSection;
 use super::{PlannedLayout, same_placements};
 use crate::conclusion::{
-    Answer, CONFIDENCE, Evidence, Finding, HtAnswer, PhaseName, WorkloadClass, cmp_text, decide,
-    indicative_note, not_answered, pm, ratio_of,
+    Answer, CONFIDENCE, Evidence, Finding, HtAnswer, PhaseName, SectionCtx, StudySection,
+    WorkloadClass, cmp_text, decide, indicative_note, not_answered, pm, ratio_of,
 };
 use crate::experiments::smt_yield::view::POOL_ASSUMPTION;
 use crate::oltp::model::{OltpReport, SkippedLayout};
 use crate::placement::Request;
+use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, count, duration_ns, latency_ns, thousands};
 use crate::stats::{Comparison, Effect, Thresholds};
@@ -316,7 +317,11 @@ pub fn settings(x: &OltpSection) -> String {
     format!(
         "{} client threads insert singleton rows into {} ({} table, {} keys, {} row(s) per transaction, durability {}); layouts {}{} run interleaved, {} per run. Backends: {}.",
         res.threads,
-        res.db_description,
+        if res.db_version.is_empty() {
+            res.db_description.clone()
+        } else {
+            format!("{} on {}", res.db_version, res.db_description)
+        },
         res.schema,
         res.key,
         res.rows_per_txn,
@@ -606,6 +611,64 @@ pub fn not_measured(o: &OltpSection) -> Vec<String> {
     v
 }
 
+/// The study's oltp section: what was run, inserts per second by layout, the layout table,
+/// and every run folded.
+impl StudySection for OltpSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Oltp
+    }
+
+    fn blocks(&self, _: &SectionCtx) -> Vec<Block> {
+        vec![
+            Block::Intro(settings(self)),
+            Block::Chart(layouts_chart(self)),
+            Block::Table(table(self)),
+            Block::Folded {
+                summary: "Every run".into(),
+                blocks: vec![Block::Table(runs(self))],
+            },
+        ]
+    }
+
+    fn finding(&self, smt: bool) -> Option<Finding> {
+        Some(oltp_finding(self, smt))
+    }
+}
+
+/// One bar per layout: the median inserts/s, whiskers min–max.
+fn layouts_chart(x: &OltpSection) -> String {
+    use render::svg::{Bar, Group};
+    let groups: Vec<Group> = x
+        .summary
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Group {
+            caption: s.placement.to_string(),
+            bars: vec![Bar {
+                label: String::new(),
+                value: s.inserts_per_sec.median,
+                range: Some((s.inserts_per_sec.min, s.inserts_per_sec.max)),
+                series: i,
+                highlight: false,
+                tooltip: format!(
+                    "{}: {} inserts/s",
+                    s.placement,
+                    render::pm_sig(s.inserts_per_sec.median, s.inserts_per_sec.mad)
+                ),
+            }],
+        })
+        .collect();
+    render::svg::bar_chart(
+        "oltp-layouts",
+        "Inserts per second by layout (median, whiskers min–max)",
+        "inserts/s",
+        &groups,
+        &[],
+        None,
+        false,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -638,5 +701,121 @@ mod tests {
         let md = std::fs::read_to_string(dir.path().join("o.md")).unwrap();
         assert!(md.starts_with("# smtlab oltp on PostgreSQL 15.8"), "{md}");
         assert!(md.contains("| PLACEMENT | THREADS |"), "{md}");
+    }
+}
+
+/// The inserts row and the oltp finding, from the fake study's oltp section.
+#[cfg(test)]
+pub(crate) mod answer_tests {
+    use super::*;
+    use crate::report::verdict::build;
+    use crate::study::fixture::{assert_cites_only_what_was_measured, smt};
+
+    /// The oltp section of the fake SMT study (SQLite).
+    fn section() -> OltpSection {
+        smt().oltp.clone().expect("the oltp phase ran")
+    }
+
+    /// Makes `o` a PostgreSQL run whose inserts/s make `all` ÷ `one-per-core` `ratios[k]`
+    /// in round k.
+    pub(crate) fn postgres_with_yield(o: &mut OltpSection, ratios: &[f64]) {
+        o.result.db = "postgres-managed".into();
+        o.result.db_version = "PostgreSQL 15.8".into();
+        let template = o
+            .result
+            .runs
+            .iter()
+            .find(|x| x.placement == Request::OnePerCore)
+            .unwrap()
+            .clone();
+        o.result.runs.clear();
+        for (k, y) in ratios.iter().enumerate() {
+            let mut one = template.clone();
+            one.round = k;
+            one.inserts_per_sec = 10_000.0;
+            let mut all = one.clone();
+            all.placement = Request::All;
+            all.inserts_per_sec = 10_000.0 * y;
+            for t in &mut all.per_thread {
+                t.cpus.push_str(",x");
+            }
+            o.result.runs.push(one);
+            o.result.runs.push(all);
+        }
+    }
+
+    /// The fake SMT study with its oltp section replaced by `o`.
+    fn report_with(o: OltpSection) -> crate::report::Report {
+        let mut r = smt().clone();
+        r.oltp = Some(o);
+        r
+    }
+
+    #[test]
+    fn smt_with_a_tight_yield_of_1_3_keeps_ht_on() {
+        let mut o = section();
+        postgres_with_yield(&mut o, &[1.29, 1.30, 1.31, 1.30, 1.32, 1.28, 1.30]);
+        let a = inserts_answer(Some(&o), true, "", "");
+        assert_cites_only_what_was_measured(&build(&report_with(o)));
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        let c = a.evidence.as_ref().unwrap().comparison;
+        assert!(
+            (c.estimate - 1.30).abs() < 0.01 && c.n == 7 && !c.indicative,
+            "{c:?}"
+        );
+        assert!(a.reason.contains("95 % CI"), "{}", a.reason);
+    }
+
+    #[test]
+    fn sqlite_alone_cannot_answer_for_inserts() {
+        let o = section();
+        assert!(is_sqlite(&o));
+        assert_cites_only_what_was_measured(&build(smt()));
+        let a = inserts_answer(Some(&o), true, "", "");
+        assert_eq!(a.answer, HtAnswer::NotMeasured);
+        assert!(a.reason.contains("one writer at a time"), "{}", a.reason);
+        assert!(not_measured(&o).iter().any(|n| n.contains("SQLite")));
+        let f = oltp_finding(&o, true);
+        assert!(f.topic.starts_with("database"), "{}", f.topic);
+        assert!(f.meaning.contains("single-writer"), "{}", f.meaning);
+    }
+
+    #[test]
+    fn indicative_intervals_are_not_called_95_percent() {
+        let mut o = section();
+        postgres_with_yield(&mut o, &[1.3, 1.31]);
+        let a = inserts_answer(Some(&o), true, "", "");
+        assert!(a.reason.contains("indicative (n = 2)"), "{}", a.reason);
+        assert!(!a.reason.contains("95 % CI"), "{}", a.reason);
+        // Two rounds give no interval: no answer.
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{a:?}");
+        assert!(a.reason.contains("no answer is drawn"), "{}", a.reason);
+        // Three tight rounds do: a Student-t interval with 2 degrees of freedom.
+        let mut o = section();
+        postgres_with_yield(&mut o, &[1.3, 1.31, 1.29]);
+        let a = inserts_answer(Some(&o), true, "", "");
+        assert!(a.reason.contains("95 % CI"), "{}", a.reason);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+    }
+
+    /// Insert yields compare N threads with 2N on the same cores: the row says that "turn
+    /// HT off" assumes a pool sized to the logical CPUs, and offers the other remedy (the
+    /// lock row's twin is in yield's view).
+    #[test]
+    fn the_insert_row_states_the_thread_pool_assumption() {
+        let mut o = section();
+        postgres_with_yield(
+            &mut o,
+            &crate::experiments::smt_yield::view::tests::tight(0.80),
+        );
+        let a = inserts_answer(Some(&o), true, "", "");
+        assert_eq!(a.answer, HtAnswer::TurnHtOff, "{}", a.reason);
+        assert!(
+            a.reason.contains("sized to the logical CPUs"),
+            "{}",
+            a.reason
+        );
+        assert!(a.reason.contains("one thread per core"), "{}", a.reason);
+        assert!(a.reason.contains("other remedy"), "{}", a.reason);
     }
 }

@@ -6,7 +6,10 @@
 use super::model::{
     BeforeAfter, Best, Note, ReadCost, RwcacheReport, RwcacheSection, SchemeResult,
 };
-use crate::conclusion::{Answer, Finding, PhaseName, WorkloadClass, not_answered, pm};
+use crate::conclusion::{
+    Answer, Finding, PhaseName, SectionCtx, StudySection, WorkloadClass, not_answered, pm,
+};
+use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, count, ns_figure, si, thousands};
 use crate::rwcache::SchemeKind;
@@ -708,6 +711,80 @@ pub fn finding(w: &RwcacheSection) -> Finding {
         meaning,
         evidence: Vec::new(),
     }
+}
+
+/// The study's rwcache section: what was run, requests per second by scheme and thread
+/// count, the row table, and the verdict lines and notes.
+impl StudySection for RwcacheSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Rwcache
+    }
+
+    fn blocks(&self, _: &SectionCtx) -> Vec<Block> {
+        let mut b = vec![
+            Block::Intro(settings(&self.result)),
+            Block::Chart(schemes_chart(self)),
+            Block::Table(rows(self)),
+        ];
+        b.extend(
+            verdict(&self.result)
+                .into_iter()
+                .chain(self.result.notes.iter().cloned())
+                .map(Block::Note),
+        );
+        b
+    }
+
+    fn finding(&self, _smt: bool) -> Option<Finding> {
+        Some(finding(self))
+    }
+}
+
+/// Requests per second, grouped by thread count, one bar per scheme.
+fn schemes_chart(w: &RwcacheSection) -> String {
+    use render::svg::{Bar, Group};
+    let mut schemes: Vec<SchemeKind> = Vec::new();
+    let mut threads: Vec<usize> = Vec::new();
+    for row in &w.rows {
+        if !schemes.contains(&row.scheme) {
+            schemes.push(row.scheme);
+        }
+        if !threads.contains(&row.threads) {
+            threads.push(row.threads);
+        }
+    }
+    let groups: Vec<Group> = threads
+        .iter()
+        .map(|&t| Group {
+            caption: format!("{t} thread{}", if t == 1 { "" } else { "s" }),
+            bars: w
+                .rows
+                .iter()
+                .filter(|x| x.threads == t)
+                .map(|x| Bar {
+                    label: String::new(),
+                    value: x.requests_per_sec.median,
+                    range: Some((x.requests_per_sec.min, x.requests_per_sec.max)),
+                    series: schemes.iter().position(|s| *s == x.scheme).unwrap_or(0),
+                    highlight: false,
+                    tooltip: format!(
+                        "{} at {t} threads: {} requests/s",
+                        x.scheme,
+                        render::summary_cell(&x.requests_per_sec)
+                    ),
+                })
+                .collect(),
+        })
+        .collect();
+    render::svg::bar_chart(
+        "rwcache-schemes",
+        "Requests per second by scheme and thread count",
+        "requests/s",
+        &groups,
+        &schemes.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        None,
+        false,
+    )
 }
 
 #[cfg(test)]

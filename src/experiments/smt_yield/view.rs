@@ -7,9 +7,10 @@ use super::model::{
     YieldSection,
 };
 use crate::conclusion::{
-    Aggregate, Answer, Evidence, Finding, HtAnswer, Member, PhaseName, WorkloadClass,
-    indicative_note, not_answered, ratio_of,
+    Aggregate, Answer, Evidence, Finding, HtAnswer, Member, PhaseName, SectionCtx, StudySection,
+    WorkloadClass, indicative_note, not_answered, ratio_of,
 };
+use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::{self, Caveat, NONE, Table, count, duration_ns, sig, times};
 use crate::stats::{Effect, Summary};
@@ -793,5 +794,393 @@ pub fn yield_finding(y: &YieldSection) -> Finding {
         observed: obs.join("; ") + ".",
         meaning,
         evidence,
+    }
+}
+
+/// The study's yield section: what was run, a bar per workload's yield with its interval,
+/// the workload table, why counters were not read, what was left out and the notes.
+impl StudySection for YieldSection {
+    fn phase(&self) -> PhaseName {
+        PhaseName::Yield
+    }
+
+    fn blocks(&self, ctx: &SectionCtx) -> Vec<Block> {
+        let mut b = vec![Block::Intro(settings(self))];
+        b.extend(yield_chart(self).map(Block::Chart));
+        b.push(Block::Table(table(self)));
+        b.extend(ctx.counters_not_measured.clone().map(Block::Note));
+        b.extend(
+            self.result
+                .plan
+                .left_out
+                .iter()
+                .map(|l| Block::Note(format!("Left out: {}: {}", l.workload, l.reason))),
+        );
+        b.extend(
+            self.result
+                .plan
+                .notes
+                .iter()
+                .chain(&self.result.notes)
+                .map(|n| Block::Note(n.clone())),
+        );
+        b
+    }
+
+    fn finding(&self, _smt: bool) -> Option<Finding> {
+        Some(yield_finding(self))
+    }
+}
+
+/// One bar per workload: the yield, whiskers its interval (1.0 is "SMT adds nothing"),
+/// losses highlighted; None when no workload has a yield.
+fn yield_chart(y: &YieldSection) -> Option<String> {
+    use render::svg::{Bar, Group};
+    let groups: Vec<Group> = y
+        .result
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            let c = &w.smt_yield.as_ref()?.comparison;
+            Some(Group {
+                caption: w.workload.clone(),
+                bars: vec![Bar {
+                    label: String::new(),
+                    value: c.estimate,
+                    range: Some((c.low, c.high)),
+                    series: 0,
+                    highlight: c.effect == Effect::Loss,
+                    tooltip: format!("{}: SMT yield {c}", w.workload),
+                }],
+            })
+        })
+        .collect();
+    (!groups.is_empty()).then(|| {
+        render::svg::bar_chart(
+            "yield",
+            "SMT yield: throughput of all ÷ one-per-core (whiskers: interval; 1 = the siblings add nothing)",
+            "yield (×)",
+            &groups,
+            &[],
+            None,
+            false,
+        )
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::report::verdict::build;
+    use crate::stats::Comparison;
+    use crate::study::fixture::{assert_cites_only_what_was_measured, sentences, smt};
+
+    /// The yield section of the fake SMT study.
+    fn section() -> YieldSection {
+        smt().smt_yield.clone().expect("the yield phase ran on SMT")
+    }
+
+    /// Sets every ruler's rounds so that all ÷ one-per-core is `ratios[k]` in round k, and
+    /// its yield from them.
+    pub(crate) fn rulers_with_yield(y: &mut YieldSection, ratios: &[f64]) {
+        let t = y.result.yield_thresholds;
+        for w in &mut y.result.workloads {
+            if !matches!(
+                w.class,
+                WorkloadKind::ComputeRuler | WorkloadKind::MemoryRuler
+            ) {
+                continue;
+            }
+            let template = w.runs[0].clone();
+            w.runs.clear();
+            for (k, q) in ratios.iter().enumerate() {
+                for (layout, rate) in [(Layout::OnePerCore, 1e6), (Layout::All, 1e6 * q)] {
+                    let mut run = template.clone();
+                    run.round = k;
+                    run.layout = layout;
+                    run.ops_per_sec = rate;
+                    w.runs.push(run);
+                }
+            }
+            let c = Comparison::of_paired_ratios(ratios, t, 0.95).unwrap();
+            w.smt_yield.as_mut().unwrap().comparison = c;
+        }
+    }
+
+    /// Replaces the yield section's workloads with these, each all ÷ one-per-core at
+    /// `ratios[k]` in round k.
+    pub(crate) fn set_yield(y: &mut YieldSection, workloads: &[(&str, WorkloadKind, &[f64])]) {
+        let t = y.result.yield_thresholds;
+        let template = y.result.workloads[0].clone();
+        y.result.workloads = workloads
+            .iter()
+            .map(|(name, class, ratios)| {
+                let mut w = template.clone();
+                w.workload = name.to_string();
+                w.class = *class;
+                let run = w.runs[0].clone();
+                w.runs.clear();
+                for (k, q) in ratios.iter().enumerate() {
+                    for (layout, rate) in [(Layout::OnePerCore, 1e6), (Layout::All, 1e6 * q)] {
+                        let mut x = run.clone();
+                        x.round = k;
+                        x.layout = layout;
+                        x.ops_per_sec = rate;
+                        x.pinning_ok = true;
+                        x.steal_share = None;
+                        w.runs.push(x);
+                    }
+                }
+                let c = Comparison::of_paired_ratios(ratios, t, 0.95).unwrap();
+                w.smt_yield.as_mut().unwrap().comparison = c;
+                w
+            })
+            .collect();
+        y.result.preflight.clear();
+    }
+
+    /// Around `x` in 5 rounds, ±1 %.
+    pub(crate) fn tight(x: f64) -> Vec<f64> {
+        [1.0, 1.01, 0.99, 1.005, 0.995]
+            .iter()
+            .map(|d| x * d)
+            .collect()
+    }
+
+    /// The fake SMT study with its yield section replaced by `y`.
+    fn report_with(y: YieldSection) -> crate::report::Report {
+        let mut r = smt().clone();
+        r.smt_yield = Some(y);
+        r
+    }
+
+    #[test]
+    fn ipc_is_cited_only_where_it_was_counted() {
+        // The fake engine counts nothing: no sentence cites IPC.
+        let v = build(smt());
+        assert!(sentences(&v).iter().all(|s| !s.contains("IPC")));
+        // One ruler's runs counted cycles and instructions: its finding cites them.
+        let mut y = section();
+        let w = &mut y.result.workloads[0];
+        w.yield_split = Some(super::super::model::YieldSplit {
+            ipc_one_per_core: 0.39,
+            ipc_all: 0.25,
+            ipc_ratio: 0.64,
+            cycles_per_sec_ratio: 2.0,
+            instructions_per_op_ratio: 1.0,
+            rounds: 3,
+        });
+        let name = w.workload.clone();
+        let f = yield_finding(&y);
+        assert!(f.topic.contains("yield"), "{}", f.topic);
+        assert!(
+            f.observed.contains(&format!("`{name}`"))
+                && f.observed
+                    .contains("(IPC 0.39 → 0.25, 0.64×, with 2.00× the cycles per second)"),
+            "{}",
+            f.observed
+        );
+        assert_eq!(f.observed.matches("IPC").count(), 1, "{}", f.observed);
+    }
+
+    #[test]
+    fn smt_with_a_tight_ruler_yield_of_1_3_keeps_ht_on_for_compute() {
+        let mut y = section();
+        rulers_with_yield(&mut y, &[1.29, 1.30, 1.31, 1.30, 1.32, 1.28, 1.30]);
+        let a = compute_answer(Some(&y), true, "");
+        assert_cites_only_what_was_measured(&build(&report_with(y)));
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{a:?}");
+        let c = a.evidence.as_ref().unwrap().comparison;
+        assert!(
+            (c.estimate - 1.30).abs() < 0.01 && c.n == 7 && !c.indicative,
+            "{c:?}"
+        );
+        assert!(a.reason.contains("95 % CI"), "{}", a.reason);
+        // Several rulers: each is shown with an interval widened for being one of k.
+        assert!(
+            a.reason.contains("widened for being one of"),
+            "{}",
+            a.reason
+        );
+    }
+
+    /// Two lock workloads, one gaining (mutex 1.10×) and one losing (ttas 0.80×): with an
+    /// even count the "median" was the upper middle one, so the row said keep HT on. A
+    /// class whose workloads disagree depends on the workload, naming them.
+    #[test]
+    fn a_lock_row_with_a_gain_and_a_loss_depends_on_the_workload() {
+        let mut y = section();
+        set_yield(
+            &mut y,
+            &[
+                ("hot-page/mutex", WorkloadKind::Lock, &tight(1.10)),
+                ("hot-page/ttas", WorkloadKind::Lock, &tight(0.80)),
+            ],
+        );
+        let a = locks_answer(Some(&y), true, "");
+        assert_cites_only_what_was_measured(&build(&report_with(y)));
+        assert_eq!(a.answer, HtAnswer::DependsOnWorkload, "{}", a.reason);
+        assert!(
+            a.reason.contains("gain for `hot-page/mutex`"),
+            "{}",
+            a.reason
+        );
+        assert!(
+            a.reason.contains("loss for `hot-page/ttas`"),
+            "{}",
+            a.reason
+        );
+        // The central value is a true median: the mean of the two middle ratios per round.
+        let c = a.evidence.as_ref().unwrap().comparison;
+        assert!((c.estimate - 0.95).abs() < 0.005, "{c}");
+    }
+
+    /// Yields 0.90/0.97/1.02 (stream, chase, l2) and 1.15/1.20/1.90 (compute rulers) were
+    /// one row, decided by the 4th of 6: keep HT on. Memory rulers answer a row of their
+    /// own.
+    #[test]
+    fn memory_rulers_are_not_pooled_with_compute_rulers() {
+        let mut y = section();
+        set_yield(
+            &mut y,
+            &[
+                ("stream", WorkloadKind::MemoryRuler, &tight(0.90)),
+                ("chase", WorkloadKind::MemoryRuler, &tight(0.97)),
+                ("l2", WorkloadKind::MemoryRuler, &tight(1.02)),
+                ("fma", WorkloadKind::ComputeRuler, &tight(1.15)),
+                ("prime", WorkloadKind::ComputeRuler, &tight(1.20)),
+                ("int", WorkloadKind::ComputeRuler, &tight(1.90)),
+            ],
+        );
+        let compute = compute_answer(Some(&y), true, "");
+        let memory = memory_answer(Some(&y), true, "");
+        assert_cites_only_what_was_measured(&build(&report_with(y)));
+        assert_eq!(compute.answer, HtAnswer::KeepHtOn, "{}", compute.reason);
+        assert!(!compute.reason.contains("`stream`"), "{}", compute.reason);
+        assert_ne!(memory.answer, HtAnswer::KeepHtOn, "{}", memory.reason);
+        assert_eq!(
+            memory.answer,
+            HtAnswer::DependsOnWorkload,
+            "{}",
+            memory.reason
+        );
+        assert!(
+            memory.reason.contains("loss for `stream`"),
+            "{}",
+            memory.reason
+        );
+        assert!(!memory.reason.contains("`int`"), "{}", memory.reason);
+    }
+
+    /// The quick study runs 3 rounds; the perfect-SMT guest's compute yields (1.61×,
+    /// 1.90×, 2.02× per round) were held back as "only 3 runs". A 2× effect is answered.
+    #[test]
+    fn a_quick_study_answers_a_two_fold_compute_yield_from_three_rounds() {
+        let mut y = section();
+        set_yield(
+            &mut y,
+            &[
+                ("prime", WorkloadKind::ComputeRuler, &[1.61, 1.90, 2.02]),
+                ("int", WorkloadKind::ComputeRuler, &[1.90, 1.93, 1.88]),
+            ],
+        );
+        let a = compute_answer(Some(&y), true, "");
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{}", a.reason);
+        assert!(!a.reason.contains("no answer is drawn"), "{}", a.reason);
+        // The zero-yield guest's numbers (0.99×, 0.98×) never keep HT on.
+        let mut y = section();
+        set_yield(
+            &mut y,
+            &[
+                ("prime", WorkloadKind::ComputeRuler, &[0.88, 0.99, 1.12]),
+                ("int", WorkloadKind::ComputeRuler, &[0.95, 0.98, 1.02]),
+            ],
+        );
+        let a = compute_answer(Some(&y), true, "");
+        assert_ne!(a.answer, HtAnswer::KeepHtOn, "{}", a.reason);
+    }
+
+    /// Lock yields compare N threads with 2N on the same cores: the row says that "turn
+    /// HT off" assumes a pool sized to the logical CPUs, and offers the other remedy
+    /// (the inserts row's twin is in oltp's view).
+    #[test]
+    fn the_lock_row_states_the_thread_pool_assumption() {
+        let mut y = section();
+        set_yield(
+            &mut y,
+            &[("hot-page/ttas", WorkloadKind::Lock, &tight(0.76))],
+        );
+        let a = locks_answer(Some(&y), true, "");
+        assert_eq!(a.answer, HtAnswer::TurnHtOff, "{}", a.reason);
+        assert!(
+            a.reason.contains("sized to the logical CPUs"),
+            "{}",
+            a.reason
+        );
+        assert!(a.reason.contains("one thread per core"), "{}", a.reason);
+        assert!(a.reason.contains("other remedy"), "{}", a.reason);
+    }
+
+    /// The yield phase's own notes (CPUs busy before the runs, steal above 5 %, threads
+    /// seen off their CPUs) did not reach the answer rows.
+    #[test]
+    fn disturbed_yield_runs_turn_the_answer_inconclusive() {
+        let gain: &[(&str, WorkloadKind, &[f64])] = &[(
+            "int",
+            WorkloadKind::ComputeRuler,
+            &[1.9, 1.92, 1.88, 1.91, 1.89],
+        )];
+        let mut clean = section();
+        set_yield(&mut clean, gain);
+        assert_eq!(
+            compute_answer(Some(&clean), true, "").answer,
+            HtAnswer::KeepHtOn
+        );
+        type Spoil = fn(&mut YieldReport);
+        let spoilers: [(Spoil, &str); 3] = [
+            (
+                |y| {
+                    y.preflight.push("other work was running on CPU 1 in the 0.25 s before the run (CPU 1 60 % busy): its interference is part of these results".into())
+                },
+                "other work was running on CPU 1",
+            ),
+            (
+                |y| y.workloads[0].runs[3].steal_share = Some(0.08),
+                "took up to 8 %",
+            ),
+            (
+                |y| y.workloads[0].runs[2].pinning_ok = false,
+                "a thread on a CPU outside its own",
+            ),
+        ];
+        for (spoil, says) in spoilers {
+            let mut y = clean.clone();
+            spoil(&mut y.result);
+            let a = compute_answer(Some(&y), true, "");
+            assert_eq!(a.answer, HtAnswer::Inconclusive, "{}", a.reason);
+            assert!(a.reason.contains(says), "{}", a.reason);
+        }
+    }
+
+    /// "No effect" (an interval within ±5 %) was printed as "added nothing measurable"
+    /// for 1.02–1.05.
+    #[test]
+    fn no_effect_is_worded_as_inside_the_band_not_as_nothing() {
+        let mut y = section();
+        set_yield(
+            &mut y,
+            &[(
+                "int",
+                WorkloadKind::ComputeRuler,
+                &[1.02, 1.035, 1.05, 1.03, 1.04],
+            )],
+        );
+        let f = yield_finding(&y);
+        assert!(!f.meaning.contains("nothing measurable"), "{}", f.meaning);
+        assert!(f.meaning.contains("less than ±5 %"), "{}", f.meaning);
+        for s in sentences(&build(&report_with(y))) {
+            assert!(!s.contains("neither helps nor hurts"), "{s}");
+            assert!(!s.contains("nothing measurable"), "{s}");
+        }
     }
 }

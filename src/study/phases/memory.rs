@@ -279,7 +279,7 @@ mod tests {
             let r = p.kinds.iter().find(|r| r.kind == k).unwrap();
             assert_eq!(r.skipped.as_deref(), Some(LEAVE_HUGETLB), "{k:?}");
         }
-        let svg = crate::report::pages::chart(&p);
+        let svg = crate::mem::pages::view::chart(&p);
         assert_eq!(svg.matches("<polyline").count(), measured.len());
         assert_eq!(
             crate::mem::pages::view::latency_table(&p).rows.len(),

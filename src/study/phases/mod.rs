@@ -2,7 +2,8 @@
 //!
 //! Adding an experiment to the study: a file here with its sizer and `Phase`
 //! implementation (`crate::study::phase::Phase`), one line in [`ALL`], and its section in
-//! [`Report`](crate::report::Report) (a `PhaseName` variant and a field).
+//! [`Report`](crate::report::Report) (a `PhaseName` variant, a field and its line in
+//! `Report::sections()`; the section's view implements `conclusion::StudySection`).
 //!
 //! The user's command (`compare`) runs only when one is given after `--`; its share is
 //! then taken from the others in proportion, so a study without a command measures as

@@ -7,7 +7,8 @@
 //! enum's `Other` variant, shown as written. Two notes are equal when they say the same.
 
 /// Gives a note enum with an `Other(String)` variant and a `Display` impl its JSON form
-/// (the sentence), `From<String>` and `From<&str>` (as `Other`), and equality by sentence.
+/// (the sentence), `From<String>` and `From<&str>` (as `Other`), `String: From<note>` (the
+/// sentence, for models that keep their notes as text), and equality by sentence.
 macro_rules! text_note {
     ($t:ty) => {
         impl serde::Serialize for $t {
@@ -31,6 +32,12 @@ macro_rules! text_note {
         impl From<&str> for $t {
             fn from(s: &str) -> Self {
                 <$t>::Other(s.to_string())
+            }
+        }
+
+        impl From<$t> for String {
+            fn from(n: $t) -> String {
+                n.to_string()
             }
         }
 

@@ -17,16 +17,16 @@
 
 pub mod kernels;
 pub mod kind;
+pub mod model;
 pub mod process;
-pub mod report;
 pub mod sched;
 pub mod view;
 pub mod workload;
 
 pub use crate::duration::{DurationError, format_duration, parse_duration, parse_duration_or_zero};
 pub use kind::{BurnerKind, FmaWidth, KIND_NAMES, Unit, UnknownKind};
+pub use model::{BurnReport, BurnerResult, Mode, Note};
 pub use process::{ChildLine, ProcessBurners, ProcessOptions, Progress};
-pub use report::{BurnReport, BurnerResult, Mode};
 pub use sched::{POLICY_NAMES, Policy};
 pub use workload::{BurnSpec, Burners, DEFAULT_MAX_PRIME, buffers_total};
 
@@ -73,23 +73,17 @@ pub fn run_threads(
     report.notes = plan.notes.clone();
     report.notes.extend(burners.notes.iter().cloned());
     if plan.oversubscribed {
-        report
-            .notes
-            .push("oversubscribed: some CPUs carry more than one burner".into());
+        report.notes.push(Note::Oversubscribed.into());
     }
     if result.nice_offset > 0 {
-        report.notes.push(demotion_note(result.nice_offset));
+        report.notes.push(
+            Note::Demoted {
+                by: result.nice_offset,
+            }
+            .into(),
+        );
     }
     Ok(report.finish())
-}
-
-/// The note for a run whose burners were demoted (see [`engine::RunResult::nice_offset`]).
-fn demotion_note(by: i32) -> String {
-    format!(
-        "every burner's nice value was raised by {by} (lower priority) so that smtlab's own \
-         threads keep time with this many burners per CPU; their shares among themselves \
-         are unchanged"
-    )
 }
 
 /// Runs one burner process per plan thread, each for `run.duration`; `on_spawn` sees the
@@ -130,12 +124,10 @@ pub fn run_processes(
     report.burners = results;
     report.notes = plan.notes.clone();
     if plan.oversubscribed {
-        report
-            .notes
-            .push("oversubscribed: some CPUs carry more than one burner".into());
+        report.notes.push(Note::Oversubscribed.into());
     }
     if nice_offset > 0 {
-        report.notes.push(demotion_note(nice_offset));
+        report.notes.push(Note::Demoted { by: nice_offset }.into());
     }
     Ok(report.finish())
 }

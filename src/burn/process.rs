@@ -22,7 +22,7 @@
 //! `interval` line per 100 ms of measurement with the ops done in it, and a `done` line
 //! with the child's [`BurnerResult`] when its run ends (duration over, or SIGTERM).
 
-use super::report::BurnerResult;
+use super::model::BurnerResult;
 use super::workload::BurnSpec;
 use crate::cpuset::CpuSet;
 use crate::duration::format_duration;

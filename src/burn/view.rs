@@ -2,7 +2,7 @@
 //! export document. Pure.
 
 use super::kind::Unit;
-use super::report::BurnReport;
+use super::model::BurnReport;
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, bytes, bytes_per_sec};
 
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn exports_parse_back() {
-        let r = super::super::report::tests::sample();
+        let r = super::super::model::tests::sample();
         let dir = tempfile::tempdir().unwrap();
         let e = crate::render::export::Exports {
             json: None,

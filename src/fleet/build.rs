@@ -47,7 +47,7 @@ pub fn build(
         .enumerate()
         .map(|(i, (key, hosts))| machine_type(format!("type {}", i + 1), key, hosts))
         .collect();
-    let mut notes = Vec::new();
+    let mut notes: Vec<Note> = Vec::new();
     let mut versions: Vec<&str> = types
         .iter()
         .flat_map(|t| &t.hosts)
@@ -56,10 +56,9 @@ pub fn build(
     versions.sort_unstable();
     versions.dedup();
     if versions.len() > 1 {
-        notes.push(format!(
-            "The hosts ran different smtlab versions ({}); their studies may have measured differently.",
-            versions.join(", ")
-        ));
+        notes.push(Note::MixedVersions {
+            versions: versions.iter().map(|v| v.to_string()).collect(),
+        });
     }
     for t in &types {
         for u in &types {
@@ -80,22 +79,20 @@ pub fn build(
                     &b.platform,
                 )
             {
-                notes.push(format!(
-                    "{} ({}) has the CPU of {} with SMT {}: its hosts cannot answer the HT question until SMT is on there.",
-                    u.id,
-                    crate::render::count(u.hosts.len(), "host"),
-                    t.id,
-                    b.smt
-                ));
+                notes.push(Note::SmtOffTwin {
+                    off_type: u.id.clone(),
+                    hosts: u.hosts.len(),
+                    on_type: t.id.clone(),
+                    smt: b.smt.clone(),
+                });
             }
         }
     }
     if synthetic_hosts > 0 {
-        notes.push(format!(
-            "{} of {} carry synthetic data made up by the fake engine: nothing on them was measured.",
+        notes.push(Note::Synthetic {
             synthetic_hosts,
-            crate::render::count(n_hosts, "host")
-        ));
+            hosts: n_hosts,
+        });
     }
     Fleet {
         kind: FLEET_KIND.into(),
@@ -109,7 +106,7 @@ pub fn build(
         slurm_hosts,
         skipped,
         types,
-        notes,
+        notes: notes.into_iter().map(String::from).collect(),
     }
 }
 

@@ -38,6 +38,101 @@ pub struct Fleet {
     pub notes: Vec<String>,
 }
 
+/// A fleet-wide note; kept in [`Fleet::notes`] as its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// The hosts ran these different smtlab versions.
+    MixedVersions { versions: Vec<String> },
+    /// Machine type `off_type` (`hosts` hosts) has the CPU of `on_type` with SMT `smt`.
+    SmtOffTwin {
+        off_type: String,
+        hosts: usize,
+        on_type: String,
+        smt: String,
+    },
+    /// `synthetic_hosts` of the `hosts` hosts carry the fake engine's data.
+    Synthetic {
+        synthetic_hosts: usize,
+        hosts: usize,
+    },
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::render::count;
+        match self {
+            Note::MixedVersions { versions } => write!(
+                f,
+                "The hosts ran different smtlab versions ({}); their studies may have measured \
+                 differently.",
+                versions.join(", ")
+            ),
+            Note::SmtOffTwin {
+                off_type,
+                hosts,
+                on_type,
+                smt,
+            } => write!(
+                f,
+                "{off_type} ({}) has the CPU of {on_type} with SMT {smt}: its hosts cannot \
+                 answer the HT question until SMT is on there.",
+                count(*hosts, "host")
+            ),
+            Note::Synthetic {
+                synthetic_hosts,
+                hosts,
+            } => write!(
+                f,
+                "{synthetic_hosts} of {} carry synthetic data made up by the fake engine: \
+                 nothing on them was measured.",
+                count(*hosts, "host")
+            ),
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
+
+#[cfg(test)]
+mod note_tests {
+    use super::Note;
+
+    #[test]
+    fn notes_say_the_sentences_merge_printed() {
+        let twin = Note::SmtOffTwin {
+            off_type: "type 2".into(),
+            hosts: 1,
+            on_type: "type 1".into(),
+            smt: "off".into(),
+        };
+        assert_eq!(
+            twin,
+            "type 2 (1 host) has the CPU of type 1 with SMT off: its hosts cannot answer the HT \
+             question until SMT is on there."
+        );
+        let synthetic = Note::Synthetic {
+            synthetic_hosts: 2,
+            hosts: 3,
+        };
+        assert_eq!(
+            synthetic,
+            "2 of 3 hosts carry synthetic data made up by the fake engine: nothing on them was \
+             measured."
+        );
+        let mixed = Note::MixedVersions {
+            versions: vec!["0.1.0".into(), "0.2.0".into()],
+        };
+        assert_eq!(
+            mixed,
+            "The hosts ran different smtlab versions (0.1.0, 0.2.0); their studies may have \
+             measured differently."
+        );
+    }
+}
+
 /// Which smtlab merged, when, how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetProvenance {

@@ -79,9 +79,41 @@ pub struct TlbInfo {
     /// The CPUID leaves that gave the entries (`0x80000005`, …); empty when none did.
     pub leaves: Vec<String>,
     pub entries: Vec<TlbEntry>,
-    /// What CPUID did not say, in plain words.
+    /// What CPUID did not say, in plain words ([`Note`]).
     pub notes: Vec<String>,
 }
+
+/// What CPUID did not say; kept in [`TlbInfo::notes`] as its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// Not an x86 CPU: no CPUID to read.
+    NotX86,
+    /// CPUID of this `vendor` gave no TLB entries at all.
+    NoSizes { vendor: String },
+    /// No TLB that serves loads for this page size (`4 KiB`, `2 MiB`, `1 GiB`).
+    NoDataTlb { page: &'static str },
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::NotX86 => {
+                f.write_str("not an x86 CPU: TLB sizes are not read on this architecture")
+            }
+            Note::NoSizes { vendor } => write!(
+                f,
+                "CPUID ({vendor}) reports no TLB sizes (hypervisors often leave these leaves \
+                 empty): only the measured curves below tell where translations start to miss"
+            ),
+            Note::NoDataTlb { page } => write!(f, "CPUID reports no data TLB for {page} pages"),
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
 
 impl TlbInfo {
     /// The largest reach of a TLB that serves loads for `page_bytes` pages at `level`.
@@ -375,21 +407,20 @@ pub fn read() -> TlbInfo {
 /// Sorts the table and adds the notes on what is missing.
 pub fn finish(vendor: String, mut entries: Vec<TlbEntry>, leaves: Vec<String>) -> TlbInfo {
     entries.sort_by_key(|e| (e.level, e.kind, e.page_bytes));
-    let mut notes = Vec::new();
+    let mut notes: Vec<Note> = Vec::new();
     if vendor.is_empty() {
-        notes.push("not an x86 CPU: TLB sizes are not read on this architecture".into());
+        notes.push(Note::NotX86);
     } else if entries.is_empty() {
-        notes.push(format!(
-            "CPUID ({vendor}) reports no TLB sizes (hypervisors often leave these leaves \
-             empty): only the measured curves below tell where translations start to miss"
-        ));
+        notes.push(Note::NoSizes {
+            vendor: vendor.clone(),
+        });
     } else {
         for (page, name) in [(K4, "4 KiB"), (M2, "2 MiB"), (G1, "1 GiB")] {
             if !entries
                 .iter()
                 .any(|e| e.page_bytes == page && e.kind.serves_loads())
             {
-                notes.push(format!("CPUID reports no data TLB for {name} pages"));
+                notes.push(Note::NoDataTlb { page: name });
             }
         }
     }
@@ -397,7 +428,7 @@ pub fn finish(vendor: String, mut entries: Vec<TlbEntry>, leaves: Vec<String>) -
         vendor,
         leaves,
         entries,
-        notes,
+        notes: notes.into_iter().map(String::from).collect(),
     }
 }
 

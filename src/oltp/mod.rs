@@ -12,7 +12,7 @@
 //! - [`wire`]: a blocking PostgreSQL protocol client for the insert hot path.
 //! - [`pin`]: pin PostgreSQL backends to their client's CPUs and restore them.
 //! - [`workload`]: the insert loop as an [`crate::engine::Workload`].
-//! - [`report`]: the serde result model and its table.
+//! - [`model`]: the serde result model (its table is [`crate::experiments::oltp::view`]).
 //!
 //! Reusing the insert path (as `neighbors --workload oltp` does):
 //! ```no_run
@@ -34,8 +34,8 @@
 
 pub mod db;
 pub mod managed;
+pub mod model;
 pub mod pin;
-pub mod report;
 pub mod schema;
 pub mod secret;
 pub mod target;
@@ -44,7 +44,7 @@ pub mod workload;
 
 pub use db::{BackendPinning, Db, Session};
 pub use managed::ManagedCluster;
-pub use report::{LayoutRun, OltpReport, SkippedLayout};
+pub use model::{LayoutRun, OltpReport, SkippedLayout};
 pub use schema::{Durability, KeyMode, Schema, TableSpec};
 pub use target::{DbTarget, redact};
 pub use workload::{InsertOutcome, InsertWorkload, StopRule};

@@ -267,6 +267,110 @@ pub struct Plan {
     pub scope: Option<ScopeUnit>,
 }
 
+/// What a placement tells the user besides its CPUs; kept in [`Plan::notes`] as its
+/// sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// `pairs` with an odd thread count: the last thread, `alone`, has a core to itself.
+    OddPairs { alone: usize },
+    /// `all` placed `threads` threads: every sibling of the `cores` cores.
+    AllSiblings { cores: usize, threads: usize },
+    /// More threads than the `cpus` CPUs the request allows: threads share CPUs.
+    Wraps {
+        threads: usize,
+        cpus: usize,
+        over: WrapOver,
+    },
+    /// Any other text.
+    Other(String),
+}
+
+/// Which CPUs a wrapping request went round.
+#[derive(Debug, Clone, Copy)]
+pub enum WrapOver {
+    /// `spread`: every usable CPU, so CPUs carry several threads.
+    Spread,
+    /// `siblings-of:LIST`: the free SMT siblings of the listed CPUs.
+    Siblings,
+    /// `cpus:LIST`: the listed CPUs.
+    Listed,
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Note::OddPairs { alone } => {
+                write!(f, "odd thread count: thread {alone} has its core to itself")
+            }
+            Note::AllSiblings { cores, threads } => write!(
+                f,
+                "`all` runs {threads} threads: every SMT sibling of the {cores} cores \
+                 `one-per-core` uses"
+            ),
+            Note::Wraps {
+                threads,
+                cpus,
+                over,
+            } => match over {
+                WrapOver::Spread => write!(
+                    f,
+                    "{threads} threads on {cpus} CPUs: threads wrap around, CPUs carry several"
+                ),
+                WrapOver::Siblings => write!(
+                    f,
+                    "{threads} threads on {cpus} sibling CPUs: threads wrap around"
+                ),
+                WrapOver::Listed => {
+                    write!(
+                        f,
+                        "{threads} threads on {cpus} listed CPUs: threads wrap around"
+                    )
+                }
+            },
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
+
+#[cfg(test)]
+mod note_tests {
+    use super::{Note, WrapOver};
+
+    #[test]
+    fn notes_say_the_sentences_the_planner_printed() {
+        assert_eq!(
+            Note::AllSiblings {
+                cores: 2,
+                threads: 4
+            },
+            "`all` runs 4 threads: every SMT sibling of the 2 cores `one-per-core` uses"
+        );
+        assert_eq!(
+            Note::OddPairs { alone: 2 },
+            "odd thread count: thread 2 has its core to itself"
+        );
+        let wraps = |over| Note::Wraps {
+            threads: 5,
+            cpus: 2,
+            over,
+        };
+        assert_eq!(
+            wraps(WrapOver::Spread),
+            "5 threads on 2 CPUs: threads wrap around, CPUs carry several"
+        );
+        assert_eq!(
+            wraps(WrapOver::Siblings),
+            "5 threads on 2 sibling CPUs: threads wrap around"
+        );
+        assert_eq!(
+            wraps(WrapOver::Listed),
+            "5 threads on 2 listed CPUs: threads wrap around"
+        );
+    }
+}
+
 impl Plan {
     /// Union of all threads' CPUs.
     pub fn cpus(&self) -> CpuSet {
@@ -495,7 +599,7 @@ pub fn plan_within(
     };
     let one = |c: u32| CpuSet::from_cpus([c]);
     let first = |c: &CpuSet| c.first().map(one);
-    let mut notes = Vec::new();
+    let mut notes: Vec<Note> = Vec::new();
     let cpus: Vec<CpuSet> = match request {
         Request::OnePerCore => {
             if threads > cores.len() {
@@ -516,10 +620,7 @@ pub fn plan_within(
                 ));
             }
             if threads % 2 == 1 {
-                notes.push(format!(
-                    "odd thread count: thread {} has its core to itself",
-                    threads - 1
-                ));
+                notes.push(Note::OddPairs { alone: threads - 1 });
             }
             (0..threads)
                 .filter_map(|i| smt_cores[i / 2].iter().nth(i % 2).map(one))
@@ -535,10 +636,10 @@ pub fn plan_within(
                 .flat_map(|c| c.iter().map(one).collect::<Vec<_>>())
                 .collect();
             if cpus.len() > threads {
-                notes.push(format!(
-                    "`all` runs {} threads: every SMT sibling of the {threads} cores `one-per-core` uses",
-                    cpus.len()
-                ));
+                notes.push(Note::AllSiblings {
+                    cores: threads,
+                    threads: cpus.len(),
+                });
             }
             cpus
         }
@@ -551,10 +652,11 @@ pub fn plan_within(
                 return Err(not_enough(threads, 0, "CPUs"));
             }
             if threads > order.len() {
-                notes.push(format!(
-                    "{threads} threads on {} CPUs: threads wrap around, CPUs carry several",
-                    order.len()
-                ));
+                notes.push(Note::Wraps {
+                    threads,
+                    cpus: order.len(),
+                    over: WrapOver::Spread,
+                });
             }
             (0..threads).map(|i| one(order[i % order.len()])).collect()
         }
@@ -634,10 +736,11 @@ pub fn plan_within(
                     reason,
                 })?;
             if threads > sibs.len() {
-                notes.push(format!(
-                    "{threads} threads on {} sibling CPUs: threads wrap around",
-                    sibs.len()
-                ));
+                notes.push(Note::Wraps {
+                    threads,
+                    cpus: sibs.len(),
+                    over: WrapOver::Siblings,
+                });
             }
             (0..threads).map(|i| one(sibs[i % sibs.len()])).collect()
         }
@@ -645,10 +748,11 @@ pub fn plan_within(
             check_allowed(topo, list)?;
             let v = list.to_vec();
             if threads > v.len() {
-                notes.push(format!(
-                    "{threads} threads on {} listed CPUs: threads wrap around",
-                    v.len()
-                ));
+                notes.push(Note::Wraps {
+                    threads,
+                    cpus: v.len(),
+                    over: WrapOver::Listed,
+                });
             }
             (0..threads).map(|i| one(v[i % v.len()])).collect()
         }
@@ -678,7 +782,7 @@ pub fn plan_within(
             .map(|(thread, cpus)| ThreadPlacement { thread, cpus })
             .collect(),
         oversubscribed,
-        notes,
+        notes: notes.into_iter().map(String::from).collect(),
         scope: unit,
     })
 }

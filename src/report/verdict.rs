@@ -170,7 +170,7 @@ fn headline(r: &Report, smt: bool, answers: &[Answer]) -> String {
                 "{} for {} ({})",
                 a.answer.label(),
                 a.class.label(),
-                e.comparison.to_string()
+                e.comparison
             ))
         })
         .collect();

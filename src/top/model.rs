@@ -37,7 +37,98 @@ pub struct TopSample {
     pub tracefs: TraceStatus,
     /// The threads of `--pid`.
     pub pid: Option<PidReport>,
+    /// What the reader should know about the figures, as sentences ([`Note`]).
     pub notes: Vec<String>,
+}
+
+/// What an interval tells its reader besides its figures; kept in [`TopSample::notes`] as
+/// its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// These CPUs' `/proc/stat` counters did not advance over the interval.
+    Silent { cpus: CpuSet },
+    /// No context switch was traced on these CPUs: each taken as busy (true) or idle
+    /// throughout from its `/proc/stat` share.
+    NoSwitchTraced { cpus: Vec<(u32, bool)> },
+    /// One thread per core online.
+    NoSmt,
+    /// The assumed (two-thread) yield on cores with more threads.
+    AssumedYieldForTwo {
+        assumed: f64,
+        threads_per_core: usize,
+    },
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::Silent { cpus } => write!(
+                f,
+                "CPUs {cpus}: no time accounted in /proc/stat over the interval; counted as idle"
+            ),
+            Note::NoSwitchTraced { cpus } => {
+                f.write_str("no context switch traced on CPU ")?;
+                for (i, (cpu, busy)) in cpus.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    let what = if *busy { "busy" } else { "idle" };
+                    write!(f, "{sep}{cpu} ({what})")?;
+                }
+                f.write_str(
+                    " during the interval: taken as busy or idle throughout from /proc/stat",
+                )
+            }
+            Note::NoSmt => {
+                f.write_str("one thread per core online: per-core figures are the per-CPU ones")
+            }
+            Note::AssumedYieldForTwo {
+                assumed,
+                threads_per_core,
+            } => write!(
+                f,
+                "the assumed yield of {assumed:.2} is a two-thread Hyper-Threading figure; a core \
+                 of {threads_per_core} threads can give more: measure it with `smtlab yield` and \
+                 pass --yield FILE"
+            ),
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
+
+#[cfg(test)]
+mod note_tests {
+    use super::Note;
+
+    #[test]
+    fn notes_say_the_sentences_top_printed() {
+        let traced = Note::NoSwitchTraced {
+            cpus: vec![(1, true), (3, false)],
+        };
+        assert_eq!(
+            traced,
+            "no context switch traced on CPU 1 (busy), 3 (idle) during the interval: taken as \
+             busy or idle throughout from /proc/stat"
+        );
+        let assumed = Note::AssumedYieldForTwo {
+            assumed: 1.25,
+            threads_per_core: 4,
+        };
+        assert_eq!(
+            assumed,
+            "the assumed yield of 1.25 is a two-thread Hyper-Threading figure; a core of 4 \
+             threads can give more: measure it with `smtlab yield` and pass --yield FILE"
+        );
+        let silent = Note::Silent {
+            cpus: crate::cpuset::CpuSet::from_cpus([2, 3]),
+        };
+        assert_eq!(
+            silent,
+            "CPUs 2-3: no time accounted in /proc/stat over the interval; counted as idle"
+        );
+    }
 }
 
 /// One logical CPU.
@@ -213,7 +304,7 @@ pub struct Inputs<'a> {
 
 /// Builds the interval's model (pure).
 pub fn build(inp: Inputs) -> TopSample {
-    let mut notes = Vec::new();
+    let mut notes: Vec<Note> = Vec::new();
     let online: CpuSet = inp.cores.iter().flat_map(|c| c.iter()).collect();
     let loads = crate::hygiene::load_between(inp.before, inp.after, &online);
     let core_of: BTreeMap<u32, usize> = inp
@@ -240,9 +331,7 @@ pub fn build(inp: Inputs) -> TopSample {
         .map(|c| c.cpu)
         .collect();
     if !silent.is_empty() {
-        notes.push(format!(
-            "CPUs {silent}: no time accounted in /proc/stat over the interval; counted as idle"
-        ));
+        notes.push(Note::Silent { cpus: silent });
     }
     let busy_of = |cpu: u32| {
         cpus.iter()
@@ -284,15 +373,9 @@ pub fn build(inp: Inputs) -> TopSample {
                     })
                     .collect();
                 if !guessed.is_empty() {
-                    let list: Vec<String> = guessed
-                        .iter()
-                        .map(|(c, b)| format!("{c} ({})", if *b >= 0.5 { "busy" } else { "idle" }))
-                        .collect();
-                    notes.push(format!(
-                        "no context switch traced on CPU {} during the interval: taken as busy \
-                         or idle throughout from /proc/stat",
-                        list.join(", ")
-                    ));
+                    notes.push(Note::NoSwitchTraced {
+                        cpus: guessed.iter().map(|&(c, b)| (c, b >= 0.5)).collect(),
+                    });
                 }
                 let lost = t.lost.intersection(&online);
                 let reason = (!lost.is_empty()).then(|| {
@@ -406,14 +489,13 @@ pub fn build(inp: Inputs) -> TopSample {
         m
     };
     if !smt {
-        notes.push("one thread per core online: per-core figures are the per-CPU ones".into());
+        notes.push(Note::NoSmt);
     }
     if threads_per_core > 2 && inp.smt_yield.source == "assumed" {
-        notes.push(format!(
-            "the assumed yield of {:.2} is a two-thread Hyper-Threading figure; a core of {} \
-             threads can give more: measure it with `smtlab yield` and pass --yield FILE",
-            y, threads_per_core
-        ));
+        notes.push(Note::AssumedYieldForTwo {
+            assumed: y,
+            threads_per_core,
+        });
     }
     let pid = inp.pid.map(|p| {
         pid_report(
@@ -440,7 +522,7 @@ pub fn build(inp: Inputs) -> TopSample {
         smt_yield: inp.smt_yield.clone(),
         tracefs: trace_status,
         pid,
-        notes,
+        notes: notes.into_iter().map(String::from).collect(),
     }
 }
 

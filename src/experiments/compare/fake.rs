@@ -12,7 +12,7 @@
 //! the jitter, and makes one run fail as a command exiting 1 would.
 
 use super::config::{self, Config, Variant};
-use super::model::{CompareReport, Run};
+use super::model::{CompareReport, Note, Run};
 use super::{Context, Kept};
 use crate::progress::Progress;
 use crate::stats::SplitMix64;
@@ -27,10 +27,6 @@ const BESIDE_BURNERS: f64 = 0.7;
 const ONE_CORE_NS: f64 = 400e6;
 /// The metric of one core (a throughput, or for lower-is-better a time in its unit).
 const ONE_CORE_METRIC: f64 = 1000.0;
-
-/// Said in every fake report.
-pub const NOTE: &str =
-    "synthetic: the command was not run; these runs were made up by compare's fake executor";
 
 /// How many cores' worth of work `v` does at once.
 fn speed(topo: &Topology, v: &Variant, gain: f64) -> f64 {
@@ -134,9 +130,9 @@ pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<K
     if measured.interrupted && measured.runs.iter().all(Vec::is_empty) {
         return Err(crate::error::Interrupted.into());
     }
-    let mut notes = vec![NOTE.to_string()];
+    let mut notes = vec![Note::NotRun];
     if cfg.with_postgres || !cfg.pin_pids.is_empty() {
-        notes.push("synthetic: no server was started or placed".into());
+        notes.push(Note::NoServer);
     }
     let report = super::assemble(
         cfg,
@@ -146,7 +142,7 @@ pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<K
         Context {
             enforcement: if cfg.cgroup { "cgroup-v2" } else { "affinity" }.into(),
             server: None,
-            notes,
+            notes: notes.into_iter().map(String::from).collect(),
             server_cpus: Vec::new(),
             metric_unit: None,
             counters: None,

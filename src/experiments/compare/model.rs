@@ -64,7 +64,7 @@ pub struct CompareReport {
     /// Which signal, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<crate::interrupt::Signal>,
-    /// Facts the user should know (machine, hygiene, placement notes).
+    /// Facts the user should know (machine, hygiene, placement notes; [`Note`]s).
     pub notes: Vec<String>,
     /// The event counters' mode and every event not counted, with the reason; None with
     /// `--counters off` and in older files.
@@ -377,3 +377,40 @@ pub struct PlacementMedian {
     /// Runs behind it.
     pub n: usize,
 }
+
+/// What a compare run tells the reader about how it ran; kept in [`CompareReport::notes`]
+/// as its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// A caveat several commands attach (debug-built burners, hypervisor).
+    Caveat(crate::render::Caveat),
+    /// Processes the command left running when it exited, killed with its tree.
+    Leftovers { leftovers: usize },
+    /// The fake executor made the runs up.
+    NotRun,
+    /// The fake executor started and placed no server.
+    NoServer,
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::Caveat(c) => std::fmt::Display::fmt(c, f),
+            Note::Leftovers { leftovers } => write!(
+                f,
+                "{leftovers} process(es) the command started were still running when it exited \
+                 and were killed then (each run ends with its whole process tree)"
+            ),
+            Note::NotRun => f.write_str(
+                "synthetic: the command was not run; these runs were made up by compare's fake \
+                 executor",
+            ),
+            Note::NoServer => f.write_str("synthetic: no server was started or placed"),
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);

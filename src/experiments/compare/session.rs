@@ -12,7 +12,7 @@ use super::cgroup::{self, Cpuset};
 use super::config::{self, CheckedConfig, Config, Variant};
 use super::guard::Guard;
 use super::metric::last_lines;
-use super::model::{Run, ServerInfo};
+use super::model::{Note, Run, ServerInfo};
 use super::pins::TreePins;
 use super::runner::{self, Launch, OnSignal};
 use super::{Context, Failed, Kept, Measured};
@@ -81,10 +81,10 @@ pub(super) fn run(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Progress) -> Re
     use crate::render::Caveat;
     // Only the burners are smtlab's own code; the command runs as built.
     if cfg.burners.is_some() && cfg!(debug_assertions) {
-        notes.push(Caveat::DebugBuild.to_string());
+        notes.push(Note::Caveat(Caveat::DebugBuild).into());
     }
     if topo.machine.hypervisor {
-        notes.push(Caveat::Hypervisor { kind: None }.to_string());
+        notes.push(Note::Caveat(Caveat::Hypervisor { kind: None }).into());
     }
     let used = resolved
         .variants
@@ -224,10 +224,7 @@ pub(super) fn run(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Progress) -> Re
         return Err(Interrupted.into());
     }
     if leftovers > 0 {
-        notes.push(format!(
-            "{leftovers} process(es) the command started were still running when it exited \
-             and were killed then (each run ends with its whole process tree)"
-        ));
+        notes.push(Note::Leftovers { leftovers }.into());
     }
     let report = super::assemble(
         cfg,

@@ -819,7 +819,7 @@ pub fn command_answer(
             y.placement,
             y.reference,
             band(cmp.thresholds.noise),
-            cmp.to_string(),
+            cmp,
         ),
         evidence: Some(Evidence {
             what: format!(

@@ -194,7 +194,7 @@ pub struct LockscanReport {
     pub results: Vec<ScenarioResult>,
     /// Plain-words conclusion.
     pub verdict: Vec<String>,
-    /// What could not be measured here, and why.
+    /// What could not be measured here, and why ([`Note`]s, and the user's own).
     pub notes: Vec<String>,
     /// The event counters' mode and every event not counted, with the reason; None with
     /// `--counters off`, on the fake engine and in older files.
@@ -217,6 +217,95 @@ pub struct LockscanSection {
     pub duration_ns: u64,
     pub result: LockscanReport,
 }
+
+/// What a lockscan run could not show or may have distorted, and why; kept in
+/// [`LockscanReport::notes`] as its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// The steal-time warning of the look at the CPUs.
+    Steal(String),
+    /// The scan buffer fits in the scanner's L2.
+    ScanFitsL2 { scan_bytes: u64, l2_bytes: u64 },
+    /// The machine reports no L2 size for the scanners' CPUs.
+    NoL2Size { scan_bytes: u64 },
+    /// These runs (`lock / scenario`) handed the line off faster than the c2c ceiling
+    /// measured just before them.
+    AboveCeiling { runs: Vec<String>, hypervisor: bool },
+    /// No SMT siblings: the sibling case could not be run.
+    NoSiblings,
+    /// A caveat several commands attach (hypervisor).
+    Caveat(crate::render::Caveat),
+    /// Lock statistics were counted around a critical section this short.
+    StatsCost { cs_ns: u64 },
+    /// `--lock-stats off`.
+    StatsOff,
+    /// Any other text.
+    Other(String),
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::render::bytes;
+        match self {
+            Note::Steal(s) | Note::Other(s) => f.write_str(s),
+            Note::ScanFitsL2 {
+                scan_bytes,
+                l2_bytes,
+            } => write!(
+                f,
+                "the {} scan buffer fits in the scanner's {} L2: its passes stay inside its own \
+                 core, so only what the siblings share inside the core is exercised, not the L3 \
+                 or memory path; `--scan-bytes auto` streams past the L2",
+                bytes(*scan_bytes),
+                bytes(*l2_bytes)
+            ),
+            Note::NoL2Size { scan_bytes } => write!(
+                f,
+                "this machine reports no L2 size for the scanners' CPUs, so whether the {} scan \
+                 buffer streams past the scanner's L2 is not known",
+                bytes(*scan_bytes)
+            ),
+            Note::AboveCeiling { runs, hypervisor } => {
+                let why = if *hypervisor {
+                    "the line moved faster during the run than just before it, as when a host \
+                     moves vCPUs onto SMT siblings of one core"
+                } else {
+                    "the ceiling comes from one pair of CPUs per proximity class, and other pairs \
+                     of a class can be faster"
+                };
+                write!(
+                    f,
+                    "handoffs above the c2c ceiling measured just before the run ({}): {why}",
+                    runs.join(", ")
+                )
+            }
+            // The case the experiment comes from: in SQL Server's "To Hyper or not to Hyper"
+            // test (Slava Oks, 2005) the lock thread beside a scanner on one Hyper-Threading
+            // core took about 700,000 acquisitions while the others took about 10 million.
+            Note::NoSiblings => f.write_str(
+                "no SMT siblings on this machine: the sibling case (a lock thread whose SMT \
+                 sibling scans memory, about 10× fewer acquisitions in SQL Server's 2005 \
+                 \"To Hyper or not to Hyper\" test) could not be run here; shown instead: a \
+                 scanner time-sharing a lock thread's CPU, and lock threads on other cores \
+                 (cross-core)",
+            ),
+            Note::Caveat(c) => fmt::Display::fmt(c, f),
+            Note::StatsCost { cs_ns } => write!(
+                f,
+                "lock stats cost: counting spins and handoffs adds a few ns to every \
+                 acquisition, which with a {cs_ns} ns critical section can be tens of percent of \
+                 the absolute rate; every thread pays it, so ratios compare like with like; \
+                 `smtlab lockscan --lock-stats off` runs the bare lock (README: measured cost)"
+            ),
+            Note::StatsOff => f.write_str(
+                "lock stats off: the bare lock algorithms ran; acquisitions are the workload's \
+                 own count, and spins and handoffs were not recorded",
+            ),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,7 @@
 //! ([`verdict_lines`], [`notes`]), and the export document ([`document`]). Pure.
 
 use super::config::LockscanConfig;
-use super::model::{LockscanReport, LockscanSection, ScenarioResult, ThreadRole};
+use super::model::{LockscanReport, LockscanSection, Note, ScenarioResult, ThreadRole};
 use super::scenario::Scenario;
 use crate::conclusion::{
     Aggregate, Answer, CONFIDENCE, Evidence, Finding, HtAnswer, Member, PhaseName, SectionCtx,
@@ -688,18 +688,16 @@ pub fn notes(
     steal: impl IntoIterator<Item = Option<f64>>,
     scan_l2_bytes: Option<u64>,
 ) -> Vec<String> {
-    let mut notes = Vec::new();
-    notes.extend(crate::hygiene::steal_note("the runs", steal));
+    let mut notes: Vec<Note> = Vec::new();
+    notes.extend(crate::hygiene::steal_note("the runs", steal).map(Note::Steal));
     let scanners = results.iter().any(|r| !r.scenario.scan_cpus.is_empty());
-    let size = crate::topology::view::human_bytes(cfg.scan_bytes as u64);
+    let scan_bytes = cfg.scan_bytes as u64;
     match scan_l2_bytes {
-        Some(l2) if scanners && cfg.scan_bytes as u64 <= l2 => notes.push(format!(
-            "the {size} scan buffer fits in the scanner's {} L2: its passes stay inside its own core, so only what the siblings share inside the core is exercised, not the L3 or memory path; `--scan-bytes auto` streams past the L2",
-            crate::topology::view::human_bytes(l2)
-        )),
-        None if scanners => notes.push(format!(
-            "this machine reports no L2 size for the scanners' CPUs, so whether the {size} scan buffer streams past the scanner's L2 is not known"
-        )),
+        Some(l2_bytes) if scanners && scan_bytes <= l2_bytes => notes.push(Note::ScanFitsL2 {
+            scan_bytes,
+            l2_bytes,
+        }),
+        None if scanners => notes.push(Note::NoL2Size { scan_bytes }),
         _ => {}
     }
     let over: Vec<String> = results
@@ -708,32 +706,26 @@ pub fn notes(
         .map(|r| format!("{} / {}", r.lock, r.scenario.label))
         .collect();
     if !over.is_empty() {
-        let why = if hypervisor {
-            "the line moved faster during the run than just before it, as when a host moves vCPUs onto SMT siblings of one core"
-        } else {
-            "the ceiling comes from one pair of CPUs per proximity class, and other pairs of a class can be faster"
-        };
-        notes.push(format!(
-            "handoffs above the c2c ceiling measured just before the run ({}): {why}",
-            over.join(", ")
-        ));
+        notes.push(Note::AboveCeiling {
+            runs: over,
+            hypervisor,
+        });
     }
     if !smt {
-        // The case the experiment comes from: in SQL Server's "To Hyper or not to Hyper"
-        // test (Slava Oks, 2005) the lock thread beside a scanner on one Hyper-Threading
-        // core took about 700,000 acquisitions while the others took about 10 million.
-        notes.push("no SMT siblings on this machine: the sibling case (a lock thread whose SMT sibling scans memory, about 10× fewer acquisitions in SQL Server's 2005 \"To Hyper or not to Hyper\" test) could not be run here; shown instead: a scanner time-sharing a lock thread's CPU, and lock threads on other cores (cross-core)".into());
+        notes.push(Note::NoSiblings);
     }
     if hypervisor {
-        notes.push(crate::render::Caveat::Hypervisor { kind: None }.to_string());
+        notes.push(Note::Caveat(crate::render::Caveat::Hypervisor {
+            kind: None,
+        }));
     }
     if cfg.stats == StatsMode::Counters && cfg.cs_ns < COUNTERS_CHEAP_CS_NS {
-        notes.push(format!("lock stats cost: counting spins and handoffs adds a few ns to every acquisition, which with a {} ns critical section can be tens of percent of the absolute rate; every thread pays it, so ratios compare like with like; `smtlab lockscan --lock-stats off` runs the bare lock (README: measured cost)", cfg.cs_ns));
+        notes.push(Note::StatsCost { cs_ns: cfg.cs_ns });
     }
     if cfg.stats == StatsMode::Off {
-        notes.push("lock stats off: the bare lock algorithms ran; acquisitions are the workload's own count, and spins and handoffs were not recorded".into());
+        notes.push(Note::StatsOff);
     }
-    notes
+    notes.into_iter().map(String::from).collect()
 }
 
 // ---------------------------------------------------------------------------------------

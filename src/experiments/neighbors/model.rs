@@ -109,6 +109,8 @@ pub struct NeighborsReport {
     pub summary: Vec<SeriesStep>,
     /// Steps that could not run here, with the reason.
     pub skipped: Vec<(usize, String)>,
+    /// What the steps could not show or may have distorted ([`Note`]s, the burners' and
+    /// the look at the CPUs' warnings).
     pub notes: Vec<String>,
     pub interrupted: bool,
     /// The counters' mode and every event not counted, with the reason; None with
@@ -116,6 +118,38 @@ pub struct NeighborsReport {
     #[serde(default)]
     pub counters: Option<crate::counters::Status>,
 }
+
+/// What a neighbors run could not show or may have distorted; kept in
+/// [`NeighborsReport::notes`] as its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// No SMT siblings: the smt-sharing mechanism cannot occur.
+    NoSiblings,
+    /// The burners ran at a scheduling policy other than `normal`.
+    BurnerPolicy { policy: Policy },
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::NoSiblings => f.write_str(
+                "no SMT siblings on this machine: the smt-sharing mechanism cannot occur here; \
+                 losses without oversubscription are shared caches, memory bandwidth or \
+                 frequency",
+            ),
+            Note::BurnerPolicy { policy } => write!(
+                f,
+                "burners run at policy {policy}: they still count as runnable, but the \
+                 scheduler favours the workers"
+            ),
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
 
 fn one() -> usize {
     1

@@ -6,7 +6,7 @@
 use super::analysis::{self, StepRun};
 use super::config::{BurnerMode, NeighborsConfig};
 use super::diagnosis;
-use super::model::{NeighborsReport, SCHEMA_VERSION, Step};
+use super::model::{NeighborsReport, Note, SCHEMA_VERSION, Step};
 use super::plan::{step_not_possible_here, step_plan};
 use super::workload::{Combined, MakeWorker};
 use crate::burn::{Burners, ProcessBurners, ProcessOptions};
@@ -154,13 +154,15 @@ fn add_notes(notes: &mut Vec<String>, topo: &Topology, cfg: &NeighborsConfig, st
         steps.iter().map(|s| s.steal_share),
     ));
     if topo.threads_per_core() <= 1 {
-        notes.push("no SMT siblings on this machine: the smt-sharing mechanism cannot occur here; losses without oversubscription are shared caches, memory bandwidth or frequency".into());
+        notes.push(Note::NoSiblings.into());
     }
     if cfg.burner.policy() != crate::burn::Policy::Normal {
-        notes.push(format!(
-            "burners run at policy {}: they still count as runnable, but the scheduler favours the workers",
-            cfg.burner.policy()
-        ));
+        notes.push(
+            Note::BurnerPolicy {
+                policy: cfg.burner.policy(),
+            }
+            .into(),
+        );
     }
 }
 

@@ -2,7 +2,8 @@
 //! layouts placed their threads alike (pure).
 
 use super::PlannedLayout;
-use crate::oltp::report::{LayoutRun, OltpReport, ThreadRun};
+use super::model::Note;
+use crate::oltp::model::{LayoutRun, OltpReport, ThreadRun};
 use crate::oltp::{InsertOutcome, StopRule};
 use crate::topology::Topology;
 
@@ -107,7 +108,7 @@ pub fn row_check_failure(rep: &OltpReport) -> Option<anyhow::Error> {
 /// Notes for layouts that put every thread where an earlier layout did (e.g. `all` is
 /// `one-per-core` when the cores have one usable thread each), with the reason only when
 /// it is the reason.
-pub fn same_placements(topo: &Topology, layouts: &[PlannedLayout]) -> Vec<String> {
+pub fn same_placements(topo: &Topology, layouts: &[PlannedLayout]) -> Vec<Note> {
     let mut notes = Vec::new();
     for (i, l) in layouts.iter().enumerate() {
         let p = &l.plan;
@@ -121,17 +122,12 @@ pub fn same_placements(topo: &Topology, layouts: &[PlannedLayout]) -> Vec<String
                 .cpus()
                 .iter()
                 .all(|c| topo.core_of(c).intersection(&allowed).len() < 2);
-            notes.push(format!(
-                "`{}` places its {} threads exactly as `{}`{}",
-                p.request,
-                p.threads.len(),
-                q.request,
-                if single {
-                    ": their cores have no usable SMT sibling"
-                } else {
-                    ""
-                }
-            ));
+            notes.push(Note::SamePlacement {
+                layout: p.request.clone(),
+                threads: p.threads.len(),
+                as_layout: q.request.clone(),
+                no_sibling: single,
+            });
         }
     }
     notes
@@ -259,7 +255,7 @@ mod tests {
             (1_419, 1_420),
         );
         assert!(!lost.rows_verified);
-        let mut rep = crate::oltp::report::tests::sample();
+        let mut rep = crate::oltp::model::tests::sample();
         assert!(row_check_failure(&rep).is_none());
         rep.runs.push(lost);
         let e = row_check_failure(&rep).unwrap().to_string();

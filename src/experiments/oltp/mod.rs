@@ -9,7 +9,7 @@
 //!
 //! Split by job: `run.rs` (orchestration: database, layouts, rounds), `analysis.rs` (a run's
 //! figures and row check, layouts that coincide; pure), `model.rs` (the study's section
-//! around [`crate::oltp::report`], the run's own model), `view.rs` (terminal text, study
+//! around [`crate::oltp::model`], the run's own model), `view.rs` (terminal text, study
 //! tables, finding, answer row, export; pure).
 
 mod analysis;
@@ -18,7 +18,7 @@ mod run;
 pub mod view;
 
 pub use analysis::{median, per_sec, row_check_failure, same_placements};
-pub use model::{OltpLayoutSummary, OltpSection};
+pub use model::{Note, OltpLayoutSummary, OltpSection};
 pub use run::{Say, plan_layouts, run};
 
 use crate::placement::{Plan, Request};

@@ -5,7 +5,7 @@ use super::PlannedLayout;
 use super::analysis::{self, Measured, same_placements};
 use crate::engine::{Engine, RunSpec};
 use crate::error::{Interrupted, NotPossible};
-use crate::oltp::report::{LayoutRun, OltpReport, SkippedLayout};
+use crate::oltp::model::{LayoutRun, OltpReport, SkippedLayout};
 use crate::oltp::{BackendPinning, Db, DbTarget, InsertWorkload, OltpConfig, StopRule, workload};
 use crate::placement::PlanError;
 use crate::render;

@@ -9,7 +9,7 @@ use crate::conclusion::{
     WorkloadClass, decide, indicative_note, not_answered,
 };
 use crate::experiments::smt_yield::view::POOL_ASSUMPTION;
-use crate::oltp::report::{OltpReport, SkippedLayout};
+use crate::oltp::model::{OltpReport, SkippedLayout};
 use crate::placement::Request;
 use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
@@ -487,7 +487,7 @@ pub fn inserts_answer(o: Option<&OltpSection>, smt: bool, missing: &str, no_smt:
             reason: format!(
                 "SMT yield for inserts: `all` (every sibling of the cores) ÷ `one-per-core` \
                  (one thread per core), paired by round: {}{}; {POOL_ASSUMPTION}",
-                c.to_string(),
+                c,
                 indicative_note(&c)
             ),
             evidence: Some(Evidence {
@@ -672,7 +672,7 @@ fn layouts_chart(x: &OltpSection) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oltp::report::tests::sample;
+    use crate::oltp::model::tests::sample;
 
     #[test]
     fn renders_table() {

@@ -204,7 +204,8 @@ pub struct RwcacheReport {
     pub best: Option<Best>,
     /// Plain-words conclusions.
     pub verdict: Vec<String>,
-    /// What could not be measured or run here, and why.
+    /// What could not be measured or run here, and why ([`Note`]s, and the look at the
+    /// CPUs' warnings).
     pub notes: Vec<String>,
     /// Ctrl-C cut the runs short.
     pub interrupted: bool,
@@ -212,6 +213,100 @@ pub struct RwcacheReport {
     /// `--counters off`, on the fake engine and in older files.
     #[serde(default)]
     pub counters: Option<crate::counters::Status>,
+}
+
+/// What an rwcache run could not measure or run, and how it measured; kept in
+/// [`RwcacheReport::notes`] as its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// A caveat several commands attach (hypervisor).
+    Caveat(crate::render::Caveat),
+    /// Some thread count exceeds the CPUs given.
+    Oversubscribed,
+    /// `rwlock` and `parking_lot-rw` spin inside their libraries.
+    SpinsHidden,
+    /// CPU in the lock is the scheme's CPU per request less the `none` reference's
+    /// `reference_ns`.
+    BySubtraction { reference_ns: f64 },
+    /// Pinned runs (scheme, threads, share of the run on their CPUs) that were on their
+    /// CPUs less than 90 % of the time.
+    Starved { runs: Vec<(SchemeKind, usize, f64)> },
+    /// This thread count could not be placed.
+    ThreadsSkipped { threads: usize, why: String },
+    /// The 1-thread `none` reference could not be placed.
+    NoReference { why: String },
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::Caveat(c) => std::fmt::Display::fmt(c, f),
+            Note::Oversubscribed => f.write_str(
+                "some thread counts exceed the CPUs given: threads time-share CPUs, and a \
+                 preempted lock holder stalls the spinning schemes",
+            ),
+            Note::SpinsHidden => f.write_str(
+                "rwlock and parking_lot-rw wait inside std / parking_lot: their collisions \
+                 (failed try_read/try_write) and wait times are measured, their spins and \
+                 backoffs are not (shown as -)",
+            ),
+            Note::BySubtraction { reference_ns } => write!(
+                f,
+                "CPU in the lock is found by subtraction: LOCK NS/REQ = the scheme's CPU ns per \
+                 request − {} ns of `none` (the same requests with no lock, 1 thread, run in \
+                 every round), floored at 0; LOCK %CPU = that ÷ the scheme's CPU ns per request \
+                 (at more threads it also holds cache-line transfers and a sibling's \
+                 competition for the core); WAIT %CPU = timed waits after a collision ÷ CPU \
+                 time",
+                crate::render::ns_figure(*reference_ns)
+            ),
+            Note::Starved { runs } => {
+                f.write_str("pinned threads were on their CPUs for less than 90 % of the run (")?;
+                for (i, (scheme, threads, share)) in runs.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    write!(f, "{sep}{scheme}@{threads} {:.0} %", share * 100.0)?;
+                }
+                f.write_str(
+                    "): another process competed for these CPUs, so rates are low and noisy; \
+                     rerun on a quiet machine",
+                )
+            }
+            Note::ThreadsSkipped { threads, why } => write!(f, "{threads} threads skipped: {why}"),
+            Note::NoReference { why } => write!(
+                f,
+                "the no-lock reference (1 thread) could not be placed ({why}): CPU in the lock \
+                 is not measured"
+            ),
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
+
+#[cfg(test)]
+mod note_tests {
+    use super::{Note, SchemeKind};
+
+    #[test]
+    fn notes_say_the_sentences_rwcache_printed() {
+        let starved = Note::Starved {
+            runs: vec![(SchemeKind::Spin, 2, 0.5), (SchemeKind::RwSpin, 4, 0.804)],
+        };
+        assert_eq!(
+            starved,
+            "pinned threads were on their CPUs for less than 90 % of the run (spin@2 50 %, \
+             rwspin@4 80 %): another process competed for these CPUs, so rates are low and \
+             noisy; rerun on a quiet machine"
+        );
+        let skipped = Note::ThreadsSkipped {
+            threads: 8,
+            why: "too few CPUs".into(),
+        };
+        assert_eq!(skipped, "8 threads skipped: too few CPUs");
+    }
 }
 
 // ---------------------------------------------------------------------------------------

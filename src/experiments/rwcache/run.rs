@@ -2,7 +2,7 @@
 //! trial and the `none` reference round-robin, then summarise into the report.
 
 use super::analysis::{self, RunOutcome};
-use super::model::{RwcacheReport, SCHEMA_VERSION, SchemeResult};
+use super::model::{Note, RwcacheReport, SCHEMA_VERSION, SchemeResult};
 use super::{RwcacheConfig, view, workload};
 use crate::engine::{Engine, Order, RunResult, schedule};
 use crate::placement::{self, Plan};
@@ -98,19 +98,23 @@ pub fn run(
 /// (thread count, scheme), the reference first so it has a run whenever another trial
 /// does. What cannot be placed becomes a note; nothing placeable is an error.
 fn plan_trials(topo: &Topology, cfg: &RwcacheConfig) -> Result<(Plans, Vec<Trial>, Vec<String>)> {
-    let mut notes = Vec::new();
+    let mut notes: Vec<Note> = Vec::new();
     let mut plans = Vec::new();
     for &n in &cfg.threads {
         match placement::plan_within(topo, &cfg.placement, n, cfg.within) {
             Ok(p) => plans.push((p.threads.len(), p)),
-            Err(e) => notes.push(format!("{n} threads skipped: {e}")),
+            Err(e) => notes.push(Note::ThreadsSkipped {
+                threads: n,
+                why: e.to_string(),
+            }),
         }
     }
     if plans.is_empty() {
+        let why: Vec<String> = notes.iter().map(Note::to_string).collect();
         return Err(crate::error::NotPossible(format!(
             "no thread count can be placed with `{}`: {}",
             cfg.placement,
-            notes.join("; ")
+            why.join("; ")
         ))
         .into());
     }
@@ -122,11 +126,9 @@ fn plan_trials(topo: &Topology, cfg: &RwcacheConfig) -> Result<(Plans, Vec<Trial
             plans.push((1, p));
             trials.insert(0, (plans.len() - 1, SchemeKind::Unlocked));
         }
-        Err(e) => notes.push(format!(
-            "the no-lock reference (1 thread) could not be placed ({e}): CPU in the lock is not measured"
-        )),
+        Err(e) => notes.push(Note::NoReference { why: e.to_string() }),
     }
-    Ok((plans, trials, notes))
+    Ok((plans, trials, notes.into_iter().map(String::from).collect()))
 }
 
 /// Runs the trials `cfg.repeat` times round-robin (A B C … A B C …, so drift falls on

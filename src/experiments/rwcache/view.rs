@@ -3,7 +3,9 @@
 //! [`rows`]), the verdict lines and notes the model keeps ([`lines`], [`notes`]), and the
 //! export document ([`document`]). Pure.
 
-use super::model::{BeforeAfter, Best, ReadCost, RwcacheReport, RwcacheSection, SchemeResult};
+use super::model::{
+    BeforeAfter, Best, Note, ReadCost, RwcacheReport, RwcacheSection, SchemeResult,
+};
 use crate::conclusion::{
     Answer, Finding, PhaseName, SectionCtx, StudySection, WorkloadClass, not_answered,
 };
@@ -476,34 +478,30 @@ pub fn notes(
     schemes: &[SchemeKind],
     reference_cpu_ns_per_request: Option<f64>,
 ) -> Vec<String> {
-    let mut notes = Vec::new();
+    let mut notes: Vec<Note> = Vec::new();
     if hypervisor {
-        notes.push(crate::render::Caveat::Hypervisor { kind: None }.to_string());
+        notes.push(Note::Caveat(crate::render::Caveat::Hypervisor {
+            kind: None,
+        }));
     }
     if results.iter().any(|r| r.oversubscribed) {
-        notes.push("some thread counts exceed the CPUs given: threads time-share CPUs, and a preempted lock holder stalls the spinning schemes".into());
+        notes.push(Note::Oversubscribed);
     }
     if schemes.iter().any(|k| !k.spins_visible()) {
-        notes.push("rwlock and parking_lot-rw wait inside std / parking_lot: their collisions (failed try_read/try_write) and wait times are measured, their spins and backoffs are not (shown as -)".into());
+        notes.push(Note::SpinsHidden);
     }
-    if let Some(x) = reference_cpu_ns_per_request {
-        notes.push(format!(
-            "CPU in the lock is found by subtraction: LOCK NS/REQ = the scheme's CPU ns per request − {} ns of `none` (the same requests with no lock, 1 thread, run in every round), floored at 0; LOCK %CPU = that ÷ the scheme's CPU ns per request (at more threads it also holds cache-line transfers and a sibling's competition for the core); WAIT %CPU = timed waits after a collision ÷ CPU time",
-            ns_figure(x)
-        ));
+    if let Some(reference_ns) = reference_cpu_ns_per_request {
+        notes.push(Note::BySubtraction { reference_ns });
     }
-    let starved: Vec<String> = results
+    let starved: Vec<(SchemeKind, usize, f64)> = results
         .iter()
         .filter(|r| !r.oversubscribed && r.cpu_share < 0.9)
-        .map(|r| format!("{}@{} {:.0} %", r.scheme, r.threads, r.cpu_share * 100.0))
+        .map(|r| (r.scheme, r.threads, r.cpu_share))
         .collect();
     if !starved.is_empty() {
-        notes.push(format!(
-            "pinned threads were on their CPUs for less than 90 % of the run ({}): another process competed for these CPUs, so rates are low and noisy; rerun on a quiet machine",
-            starved.join(", ")
-        ));
+        notes.push(Note::Starved { runs: starved });
     }
-    notes
+    notes.into_iter().map(String::from).collect()
 }
 
 /// The verdict: the `spin` → `rwspin` change at each thread count, what a shared reader

@@ -3,7 +3,7 @@
 //! configuration and the memory available.
 
 use super::config::{Config, Subject};
-use super::model::{Layout, LayoutPlan, LeftOut, YieldPlan};
+use super::model::{Layout, LayoutPlan, LeftOut, Note, YieldPlan};
 use crate::burn::BurnerKind;
 use crate::burn::workload::buffer_bytes;
 use crate::cpuset::CpuSet;
@@ -75,7 +75,7 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
     let n = cfg.cores.unwrap_or(cores.len());
     let opc = placement::plan_within(topo, &Request::OnePerCore, n, cfg.within)?;
     let all = placement::plan_within(topo, &Request::All, n, cfg.within)?;
-    let mut notes = Vec::new();
+    let mut notes: Vec<Note> = Vec::new();
     if all.threads.len() == opc.threads.len() {
         return Err(NotPossible(format!(
             "the {} core(s) chosen ({}) have one usable thread each, so `all` is \
@@ -87,11 +87,10 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
         .into());
     }
     if all.threads.len() < 2 * n {
-        notes.push(format!(
-            "`all` runs {} threads, not {}: some of the {n} cores have one usable thread",
-            all.threads.len(),
-            2 * n
-        ));
+        notes.push(Note::AllShort {
+            threads: all.threads.len(),
+            cores: n,
+        });
     }
     let mut layouts = vec![(Layout::OnePerCore, opc), (Layout::All, all)];
     let pairs_n = n - n % 2;
@@ -100,31 +99,20 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
         // core's pair would be `all`; with more it is a layout of its own, but N = 1 has no
         // half.
         let tpc = layouts[1].1.threads.len();
-        notes.push(if tpc <= 2 {
-            "one core: `pairs` would be the `all` layout, so the speed of a thread on a \
-             shared core is not measured separately"
-                .into()
-        } else {
-            format!(
-                "one core: `pairs` not run: it puts N threads two to a core on N/2 cores, so \
-                 it needs at least two cores (--cores 2); the speed of a thread on a shared \
-                 core is not measured (`all` runs {tpc} threads on the core)"
-            )
-        });
+        notes.push(Note::OneCore { all_threads: tpc });
     } else {
         match placement::plan_within(topo, &Request::Pairs, pairs_n, cfg.within) {
             Ok(p) => {
                 if pairs_n < n {
-                    notes.push(format!(
-                        "{n} cores is odd: `pairs` runs {pairs_n} threads on {} cores so that \
-                         every thread shares its core",
-                        pairs_n / 2
-                    ));
+                    notes.push(Note::OddCores {
+                        cores: n,
+                        pairs_threads: pairs_n,
+                    });
                 }
                 layouts.push((Layout::Pairs, p));
             }
             Err(e @ (PlanError::NotEnough { .. } | PlanError::NoSmt { .. })) => {
-                notes.push(format!("`pairs` not run: {e}"))
+                notes.push(Note::NoPairs { why: e.to_string() })
             }
             Err(e) => return Err(e.into()),
         }
@@ -162,7 +150,7 @@ pub fn plan(topo: &Topology, cfg: &Config, mem_available: Option<u64>) -> Result
         duration_ns: nanos(cfg.spec.duration()),
         repeat: cfg.repeat,
         estimate_ns: runs.saturating_mul(per_run),
-        notes,
+        notes: notes.into_iter().map(String::from).collect(),
     };
     Ok(Planned {
         plan,

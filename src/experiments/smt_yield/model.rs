@@ -276,3 +276,124 @@ pub struct YieldSection {
     /// shared-core speed with their intervals and classes.
     pub result: YieldReport,
 }
+
+/// What the plan and a workload's runs tell the reader besides their figures; kept in
+/// [`YieldPlan::notes`] and [`WorkloadResult::notes`] as its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// `all` placed `threads` threads, fewer than two on each of the `cores` cores.
+    AllShort { threads: usize, cores: usize },
+    /// One core: `pairs` is not run; `all` runs `all_threads` threads on it.
+    OneCore { all_threads: usize },
+    /// An odd core count: `pairs` runs `pairs_threads` threads.
+    OddCores { cores: usize, pairs_threads: usize },
+    /// `pairs` could not be placed.
+    NoPairs { why: String },
+    /// Runs that saw a thread on a CPU outside its own.
+    Strayed { runs: usize },
+    /// Runs that completed no operation.
+    NoOperation { runs: usize },
+    /// Runs cut short by a signal, left out of the comparisons.
+    CutShort {
+        runs: usize,
+        signal: Option<crate::interrupt::Signal>,
+    },
+    /// The steal-time warning of the look at the CPUs.
+    Steal(String),
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::render::count;
+        match self {
+            Note::AllShort { threads, cores } => write!(
+                f,
+                "`all` runs {threads} threads, not {}: some of the {cores} cores have one usable \
+                 thread",
+                2 * cores
+            ),
+            Note::OneCore { all_threads } if *all_threads <= 2 => f.write_str(
+                "one core: `pairs` would be the `all` layout, so the speed of a thread on a \
+                 shared core is not measured separately",
+            ),
+            Note::OneCore { all_threads } => write!(
+                f,
+                "one core: `pairs` not run: it puts N threads two to a core on N/2 cores, so it \
+                 needs at least two cores (--cores 2); the speed of a thread on a shared core is \
+                 not measured (`all` runs {all_threads} threads on the core)"
+            ),
+            Note::OddCores {
+                cores,
+                pairs_threads,
+            } => write!(
+                f,
+                "{cores} cores is odd: `pairs` runs {pairs_threads} threads on {} cores so that \
+                 every thread shares its core",
+                pairs_threads / 2
+            ),
+            Note::NoPairs { why } => write!(f, "`pairs` not run: {why}"),
+            Note::Strayed { runs } => write!(
+                f,
+                "{} saw a thread on a CPU outside its own",
+                count(*runs, "run")
+            ),
+            Note::NoOperation { runs } => write!(
+                f,
+                "{} completed no operation: one operation (a ruler's pass over its buffer, a lock \
+                 append) took longer than the run, so those rounds give no ratio; lengthen \
+                 --duration",
+                count(*runs, "run")
+            ),
+            Note::CutShort { runs, signal } => write!(
+                f,
+                "{} cut short by {} left out of the comparisons",
+                count(*runs, "run"),
+                crate::interrupt::name(*signal)
+            ),
+            Note::Steal(s) | Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
+
+#[cfg(test)]
+mod note_tests {
+    use super::Note;
+
+    #[test]
+    fn notes_say_the_sentences_yield_printed() {
+        assert_eq!(
+            Note::AllShort {
+                threads: 5,
+                cores: 3
+            },
+            "`all` runs 5 threads, not 6: some of the 3 cores have one usable thread"
+        );
+        assert_eq!(
+            Note::OneCore { all_threads: 2 },
+            "one core: `pairs` would be the `all` layout, so the speed of a thread on a shared \
+             core is not measured separately"
+        );
+        assert_eq!(
+            Note::OneCore { all_threads: 4 },
+            "one core: `pairs` not run: it puts N threads two to a core on N/2 cores, so it \
+             needs at least two cores (--cores 2); the speed of a thread on a shared core is not \
+             measured (`all` runs 4 threads on the core)"
+        );
+        assert_eq!(
+            Note::OddCores {
+                cores: 3,
+                pairs_threads: 2
+            },
+            "3 cores is odd: `pairs` runs 2 threads on 1 cores so that every thread shares its \
+             core"
+        );
+        assert_eq!(
+            Note::Strayed { runs: 1 },
+            "1 run saw a thread on a CPU outside its own"
+        );
+    }
+}

@@ -8,7 +8,7 @@
 use super::analysis;
 use super::config::{Config, InsertTarget, Subject};
 use super::layouts::{self, Planned};
-use super::model::{Layout, RunRecord, SCHEMA_VERSION, WorkloadResult, YieldReport};
+use super::model::{Layout, Note, RunRecord, SCHEMA_VERSION, WorkloadResult, YieldReport};
 use crate::burn::{BurnSpec, Burners};
 use crate::cpuset::CpuSet;
 use crate::engine::{Engine, ThreadCtx, Workload, counterbalanced};
@@ -378,38 +378,28 @@ fn workload_result(planned: &Planned, subject: Subject, runs: Vec<RunRecord>) ->
         .map(|(l, p)| (*l, p.threads.len()))
         .collect();
     let has_pairs = threads.iter().any(|(l, _)| *l == Layout::Pairs);
-    let mut notes = Vec::new();
+    let mut notes: Vec<Note> = Vec::new();
     let strays = runs.iter().filter(|r| !r.pinning_ok).count();
     if strays > 0 {
-        notes.push(format!(
-            "{} saw a thread on a CPU outside its own",
-            crate::render::count(strays, "run")
-        ));
+        notes.push(Note::Strayed { runs: strays });
     }
     let idle = runs
         .iter()
         .filter(|r| !r.interrupted && r.ops_per_sec == 0.0)
         .count();
     if idle > 0 {
-        notes.push(format!(
-            "{} completed no operation: one operation (a ruler's pass over its buffer, a \
-             lock append) took longer than the run, so those rounds give no ratio; lengthen \
-             --duration",
-            crate::render::count(idle, "run")
-        ));
+        notes.push(Note::NoOperation { runs: idle });
     }
     let cut = runs.iter().filter(|r| r.interrupted).count();
     if cut > 0 {
-        notes.push(format!(
-            "{} cut short by {} left out of the comparisons",
-            crate::render::count(cut, "run"),
-            crate::interrupt::name(crate::interrupt::signal())
-        ));
+        notes.push(Note::CutShort {
+            runs: cut,
+            signal: crate::interrupt::signal(),
+        });
     }
-    notes.extend(crate::hygiene::steal_note(
-        "the runs",
-        runs.iter().map(|r| r.steal_share),
-    ));
+    notes.extend(
+        crate::hygiene::steal_note("the runs", runs.iter().map(|r| r.steal_share)).map(Note::Steal),
+    );
     WorkloadResult {
         workload: subject.name(),
         class: subject.class(),
@@ -424,7 +414,7 @@ fn workload_result(planned: &Planned, subject: Subject, runs: Vec<RunRecord>) ->
         },
         yield_split: analysis::yield_split(&runs),
         runs,
-        notes,
+        notes: notes.into_iter().map(String::from).collect(),
     }
 }
 

@@ -375,15 +375,10 @@ pub fn run(cfg: &PagesConfig, progress: &dyn Progress) -> Result<PagesReport> {
         .zip(analysis::reference(&kinds))
         .and_then(|(s, r)| analysis::departure(s, r, &tlb));
     if cfg!(debug_assertions) {
-        notes.push(crate::render::Caveat::DebugBuild.to_string());
+        notes.push(Note::Caveat(crate::render::Caveat::DebugBuild).into());
     }
     if is_vm() {
-        notes.push(
-            "running under a hypervisor: a TLB miss walks two sets of page tables (the guest's \
-             and the host's), so 4 KiB pages cost more here than on bare metal, and the host's \
-             own page size decides part of the result"
-                .into(),
-        );
+        notes.push(Note::TwoLevelWalk.into());
     }
     Ok(PagesReport {
         max_bytes: cfg.max_bytes,

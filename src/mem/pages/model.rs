@@ -35,8 +35,38 @@ pub struct PagesReport {
     pub reserved: Vec<PoolChange>,
     /// Ctrl-C (or SIGTERM/SIGHUP) ended the run early; what finished is kept.
     pub interrupted: bool,
+    /// What the reader should know: the `--note` given, pools put back after a crash, and
+    /// [`Note`]s.
     pub notes: Vec<String>,
 }
+
+/// What a `mem pages` run tells its reader besides its curves; kept in
+/// [`PagesReport::notes`] as its sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// A caveat several commands attach (debug build).
+    Caveat(crate::render::Caveat),
+    /// Under a hypervisor a TLB miss walks the guest's and the host's page tables.
+    TwoLevelWalk,
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::Caveat(c) => std::fmt::Display::fmt(c, f),
+            Note::TwoLevelWalk => f.write_str(
+                "running under a hypervisor: a TLB miss walks two sets of page tables (the \
+                 guest's and the host's), so 4 KiB pages cost more here than on bare metal, and \
+                 the host's own page size decides part of the result",
+            ),
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
 
 /// One page size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn layouts_are_summarised_over_their_rounds_in_run_order() {
-        let mut r = crate::oltp::report::tests::sample();
+        let mut r = crate::oltp::model::tests::sample();
         let run = r.runs[0].clone();
         let with = |placement: Request, rate: f64, p99: u64, ok: bool| {
             let mut x = run.clone();

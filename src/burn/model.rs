@@ -106,7 +106,7 @@ pub struct BurnReport {
     /// Which one, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<crate::interrupt::Signal>,
-    /// Facts worth knowing (guessed cache sizes, oversubscription).
+    /// Facts worth knowing (guessed cache sizes, oversubscription; [`Note`]s).
     pub notes: Vec<String>,
     /// The counters' mode and every event not counted, with the reason; None with
     /// `--counters off`.
@@ -184,6 +184,38 @@ impl BurnReport {
         self
     }
 }
+
+/// What a burn run tells the reader about how it ran; kept in [`BurnReport::notes`] as its
+/// sentence.
+#[derive(Debug, Clone)]
+pub enum Note {
+    /// Some CPUs carry more than one burner.
+    Oversubscribed,
+    /// Every burner's nice value was raised `by` this much
+    /// ([`crate::engine::RunResult::nice_offset`]).
+    Demoted { by: i32 },
+    /// Any other text.
+    Other(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::Oversubscribed => {
+                f.write_str("oversubscribed: some CPUs carry more than one burner")
+            }
+            Note::Demoted { by } => write!(
+                f,
+                "every burner's nice value was raised by {by} (lower priority) so that smtlab's \
+                 own threads keep time with this many burners per CPU; their shares among \
+                 themselves are unchanged"
+            ),
+            Note::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+crate::note::text_note!(Note);
 
 #[cfg(test)]
 pub(crate) mod tests {

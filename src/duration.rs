@@ -104,10 +104,17 @@ pub fn parse_duration_or_zero(s: &str) -> Result<Duration, DurationError> {
     parse_duration(s)
 }
 
-/// Formats a duration the way `parse_duration` reads it back (`5s`, `500ms`, `1.5s`).
+/// Formats a duration as a user types it, the way `parse_duration` reads it back: whole
+/// hours and minutes as `1h` and `10m`, else `5s`, `500ms`, `250us`, `7ns`.
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
-    if ns.is_multiple_of(1_000_000_000) {
+    let s = d.as_secs();
+    let whole = d.subsec_nanos() == 0;
+    if whole && s >= 3600 && s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if whole && s >= 60 && s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else if ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
     } else if ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)

@@ -114,9 +114,13 @@ impl Limit {
         match self.bound {
             Bound::AtMost(n, after) => format!("{n}{after}"),
             Bound::PerCpu(n) => format!("{n} per usable CPU"),
-            Bound::AtLeast(d) => format!("at least {}", duration_words(d)),
+            Bound::AtLeast(d) => format!("at least {}", crate::duration::format_duration(d)),
             Bound::Between(lo, hi) => {
-                format!("{} to {}", duration_words(lo), duration_words(hi))
+                format!(
+                    "{} to {}",
+                    crate::duration::format_duration(lo),
+                    crate::duration::format_duration(hi)
+                )
             }
             Bound::Words(w) => w.to_string(),
         }
@@ -130,19 +134,6 @@ impl Limit {
             self.bound_text(),
             self.why
         )
-    }
-}
-
-/// A duration as a user types it: `10ms`, `10s`, `1h`.
-pub fn duration_words(d: Duration) -> String {
-    let s = d.as_secs();
-    let whole = d.subsec_nanos() == 0;
-    if whole && s >= 3600 && s.is_multiple_of(3600) {
-        format!("{}h", s / 3600)
-    } else if whole && s >= 60 && s.is_multiple_of(60) {
-        format!("{}m", s / 60)
-    } else {
-        crate::duration::format_duration(d)
     }
 }
 

@@ -220,7 +220,8 @@ fn readme_lists_every_limit() {
 /// row with a number has at least one such case.
 #[test]
 fn every_limit_in_the_table_is_the_one_enforced() {
-    use smtlab::limits::{self, Bound, duration_words};
+    use smtlab::duration::format_duration as duration_words;
+    use smtlab::limits::{self, Bound};
     let bin = assert_cmd::cargo::cargo_bin("smtlab");
     // (a piece of the TABLE row's options, the arguments, what the refusal must say).
     // `over`: `{}` in the arguments is one past the limit `n`, and the refusal names `n`.

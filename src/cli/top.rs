@@ -99,8 +99,8 @@ impl TopArgs {
             return Err(BadInput(format!(
                 "--interval {}: must be between {} and {} ({})",
                 a.interval,
-                limits::duration_words(limits::MIN_TOP_INTERVAL),
-                limits::duration_words(limits::MAX_TOP_INTERVAL),
+                crate::duration::format_duration(limits::MIN_TOP_INTERVAL),
+                crate::duration::format_duration(limits::MAX_TOP_INTERVAL),
                 limits::WHY_TOP_INTERVAL
             ))
             .into());

@@ -2,7 +2,7 @@
 //! rendered from a [`Report`] alone. Deterministic: the same report gives the same bytes.
 
 use super::view;
-use super::{PhaseName, PhaseStatus, Report, Status};
+use super::{PhaseName, Report, Status};
 use crate::conclusion::{SectionCtx, StudySection};
 use crate::render::Table;
 use crate::render::blocks::Block;
@@ -58,10 +58,7 @@ pub fn render(r: &Report) -> String {
     }
     verdict(&mut o, r);
     machine(&mut o, r);
-    let ctx = SectionCtx {
-        smt: r.smt.threads_per_core > 1,
-        counters_not_measured: view::counters_not_measured(r),
-    };
+    let ctx = view::section_ctx(r);
     for (phase, s) in r.sections() {
         section(&mut o, r, phase, s, &ctx);
     }
@@ -260,37 +257,7 @@ fn machine(o: &mut String, r: &Report) {
     o.push_str("</section>\n");
 }
 
-fn missing(o: &mut String, r: &Report, phase: PhaseName) {
-    let p = r.phases.iter().find(|p| p.phase == phase);
-    let why = match p {
-        Some(p) => format!(
-            "Not measured ({}): {}",
-            p.status.label(),
-            p.reason.as_deref().unwrap_or("no reason recorded")
-        ),
-        None => "Not measured.".into(),
-    };
-    para(o, "note", &why);
-}
-
-fn interrupted_note(o: &mut String, r: &Report, phase: PhaseName) {
-    if r.phases
-        .iter()
-        .any(|p| p.phase == phase && p.status == PhaseStatus::Interrupted)
-    {
-        para(
-            o,
-            "note",
-            &format!(
-                "Interrupted by {}: only the runs that finished are shown.",
-                crate::interrupt::name(r.interrupted_by)
-            ),
-        );
-    }
-}
-
-/// One experiment's section: its heading, then its blocks, or why it is missing; the
-/// interrupted note after the section's introduction.
+/// One experiment's section: its heading, then its blocks (or why it is missing).
 fn section(
     o: &mut String,
     r: &Report,
@@ -304,19 +271,7 @@ fn section(
         phase.label(),
         esc(phase.title())
     );
-    match s {
-        None => missing(o, r, phase),
-        Some(s) => {
-            let b = s.blocks(ctx);
-            let lead = b
-                .iter()
-                .take_while(|x| matches!(x, Block::Intro(_)))
-                .count();
-            blocks(o, &b[..lead]);
-            interrupted_note(o, r, phase);
-            blocks(o, &b[lead..]);
-        }
-    }
+    blocks(o, &view::section_blocks(r, phase, s, ctx));
     o.push_str("</section>\n");
 }
 

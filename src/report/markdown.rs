@@ -2,9 +2,8 @@
 //! folded detail left to the page. Pure and deterministic, rendered from a [`Report`]
 //! alone.
 
+use super::Report;
 use super::view;
-use super::{PhaseName, PhaseStatus, Report};
-use crate::conclusion::SectionCtx;
 use crate::render::Table;
 use crate::render::blocks::Block;
 use crate::render::markdown::{code, md};
@@ -12,20 +11,6 @@ use std::fmt::Write;
 
 fn table(o: &mut String, t: &Table) {
     crate::render::export::markdown_table(o, t);
-}
-
-fn missing(o: &mut String, r: &Report, phase: PhaseName) {
-    match r.phases.iter().find(|p| p.phase == phase) {
-        Some(p) => {
-            let _ = writeln!(
-                o,
-                "Not measured ({}): {}\n",
-                p.status.label(),
-                md(p.reason.as_deref().unwrap_or("no reason recorded"))
-            );
-        }
-        None => o.push_str("Not measured.\n\n"),
-    }
 }
 
 /// One finding at a glance: its comparisons as a table (what, ratio, interval, n, class),
@@ -104,34 +89,10 @@ pub fn render(r: &Report) -> String {
     o.push_str("### Phases\n\n");
     table(&mut o, &view::phases(r));
 
-    let ctx = SectionCtx {
-        smt: r.smt.threads_per_core > 1,
-        counters_not_measured: view::counters_not_measured(r),
-    };
+    let ctx = view::section_ctx(r);
     for (phase, s) in r.sections() {
         let _ = writeln!(o, "## {}\n", md(phase.title()));
-        match s {
-            None => missing(&mut o, r, phase),
-            Some(s) => {
-                let b = s.blocks(&ctx);
-                let lead = b
-                    .iter()
-                    .take_while(|x| matches!(x, Block::Intro(_)))
-                    .count();
-                blocks(&mut o, &b[..lead]);
-                if r.phases
-                    .iter()
-                    .any(|p| p.phase == phase && p.status == PhaseStatus::Interrupted)
-                {
-                    let _ = writeln!(
-                        o,
-                        "Interrupted by {}: only the runs that finished are shown.\n",
-                        crate::interrupt::name(r.interrupted_by)
-                    );
-                }
-                blocks(&mut o, &b[lead..]);
-            }
-        }
+        blocks(&mut o, &view::section_blocks(r, phase, s, &ctx));
     }
     let _ = writeln!(
         o,

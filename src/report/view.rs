@@ -2,7 +2,9 @@
 //! tables of the study's own facts (machine, Slurm variables, phases) that report.html and
 //! summary.md both show. Pure.
 
-use super::{Report, Verdict};
+use super::{PhaseName, PhaseStatus, Report, Verdict};
+use crate::conclusion::{SectionCtx, StudySection};
+use crate::render::blocks::Block;
 use crate::render::cells::{secs, utc};
 use crate::render::{NONE, Table};
 
@@ -143,6 +145,50 @@ pub fn counters_not_measured(r: &Report) -> Option<String> {
             .unwrap_or_else(|| "no run counted both cycles and instructions".into()),
     };
     Some(format!("IPC and per-core CPI: not measured ({why})."))
+}
+
+/// What every section's blocks may depend on beyond the section itself.
+pub fn section_ctx(r: &Report) -> SectionCtx {
+    SectionCtx {
+        smt: r.smt.threads_per_core > 1,
+        counters_not_measured: counters_not_measured(r),
+    }
+}
+
+/// One section's blocks as report.html and summary.md lay them out: why it is missing, or
+/// its own blocks with the interrupted note after its introduction.
+pub fn section_blocks(
+    r: &Report,
+    phase: PhaseName,
+    s: Option<&dyn StudySection>,
+    ctx: &SectionCtx,
+) -> Vec<Block> {
+    let record = r.phases.iter().find(|p| p.phase == phase);
+    let Some(s) = s else {
+        return vec![Block::Intro(match record {
+            Some(p) => format!(
+                "Not measured ({}): {}",
+                p.status.label(),
+                p.reason.as_deref().unwrap_or("no reason recorded")
+            ),
+            None => "Not measured.".into(),
+        })];
+    };
+    let mut b = s.blocks(ctx);
+    if record.is_some_and(|p| p.status == PhaseStatus::Interrupted) {
+        let lead = b
+            .iter()
+            .take_while(|x| matches!(x, Block::Intro(_)))
+            .count();
+        b.insert(
+            lead,
+            Block::Intro(format!(
+                "Interrupted by {}: only the runs that finished are shown.",
+                crate::interrupt::name(r.interrupted_by)
+            )),
+        );
+    }
+    b
 }
 
 #[cfg(test)]

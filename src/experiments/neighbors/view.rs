@@ -178,29 +178,22 @@ pub fn rounds(r: &NeighborsReport) -> Option<Table> {
 /// One diagnosis line per burner count (over rounds when several ran), then the skipped
 /// steps.
 fn diagnosis_lines(r: &NeighborsReport) -> Vec<String> {
+    let line = |burners: usize, d: Diagnosis, reason: &str| {
+        format!(
+            "{}: {} — {reason}",
+            render::count(burners, "burner"),
+            d.label()
+        )
+    };
     let mut v: Vec<String> = if r.repeat > 1 {
         r.summary
             .iter()
-            .map(|s| {
-                format!(
-                    "{}: {} — {}",
-                    render::count(s.burners, "burner"),
-                    s.diagnosis.label(),
-                    s.reason
-                )
-            })
+            .map(|s| line(s.burners, s.diagnosis, &s.reason))
             .collect()
     } else {
         r.steps
             .iter()
-            .map(|s| {
-                format!(
-                    "{}: {} — {}",
-                    render::count(s.burners, "burner"),
-                    s.diagnosis.label(),
-                    s.reason
-                )
-            })
+            .map(|s| line(s.burners, s.diagnosis, &s.reason))
             .collect()
     };
     for (b, why) in &r.skipped {

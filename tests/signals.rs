@@ -239,8 +239,9 @@ fn a_run_of_256_burners_on_two_cpus_lasts_about_what_was_asked() {
     for b in burners {
         let measured = b["measured_ns"].as_u64().unwrap();
         // Asked 1 s; it once overshot to 5-15 s when the coordinator was starved.
+        // The upper bound leaves room for a loaded CI host and still catches that.
         assert!(
-            (1_000_000_000..2_000_000_000).contains(&measured),
+            (1_000_000_000..4_000_000_000).contains(&measured),
             "measured {measured} ns for a 1 s run"
         );
     }

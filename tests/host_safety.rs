@@ -527,12 +527,21 @@ fn a_managed_cluster_leaves_no_shared_memory_even_when_its_server_is_killed() {
         .iter()
         .filter(|n| Path::new("/dev/shm").join(n).exists())
         .collect();
-    // SAFETY: IPC_STAT into a zeroed struct.
-    let sysv_left = shmid >= 0
-        && unsafe {
-            let mut ds: libc::shmid_ds = std::mem::zeroed();
-            libc::shmctl(shmid, libc::IPC_STAT, &mut ds) == 0
-        };
+    // A backend killed with the postmaster may still be exiting: the segment, marked for
+    // removal, goes when it detaches. Wait a little for that, not for ever.
+    let sysv_exists = || {
+        // SAFETY: IPC_STAT into a zeroed struct.
+        shmid >= 0
+            && unsafe {
+                let mut ds: libc::shmid_ds = std::mem::zeroed();
+                libc::shmctl(shmid, libc::IPC_STAT, &mut ds) == 0
+            }
+    };
+    let t0 = std::time::Instant::now();
+    while sysv_exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sysv_left = sysv_exists();
     assert!(
         dsm == "mmap" && !sysv_left,
         "dynamic_shared_memory_type {dsm}; segments left in /dev/shm: {left:?}; System V \

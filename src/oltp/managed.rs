@@ -698,7 +698,11 @@ fn parse_sysv_segment(pid_file: &str) -> Option<SysvSegment> {
 }
 
 /// Removes the segment when it is still the one the postmaster made (its creator pid is
-/// that postmaster's) and nothing is attached; anything else is left alone.
+/// that postmaster's); anything else is left alone. Called once the postmaster was
+/// stopped, when a backend killed with it may still be exiting and attached: IPC_RMID
+/// then marks the segment, and the kernel destroys it when the last process detaches
+/// (shmctl(2)), so waiting for that is not needed and removing only unattached segments
+/// left one behind.
 fn remove_sysv_segment(seg: SysvSegment) {
     // SAFETY: IPC_STAT writes into the zeroed struct we pass.
     let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
@@ -706,7 +710,7 @@ fn remove_sysv_segment(seg: SysvSegment) {
     if unsafe { libc::shmctl(seg.shmid, libc::IPC_STAT, &mut ds) } != 0 {
         return; // gone already (a clean shutdown removes it)
     }
-    if ds.shm_cpid == seg.postmaster && ds.shm_nattch == 0 {
+    if ds.shm_cpid == seg.postmaster {
         // SAFETY: IPC_RMID takes no buffer.
         unsafe { libc::shmctl(seg.shmid, libc::IPC_RMID, std::ptr::null_mut()) };
     }
@@ -714,7 +718,7 @@ fn remove_sysv_segment(seg: SysvSegment) {
 
 /// SIGQUIT (then SIGKILL) a postmaster still serving `dir`'s data directory, if its pid
 /// file names a process whose command line mentions `dir` (so a reused pid is left alone),
-/// then removes the System V segment it recorded once nothing is attached to it.
+/// then removes the System V segment it recorded (gone when its last process detaches).
 pub(crate) fn stop_stale_postmaster(dir: &Path) {
     let segment = sysv_segment(&dir.join("data"));
     stop_stale_postmaster_process(dir);
@@ -911,6 +915,39 @@ mod tests {
             shmid: id,
         });
         assert!(!exists(id));
+    }
+
+    /// After a SIGKILL of the postmaster's group, a backend may still be exiting (still
+    /// attached) when the cluster is stopped; the segment must go all the same. CI once
+    /// found it left: nothing was removed while anything was attached.
+    #[test]
+    fn a_segment_still_attached_by_an_exiting_backend_is_removed() {
+        // SAFETY: shmget with IPC_PRIVATE makes a new segment.
+        let id = unsafe { libc::shmget(libc::IPC_PRIVATE, 64, libc::IPC_CREAT | 0o600) };
+        assert!(id >= 0);
+        // SAFETY: attaching a segment we made, at an address the kernel picks.
+        let at = unsafe { libc::shmat(id, std::ptr::null(), 0) };
+        assert_ne!(at as isize, -1);
+        let at = at as usize;
+        // The "backend": detaches 200 ms from now.
+        let backend = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            // SAFETY: detaching what this test attached above, once.
+            unsafe { libc::shmdt(at as *const libc::c_void) };
+        });
+        remove_sysv_segment(SysvSegment {
+            postmaster: std::process::id() as i32,
+            shmid: id,
+        });
+        backend.join().unwrap();
+        // SAFETY: IPC_STAT into a zeroed struct.
+        let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+        let exists = unsafe { libc::shmctl(id, libc::IPC_STAT, &mut ds) == 0 };
+        if exists {
+            // SAFETY: clean up what the test made.
+            unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+        }
+        assert!(!exists, "segment {id} left after its last backend detached");
     }
 
     #[test]

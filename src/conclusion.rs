@@ -1,6 +1,7 @@
 //! What a run concluded, in the terms every output shares: the answer table's rows
 //! ([`Answer`]: a [`WorkloadClass`], its [`HtAnswer`] and the [`Evidence`] behind it), the
-//! findings each experiment states ([`Finding`]) and the study's sections ([`PhaseName`]).
+//! findings each experiment states ([`Finding`]) and the study's sections
+//! ([`StudySection`], each filled by the phase a [`PhaseName`] names).
 //!
 //! A low module: experiments build their findings and answer rows from these types
 //! without importing `report`, and `report` only lays them out. The serialised names are
@@ -10,65 +11,66 @@ use crate::render::count;
 use crate::stats::{Comparison, Effect, IntervalMethod, Thresholds};
 use serde::{Deserialize, Serialize};
 
-/// The phases, in the order they run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PhaseName {
-    Topology,
-    Memory,
-    C2c,
-    Lockscan,
-    Neighbors,
-    Oltp,
-    Rwcache,
-    Yield,
-    /// The user's own command (`smtlab study -- CMD`).
-    Compare,
-}
+/// A study phase's name, as results.json writes it (`"lockscan"`) and the report's section
+/// anchors use it. Each phase declares its own constant where its section's view lives
+/// (`experiments::lockscan::PHASE`), and the study's list of phases gives their order, so
+/// adding an experiment adds nothing here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PhaseName(&'static str);
 
 impl PhaseName {
-    pub const ALL: [PhaseName; 9] = [
-        PhaseName::Topology,
-        PhaseName::Memory,
-        PhaseName::C2c,
-        PhaseName::Lockscan,
-        PhaseName::Neighbors,
-        PhaseName::Oltp,
-        PhaseName::Rwcache,
-        PhaseName::Yield,
-        PhaseName::Compare,
-    ];
+    /// A phase named `label`: lower-case words joined by `-`, as results.json writes it.
+    pub const fn new(label: &'static str) -> Self {
+        PhaseName(label)
+    }
 
     pub fn label(self) -> &'static str {
-        match self {
-            PhaseName::Topology => "topology",
-            PhaseName::Memory => "memory",
-            PhaseName::C2c => "c2c",
-            PhaseName::Lockscan => "lockscan",
-            PhaseName::Neighbors => "neighbors",
-            PhaseName::Oltp => "oltp",
-            PhaseName::Rwcache => "rwcache",
-            PhaseName::Yield => "yield",
-            PhaseName::Compare => "compare",
-        }
+        self.0
     }
 }
 
-impl PhaseName {
-    /// The heading of the phase's section in report.html and summary.md.
-    pub fn title(self) -> &'static str {
-        match self {
-            PhaseName::Topology => "Machine",
-            PhaseName::Memory => "Memory settings",
-            PhaseName::C2c => "Cache-line handoff latency (c2c)",
-            PhaseName::Lockscan => "Lock threads vs a memory scanner (lockscan)",
-            PhaseName::Neighbors => "Noisy neighbours: a hot lock vs CPU burners (neighbors)",
-            PhaseName::Oltp => "Database inserts per CPU layout (oltp)",
-            PhaseName::Rwcache => "Read-mostly cache under reader/writer schemes (rwcache)",
-            PhaseName::Yield => "SMT on vs off on the same cores (yield)",
-            PhaseName::Compare => "Your command (compare)",
-        }
+impl Serialize for PhaseName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
     }
+}
+
+/// A phase name read from a file. Any well-formed name is accepted, so a results.json from
+/// a build with a phase this one lacks still reads (its record is shown, its section is
+/// not); each distinct name is kept once for the life of the process.
+impl<'de> Deserialize<'de> for PhaseName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let well_formed = !s.is_empty()
+            && s.len() <= MAX_PHASE_NAME
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !well_formed {
+            return Err(serde::de::Error::custom(format!(
+                "phase name {s:?} is not a phase name: expected lower-case letters, digits \
+                 and '-', at most {MAX_PHASE_NAME} characters (such as \"lockscan\")"
+            )));
+        }
+        Ok(PhaseName(intern(s)))
+    }
+}
+
+/// The longest phase name a file may hold.
+const MAX_PHASE_NAME: usize = 32;
+
+/// `s` as a `&'static str`, the same one for every equal string: a name is leaked once, the
+/// first time it is read, so memory grows with the number of distinct names, not of reads.
+fn intern(s: String) -> &'static str {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static SEEN: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&known) = seen.get(s.as_str()) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(s.into_boxed_str());
+    seen.insert(leaked);
+    leaked
 }
 
 /// What a study section gives the report: its phase, what it shows, and its finding. Each
@@ -500,3 +502,34 @@ impl Aggregate {
 
 /// Members an answer row lists one by one; more are summarised.
 pub const LIST_ALL: usize = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::PhaseName;
+
+    #[test]
+    fn a_phase_name_is_written_and_read_as_its_label() {
+        const TOY: PhaseName = PhaseName::new("toy");
+        assert_eq!(serde_json::to_string(&TOY).unwrap(), "\"toy\"");
+        let back: PhaseName = serde_json::from_str("\"toy\"").unwrap();
+        assert_eq!(back, TOY);
+        // A name this build has no phase for still reads (a newer build's file).
+        let other: PhaseName = serde_json::from_str("\"future-phase-2\"").unwrap();
+        assert_eq!(other.label(), "future-phase-2");
+        // Read twice, kept once.
+        let again: PhaseName = serde_json::from_str("\"future-phase-2\"").unwrap();
+        assert!(std::ptr::eq(other.label(), again.label()));
+    }
+
+    #[test]
+    fn a_malformed_phase_name_is_refused_naming_it() {
+        for bad in ["\"\"", "\"Lockscan\"", "\"lock scan\"", "\"<script>\"", "3"] {
+            assert!(serde_json::from_str::<PhaseName>(bad).is_err(), "{bad}");
+        }
+        let long = format!("\"{}\"", "a".repeat(33));
+        let e = serde_json::from_str::<PhaseName>(&long).unwrap_err();
+        assert!(e.to_string().contains("at most 32 characters"), "{e}");
+        let e = serde_json::from_str::<PhaseName>("\"Lockscan\"").unwrap_err();
+        assert!(e.to_string().contains("\"Lockscan\""), "{e}");
+    }
+}

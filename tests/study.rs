@@ -5,6 +5,7 @@
 use crate::common::{self, own_process};
 use assert_cmd::Command;
 use smtlab::engine::FakeEngine;
+use smtlab::experiments::{c2c, compare, lockscan, neighbors, oltp, rwcache, smt_yield};
 use smtlab::oltp::DbTarget;
 use smtlab::progress::Quiet;
 use smtlab::report::{self, MachineInfo, PhaseName, PhaseStatus, Provenance, Report, Status};
@@ -98,7 +99,7 @@ fn fake_study_snapshots_json_markdown_html() {
     assert!(r.synthetic);
     assert_eq!(r.status, Status::Complete);
     for p in &r.phases {
-        if p.phase == PhaseName::Yield || p.phase == PhaseName::Compare {
+        if p.phase == smt_yield::PHASE || p.phase == compare::PHASE {
             // No SMT siblings on this made-up machine: no yield to measure; no command.
             assert_eq!(p.status, PhaseStatus::Skipped, "{p:?}");
             continue;
@@ -247,7 +248,7 @@ fn a_cmt_machine_answers_no_ht_question_and_names_the_modules() {
     let y = r
         .phases
         .iter()
-        .find(|p| p.phase == PhaseName::Yield)
+        .find(|p| p.phase == smt_yield::PHASE)
         .unwrap();
     assert_eq!(y.status, PhaseStatus::Skipped, "{y:?}");
 }
@@ -296,7 +297,7 @@ fn a_command_on_an_smt_machine_gets_its_section_chart_and_answer_row() {
         c.runs = Some(6);
     });
     let r = fake_report_with(4, 2, &cfg, &Quiet);
-    let p = r.phases.iter().find(|p| p.phase == PhaseName::Compare);
+    let p = r.phases.iter().find(|p| p.phase == compare::PHASE);
     assert_eq!(p.map(|p| p.status), Some(PhaseStatus::Done), "{p:?}");
     let c = r.compare.as_ref().expect("a compare section");
     assert_eq!(c.result.placements.len(), 2);
@@ -397,18 +398,9 @@ fn ctrl_c_in_the_command_phase_keeps_the_rounds_that_finished() {
     own_process!(
         ctrl_c_in_the_command_phase_keeps_the_rounds_that_finished,
         {
-            let r = fake_report_with(
-                4,
-                2,
-                &config_with_command(|_| {}),
-                &CtrlCAt(PhaseName::Compare),
-            );
+            let r = fake_report_with(4, 2, &config_with_command(|_| {}), &CtrlCAt(compare::PHASE));
             assert_eq!(r.status, Status::Partial);
-            let p = r
-                .phases
-                .iter()
-                .find(|p| p.phase == PhaseName::Compare)
-                .unwrap();
+            let p = r.phases.iter().find(|p| p.phase == compare::PHASE).unwrap();
             // Ctrl-C before the first run: nothing to keep, the phase is interrupted.
             assert_eq!(p.status, PhaseStatus::Interrupted, "{p:?}");
             assert!(r.compare.is_none());
@@ -492,11 +484,7 @@ fn a_command_that_fails_mid_phase_keeps_its_runs_and_the_row_its_complete_rounds
     });
     let r = fake_report_with(4, 2, &cfg, &Quiet);
     assert_eq!(r.status, Status::Partial);
-    let p = r
-        .phases
-        .iter()
-        .find(|p| p.phase == PhaseName::Compare)
-        .unwrap();
+    let p = r.phases.iter().find(|p| p.phase == compare::PHASE).unwrap();
     assert_eq!(p.status, PhaseStatus::Failed, "{p:?}");
     let why = p.reason.as_deref().unwrap();
     assert!(
@@ -540,12 +528,12 @@ struct Steps {
 impl Progress for Steps {
     fn start(&self, phase: &'static str, units: u64, _: Duration) {
         self.current.set(Some(phase));
-        if phase == PhaseName::Compare.label() {
+        if phase == compare::PHASE.label() {
             self.units.set(units);
         }
     }
     fn advance(&self, n: u64) {
-        if self.current.get() == Some(PhaseName::Compare.label()) {
+        if self.current.get() == Some(compare::PHASE.label()) {
             self.advanced.set(self.advanced.get() + n);
         }
     }
@@ -618,11 +606,11 @@ fn ctrl_c_in_each_phase_gives_a_partial_report_of_what_finished() {
         ctrl_c_in_each_phase_gives_a_partial_report_of_what_finished,
         {
             for phase in [
-                PhaseName::C2c,
-                PhaseName::Lockscan,
-                PhaseName::Neighbors,
-                PhaseName::Oltp,
-                PhaseName::Rwcache,
+                c2c::PHASE,
+                lockscan::PHASE,
+                neighbors::PHASE,
+                oltp::PHASE,
+                rwcache::PHASE,
             ] {
                 smtlab::interrupt::set_for_test(false);
                 let r = fake_report(2, 1, &CtrlCAt(phase));
@@ -672,11 +660,7 @@ fn a_failed_phase_makes_the_study_partial_with_the_reason() {
         ..config()
     };
     let r = study::run(&engine, &topo, machine(&topo), provenance(), &cfg, &Quiet).unwrap();
-    let oltp = r
-        .phases
-        .iter()
-        .find(|p| p.phase == PhaseName::Oltp)
-        .unwrap();
+    let oltp = r.phases.iter().find(|p| p.phase == oltp::PHASE).unwrap();
     assert_eq!(oltp.status, PhaseStatus::Failed, "{oltp:?}");
     assert!(oltp.reason.as_deref().unwrap().contains("x.db"), "{oltp:?}");
     assert_eq!(r.status, Status::Partial);
@@ -685,7 +669,7 @@ fn a_failed_phase_makes_the_study_partial_with_the_reason() {
     assert!(
         r.phases
             .iter()
-            .filter(|p| p.phase != PhaseName::Oltp)
+            .filter(|p| p.phase != oltp::PHASE)
             .all(|p| p.status != PhaseStatus::NotRun),
         "{:?}",
         r.phases
@@ -825,11 +809,7 @@ fn study_with_a_command_runs_it_as_its_last_phase() {
         "{}",
         r.provenance.command
     );
-    let p = r
-        .phases
-        .iter()
-        .find(|p| p.phase == PhaseName::Compare)
-        .unwrap();
+    let p = r.phases.iter().find(|p| p.phase == compare::PHASE).unwrap();
     assert_eq!(p.status, PhaseStatus::Done, "{p:?}");
     let c = r.compare.as_ref().expect("the compare section");
     assert_eq!(c.result.placements.len(), two.len().max(1));
@@ -899,11 +879,7 @@ fn a_real_command_failing_mid_study_exits_1_and_keeps_its_runs() {
     let r =
         Report::from_json(&std::fs::read_to_string(out_dir.join("results.json")).unwrap()).unwrap();
     assert_eq!(r.status, Status::Partial);
-    let p = r
-        .phases
-        .iter()
-        .find(|p| p.phase == PhaseName::Compare)
-        .unwrap();
+    let p = r.phases.iter().find(|p| p.phase == compare::PHASE).unwrap();
     assert_eq!(p.status, PhaseStatus::Failed, "{p:?}");
     let why = p.reason.as_deref().unwrap();
     assert!(

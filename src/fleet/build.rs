@@ -694,7 +694,7 @@ fn headline(id: &str, key: &TypeKey, n: usize, classes: &[ClassRow]) -> String {
 mod tests {
     use super::*;
     use crate::fleet::fixture;
-    use crate::report::{Evidence, PhaseName, Status};
+    use crate::report::{Evidence, Status};
 
     fn key() -> TypeKey {
         TypeKey {
@@ -724,7 +724,7 @@ mod tests {
                         comparison: c,
                     }),
                     reason: "made up".into(),
-                    section: Some(PhaseName::Yield),
+                    section: Some(crate::experiments::smt_yield::PHASE),
                 }]
             })
             .unwrap_or_default();

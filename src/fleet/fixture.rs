@@ -180,27 +180,27 @@ pub fn report(t: usize, host: &str, ratios: Ratios, started_unix_s: u64, d: Dist
             let (x, section, what) = match a.class {
                 WorkloadClass::Compute => (
                     ratios.compute,
-                    PhaseName::Yield,
+                    crate::experiments::smt_yield::PHASE,
                     "SMT yield of `prime`: throughput with every sibling ÷ one thread per core, same cores",
                 ),
                 WorkloadClass::Memory => (
                     ratios.memory,
-                    PhaseName::Yield,
+                    crate::experiments::smt_yield::PHASE,
                     "SMT yield of `stream`: throughput with every sibling ÷ one thread per core, same cores",
                 ),
                 WorkloadClass::Locks => (
                     ratios.locks,
-                    PhaseName::Yield,
+                    crate::experiments::smt_yield::PHASE,
                     "SMT yield of `ttas`: throughput with every sibling ÷ one thread per core, same cores",
                 ),
                 WorkloadClass::LocksBesideScans => (
                     ratios.locks_beside_scans,
-                    PhaseName::Lockscan,
+                    crate::experiments::lockscan::PHASE,
                     "acquisitions/s of a lock thread beside a scanning sibling ÷ the same thread without a scanner, paired by round",
                 ),
                 WorkloadClass::Inserts => (
                     ratios.inserts,
-                    PhaseName::Oltp,
+                    crate::experiments::oltp::PHASE,
                     "inserts/s, all ÷ one-per-core on the same cores",
                 ),
                 _ => continue,

@@ -18,3 +18,4 @@ pub mod view;
 
 pub use model::{MemReport, MemorySection};
 pub use read::read;
+pub use view::{PHASE, TITLE};

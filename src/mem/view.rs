@@ -7,6 +7,11 @@ use crate::render::Table;
 use crate::render::blocks::{Block, Term};
 use std::fmt::Write;
 
+/// The phase that fills this section; results.json names it `"memory"`.
+pub const PHASE: PhaseName = PhaseName::new("memory");
+/// The section's heading in report.html and summary.md.
+pub const TITLE: &str = "Memory settings";
+
 pub use crate::render::{bytes, pct, signed_bytes};
 
 /// The text view.
@@ -522,7 +527,7 @@ pub fn study_table(r: &MemReport) -> Table {
 /// TLBs and the latencies folded.
 impl StudySection for MemorySection {
     fn phase(&self) -> PhaseName {
-        PhaseName::Memory
+        PHASE
     }
 
     fn blocks(&self, _: &SectionCtx) -> Vec<Block> {

@@ -2,8 +2,8 @@
 //! rendered from a [`Report`] alone. Deterministic: the same report gives the same bytes.
 
 use super::view;
-use super::{PhaseName, Report, Status};
-use crate::conclusion::{SectionCtx, StudySection};
+use super::{Report, Section, Status};
+use crate::conclusion::SectionCtx;
 use crate::render::Table;
 use crate::render::blocks::Block;
 use crate::render::svg::{self, CoreBox, L3Box, PackageBox, esc};
@@ -59,8 +59,8 @@ pub fn render(r: &Report) -> String {
     verdict(&mut o, r);
     machine(&mut o, r);
     let ctx = view::section_ctx(r);
-    for (phase, s) in r.sections() {
-        section(&mut o, r, phase, s, &ctx);
+    for s in r.sections() {
+        section(&mut o, r, s, &ctx);
     }
     let _ = writeln!(
         o,
@@ -258,20 +258,14 @@ fn machine(o: &mut String, r: &Report) {
 }
 
 /// One experiment's section: its heading, then its blocks (or why it is missing).
-fn section(
-    o: &mut String,
-    r: &Report,
-    phase: PhaseName,
-    s: Option<&dyn StudySection>,
-    ctx: &SectionCtx,
-) {
+fn section(o: &mut String, r: &Report, s: Section<'_>, ctx: &SectionCtx) {
     let _ = writeln!(
         o,
         "<section id=\"{}\">\n<h2>{}</h2>",
-        phase.label(),
-        esc(phase.title())
+        s.phase.label(),
+        esc(s.title)
     );
-    blocks(o, &view::section_blocks(r, phase, s, ctx));
+    blocks(o, &view::section_blocks(r, s, ctx));
     o.push_str("</section>\n");
 }
 

@@ -90,9 +90,9 @@ pub fn render(r: &Report) -> String {
     table(&mut o, &view::phases(r));
 
     let ctx = view::section_ctx(r);
-    for (phase, s) in r.sections() {
-        let _ = writeln!(o, "## {}\n", md(phase.title()));
-        blocks(&mut o, &view::section_blocks(r, phase, s, &ctx));
+    for s in r.sections() {
+        let _ = writeln!(o, "## {}\n", md(s.title));
+        blocks(&mut o, &view::section_blocks(r, s, &ctx));
     }
     let _ = writeln!(
         o,

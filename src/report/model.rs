@@ -239,6 +239,15 @@ pub struct PhaseRecord {
     pub wall_ns: u64,
 }
 
+/// One experiment's place in the report: the phase that fills it, its heading, and what it
+/// holds (None when the phase did not run or produced nothing).
+#[derive(Clone, Copy)]
+pub struct Section<'a> {
+    pub phase: PhaseName,
+    pub title: &'static str,
+    pub content: Option<&'a dyn StudySection>,
+}
+
 /// The answer, in plain words, with what it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -255,21 +264,31 @@ pub struct Verdict {
 
 impl Report {
     /// Every experiment's section in the order report.html and summary.md show them, each
-    /// with its phase (its heading, and why it is missing when it is); None where the phase
-    /// did not run. A new experiment adds its field above and its line here.
-    pub fn sections(&self) -> Vec<(PhaseName, Option<&dyn StudySection>)> {
-        fn dyn_of<S: StudySection>(s: &Option<S>) -> Option<&dyn StudySection> {
-            s.as_ref().map(|s| s as &dyn StudySection)
+    /// with its phase and heading (and why it is missing when it is); no content where the
+    /// phase did not run. A new experiment adds its field above and its line here.
+    pub fn sections(&self) -> Vec<Section<'_>> {
+        fn of<'a, S: StudySection>(
+            phase: PhaseName,
+            title: &'static str,
+            s: &'a Option<S>,
+        ) -> Section<'a> {
+            Section {
+                phase,
+                title,
+                content: s.as_ref().map(|s| s as &dyn StudySection),
+            }
         }
+        use crate::experiments::{c2c, compare, lockscan, neighbors, oltp, rwcache, smt_yield};
+        use crate::mem;
         vec![
-            (PhaseName::Memory, dyn_of(&self.memory)),
-            (PhaseName::C2c, dyn_of(&self.c2c)),
-            (PhaseName::Lockscan, dyn_of(&self.lockscan)),
-            (PhaseName::Neighbors, dyn_of(&self.neighbors)),
-            (PhaseName::Oltp, dyn_of(&self.oltp)),
-            (PhaseName::Rwcache, dyn_of(&self.rwcache)),
-            (PhaseName::Yield, dyn_of(&self.smt_yield)),
-            (PhaseName::Compare, dyn_of(&self.compare)),
+            of(mem::PHASE, mem::TITLE, &self.memory),
+            of(c2c::PHASE, c2c::TITLE, &self.c2c),
+            of(lockscan::PHASE, lockscan::TITLE, &self.lockscan),
+            of(neighbors::PHASE, neighbors::TITLE, &self.neighbors),
+            of(oltp::PHASE, oltp::TITLE, &self.oltp),
+            of(rwcache::PHASE, rwcache::TITLE, &self.rwcache),
+            of(smt_yield::PHASE, smt_yield::TITLE, &self.smt_yield),
+            of(compare::PHASE, compare::TITLE, &self.compare),
         ]
     }
 

@@ -24,7 +24,7 @@
 //!   their CPUs) answers nothing: its row is inconclusive with that reason.
 
 use super::{Answer, HtAnswer, PhaseName, PhaseStatus, Report, SeriesPlacement, Status, Verdict};
-use crate::experiments::{compare, lockscan, neighbors, oltp, rwcache, smt_yield};
+use crate::experiments::{c2c, compare, lockscan, neighbors, oltp, rwcache, smt_yield};
 use crate::render::count;
 
 /// Builds the verdict from everything else in the report.
@@ -33,7 +33,7 @@ pub fn build(r: &Report) -> Verdict {
     let findings = findings(r, smt);
     let no_smt = no_smt_reason(r);
     let yield_missing = if smt {
-        phase_reason(r, PhaseName::Yield)
+        phase_reason(r, smt_yield::PHASE)
     } else {
         no_smt.clone()
     };
@@ -46,24 +46,19 @@ pub fn build(r: &Report) -> Verdict {
             r.lockscan.as_ref(),
             smt,
             &no_smt_reason(r),
-            &phase_reason(r, PhaseName::Lockscan),
+            &phase_reason(r, lockscan::PHASE),
         ),
-        oltp::view::inserts_answer(
-            r.oltp.as_ref(),
-            smt,
-            &phase_reason(r, PhaseName::Oltp),
-            &no_smt,
-        ),
+        oltp::view::inserts_answer(r.oltp.as_ref(), smt, &phase_reason(r, oltp::PHASE), &no_smt),
         rwcache::view::answer(
             r.rwcache.as_ref(),
             smt,
             &no_smt_reason(r),
-            &phase_reason(r, PhaseName::Rwcache),
+            &phase_reason(r, rwcache::PHASE),
         ),
         compare::view::command_answer(
             r.compare.as_ref(),
             smt,
-            &phase_reason(r, PhaseName::Compare),
+            &phase_reason(r, compare::PHASE),
             &no_smt,
         ),
     ];
@@ -80,13 +75,13 @@ pub fn build(r: &Report) -> Verdict {
 /// (c2c's handoff ceiling), then the rulers and the user's command. Sections not listed
 /// here follow in the report's order.
 const FINDING_ORDER: [PhaseName; 7] = [
-    PhaseName::Lockscan,
-    PhaseName::Neighbors,
-    PhaseName::Oltp,
-    PhaseName::Rwcache,
-    PhaseName::C2c,
-    PhaseName::Yield,
-    PhaseName::Compare,
+    lockscan::PHASE,
+    neighbors::PHASE,
+    oltp::PHASE,
+    rwcache::PHASE,
+    c2c::PHASE,
+    smt_yield::PHASE,
+    compare::PHASE,
 ];
 
 /// Every section's finding, in [`FINDING_ORDER`].
@@ -94,7 +89,7 @@ fn findings(r: &Report, smt: bool) -> Vec<super::Finding> {
     let mut sections: Vec<_> = r
         .sections()
         .into_iter()
-        .filter_map(|(phase, s)| Some((phase, s?)))
+        .filter_map(|s| Some((s.phase, s.content?)))
         .collect();
     sections.sort_by_key(|(phase, _)| {
         FINDING_ORDER

@@ -2,8 +2,8 @@
 //! tables of the study's own facts (machine, Slurm variables, phases) that report.html and
 //! summary.md both show. Pure.
 
-use super::{PhaseName, PhaseStatus, Report, Verdict};
-use crate::conclusion::{SectionCtx, StudySection};
+use super::{PhaseStatus, Report, Section, Verdict};
+use crate::conclusion::SectionCtx;
 use crate::render::blocks::Block;
 use crate::render::cells::{secs, utc};
 use crate::render::{NONE, Table};
@@ -157,14 +157,9 @@ pub fn section_ctx(r: &Report) -> SectionCtx {
 
 /// One section's blocks as report.html and summary.md lay them out: why it is missing, or
 /// its own blocks with the interrupted note after its introduction.
-pub fn section_blocks(
-    r: &Report,
-    phase: PhaseName,
-    s: Option<&dyn StudySection>,
-    ctx: &SectionCtx,
-) -> Vec<Block> {
-    let record = r.phases.iter().find(|p| p.phase == phase);
-    let Some(s) = s else {
+pub fn section_blocks(r: &Report, section: Section<'_>, ctx: &SectionCtx) -> Vec<Block> {
+    let record = r.phases.iter().find(|p| p.phase == section.phase);
+    let Some(s) = section.content else {
         return vec![Block::Intro(match record {
             Some(p) => format!(
                 "Not measured ({}): {}",

@@ -23,3 +23,4 @@ pub use budget::{
 pub use ceiling::{Ceiling, ceiling, share_of_ceiling};
 pub use model::{C2c, C2cSection, ClassSummary, Pair};
 pub use run::{measure, pairs};
+pub use view::{PHASE, TITLE};

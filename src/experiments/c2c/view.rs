@@ -9,6 +9,11 @@ use crate::render::export::{Document, Section};
 use crate::render::{self, Table, si};
 use crate::topology::Proximity;
 
+/// The phase that fills this section; results.json names it `"c2c"`.
+pub const PHASE: PhaseName = PhaseName::new("c2c");
+/// The section's heading in report.html and summary.md.
+pub const TITLE: &str = "Cache-line handoff latency (c2c)";
+
 /// The text report: matrix, per-pair spread (up to 8 CPUs), ceilings per relation.
 pub fn text(r: &C2c, hypervisor: bool) -> String {
     let mut s = String::new();
@@ -326,7 +331,7 @@ pub fn finding(c: &C2cSection) -> Finding {
 /// The study's c2c section: what was measured, the latency heatmap, one row per relation.
 impl StudySection for C2cSection {
     fn phase(&self) -> PhaseName {
-        PhaseName::C2c
+        PHASE
     }
 
     fn blocks(&self, _: &SectionCtx) -> Vec<Block> {

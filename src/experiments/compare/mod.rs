@@ -46,6 +46,7 @@ use std::time::Duration;
 // as `planned`, each finished run as `advance(1)`; `Quiet` shows nothing.
 use crate::progress::Progress;
 pub use crate::progress::Quiet;
+pub use view::{PHASE, TITLE};
 
 /// Measured runs per placement, and how the loop ended.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -17,6 +17,11 @@ use crate::render::markdown::code;
 use crate::render::{self, Align, NONE, Table, band, duration_ns, interval_n, times};
 use crate::stats::Effect;
 
+/// The phase that fills this section; results.json names it `"compare"`.
+pub const PHASE: PhaseName = PhaseName::new("compare");
+/// The section's heading in report.html and summary.md.
+pub const TITLE: &str = "Your command (compare)";
+
 /// The argv as a shell would need it typed: words with spaces or shell characters in
 /// single quotes.
 pub fn shell_words(argv: &[String]) -> String {
@@ -757,7 +762,7 @@ pub fn command_answer(
     no_smt: &str,
 ) -> Answer {
     let class = WorkloadClass::Command;
-    let section = Some(PhaseName::Compare);
+    let section = Some(PHASE);
     let Some(c) = c else {
         return not_answered(class, missing.to_string(), section);
     };
@@ -922,7 +927,7 @@ pub fn command_finding(c: &CompareSection, smt: bool) -> Finding {
 /// median's interval), the placement table and the comparisons.
 impl StudySection for CompareSection {
     fn phase(&self) -> PhaseName {
-        PhaseName::Compare
+        PHASE
     }
 
     fn blocks(&self, _: &SectionCtx) -> Vec<Block> {
@@ -1633,7 +1638,7 @@ mod answer_tests {
         assert_eq!(e.comparison.thresholds, Thresholds::YIELD);
         assert!(a.reason.contains("`all`") && a.reason.contains("`one-per-core`"));
         assert!(a.reason.contains("my-app --bench"), "{}", a.reason);
-        assert_eq!(a.section, Some(PhaseName::Compare));
+        assert_eq!(a.section, Some(PHASE));
         assert!(f.topic.starts_with("your command"), "{}", f.topic);
         assert!(f.meaning.contains("faster"), "{}", f.meaning);
         assert_eq!(f.evidence.len(), 1);
@@ -1680,7 +1685,7 @@ mod answer_tests {
         assert_eq!(a.answer, HtAnswer::NotMeasured, "{a:?}");
         assert!(a.reason.contains("hold no pair"), "{}", a.reason);
         // No command: the phase's reason.
-        let missing = verdict::phase_reason(smt(), PhaseName::Compare);
+        let missing = verdict::phase_reason(smt(), PHASE);
         let a = command_answer(smt().compare.as_ref(), true, &missing, "");
         assert_eq!(a.answer, HtAnswer::NotMeasured);
         assert!(a.reason.contains("no command was given"), "{}", a.reason);

@@ -38,4 +38,5 @@ pub use model::{
 };
 pub use run::{OnInterval, run};
 pub use scenario::{Scenario, scenarios, sweep_scope};
+pub use view::{PHASE, TITLE};
 pub use workload::LockScan;

@@ -17,6 +17,11 @@ use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, si, thousands};
 use crate::stats::{Comparison, Effect, Thresholds};
 
+/// The phase that fills this section; results.json names it `"lockscan"`.
+pub const PHASE: PhaseName = PhaseName::new("lockscan");
+/// The section's heading in report.html and summary.md.
+pub const TITLE: &str = "Lock threads vs a memory scanner (lockscan)";
+
 // ---------------------------------------------------------------------------------------
 // The terminal.
 
@@ -866,7 +871,7 @@ const SCANNER_UNMEASURED: &str = "the scanner's own progress was not measured, s
 /// study's reasons for a machine without siblings and for a phase that gave no section.
 pub fn answer(l: Option<&LockscanSection>, smt: bool, no_smt: &str, phase: &str) -> Answer {
     let class = WorkloadClass::LocksBesideScans;
-    let section = Some(PhaseName::Lockscan);
+    let section = Some(PHASE);
     if !smt {
         return not_answered(
             class,
@@ -1164,7 +1169,7 @@ fn capitalise(s: &str) -> String {
 /// verdict lines and notes, and the per-thread tables folded.
 impl StudySection for LockscanSection {
     fn phase(&self) -> PhaseName {
-        PhaseName::Lockscan
+        PHASE
     }
 
     fn blocks(&self, ctx: &SectionCtx) -> Vec<Block> {

@@ -42,4 +42,5 @@ pub use model::{
 };
 pub use plan::{contention, step_not_possible_here, step_plan};
 pub use run::run;
+pub use view::{PHASE, TITLE};
 pub use workload::{HotPage, MakeWorker, PREEMPTED_NS, Page, Worker, WorkerOutcome};

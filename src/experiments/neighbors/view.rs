@@ -14,6 +14,11 @@ use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, duration_ns, si};
 use crate::stats::Effect;
 
+/// The phase that fills this section; results.json names it `"neighbors"`.
+pub const PHASE: PhaseName = PhaseName::new("neighbors");
+/// The section's heading in report.html and summary.md.
+pub const TITLE: &str = "Noisy neighbours: a hot lock vs CPU burners (neighbors)";
+
 // ---------------------------------------------------------------------------------------
 // The terminal.
 
@@ -704,7 +709,7 @@ pub fn disturbed(n: &NeighborsSection) -> bool {
 /// (markers coloured by diagnosis), the series table, and the runs' notes once each.
 impl StudySection for NeighborsSection {
     fn phase(&self) -> PhaseName {
-        PhaseName::Neighbors
+        PHASE
     }
 
     fn blocks(&self, _: &SectionCtx) -> Vec<Block> {

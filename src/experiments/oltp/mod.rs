@@ -20,6 +20,7 @@ pub mod view;
 pub use analysis::{median, per_sec, row_check_failure, same_placements};
 pub use model::{Note, OltpLayoutSummary, OltpSection};
 pub use run::{Say, plan_layouts, run};
+pub use view::{PHASE, TITLE};
 
 use crate::placement::{Plan, Request};
 

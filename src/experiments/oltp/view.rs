@@ -16,6 +16,11 @@ use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, count, duration_ns, latency_ns, thousands};
 use crate::stats::{Comparison, Effect, Thresholds};
 
+/// The phase that fills this section; results.json names it `"oltp"`.
+pub const PHASE: PhaseName = PhaseName::new("oltp");
+/// The section's heading in report.html and summary.md.
+pub const TITLE: &str = "Database inserts per CPU layout (oltp)";
+
 // ---------------------------------------------------------------------------------------
 // The terminal.
 
@@ -451,7 +456,7 @@ fn oltp_cpus(o: &OltpSection, p: &Request) -> Option<Vec<String>> {
 /// siblings cannot answer.
 pub fn inserts_answer(o: Option<&OltpSection>, smt: bool, missing: &str, no_smt: &str) -> Answer {
     let class = WorkloadClass::Inserts;
-    let section = Some(PhaseName::Oltp);
+    let section = Some(PHASE);
     let Some(o) = o else {
         return not_answered(class, missing.to_string(), section);
     };
@@ -615,7 +620,7 @@ pub fn not_measured(o: &OltpSection) -> Vec<String> {
 /// and every run folded.
 impl StudySection for OltpSection {
     fn phase(&self) -> PhaseName {
-        PhaseName::Oltp
+        PHASE
     }
 
     fn blocks(&self, _: &SectionCtx) -> Vec<Block> {

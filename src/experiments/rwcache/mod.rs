@@ -40,4 +40,5 @@ pub use model::{
     RwcacheReport, RwcacheRow, RwcacheSection, SCHEMA_VERSION, SchemeResult,
 };
 pub use run::{OnRun, run};
+pub use view::{PHASE, TITLE};
 pub use workload::{CacheWorkload, workload};

@@ -15,6 +15,11 @@ use crate::render::{self, NONE, Table, count, ns_figure, si, thousands};
 use crate::rwcache::SchemeKind;
 use crate::stats::{Thresholds, Verdict};
 
+/// The phase that fills this section; results.json names it `"rwcache"`.
+pub const PHASE: PhaseName = PhaseName::new("rwcache");
+/// The section's heading in report.html and summary.md.
+pub const TITLE: &str = "Read-mostly cache under reader/writer schemes (rwcache)";
+
 // ---------------------------------------------------------------------------------------
 // The terminal.
 
@@ -635,7 +640,7 @@ fn best_lines(b: &Best) -> Vec<String> {
 /// the study's reasons for a machine without siblings and for a phase that gave no section.
 pub fn answer(w: Option<&RwcacheSection>, smt: bool, no_smt: &str, phase: &str) -> Answer {
     let class = WorkloadClass::ReadMostlyCache;
-    let section = Some(PhaseName::Rwcache);
+    let section = Some(PHASE);
     if !smt {
         return not_answered(class, no_smt.to_string(), section);
     }
@@ -717,7 +722,7 @@ pub fn finding(w: &RwcacheSection) -> Finding {
 /// count, the row table, and the verdict lines and notes.
 impl StudySection for RwcacheSection {
     fn phase(&self) -> PhaseName {
-        PhaseName::Rwcache
+        PHASE
     }
 
     fn blocks(&self, _: &SectionCtx) -> Vec<Block> {

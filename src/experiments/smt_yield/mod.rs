@@ -30,3 +30,4 @@ pub use model::{
     Layout, LayoutRatio, WorkloadKind, WorkloadResult, YieldPlan, YieldReport, YieldSection,
 };
 pub use run::{run, run_planned};
+pub use view::{PHASE, TITLE};

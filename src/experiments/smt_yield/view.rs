@@ -16,6 +16,11 @@ use crate::render::{self, Caveat, NONE, Table, count, duration_ns, sig, times};
 use crate::stats::Effect;
 use std::time::Duration;
 
+/// The phase that fills this section; results.json names it `"yield"`.
+pub const PHASE: PhaseName = PhaseName::new("yield");
+/// The section's heading in report.html and summary.md.
+pub const TITLE: &str = "SMT on vs off on the same cores (yield)";
+
 // ---------------------------------------------------------------------------------------
 // The terminal.
 
@@ -559,13 +564,8 @@ fn class_answer(
     members: &[WorkloadKind],
     missing: &str,
 ) -> Answer {
-    yield_answer_for(y, smt, class, members).unwrap_or_else(|| {
-        not_answered(
-            class,
-            yield_missing(y, smt, missing),
-            Some(PhaseName::Yield),
-        )
-    })
+    yield_answer_for(y, smt, class, members)
+        .unwrap_or_else(|| not_answered(class, yield_missing(y, smt, missing), Some(PHASE)))
 }
 
 /// Why the yield phase gave no answer: `missing` (no SMT, or the phase's own record)
@@ -697,7 +697,7 @@ pub fn yield_answer_for(
             comparison: agg.central,
         }),
         reason,
-        section: Some(PhaseName::Yield),
+        section: Some(PHASE),
     })
 }
 
@@ -785,7 +785,7 @@ pub fn yield_finding(y: &YieldSection) -> Finding {
 /// the workload table, why counters were not read, what was left out and the notes.
 impl StudySection for YieldSection {
     fn phase(&self) -> PhaseName {
-        PhaseName::Yield
+        PHASE
     }
 
     fn blocks(&self, ctx: &SectionCtx) -> Vec<Block> {

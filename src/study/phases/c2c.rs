@@ -50,7 +50,7 @@ impl C2cPhase {
 
 impl Phase for C2cPhase {
     fn name(&self) -> PhaseName {
-        PhaseName::C2c
+        crate::experiments::c2c::PHASE
     }
     fn estimate(&self) -> Duration {
         c2c::estimate(1, &self.spec) * self.pairs() as u32
@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn two_cpus_give_one_pair() {
-        let s = sized(2, 1, QUICK, PhaseName::C2c, C2cPhase::size);
+        let s = sized(2, 1, QUICK, crate::experiments::c2c::PHASE, C2cPhase::size);
         assert_eq!(s.cpus.to_string(), "0-1");
         assert!(s.left_out.is_empty());
         assert_eq!(s.units(), 1);
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn big_machines_measure_a_subset_siblings_first() {
-        let s = sized(32, 2, QUICK, PhaseName::C2c, C2cPhase::size);
+        let s = sized(32, 2, QUICK, crate::experiments::c2c::PHASE, C2cPhase::size);
         let v = s.cpus.to_vec();
         assert!(v.len() >= 2 && v.len() < 64, "{v:?}");
         assert_eq!(&v[..1], &[0]);
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn one_cpu_is_skipped_with_the_reason() {
-        let s = sized(1, 1, QUICK, PhaseName::C2c, C2cPhase::size);
+        let s = sized(1, 1, QUICK, crate::experiments::c2c::PHASE, C2cPhase::size);
         assert!(s.skip_reason().unwrap().contains("no pair"));
     }
 }

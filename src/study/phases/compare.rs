@@ -154,7 +154,7 @@ impl Progress for Notes<'_> {
 
 impl Phase for ComparePhase {
     fn name(&self) -> PhaseName {
-        PhaseName::Compare
+        crate::experiments::compare::PHASE
     }
     fn estimate(&self) -> Duration {
         self.estimate
@@ -257,7 +257,7 @@ mod tests {
             topo: &topo,
             cfg: &cfg,
             budget: QUICK.mul_f64(crate::study::phases::share_in(
-                PhaseName::Compare,
+                crate::experiments::compare::PHASE,
                 cfg.compare.is_some(),
             )),
             repeat: 3,
@@ -287,7 +287,9 @@ mod tests {
     fn the_rounds_fill_the_share_unless_runs_are_given() {
         let s = sized(4, 2, Some(command(Vec::new()))).unwrap();
         assert!(s.skip.is_none());
-        let share = QUICK.mul_f64(crate::study::phases::share(PhaseName::Compare));
+        let share = QUICK.mul_f64(crate::study::phases::share(
+            crate::experiments::compare::PHASE,
+        ));
         let c = s.config.as_ref().unwrap();
         assert_eq!(c.max_time, share);
         assert_eq!(c.runs, None);

@@ -59,7 +59,7 @@ impl LockscanPhase {
 
 impl Phase for LockscanPhase {
     fn name(&self) -> PhaseName {
-        PhaseName::Lockscan
+        crate::experiments::lockscan::PHASE
     }
     fn estimate(&self) -> Duration {
         // Before each run lockscan measures one pair per proximity class (at most four)
@@ -96,7 +96,14 @@ mod tests {
 
     #[test]
     fn two_cores_sweep_baseline_and_each_core() {
-        let s = sized(2, 1, QUICK, PhaseName::Lockscan, LockscanPhase::size).unwrap();
+        let s = sized(
+            2,
+            1,
+            QUICK,
+            crate::experiments::lockscan::PHASE,
+            LockscanPhase::size,
+        )
+        .unwrap();
         assert_eq!(s.scenarios, 3, "baseline + scanner on each of 2 cores");
         assert!(s.config.spec.duration() >= ms(100));
         assert_eq!(s.config.repeat, 3);
@@ -106,8 +113,22 @@ mod tests {
 
     #[test]
     fn longer_budgets_give_longer_runs_and_more_repeats() {
-        let q = sized(2, 1, QUICK, PhaseName::Lockscan, LockscanPhase::size).unwrap();
-        let l = sized(2, 1, DEFAULT, PhaseName::Lockscan, LockscanPhase::size).unwrap();
+        let q = sized(
+            2,
+            1,
+            QUICK,
+            crate::experiments::lockscan::PHASE,
+            LockscanPhase::size,
+        )
+        .unwrap();
+        let l = sized(
+            2,
+            1,
+            DEFAULT,
+            crate::experiments::lockscan::PHASE,
+            LockscanPhase::size,
+        )
+        .unwrap();
         assert!(l.config.spec.duration() > q.config.spec.duration());
         assert_eq!(l.config.repeat, 5);
     }

@@ -143,7 +143,7 @@ fn floor_pow2(v: u64) -> u64 {
 
 impl Phase for Memory {
     fn name(&self) -> PhaseName {
-        PhaseName::Memory
+        crate::mem::PHASE
     }
     fn estimate(&self) -> Duration {
         self.pages
@@ -204,7 +204,7 @@ mod tests {
     use crate::study::tests::{DEFAULT, QUICK, sized};
 
     fn plan(budget: Duration) -> PagesPlan {
-        sized(2, 1, budget, PhaseName::Memory, |ctx| {
+        sized(2, 1, budget, crate::mem::PHASE, |ctx| {
             PagesPlan::size(ctx.budget, ctx.repeat, ctx.cfg.quick)
         })
     }
@@ -218,7 +218,7 @@ mod tests {
             "{q:?}"
         );
         assert_eq!(d.max_bytes, PAGES_CAP, "{d:?}");
-        let share = crate::study::phases::share(PhaseName::Memory);
+        let share = crate::study::phases::share(crate::mem::PHASE);
         assert!(d.estimate() <= DEFAULT.mul_f64(share), "{d:?}");
         assert!(q.estimate() < d.estimate());
         // A tiny budget still measures past the floor rather than nothing.

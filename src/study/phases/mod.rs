@@ -2,8 +2,9 @@
 //!
 //! Adding an experiment to the study: a file here with its sizer and `Phase`
 //! implementation (`crate::study::phase::Phase`), one line in [`ALL`], and its section in
-//! [`Report`](crate::report::Report) (a `PhaseName` variant, a field and its line in
-//! `Report::sections()`; the section's view implements `conclusion::StudySection`).
+//! [`Report`](crate::report::Report) (a field and its line in `Report::sections()`). The
+//! phase's name and its section's title are constants beside the section's view, which
+//! implements `conclusion::StudySection`.
 //!
 //! The user's command (`compare`) runs only when one is given after `--`; its share is
 //! then taken from the others in proportion, so a study without a command measures as
@@ -36,47 +37,47 @@ pub struct Entry {
 /// study its 80 ms runs gave a perfect-SMT guest's 2× yield an interval of 0.64–4.74.
 pub const ALL: [Entry; 9] = [
     Entry {
-        name: PhaseName::Topology,
+        name: topology::PHASE,
         share: 0.0,
         size: topology::size,
     },
     Entry {
-        name: PhaseName::Memory,
+        name: crate::mem::PHASE,
         share: 0.03,
         size: memory::size,
     },
     Entry {
-        name: PhaseName::C2c,
+        name: crate::experiments::c2c::PHASE,
         share: 0.05,
         size: c2c::size,
     },
     Entry {
-        name: PhaseName::Lockscan,
+        name: crate::experiments::lockscan::PHASE,
         share: 0.18,
         size: lockscan::size,
     },
     Entry {
-        name: PhaseName::Neighbors,
+        name: crate::experiments::neighbors::PHASE,
         share: 0.17,
         size: neighbors::size,
     },
     Entry {
-        name: PhaseName::Oltp,
+        name: crate::experiments::oltp::PHASE,
         share: 0.15,
         size: oltp::size,
     },
     Entry {
-        name: PhaseName::Rwcache,
+        name: crate::experiments::rwcache::PHASE,
         share: 0.12,
         size: rwcache::size,
     },
     Entry {
-        name: PhaseName::Yield,
+        name: crate::experiments::smt_yield::PHASE,
         share: 0.30,
         size: smt_yield::size,
     },
     Entry {
-        name: PhaseName::Compare,
+        name: crate::experiments::compare::PHASE,
         share: 0.25,
         size: compare::size,
     },
@@ -92,11 +93,11 @@ pub fn share(name: PhaseName) -> f64 {
 /// its listed share and the others theirs of what remains. Either way they add up to 1.
 pub fn share_in(name: PhaseName, with_command: bool) -> f64 {
     let command = if with_command {
-        share(PhaseName::Compare)
+        share(crate::experiments::compare::PHASE)
     } else {
         0.0
     };
-    if name == PhaseName::Compare {
+    if name == crate::experiments::compare::PHASE {
         command
     } else {
         share(name) * (1.0 - command)
@@ -113,12 +114,30 @@ mod tests {
             let sum: f64 = ALL.iter().map(|e| share_in(e.name, with_command)).sum();
             assert!((sum - 1.0).abs() < 1e-9, "{with_command}: {sum}");
         }
-        assert_eq!(share_in(PhaseName::Compare, false), 0.0);
-        assert_eq!(share_in(PhaseName::Yield, false), share(PhaseName::Yield));
-        assert!(share_in(PhaseName::Yield, true) < share(PhaseName::Yield));
+        assert_eq!(share_in(crate::experiments::compare::PHASE, false), 0.0);
         assert_eq!(
-            ALL.iter().map(|e| e.name).collect::<Vec<_>>(),
-            PhaseName::ALL
+            share_in(crate::experiments::smt_yield::PHASE, false),
+            share(crate::experiments::smt_yield::PHASE)
         );
+        assert!(
+            share_in(crate::experiments::smt_yield::PHASE, true)
+                < share(crate::experiments::smt_yield::PHASE)
+        );
+        let mut labels: Vec<&str> = ALL.iter().map(|e| e.name.label()).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        assert_eq!(labels.len(), ALL.len(), "a phase named twice: {labels:?}");
+    }
+
+    #[test]
+    fn every_report_section_is_filled_by_a_listed_phase() {
+        let r = crate::study::fixture::smt();
+        for s in r.sections() {
+            assert!(
+                ALL.iter().any(|e| e.name == s.phase),
+                "section {} has no phase",
+                s.phase
+            );
+        }
     }
 }

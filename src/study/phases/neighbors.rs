@@ -131,7 +131,7 @@ fn step_overhead(mode: BurnerMode) -> Duration {
 
 impl Phase for NeighborsPhase {
     fn name(&self) -> PhaseName {
-        PhaseName::Neighbors
+        crate::experiments::neighbors::PHASE
     }
     fn estimate(&self) -> Duration {
         let spec = &self.config.spec;
@@ -226,21 +226,42 @@ mod tests {
 
     #[test]
     fn small_machines_step_every_burner_count_past_the_cpus() {
-        let s = sized(2, 1, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
+        let s = sized(
+            2,
+            1,
+            QUICK,
+            crate::experiments::neighbors::PHASE,
+            NeighborsPhase::size,
+        )
+        .unwrap();
         assert_eq!(s.config.burner_steps, [0, 1, 2, 3, 4]);
         assert_eq!(s.config.workers, 2);
     }
 
     #[test]
     fn big_machines_step_around_the_oversubscription_edge() {
-        let s = sized(32, 2, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
+        let s = sized(
+            32,
+            2,
+            QUICK,
+            crate::experiments::neighbors::PHASE,
+            NeighborsPhase::size,
+        )
+        .unwrap();
         // 64 CPUs, 4 workers: the edge is at 60 burners.
         assert_eq!(s.config.burner_steps, [0, 1, 30, 60, 61, 62, 66]);
     }
 
     #[test]
     fn smt_machines_add_a_controlled_sibling_series() {
-        let s = sized(2, 2, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
+        let s = sized(
+            2,
+            2,
+            QUICK,
+            crate::experiments::neighbors::PHASE,
+            NeighborsPhase::size,
+        )
+        .unwrap();
         let sib = s.siblings.as_ref().expect("SMT: a sibling series");
         assert_eq!(sib.workers, 2, "one per core");
         assert_eq!(sib.worker_placement, Request::OnePerCore);
@@ -249,10 +270,24 @@ mod tests {
         assert_eq!(s.sibling_skipped, None);
         // Both series share the budget: (7 unpinned + 3 sibling steps) × 2 locks × 3.
         assert_eq!(s.runs(), 60);
-        let big = sized(32, 2, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
+        let big = sized(
+            32,
+            2,
+            QUICK,
+            crate::experiments::neighbors::PHASE,
+            NeighborsPhase::size,
+        )
+        .unwrap();
         assert_eq!(big.siblings.unwrap().burner_steps, [0, 1, 2, 3, 4]);
         // Without SMT: skipped, with the reason.
-        let flat = sized(2, 1, QUICK, PhaseName::Neighbors, NeighborsPhase::size).unwrap();
+        let flat = sized(
+            2,
+            1,
+            QUICK,
+            crate::experiments::neighbors::PHASE,
+            NeighborsPhase::size,
+        )
+        .unwrap();
         assert!(flat.siblings.is_none());
         assert!(
             flat.sibling_skipped

@@ -82,7 +82,7 @@ impl OltpPhase {
 
 impl Phase for OltpPhase {
     fn name(&self) -> PhaseName {
-        PhaseName::Oltp
+        crate::experiments::oltp::PHASE
     }
     fn estimate(&self) -> Duration {
         let runs = (self.possible * self.config.repeat) as u32;
@@ -142,11 +142,25 @@ mod tests {
 
     #[test]
     fn one_client_per_core_and_only_possible_layouts_are_budgeted() {
-        let s = sized(2, 1, QUICK, PhaseName::Oltp, OltpPhase::size).unwrap();
+        let s = sized(
+            2,
+            1,
+            QUICK,
+            crate::experiments::oltp::PHASE,
+            OltpPhase::size,
+        )
+        .unwrap();
         assert_eq!(s.config.threads, 2);
         // `pairs` needs SMT siblings: one-per-core and all only.
         assert_eq!(s.possible, 2);
-        let t = sized(4, 2, QUICK, PhaseName::Oltp, OltpPhase::size).unwrap();
+        let t = sized(
+            4,
+            2,
+            QUICK,
+            crate::experiments::oltp::PHASE,
+            OltpPhase::size,
+        )
+        .unwrap();
         assert_eq!(t.config.threads, 4);
         assert_eq!(t.possible, 3);
     }

@@ -61,7 +61,7 @@ impl RwcachePhase {
 
 impl Phase for RwcachePhase {
     fn name(&self) -> PhaseName {
-        PhaseName::Rwcache
+        crate::experiments::rwcache::PHASE
     }
     fn estimate(&self) -> Duration {
         let spec = &self.config.spec;
@@ -101,9 +101,23 @@ mod tests {
 
     #[test]
     fn one_thread_and_every_cpu_of_the_unit() {
-        let s = sized(2, 2, QUICK, PhaseName::Rwcache, RwcachePhase::size).unwrap();
+        let s = sized(
+            2,
+            2,
+            QUICK,
+            crate::experiments::rwcache::PHASE,
+            RwcachePhase::size,
+        )
+        .unwrap();
         assert_eq!(s.config.threads, [1, 4]);
-        let one = sized(1, 1, QUICK, PhaseName::Rwcache, RwcachePhase::size).unwrap();
+        let one = sized(
+            1,
+            1,
+            QUICK,
+            crate::experiments::rwcache::PHASE,
+            RwcachePhase::size,
+        )
+        .unwrap();
         assert_eq!(one.config.threads, [1]);
     }
 }

@@ -117,7 +117,7 @@ impl YieldPhase {
 
 impl Phase for YieldPhase {
     fn name(&self) -> PhaseName {
-        PhaseName::Yield
+        crate::experiments::smt_yield::PHASE
     }
     fn estimate(&self) -> Duration {
         if self.skip.is_some() {
@@ -170,7 +170,14 @@ mod tests {
 
     #[test]
     fn skipped_without_siblings_with_the_reason() {
-        let s = sized(2, 1, QUICK, PhaseName::Yield, YieldPhase::size).unwrap();
+        let s = sized(
+            2,
+            1,
+            QUICK,
+            crate::experiments::smt_yield::PHASE,
+            YieldPhase::size,
+        )
+        .unwrap();
         let why = s.skip.clone().expect("skipped");
         assert!(why.contains("needs SMT siblings"), "{why}");
         assert_eq!(s.estimate(), Duration::ZERO);
@@ -178,7 +185,14 @@ mod tests {
 
     #[test]
     fn every_core_three_layouts_and_sqlite_left_out() {
-        let s = sized(4, 2, QUICK, PhaseName::Yield, YieldPhase::size).unwrap();
+        let s = sized(
+            4,
+            2,
+            QUICK,
+            crate::experiments::smt_yield::PHASE,
+            YieldPhase::size,
+        )
+        .unwrap();
         assert!(s.skip.is_none());
         assert_eq!((s.layouts, s.workloads), (3, 5));
         // The quick study's 3 rounds become the default 5 while each run gets 120 ms.
@@ -186,15 +200,26 @@ mod tests {
         // The study's default SQLite is left out of the yield (single writer).
         assert!(s.config.db.as_ref().unwrap().single_writer());
         // The runs fit near the share.
-        let share = QUICK.mul_f64(crate::study::phases::share(PhaseName::Yield));
+        let share = QUICK.mul_f64(crate::study::phases::share(
+            crate::experiments::smt_yield::PHASE,
+        ));
         assert!(
             s.estimate() <= share + Duration::from_secs(1),
             "{:?}",
             s.estimate()
         );
-        let d = sized(4, 2, DEFAULT, PhaseName::Yield, YieldPhase::size).unwrap();
+        let d = sized(
+            4,
+            2,
+            DEFAULT,
+            crate::experiments::smt_yield::PHASE,
+            YieldPhase::size,
+        )
+        .unwrap();
         assert_eq!((d.layouts, d.workloads, d.config.repeat), (3, 8, 5));
-        let share = DEFAULT.mul_f64(crate::study::phases::share(PhaseName::Yield));
+        let share = DEFAULT.mul_f64(crate::study::phases::share(
+            crate::experiments::smt_yield::PHASE,
+        ));
         assert!(
             d.estimate() <= share + Duration::from_secs(2),
             "{:?}",

@@ -2,6 +2,10 @@
 //! report's `topology`); the phase records that step in the phase list.
 
 use crate::report::{PhaseName, Report};
+
+/// The first phase: the machine's topology, read before anything runs. results.json names
+/// it `"topology"`; its facts are the report's machine section.
+pub const PHASE: PhaseName = PhaseName::new("topology");
 use crate::study::phase::{Outcome, Phase, RunCtx, SizeCtx};
 use anyhow::Result;
 use std::time::Duration;
@@ -14,7 +18,7 @@ pub fn size(_: &SizeCtx<'_>) -> Result<Box<dyn Phase>> {
 
 impl Phase for Topology {
     fn name(&self) -> PhaseName {
-        PhaseName::Topology
+        PHASE
     }
     fn estimate(&self) -> Duration {
         Duration::ZERO

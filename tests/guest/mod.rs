@@ -10,7 +10,8 @@
 //! Documentation/driver-api/early-userspace/buffer-format.rst): a base one built once per
 //! test process (static busybox, the smtlab binary and the libraries `ldd` lists), and a
 //! small one per guest holding `/init` and the commands. `/init` runs each command with
-//! `sh -c`, then prints its stdout, stderr and exit code base64-encoded between markers on
+//! `sh` in a session of its own (stopped with SIGTERM, then SIGKILL, after half the guest's
+//! time limit), then prints its stdout, stderr and exit code base64-encoded between markers on
 //! the serial console, prints the files asked for the same way, and powers off.
 //!
 //! **Timing.** Inside an ordinary guest timing is emulated and means nothing about SMT: the
@@ -469,8 +470,14 @@ fn cpio(p: &Prereqs, root: &Path, out: &Path) -> Result<(), String> {
 }
 
 /// The per-guest `/init`: mount, run every command, print outputs and files between
-/// markers, power off.
-fn init_script(n_cmds: usize, files: &[&str]) -> String {
+/// markers, power off. Each command runs in the foreground (signals at their defaults, as
+/// a user's shell leaves them) in a session of its own; still running after `cmd_limit`
+/// of guest time, its process group gets SIGTERM, then SIGKILL 15 s later, and its output
+/// is read once the group is gone (up to 20 s). One hung command then ends with its own
+/// stderr (an interrupted run says where it was; no answer to SIGTERM shows as exit code
+/// 137) instead of taking the whole guest's time.
+fn init_script(n_cmds: usize, files: &[&str], cmd_limit: Duration) -> String {
+    let secs = cmd_limit.as_secs().max(1);
     let mut s = String::from(
         "#!/bin/busybox sh\n\
          /bin/busybox --install -s /bin\n\
@@ -489,7 +496,11 @@ fn init_script(n_cmds: usize, files: &[&str]) -> String {
         // command was running and how long each before it took.
         s.push_str(&format!(
             "echo \"@@SMTLAB-START {i} $(cut -d' ' -f1 /proc/uptime)\"\n\
-             sh /cmds/{i} >/tmp/.o 2>/tmp/.e; c=$?\n\
+             setsid sh -c \"sleep {secs}; p=\\$(cat /tmp/.pid); kill -TERM -\\$p; sleep 15; kill -KILL -\\$p\" 2>/dev/null & w=$!\n\
+             setsid sh -c 'echo $$ >/tmp/.pid; exec sh /cmds/{i}' >/tmp/.o 2>/tmp/.e; c=$?\n\
+             p=$(cat /tmp/.pid); n=0\n\
+             while kill -0 -$p 2>/dev/null && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done\n\
+             kill -KILL -$w 2>/dev/null\n\
              echo @@SMTLAB-OUT {i}; base64 /tmp/.o; echo @@SMTLAB-END\n\
              echo @@SMTLAB-ERR {i}; base64 /tmp/.e; echo @@SMTLAB-END\n\
              echo @@SMTLAB-CODE {i} $c\n"
@@ -653,7 +664,18 @@ fn attempt(
         std::fs::write(extra.join(format!("cmds/{i}")), format!("{}\n", c.shell)).unwrap();
     }
     let init = extra.join("init");
-    std::fs::write(&init, init_script(cmds.len(), files)).unwrap();
+    // Half the guest's time per command, so one hung command leaves time for the rest;
+    // SMTLAB_GUEST_CMD_LIMIT (seconds) sets it by hand.
+    let cmd_limit = std::env::var("SMTLAB_GUEST_CMD_LIMIT")
+        .ok()
+        .map(|v| {
+            Duration::from_secs(
+                v.parse()
+                    .expect("SMTLAB_GUEST_CMD_LIMIT: a whole number of seconds"),
+            )
+        })
+        .unwrap_or(limit / 2);
+    std::fs::write(&init, init_script(cmds.len(), files, cmd_limit)).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&init, std::fs::Permissions::from_mode(0o755)).unwrap();
     let extra_cpio = work.path().join("extra.cpio");

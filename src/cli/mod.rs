@@ -1,7 +1,7 @@
 //! The command line. clap's types stay in this module: each subcommand's file turns its
 //! options into a typed, validated config from `crate::commands` and hands it over. Flag
-//! groups several commands share are in [`args`], value parsers in [`values`], and the man
-//! pages and shell completions, made from this one definition, in [`docs`].
+//! groups several commands share are in `args`, value parsers in `values`, and the man
+//! pages and shell completions, made from this one definition, in `docs`.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

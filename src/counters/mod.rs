@@ -362,7 +362,7 @@ fn hold_static_keys(user_only: bool) {
 }
 
 /// Gets the process ready to open counters in `mode`: raises the open-file limit and
-/// switches the kernel's perf static keys on for good ([`hold_static_keys`]). Call it
+/// switches the kernel's perf static keys on for good (`hold_static_keys`). Call it
 /// before starting threads that spin; [`Counters`] also does it on its first opening.
 pub fn prepare(mode: Mode) {
     if mode == Mode::Off {

@@ -8,7 +8,5 @@ pub mod neighbors;
 /// neighbors' rule set, at its old path.
 pub use neighbors::diagnosis;
 pub mod oltp;
-/// A read-mostly metadata cache under spin, reader/writer, brlock, seqlock and RCU schemes.
 pub mod rwcache;
-/// `yield`: throughput and latency with and without SMT siblings on the same cores.
 pub mod smt_yield;

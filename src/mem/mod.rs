@@ -1,7 +1,7 @@
 //! Memory settings that decide how a database server behaves under pressure, and what
 //! page size does to memory access on this CPU.
 //!
-//! - `mem report` ([`read`], [`findings`], [`view`]): overcommit mode and commit
+//! - `mem report` ([`read()`], [`findings`], [`view`]): overcommit mode and commit
 //!   headroom, page cache and dirty data, swap, transparent and hugetlb huge pages,
 //!   reclaim and NUMA settings, this process's cgroup limits and the OOM killer's likeliest
 //!   victims, read from procfs and sysfs under a root ([`source`]) into one serde model

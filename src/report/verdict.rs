@@ -3,7 +3,7 @@
 //! re-rendering never changes it.
 //!
 //! Rules every sentence here follows:
-//! - it is rendered from an [`Evidence`] that carries the numbers it cites (ratio,
+//! - it is rendered from an [`Evidence`](crate::conclusion::Evidence) that carries the numbers it cites (ratio,
 //!   interval, run count, which runs);
 //! - a comparison is a loss, no effect, a gain or inconclusive
 //!   ([`crate::stats::Comparison`]): an interval that reaches across a threshold is

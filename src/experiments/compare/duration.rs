@@ -6,7 +6,7 @@
 //! [`super::analysis::not_called`].
 //!
 //! The tools and their options, from their manuals: sysbench 1.0 (`--time=N`, "limit for
-//! total execution time in seconds [10]", 0 = no limit; `--max-time` its deprecated
+//! total execution time in seconds \[10\]", 0 = no limit; `--max-time` its deprecated
 //! alias), pgbench (`-T`/`--time`, "run the test for this many seconds"; without it a
 //! fixed number of transactions, `-t`), stress-ng (`-t`/`--timeout`), fio
 //! (`--time_based`: "run for the specified runtime duration even if the files are

@@ -137,7 +137,7 @@ pub struct ScenarioResult {
     #[serde(default)]
     pub cross_core_vs_own_baseline: Option<Comparison>,
     /// Per round, the scanner-sharing threads' ratio ÷ the other-core threads' ratio of the
-    /// same runs ([`super::analysis::sharing_vs_cross_core_ratios`]).
+    /// same runs (`analysis::sharing_vs_cross_core_ratios`).
     #[serde(default)]
     pub sharing_vs_cross_core_ratios: Vec<f64>,
     /// The control that lets a sibling loss be put down to sharing the core: the
@@ -194,7 +194,7 @@ pub struct LockscanReport {
     pub results: Vec<ScenarioResult>,
     /// Plain-words conclusion.
     pub verdict: Vec<String>,
-    /// What could not be measured here, and why ([`Note`]s, and the user's own).
+    /// What could not be measured here, and why (`Note`s, and the user's own).
     pub notes: Vec<String>,
     /// The event counters' mode and every event not counted, with the reason; None with
     /// `--counters off`, on the fake engine and in older files.

@@ -109,7 +109,7 @@ pub struct NeighborsReport {
     pub summary: Vec<SeriesStep>,
     /// Steps that could not run here, with the reason.
     pub skipped: Vec<(usize, String)>,
-    /// What the steps could not show or may have distorted ([`Note`]s, the burners' and
+    /// What the steps could not show or may have distorted (`Note`s, the burners' and
     /// the look at the CPUs' warnings).
     pub notes: Vec<String>,
     pub interrupted: bool,

@@ -204,7 +204,7 @@ pub struct RwcacheReport {
     pub best: Option<Best>,
     /// Plain-words conclusions.
     pub verdict: Vec<String>,
-    /// What could not be measured or run here, and why ([`Note`]s, and the look at the
+    /// What could not be measured or run here, and why (`Note`s, and the look at the
     /// CPUs' warnings).
     pub notes: Vec<String>,
     /// Ctrl-C cut the runs short.

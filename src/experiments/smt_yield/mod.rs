@@ -11,7 +11,7 @@
 //! - [`config`]: the workloads (rulers, the hot-page lock, inserts) and the checked
 //!   configuration.
 //! - [`layouts`]: the three layouts on the same cores, and which workloads run (pure).
-//! - [`run`]: the interleaved rounds on an [`crate::engine::Engine`].
+//! - [`run`](mod@run): the interleaved rounds on an [`crate::engine::Engine`].
 //! - [`analysis`]: summaries, yields and shared-core speeds (pure).
 //! - [`model`]: the serde result.
 //! - [`view`]: the terminal report, the study's section, the finding and answer rows,

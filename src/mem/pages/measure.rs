@@ -57,7 +57,7 @@ pub fn write_cycle(m: &Mapping, perm: &[u32], stop: &dyn Fn() -> bool) -> bool {
     true
 }
 
-/// Follows the cycle from `*at` for at least `target`, timing batches of [`HOPS`] loads,
+/// Follows the cycle from `*at` for at least `target`, timing batches of `HOPS` loads,
 /// and returns the median batch's ns per load (so a batch during which the vCPU was
 /// preempted, or another thread ran, does not move the result); None when stopped first.
 /// `*at` keeps the position for the next sample.
@@ -87,7 +87,7 @@ pub fn chase(at: &mut usize, target: Duration, stop: &dyn Fn() -> bool) -> Optio
 }
 
 /// Reads `[0, len)` of `m` sequentially, wrapping around, for at least `target`, timing
-/// batches of at least [`CHUNK`] bytes; returns the median batch's bytes per second, or
+/// batches of at least `CHUNK` bytes; returns the median batch's bytes per second, or
 /// None when stopped.
 pub fn read_bandwidth(
     m: &Mapping,

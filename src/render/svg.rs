@@ -141,6 +141,21 @@ impl Axis {
         }
     }
 
+    /// The axis that holds `values`: log over the positive finite ones, or linear from 0 to
+    /// the largest finite one.
+    pub fn fitting(values: impl Iterator<Item = f64>, log: bool) -> Self {
+        if log {
+            let (lo, hi) = values
+                .filter(|v| *v > 0.0 && v.is_finite())
+                .fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| {
+                    (lo.min(v), hi.max(v))
+                });
+            Axis::log(lo, hi)
+        } else {
+            Axis::linear(values.filter(|v| v.is_finite()).fold(0.0, f64::max))
+        }
+    }
+
     /// A log axis from the power of ten ≤ `min` to the one ≥ `max` (positive values only).
     pub fn log(min: f64, max: f64) -> Self {
         let min = if min.is_finite() && min > 0.0 {
@@ -306,15 +321,7 @@ pub fn bar_chart(
         let (lo, hi) = b.range.unwrap_or((b.value, b.value));
         [b.value, lo, hi]
     });
-    let axis = if log {
-        let pos: Vec<f64> = values.filter(|v| *v > 0.0 && v.is_finite()).collect();
-        Axis::log(
-            pos.iter().copied().fold(f64::INFINITY, f64::min),
-            pos.iter().copied().fold(0.0, f64::max),
-        )
-    } else {
-        Axis::linear(values.filter(|v| v.is_finite()).fold(0.0, f64::max))
-    };
+    let axis = Axis::fitting(values, log);
     let mut d = Doc::new(w, h);
     d.text(a.x, 18.0, "start", 13.0, title);
     let mut items: Vec<(String, String)> = series
@@ -449,15 +456,7 @@ pub fn line_chart(
         let (lo, hi) = p.range.unwrap_or((p.y, p.y));
         [p.y, lo, hi]
     });
-    let axis = if log {
-        let pos: Vec<f64> = ys.filter(|v| *v > 0.0 && v.is_finite()).collect();
-        Axis::log(
-            pos.iter().copied().fold(f64::INFINITY, f64::min),
-            pos.iter().copied().fold(0.0, f64::max),
-        )
-    } else {
-        Axis::linear(ys.filter(|v| v.is_finite()).fold(0.0, f64::max))
-    };
+    let axis = Axis::fitting(ys, log);
     let mut d = Doc::new(w, h);
     d.text(a.x, 18.0, "start", 13.0, title);
     let items: Vec<(String, String)> = series

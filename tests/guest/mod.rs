@@ -568,11 +568,18 @@ pub fn run_pinned_guest(
 enum Stop {
     /// The kernel reported a soft lockup: the console line, progress and tail.
     SoftLockup(String),
+    /// The guest used its CPU time and still did not finish: the vCPUs ran but nothing
+    /// moved, not even a command's time limit (which would have stopped a hung command and
+    /// gone on), as when the kernel froze before /init (seen once: nothing after
+    /// "Booting from ROM..." in 600 s). The progress, the reason and the tail.
+    Frozen(String),
     /// The vCPU threads could not be pinned.
     Unpinned(String),
 }
 
-/// One guest, booted once more after a soft lockup. Err: the pins could not be applied.
+/// One guest, booted once more after a soft lockup or a freeze (the emulated machine's,
+/// not the commands': a hung command is stopped at its own limit). Twice is a failure.
+/// Err: the pins could not be applied.
 fn boot(
     p: &Prereqs,
     shape: Shape,
@@ -585,15 +592,15 @@ fn boot(
     match attempt(p, shape, pins, cmds, files, limit) {
         Ok(run) => Ok(run),
         Err(Stop::Unpinned(why)) => Err(why),
-        Err(Stop::SoftLockup(first)) => {
+        Err(Stop::SoftLockup(first) | Stop::Frozen(first)) => {
             eprintln!(
-                "the {shape} guest's kernel reported a soft lockup; booting it once more\n{first}"
+                "the {shape} guest's kernel reported a soft lockup or froze; booting it once more\n{first}"
             );
             match attempt(p, shape, pins, cmds, files, limit) {
                 Ok(run) => Ok(run),
                 Err(Stop::Unpinned(why)) => Err(why),
-                Err(Stop::SoftLockup(second)) => panic!(
-                    "the {shape} guest's kernel reported a soft lockup twice\nfirst boot:\n{first}\nsecond boot:\n{second}"
+                Err(Stop::SoftLockup(second) | Stop::Frozen(second)) => panic!(
+                    "the {shape} guest's kernel reported a soft lockup or froze twice\nfirst boot:\n{first}\nsecond boot:\n{second}"
                 ),
             }
         }
@@ -875,12 +882,12 @@ fn attempt(
         drop(kill); // closes the pipe, so the reader ends
         let so_far = console.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let serial = clean(&String::from_utf8_lossy(&so_far));
-        panic!(
+        return Err(Stop::Frozen(format!(
             "the {shape} guest did not finish within {limit:?} of wall and QEMU CPU time ({:?} of wall time): QEMU killed\n{}\nserial tail:\n{}",
             t0.elapsed(),
             progress(&serial, cmds, true),
             tail(&serial, 40)
-        );
+        )));
     }
     let out = std::mem::take(&mut *console.lock().unwrap_or_else(|e| e.into_inner()));
     let _ = kill.0.wait();

@@ -84,6 +84,25 @@ pub trait StudySection {
     fn finding(&self, smt: bool) -> Option<Finding>;
 }
 
+/// What an experiment's answer rows may depend on beyond its section.
+#[derive(Debug, Clone, Copy)]
+pub struct AnswerCtx<'a> {
+    /// The machine has SMT siblings.
+    pub smt: bool,
+    /// Why the phase gave no section, when it gave none.
+    pub missing: &'a str,
+    /// Why a machine without SMT siblings cannot answer.
+    pub no_smt: &'a str,
+}
+
+/// An experiment's conclusions for the answer table: its rows, from its section or from
+/// why there is none. Each experiment's `verdict.rs` implements it; the verdict loops.
+pub trait Conclusions {
+    fn answers(section: Option<&Self>, ctx: &AnswerCtx<'_>) -> Vec<Answer>
+    where
+        Self: Sized;
+}
+
 /// What a section's blocks may depend on beyond the section itself: facts about the
 /// whole study.
 #[derive(Debug, Clone, Default)]
@@ -156,6 +175,10 @@ pub enum HtAnswer {
     Inconclusive,
     /// Nothing on this machine or in this run could answer it (the reason says why).
     NotMeasured,
+    /// Only across hosts (`smtlab merge`): hosts of one machine type answer firmly and
+    /// differently (one gains, another loses), so no one answer holds for the type; the
+    /// reason names the groups.
+    HostsDisagree,
 }
 
 impl HtAnswer {
@@ -196,6 +219,7 @@ impl HtAnswer {
             HtAnswer::DependsOnWorkload => "depends on the workload",
             HtAnswer::Inconclusive => "inconclusive",
             HtAnswer::NotMeasured => "not measured here",
+            HtAnswer::HostsDisagree => "hosts disagree",
         }
     }
 }
@@ -211,6 +235,63 @@ pub struct Answer {
     pub reason: String,
     /// The report section that holds the runs behind it.
     pub section: Option<PhaseName>,
+    /// The check of the runs' own quality records this row passed through (busy CPUs
+    /// before the runs, steal, threads off their CPUs, …): what was checked and each
+    /// problem found. A row whose runs had a problem is never firmer than inconclusive.
+    /// None for a row that was not measured, and in files written before rows stored it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
+}
+
+/// What a row's runs were checked for and what was found, as results.json keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Gate {
+    /// The records read: `preflight` (other work on the CPUs just before the runs),
+    /// `steal` (the hypervisor's share of the measured CPUs during them), `pinning`
+    /// (every thread stayed on its CPUs), `rows` (every committed row was in the table),
+    /// `disturbed-rounds` (rounds the engine saw disturbed while they ran), `on-cpu`
+    /// (pinned threads on their CPUs for the whole run, CPU time against wall time).
+    pub checked: Vec<String>,
+    /// Each problem found, in words; empty when the runs were clean.
+    pub problems: Vec<String>,
+}
+
+impl Gate {
+    /// A gate over `checked` that found `problems`.
+    pub fn new(checked: &[&str], problems: Vec<String>) -> Self {
+        Gate {
+            checked: checked.iter().map(|c| c.to_string()).collect(),
+            problems,
+        }
+    }
+
+    /// The runs had nothing wrong in the records read.
+    pub fn clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// How a gate's problems are said where they hold a row back.
+pub const HELD_BACK: &str = "held back as inconclusive, since the runs were disturbed";
+
+impl Answer {
+    /// This row passed through `gate`: stored with it, and a row whose runs had a problem
+    /// held back as inconclusive with the problems in its reason (once: a row already held
+    /// back for them keeps its words). A row not measured here has nothing to gate.
+    pub fn gated(mut self, gate: Gate) -> Self {
+        if self.answer == HtAnswer::NotMeasured {
+            return self;
+        }
+        if !gate.clean() && !self.reason.contains(HELD_BACK) {
+            if self.answer != HtAnswer::Inconclusive {
+                self.answer = HtAnswer::Inconclusive;
+            }
+            self.reason
+                .push_str(&format!("; {HELD_BACK}: {}", gate.problems.join("; ")));
+        }
+        self.gate = Some(gate);
+        self
+    }
 }
 
 /// A ratio a sentence cites, with its interval, its run count and which runs it came from.
@@ -251,6 +332,7 @@ pub fn not_answered(class: WorkloadClass, reason: String, section: Option<PhaseN
         evidence: None,
         reason,
         section,
+        gate: None,
     }
 }
 
@@ -297,6 +379,21 @@ pub fn direction(e: Effect) -> Option<u8> {
     }
 }
 
+/// Which way a member's interval leans even when it is not decided: its class's
+/// direction when decided, else up when it lies wholly above 1 (the members' rates rose
+/// with SMT, by less or more than the band), down when wholly below 1, None when it
+/// reaches across 1. Such a member cannot be counted as "no difference", and members that
+/// lean opposite ways are a class whose workloads disagree.
+pub fn lean(c: &Comparison) -> Option<u8> {
+    direction(c.effect).or(if c.low > 1.0 {
+        Some(2)
+    } else if c.high < 1.0 {
+        Some(0)
+    } else {
+        None
+    })
+}
+
 /// One workload (or scanner scenario) of an answer row: its own comparison and the
 /// per-round ratios behind it, keyed by round so that members can be paired.
 #[derive(Debug, Clone)]
@@ -323,8 +420,12 @@ pub struct Aggregate {
     /// per-round ratios to widen from.
     pub members: Vec<(String, Comparison, bool)>,
     /// Several members whose adjusted intervals point different ways (a gain and a loss,
-    /// a gain and no effect, …): the row depends on the workload.
+    /// a gain and no effect, …, or one wholly above 1 and another wholly below): the row
+    /// depends on the workload.
     pub disagree: bool,
+    /// Every member's adjusted interval lies inside the noise band: only then can the
+    /// row say "no difference".
+    pub all_inside: bool,
 }
 
 impl Aggregate {
@@ -341,6 +442,7 @@ impl Aggregate {
                 central: m.comparison,
                 central_note: None,
                 k,
+                all_inside: m.comparison.effect == Effect::NoEffect,
                 members: vec![(m.label, m.comparison, false)],
                 disagree: false,
             });
@@ -393,12 +495,24 @@ impl Aggregate {
         }
         dirs.sort_unstable();
         dirs.dedup();
+        // Members leaning opposite ways count too, decided or not: a member wholly below 1
+        // beside one wholly above is a class whose workloads disagree.
+        let leans: Vec<u8> = adjusted
+            .iter()
+            .filter(|(_, c, _)| !c.indicative)
+            .filter_map(|(_, c, _)| lean(c))
+            .collect();
+        let opposite = leans.contains(&0) && leans.contains(&2);
+        let all_inside = adjusted
+            .iter()
+            .all(|(_, c, _)| c.effect == Effect::NoEffect);
         Some(Self {
             central,
             central_note,
             k,
             members: adjusted,
-            disagree: dirs.len() > 1,
+            disagree: dirs.len() > 1 || opposite,
+            all_inside,
         })
     }
 
@@ -406,10 +520,34 @@ impl Aggregate {
     /// central value's.
     pub fn answer(&self, map: fn(Effect) -> HtAnswer) -> HtAnswer {
         if self.disagree {
-            HtAnswer::DependsOnWorkload
-        } else {
-            decide(&self.central, map)
+            return HtAnswer::DependsOnWorkload;
         }
+        match decide(&self.central, map) {
+            // No difference for the row needs every member inside the band.
+            HtAnswer::NoDifference if !self.all_inside => HtAnswer::Inconclusive,
+            a => a,
+        }
+    }
+
+    /// Said in the row when its central value is inside the band but a member is not.
+    pub fn outside_note(&self) -> Option<String> {
+        if self.all_inside || self.disagree || self.central.effect != Effect::NoEffect {
+            return None;
+        }
+        let out: Vec<&str> = self
+            .members
+            .iter()
+            .filter(|(_, c, _)| c.effect != Effect::NoEffect)
+            .map(|(l, _, _)| l.as_str())
+            .collect();
+        Some(format!(
+            "the median is inside the band but {} not, so \"no difference\" is not shown for every member",
+            match out.len() {
+                1 => format!("{} is", out[0]),
+                n if n <= LIST_ALL => format!("{} are", out.join(", ")),
+                n => format!("{n} of the {} members are", self.k),
+            }
+        ))
     }
 
     /// `per-round median of 3 workloads: 1.20× … (95 % CI …: gain); each at 98.3 %
@@ -421,7 +559,7 @@ impl Aggregate {
             let (label, c, _) = &self.members[0];
             return format!("{label}: {}", c.ratio_of(of));
         }
-        let level = crate::stats::level_text(1.0 - (1.0 - CONFIDENCE) / self.k as f64);
+        let level = crate::render::level_text(1.0 - (1.0 - CONFIDENCE) / self.k as f64);
         let one = |(label, c, widened): &(String, Comparison, bool)| {
             format!(
                 "{label} {}{}",
@@ -472,16 +610,27 @@ impl Aggregate {
             ));
         }
         if self.disagree {
-            let named = |want: u8| -> Vec<String> {
+            // Decided members by their class; undecided ones by the side of 1 they lie on.
+            let named = |want: u8, decided: bool| -> Vec<String> {
                 self.members
                     .iter()
-                    .filter(|(_, c, _)| !c.indicative && direction(c.effect) == Some(want))
+                    .filter(|(_, c, _)| {
+                        !c.indicative
+                            && lean(c) == Some(want)
+                            && (direction(c.effect).is_some() == decided)
+                    })
                     .map(|(l, _, _)| l.clone())
                     .collect()
             };
             let mut parts = Vec::new();
-            for (want, word) in [(2, "gain"), (1, "no effect"), (0, "loss")] {
-                let n = named(want);
+            for (want, decided, word) in [
+                (2, true, "gain"),
+                (2, false, "wholly above 1 (less than the band)"),
+                (1, true, "no effect"),
+                (0, false, "wholly below 1 (less than the band)"),
+                (0, true, "loss"),
+            ] {
+                let n = named(want, decided);
                 match n.len() {
                     0 => {}
                     1..=LIST_ALL => parts.push(format!("{word} for {}", n.join(", "))),
@@ -502,6 +651,121 @@ impl Aggregate {
 
 /// Members an answer row lists one by one; more are summarised.
 pub const LIST_ALL: usize = 4;
+
+#[cfg(test)]
+mod aggregate_tests {
+    use super::*;
+
+    fn member(label: &str, rounds: &[f64]) -> Member {
+        Member {
+            label: label.into(),
+            comparison: Comparison::of_paired_ratios(rounds, Thresholds::YIELD, CONFIDENCE)
+                .unwrap(),
+            ratios: rounds.iter().copied().enumerate().collect(),
+        }
+    }
+
+    /// Three compute rulers over five rounds: `int` lies wholly below 1 and `prime` wholly
+    /// above at the widened 98.3 %, though neither is beyond the band; the median of the
+    /// rounds is 0.99× (0.97–1.01), inside it. That is not "no difference".
+    #[test]
+    fn a_row_counts_members_that_lean_opposite_ways_even_when_undecided() {
+        let agg = Aggregate::of(
+            vec![
+                member("`prime`", &[1.062, 1.063, 1.122, 1.027, 1.095]),
+                member("`int`", &[0.860, 0.951, 0.926, 0.958, 0.906]),
+                member("`fma`", &[1.012, 0.991, 0.978, 1.004, 0.963]),
+            ],
+            Thresholds::YIELD,
+        )
+        .unwrap();
+        let c = agg.central;
+        assert!((c.estimate - 0.99).abs() < 0.006, "{c:?}");
+        assert_eq!(c.effect, Effect::NoEffect, "{c:?}");
+        let find = |l: &str| agg.members.iter().find(|m| m.0 == l).unwrap().1;
+        assert!(find("`int`").high < 1.0 && find("`prime`").low > 1.0);
+        assert_eq!(find("`int`").effect, Effect::Inconclusive);
+        assert!(agg.disagree);
+        assert_eq!(
+            agg.answer(HtAnswer::from_yield),
+            HtAnswer::DependsOnWorkload
+        );
+        let text = agg.text("one thread per core", "workloads");
+        assert!(
+            text.contains("wholly above 1 (less than the band) for `prime`")
+                && text.contains("wholly below 1 (less than the band) for `int`"),
+            "{text}"
+        );
+    }
+
+    /// "No difference" needs every member inside the band: a median inside it with one
+    /// member reaching out of it is inconclusive.
+    #[test]
+    fn no_difference_needs_every_member_inside_the_band() {
+        let agg = Aggregate::of(
+            vec![
+                member("`a`", &[1.00, 1.01, 0.99, 1.00, 1.005]),
+                member("`b`", &[1.00, 1.002, 0.998, 1.001, 0.999]),
+                member("`c`", &[1.09, 0.96, 1.07, 0.99, 1.03]),
+            ],
+            Thresholds::YIELD,
+        )
+        .unwrap();
+        assert_eq!(agg.central.effect, Effect::NoEffect, "{:?}", agg.central);
+        assert!(!agg.all_inside && !agg.disagree);
+        assert_eq!(agg.answer(HtAnswer::from_yield), HtAnswer::Inconclusive);
+        assert!(agg.outside_note().unwrap().contains("`c` is not"));
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+
+    fn row(answer: HtAnswer) -> Answer {
+        Answer {
+            class: WorkloadClass::Inserts,
+            answer,
+            evidence: None,
+            reason: "SMT yield for inserts: 1.30×".into(),
+            section: None,
+            gate: None,
+        }
+    }
+
+    #[test]
+    fn a_row_whose_runs_had_a_problem_is_held_back_and_keeps_the_gate() {
+        let g = Gate::new(
+            &["preflight", "steal"],
+            vec!["other work was running on CPU 1".into()],
+        );
+        let a = row(HtAnswer::KeepHtOn).gated(g.clone());
+        assert_eq!(a.answer, HtAnswer::Inconclusive);
+        assert!(
+            a.reason
+                .ends_with("; held back as inconclusive, since the runs were disturbed: other work was running on CPU 1"),
+            "{}",
+            a.reason
+        );
+        assert_eq!(a.gate.as_ref(), Some(&g));
+        // Stored in the JSON and read back.
+        let back: Answer = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
+        // Said once when the row was held back for it already.
+        let again = a.clone().gated(g);
+        assert_eq!(again.reason, a.reason);
+        // Clean runs change nothing but record what was checked.
+        let clean = row(HtAnswer::KeepHtOn).gated(Gate::new(&["preflight"], Vec::new()));
+        assert_eq!(clean.answer, HtAnswer::KeepHtOn);
+        assert_eq!(clean.gate.unwrap().checked, ["preflight"]);
+        // A row not measured has nothing to gate.
+        let nm = row(HtAnswer::NotMeasured).gated(Gate::new(&["steal"], vec!["x".into()]));
+        assert_eq!((nm.answer, nm.gate), (HtAnswer::NotMeasured, None));
+        // An older file's row without a gate reads.
+        let old = r#"{"class":"inserts","answer":"keep-ht-on","evidence":null,"reason":"r","section":null}"#;
+        assert_eq!(serde_json::from_str::<Answer>(old).unwrap().gate, None);
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -75,24 +75,39 @@ pub fn not_replaceable(path: &Path) -> Option<String> {
 /// (a file is made and removed there to find out: access(2) says yes to root even on
 /// `/proc`). Finding out after a run has measured for minutes would lose the results.
 pub fn check_output(what: &str, path: &Path) -> Result<(), crate::error::BadInput> {
-    let bad = |why: String| {
-        crate::error::BadInput(format!(
+    output_problem(path).map_or(Ok(()), |why| {
+        Err(crate::error::BadInput(format!(
             "{what} {}: {why}; give the path of a regular file (or of none yet) in a \
              directory smtlab can write",
             path.display()
-        ))
-    };
-    if let Some(why) = not_replaceable(path) {
-        return Err(bad(format!(
-            "{why}, not a regular file, and smtlab replaces the file at that path whole"
-        )));
+        )))
+    })
+}
+
+/// [`check_output`]'s finding without the option's name: why `path` cannot be written
+/// whole, or None when it can.
+pub fn output_problem(path: &Path) -> Option<String> {
+    // Path drops a trailing `/` (`/tmp/x.prom/` has the file name `x.prom`), but the kernel
+    // does not: such a path names a directory, and the rename at the end would fail
+    // (ENOTDIR) after all the work (path_resolution(7)).
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let b = path.as_os_str().as_bytes();
+        if b.ends_with(b"/") || b.ends_with(b"/.") || b == b"." {
+            return Some("it ends with `/`, so it names a directory, not a file".into());
+        }
     }
-    let name = path
-        .file_name()
-        .ok_or_else(|| bad("it names no file".into()))?;
+    if let Some(why) = not_replaceable(path) {
+        return Some(format!(
+            "{why}, not a regular file, and smtlab replaces the file at that path whole"
+        ));
+    }
+    let Some(name) = path.file_name() else {
+        return Some("it names no file".into());
+    };
     let dir = parent_dir(path);
     if !dir.is_dir() {
-        return Err(bad(format!("directory {} does not exist", dir.display())));
+        return Some(format!("directory {} does not exist", dir.display()));
     }
     let probe = dir.join(format!(
         ".{}.smtlab-probe-{}-{}",
@@ -103,9 +118,9 @@ pub fn check_output(what: &str, path: &Path) -> Result<(), crate::error::BadInpu
     match std::fs::File::create_new(&probe) {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
-            Ok(())
+            None
         }
-        Err(e) => Err(bad(format!("cannot write in {} ({e})", dir.display()))),
+        Err(e) => Some(format!("cannot write in {} ({e})", dir.display())),
     }
 }
 
@@ -214,6 +229,69 @@ pub fn read_input(path: &Path, cap: u64) -> Result<Vec<u8>, InputError> {
     }
 }
 
+/// The most bytes read from one kernel file (sysfs, procfs, tracefs, or a copied tree under
+/// `--sysfs-root`): far above any such file (a tracefs `trace` of a few MB, `smaps` of a
+/// large process), far below what a link to `/dev/zero` would make of memory.
+pub const MAX_KERNEL_FILE_BYTES: usize = 64 << 20;
+
+/// The bytes of a kernel file, or of a file in a copied tree that stands for one: opened
+/// with `O_NONBLOCK` (a FIFO put in its place reads as empty at once instead of waiting
+/// for a writer forever, fifo(7); no effect on sysfs, procfs and regular files) and
+/// `O_NOCTTY`, read at most [`MAX_KERNEL_FILE_BYTES`] (a file that never ends, a link to
+/// `/dev/zero`, is an error, not an endless read). `one_shot`: the file is a sysfs
+/// attribute, produced whole by its first read (at most a page), so a short read is its
+/// end. The one reader for such files: topology discovery, `smt`, `top` and `mem`.
+pub fn read_kernel_file(path: &Path, one_shot: bool) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let mut buf = Vec::with_capacity(256);
+    let mut chunk = [0u8; 4096];
+    loop {
+        match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) if one_shot && n < chunk.len() => {
+                buf.extend_from_slice(&chunk[..n]);
+                break;
+            }
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > MAX_KERNEL_FILE_BYTES {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!(
+                            "`{}` holds more than {} MiB or never ends (a link to /dev/zero?): not a kernel file",
+                            path.display(),
+                            MAX_KERNEL_FILE_BYTES >> 20
+                        ),
+                    ));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // EAGAIN: a FIFO with a writer that has written nothing yet; it is no kernel
+            // file, and waiting is what this reader never does.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(buf)
+}
+
+/// [`read_kernel_file`] as UTF-8 text, read to its end: `std::fs::read_to_string` for
+/// kernel files, without its blocking open or its endless read.
+pub fn read_kernel_text(path: impl AsRef<Path>) -> std::io::Result<String> {
+    let path = path.as_ref();
+    String::from_utf8(read_kernel_file(path, false)?).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("`{}` is not UTF-8 text ({e})", path.display()),
+        )
+    })
+}
+
 /// [`read_input`] as UTF-8 text.
 pub fn read_input_text(path: &Path, cap: u64) -> Result<String, InputError> {
     let bytes = read_input(path, cap)?;
@@ -305,6 +383,28 @@ fn write_and_rename(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()
 /// The temporary file, its bytes, the rename and the syncs (after the check that `path`
 /// may be replaced).
 fn write_temp_and_rename(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+    let tmp = write_temp(path, bytes, sync)?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if sync {
+        std::fs::File::open(parent_dir(path))?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// The temporary file's name for `path`'s file name: `.NAME.smtlab-PID-N.tmp`.
+fn temp_prefix(name: &std::ffi::OsStr) -> String {
+    format!(".{}.smtlab-", name.to_string_lossy())
+}
+
+/// Writes `bytes` to a new temporary file beside `path` (synced when `sync`) and returns
+/// its path; on failure nothing is left. The file is `flock`ed while it is written, so
+/// [`reap_stale_temps`] of a later run can tell a writer that is gone (SIGKILLed, the
+/// machine crashed) from one still writing: the kernel drops the lock with its holder
+/// however it ends, across pid namespaces (flock(2)).
+fn write_temp(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<PathBuf> {
     let name = path.file_name().ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -312,27 +412,167 @@ fn write_temp_and_rename(path: &Path, bytes: &[u8], sync: bool) -> std::io::Resu
         )
     })?;
     let dir = parent_dir(path);
+    reap_once(dir, name);
     let tmp = dir.join(format!(
-        ".{}.smtlab-{}-{}.tmp",
-        name.to_string_lossy(),
+        "{}{}-{}.tmp",
+        temp_prefix(name),
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let written = (|| {
         // create_new: never write through a file (or link) someone else put at that name.
         let mut f = std::fs::File::create_new(&tmp)?;
+        lock_exclusive(&f);
         f.write_all(bytes)?;
         if sync {
             f.sync_all()?;
         }
-        std::fs::rename(&tmp, path)
+        Ok(())
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    if sync {
-        std::fs::File::open(dir)?.sync_all()?;
+    Ok(tmp)
+}
+
+/// Takes `f`'s exclusive `flock` without waiting; false when another process holds it.
+fn lock_exclusive(f: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a valid open descriptor.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// How old an unlocked temporary file must be to be reaped: a writer takes the lock right
+/// after creating the file, so only that instant is covered by the age.
+const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// [`reap_stale_temps`] once per directory and file name in this process.
+fn reap_once(dir: &Path, name: &std::ffi::OsStr) {
+    static DONE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let key = dir.join(name);
+    {
+        let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+        if done.contains(&key) {
+            return;
+        }
+        done.push(key);
+    }
+    for p in reap_stale_temps(dir, name) {
+        crate::say!(
+            "removed {} (a temporary file left by an smtlab that was killed while writing it)",
+            p.display()
+        );
+    }
+}
+
+/// Removes the temporary files that [`replace`] left for `dir/name` when its writer was
+/// killed before the rename (SIGKILL, a crash): regular files named
+/// `.NAME.smtlab-PID-N.tmp`, owned by this user, whose `flock` nobody holds, older than a
+/// few seconds. Returns the paths removed.
+pub fn reap_stale_temps(dir: &Path, name: &std::ffi::OsStr) -> Vec<PathBuf> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let prefix = temp_prefix(name);
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let mut removed = Vec::new();
+    for e in rd.filter_map(|e| e.ok()) {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let ours = file
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".tmp"))
+            .is_some_and(|r| {
+                r.split_once('-')
+                    .is_some_and(|(pid, n)| pid.parse::<u32>().is_ok() && n.parse::<u64>().is_ok())
+            });
+        if !ours {
+            continue;
+        }
+        let p = e.path();
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_TEMP_AGE);
+        if !meta.file_type().is_file() || meta.uid() != me || !old {
+            continue;
+        }
+        // O_NOFOLLOW | O_NONBLOCK: never through a link, never blocking on a FIFO put in
+        // its place since the lstat.
+        let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&p)
+        else {
+            continue;
+        };
+        if !lock_exclusive(&f) {
+            continue; // its writer is still at it
+        }
+        if std::fs::remove_file(&p).is_ok() {
+            removed.push(p);
+        }
+    }
+    removed
+}
+
+/// Replaces every file of `files` or none: each one's temporary file is written and synced
+/// first, and only when all are (and no signal arrived meanwhile) are they renamed into
+/// place, one after the other, then each directory synced. A failure or a signal before the
+/// renames removes every temporary file and leaves each path as it was; a signal
+/// ([`crate::interrupt`]) is [`crate::error::Interrupted`] in the error's chain. For a set
+/// of files that describe one result (fleet.json, fleet.html, fleet.md), so that an
+/// interrupted run never leaves a new one beside an old one.
+pub fn replace_all(files: &[(&Path, &[u8])]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let mut temps: Vec<PathBuf> = Vec::with_capacity(files.len());
+    let cleanup = |temps: &[PathBuf]| {
+        for t in temps {
+            let _ = std::fs::remove_file(t);
+        }
+    };
+    for (path, bytes) in files {
+        if crate::interrupt::requested() {
+            cleanup(&temps);
+            return Err(crate::interrupt::Interrupted.into());
+        }
+        let written = match not_replaceable(path) {
+            Some(why) => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{why}, not a regular file: not replaced"),
+            )),
+            None => write_temp(path, bytes, true),
+        };
+        match written {
+            Ok(t) => temps.push(t),
+            Err(e) => {
+                cleanup(&temps);
+                return Err(e).with_context(|| format!("writing `{}`", path.display()));
+            }
+        }
+    }
+    if crate::interrupt::requested() {
+        cleanup(&temps);
+        return Err(crate::interrupt::Interrupted.into());
+    }
+    for (i, ((path, _), tmp)) in files.iter().zip(&temps).enumerate() {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            cleanup(&temps[i..]);
+            return Err(e).with_context(|| format!("writing `{}`", path.display()));
+        }
+    }
+    let mut dirs: Vec<&Path> = files.iter().map(|(p, _)| parent_dir(p)).collect();
+    dirs.dedup();
+    for d in dirs {
+        std::fs::File::open(d)
+            .and_then(|f| f.sync_all())
+            .with_context(|| format!("syncing directory `{}`", d.display()))?;
     }
     Ok(())
 }
@@ -429,6 +669,13 @@ mod tests {
             .unwrap_err()
             .0;
         assert!(e.contains("does not exist"), "{e}");
+        for trailing in ["new.prom/", "target/", "new.prom/."] {
+            let e = check_output("--prometheus", &dir.path().join(trailing))
+                .unwrap_err()
+                .0;
+            assert!(e.contains("it ends with `/`"), "{e}");
+        }
+        assert_eq!(names(dir.path()), ["fifo", "link", "sub", "target"]);
         let e = check_output("--export-csv", Path::new("/proc/smtlab-x.csv"))
             .unwrap_err()
             .0;
@@ -442,6 +689,34 @@ mod tests {
         assert!(replace(&p, b"new").is_err());
         assert!(!p.exists());
         assert_eq!(names(dir.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn kernel_files_are_read_without_blocking_or_reading_forever() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("control");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t0 = std::time::Instant::now();
+        // No writer: the open returns at once and the read finds nothing.
+        assert_eq!(read_kernel_text(&fifo).unwrap(), "");
+        let zero = dir.path().join("mds");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = read_kernel_text(&zero).unwrap_err();
+        assert!(e.to_string().contains("never ends"), "{e}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10));
+        let f = dir.path().join("online");
+        std::fs::write(&f, "0-3\n").unwrap();
+        assert_eq!(read_kernel_text(&f).unwrap(), "0-3\n");
+        assert_eq!(read_kernel_file(&f, true).unwrap(), b"0-3\n");
+        assert_eq!(
+            read_kernel_text(dir.path().join("none"))
+                .unwrap_err()
+                .kind(),
+            std::io::ErrorKind::NotFound
+        );
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub const MIN_STUDY_BUDGET: Duration = Duration::from_secs(10);
 pub const MAX_RESULTS_BYTES: u64 = 256 << 20;
 /// `merge`: the results.json files one merge reads (directories are searched for them).
 pub const MAX_MERGE_FILES: u64 = 100_000;
+/// How many directory levels `merge` searches below each directory it is given.
+pub const MAX_MERGE_DEPTH: u64 = 16;
 /// The SMT and hugetlb journals: the SMT journal lists the online CPUs and their cores,
 /// under 2 MB pretty-printed for 65536 CPUs.
 pub const MAX_JOURNAL_BYTES: u64 = 4 << 20;
@@ -248,6 +250,14 @@ pub const TABLE: &[Limit] = &[
         options: "`merge`'s input files",
         bound: Bound::AtMost(MAX_MERGE_FILES, " files"),
         why: "one merge holds every host's answers in memory; merge fewer at a time",
+    },
+    Limit {
+        options: "`merge`'s directory search",
+        bound: Bound::AtMost(MAX_MERGE_DEPTH, " levels below each directory given"),
+        why: "a directory deeper than that is not searched and is named among the skipped \
+              inputs (`too deep`), as is every entry named `results.json` that is not a regular \
+              file (a FIFO, a device, a link to nothing) and every directory that cannot be \
+              listed; links to directories are not followed",
     },
     Limit {
         options: "the SMT journal (`smt`), the hugetlb journal (`mem pages`)",

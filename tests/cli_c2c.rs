@@ -14,7 +14,7 @@ fn usable_cpus() -> Vec<u32> {
 #[test]
 fn text_matrix_and_ceiling() {
     if usable_cpus().len() < 2 {
-        eprintln!("skipped: needs 2 usable CPUs");
+        crate::common::skip(crate::common::Need::Machine, "needs 2 usable CPUs");
         return;
     }
     smtlab()
@@ -35,7 +35,7 @@ fn text_matrix_and_ceiling() {
 fn json_has_every_pair_and_a_square_matrix() {
     let cpus = usable_cpus();
     if cpus.len() < 2 {
-        eprintln!("skipped: needs 2 usable CPUs");
+        crate::common::skip(crate::common::Need::Machine, "needs 2 usable CPUs");
         return;
     }
     // At most 4 CPUs keeps the test short on big machines.
@@ -118,7 +118,7 @@ fn bad_input_exits_2() {
 fn a_budget_takes_fewer_samples_first() {
     let cpus = usable_cpus();
     if cpus.len() < 2 {
-        eprintln!("skipped: needs 2 usable CPUs");
+        crate::common::skip(crate::common::Need::Machine, "needs 2 usable CPUs");
         return;
     }
     let list = format!("{},{}", cpus[0], cpus[1]);
@@ -147,7 +147,7 @@ fn a_budget_takes_fewer_samples_first() {
 fn other_work_on_a_measured_cpu_is_reported() {
     let cpus = usable_cpus();
     if cpus.len() < 2 {
-        eprintln!("skipped: needs 2 usable CPUs");
+        crate::common::skip(crate::common::Need::Machine, "needs 2 usable CPUs");
         return;
     }
     let busy_cpu = cpus[1];

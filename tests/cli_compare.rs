@@ -30,7 +30,7 @@ fn have_postgres() -> bool {
         Ok(_) => true,
         Err(e) => {
             assert!(!ci(), "CI must have PostgreSQL: {e:#}");
-            eprintln!("skipped: {e:#}");
+            crate::common::skip(crate::common::Need::Machine, &format!("{e:#}"));
             false
         }
     }
@@ -260,7 +260,10 @@ fn a_metric_that_never_matches_quotes_the_output_and_exits_2() {
 fn placements_needing_smt_exit_3_on_a_machine_without_it() {
     let topo = smtlab::topology::discover(Path::new("/")).unwrap();
     if topo.threads_per_core() > 1 {
-        eprintln!("skipped: this machine has SMT siblings (the SMT guests test the refusal)");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "this machine has SMT siblings (the SMT guests test the refusal)",
+        );
         return;
     }
     for p in ["one-per-core,pairs", "all"] {
@@ -279,7 +282,10 @@ fn placements_needing_smt_exit_3_on_a_machine_without_it() {
 fn without_smt_the_default_measures_the_command_on_every_cpu_and_says_why_not_compared() {
     let topo = smtlab::topology::discover(Path::new("/")).unwrap();
     if topo.threads_per_core() > 1 {
-        eprintln!("skipped: this machine has SMT siblings (the default compares placements)");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "this machine has SMT siblings (the default compares placements)",
+        );
         return;
     }
     let (all, _) = cpus();
@@ -608,7 +614,7 @@ fn exports_are_written_whole() {
     assert!(rows[1].ends_with(",baseline"), "{c}");
     let m = std::fs::read_to_string(&md).unwrap();
     assert!(
-        m.contains("| Placement | CPUs |") && m.contains("| baseline |"),
+        m.contains("| PLACEMENT | CPUS |") && m.contains("| baseline |"),
         "{m}"
     );
     // No temporary file left beside them.
@@ -636,14 +642,14 @@ fn markdown_export_shows_html_in_the_command_as_text() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr_of(&out));
     let m = std::fs::read_to_string(&md).unwrap();
-    // One code span, fenced with more backticks than the command holds, so the tag inside
-    // it is literal text and the pipe is not a table separator.
+    // The command is text like every other line of the document: the tag outside the
+    // backticks is escaped, the one inside them is a code span (literal in Markdown).
     let line = m.lines().find(|l| l.starts_with("Command:")).unwrap();
     assert_eq!(
-        line, "Command: ``sh -c true '<img src=x onerror=alert(1)>|`<b>`'``",
+        line, "Command: sh -c true '&lt;img src=x onerror=alert(1)&gt;|`<b>`'",
         "{m}"
     );
-    assert!(!m.replace(line, "").contains('<'), "{m}");
+    assert!(!m.replace("`<b>`", "").contains('<'), "{m}");
 }
 
 /// The pids of the command (the shell) and its background child, written to `file`.
@@ -716,6 +722,125 @@ fn sigkill_of_smtlab_still_ends_the_command_tree() {
     r.signal(libc::SIGKILL);
     let _ = r.child.wait();
     // The shell by its parent-death signal, the background sleep by the guard.
+    assert_gone(&pids);
+}
+
+/// A command whose descendants left its process group and session (setsid(1)): one adopted
+/// by smtlab at once (its parent, the shell's background job, execs `sleep`), one whose
+/// parent lives on in the new session. Each writes its pid to `file`.
+fn setsid_script(file: &Path, then: &str) -> String {
+    format!(
+        "setsid sleep 60 & echo $! >> {f}; \
+         setsid sh -c 'sleep 60 & echo $! >> {f}; wait' & {then}",
+        f = file.display()
+    )
+}
+
+/// Kills what a failed assertion left running, so a failing test leaves nothing behind.
+struct KillOnDrop(Vec<i32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for &p in &self.0 {
+            if alive(p) {
+                // SAFETY: kill with a pid this test's command started.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+#[test]
+fn setsid_descendants_end_with_compare_after_exit_sigterm_and_sigkill() {
+    let (_, first) = cpus();
+    let first = first.to_string();
+    // A normal exit: the command returns while both sleepers run on.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("pids");
+    // The third also cleared its environment: found by its ancestry alone.
+    let script = setsid_script(
+        &f,
+        &format!(
+            "setsid env -i sleep 60 & echo $! >> {}; sleep 0.3",
+            f.display()
+        ),
+    );
+    let out = smtlab()
+        .args(["compare", "--cpus", &first, "--runs", "1", "--warmup", "0"])
+        .args(["--shell", "--", &script])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let pids = wait_for_pids(&f, 3);
+    let _left = KillOnDrop(pids.clone());
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(
+        pids.iter().all(|&p| !alive(p)),
+        "normal exit: still running {:?}",
+        pids.iter().filter(|&&p| alive(p)).collect::<Vec<_>>()
+    );
+    for sig in [libc::SIGTERM, libc::SIGKILL] {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("pids");
+        let script = setsid_script(&f, "wait");
+        let mut r = Running::start(&[
+            "compare", "--cpus", &first, "--runs", "3", "--warmup", "0", "--shell", "--", &script,
+        ]);
+        r.wait_for("round 1/3");
+        let pids = wait_for_pids(&f, 2);
+        let _left = KillOnDrop(pids.clone());
+        r.signal(sig);
+        let code = r.exit_code();
+        if sig == libc::SIGTERM {
+            assert_eq!(code, Some(130), "{}", r.stderr());
+        }
+        // After SIGKILL the guard finds them by the mark in their environment (one that
+        // cleared it as well is found only with --cgroup).
+        assert_gone(&pids);
+    }
+}
+
+/// A `--cleanup` that ignores SIGTERM and would run 30 s: the first signal during it stops
+/// it and smtlab within 2 s (1 s to finish, SIGTERM, SIGKILL half a second later). Before,
+/// it had 5 s and then 2 s more between SIGTERM and SIGKILL: 7 s. The bound asserted is 4.5 s,
+/// wide for a loaded machine, and still below what it was.
+#[test]
+fn a_slow_cleanup_is_stopped_within_2_s_of_the_first_signal() {
+    let (_, first) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("pids");
+    let cleanup = format!("trap '' TERM; sleep 30 & echo $! > {}; wait", f.display());
+    let mut r = Running::start(&[
+        "compare",
+        "--cpus",
+        &first.to_string(),
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--cleanup",
+        &cleanup,
+        "--",
+        "true",
+    ]);
+    r.wait_for("cleanup:");
+    let pids = wait_for_pids(&f, 1);
+    let _left = KillOnDrop(pids.clone());
+    let t0 = Instant::now();
+    r.signal(libc::SIGINT);
+    let code = r.exit_code();
+    let took = t0.elapsed();
+    assert_eq!(code, Some(130), "{}", r.stderr());
+    assert!(
+        took < Duration::from_millis(4500),
+        "exited {took:?} after the signal:\n{}",
+        r.stderr()
+    );
+    assert!(
+        r.stderr().contains("still running 1s after SIGINT"),
+        "{}",
+        r.stderr()
+    );
     assert_gone(&pids);
 }
 
@@ -816,13 +941,13 @@ fn pinned_pids_are_restored_after_ctrl_c_and_after_sigkill() {
 fn cgroup_root() -> Option<PathBuf> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: --cgroup needs root");
+        crate::common::skip(crate::common::Need::Machine, "--cgroup needs root");
         return None;
     }
     match smtlab::experiments::compare::cgroup::find() {
         Ok(h) => Some(h.root),
         Err(e) => {
-            eprintln!("skipped: {e:#}");
+            crate::common::skip(crate::common::Need::Machine, &format!("{e:#}"));
             None
         }
     }
@@ -849,7 +974,10 @@ fn a_cgroup_holds_processes_that_reset_their_affinity_and_is_removed() {
     let Some(root) = cgroup_root() else { return };
     let (all, first) = cpus();
     if all.len() < 2 {
-        eprintln!("skipped: one usable CPU, so a reset affinity cannot be told apart");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "one usable CPU, so a reset affinity cannot be told apart",
+        );
         return;
     }
     // The command asks for every CPU, then reports what it got.
@@ -948,7 +1076,10 @@ fn cgroups_are_removed_after_ctrl_c_and_sigkill() {
 fn burners_run_beside_the_command_and_end_with_each_run() {
     let (all, first) = cpus();
     let Some(other) = all.iter().find(|&c| c != first) else {
-        eprintln!("skipped: one usable CPU, no other core for the burner");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "one usable CPU, no other core for the burner",
+        );
         return;
     };
     let out = smtlab()
@@ -1238,7 +1369,10 @@ fn sysbench_metric_reads_events_per_second() {
         .is_err()
     {
         assert!(!ci(), "CI must have sysbench");
-        eprintln!("skipped: sysbench is not installed (apt-get install sysbench)");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "sysbench is not installed (apt-get install sysbench)",
+        );
         return;
     }
     let (_, first) = cpus();
@@ -1270,7 +1404,10 @@ fn sysbench_with_a_time_limit_is_compared_by_its_own_metric_without_metric() {
         .is_err()
     {
         assert!(!ci(), "CI must have sysbench");
-        eprintln!("skipped: sysbench is not installed (apt-get install sysbench)");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "sysbench is not installed (apt-get install sysbench)",
+        );
         return;
     }
     let (_, first) = cpus();
@@ -1294,7 +1431,10 @@ fn sysbench_with_a_time_limit_is_compared_by_its_own_metric_without_metric() {
 fn as_nobody() -> Option<Vec<String>> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: dropping to another user needs root");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "dropping to another user needs root",
+        );
         return None;
     }
     let setpriv = std::process::Command::new("sh")
@@ -1304,7 +1444,10 @@ fn as_nobody() -> Option<Vec<String>> {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     let Some(setpriv) = setpriv else {
-        eprintln!("skipped: setpriv is not installed (util-linux)");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "setpriv is not installed (util-linux)",
+        );
         return None;
     };
     let nobody = std::process::Command::new(&setpriv)
@@ -1319,7 +1462,10 @@ fn as_nobody() -> Option<Vec<String>> {
         .status()
         .is_ok_and(|s| s.success());
     if !nobody {
-        eprintln!("skipped: cannot run a command as uid 65534 here");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "cannot run a command as uid 65534 here",
+        );
         return None;
     }
     // The binary must be reachable by that user through every directory above it.
@@ -1328,7 +1474,10 @@ fn as_nobody() -> Option<Vec<String>> {
     while let Some(d) = dir {
         use std::os::unix::fs::PermissionsExt;
         if std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 == 0) {
-            eprintln!("skipped: {} is not searchable by other users", d.display());
+            crate::common::skip(
+                crate::common::Need::Machine,
+                &format!("{} is not searchable by other users", d.display()),
+            );
             return None;
         }
         dir = d.parent();
@@ -1439,7 +1588,10 @@ fn a_cgroup_this_user_may_not_create_needs_privileges_exit_4() {
 fn no_cgroup_file_system_at_all_is_not_possible_exit_3() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: hiding the cgroup mounts needs root (a private mount namespace)");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "hiding the cgroup mounts needs root (a private mount namespace)",
+        );
         return;
     }
     // A private mount namespace (unshare(1) makes its mounts private) without any cgroup
@@ -1458,14 +1610,20 @@ fn no_cgroup_file_system_at_all_is_not_possible_exit_3() {
     {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("skipped: unshare(1) is not available ({e})");
+            crate::common::skip(
+                crate::common::Need::Machine,
+                &format!("unshare(1) is not available ({e})"),
+            );
             return;
         }
     };
     let err = stderr_of(&out);
     if matches!(out.status.code(), Some(97 | 98)) || err.contains("unshare failed") {
         assert!(!ci(), "CI must be able to hide the cgroup mounts: {err}");
-        eprintln!("skipped: cannot unmount the cgroup file systems here: {err}");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            &format!("cannot unmount the cgroup file systems here: {err}"),
+        );
         return;
     }
     assert_eq!(out.status.code(), Some(3), "{err}");

@@ -27,7 +27,10 @@ fn have(prog: &str, install: &str) -> bool {
         .is_ok_and(|s| s.success());
     if !ok {
         assert!(!ci(), "CI must have `{prog}` ({install})");
-        eprintln!("skipped: `{prog}` is not installed ({install})");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            &format!("`{prog}` is not installed ({install})"),
+        );
     }
     ok
 }

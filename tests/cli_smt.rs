@@ -428,3 +428,189 @@ fn smt_off_on_bulldozer_cmt_modules_is_refused_with_the_reason() {
     let s = crate::common::stdout_of(&mut smtlab(&root, &["smt", "status"]));
     assert!(s.contains("CMT module"), "{s}");
 }
+
+/// Puts a FIFO at `path` (replacing what is there).
+fn plant_fifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Puts a link to /dev/zero (a file that never ends) at `path`.
+fn plant_zero(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    std::os::unix::fs::symlink("/dev/zero", path).unwrap();
+}
+
+/// A path in the tree and what to plant there.
+type Planting = (String, fn(&Path));
+
+#[test]
+fn fifos_and_endless_files_in_the_tree_never_hang_smt_or_top() {
+    let cpu = "sys/devices/system/cpu";
+    let cases: Vec<Planting> = vec![
+        (format!("{cpu}/smt/control"), plant_fifo),
+        ("proc/cmdline".into(), plant_fifo),
+        ("proc/sys/kernel/random/boot_id".into(), plant_fifo),
+        ("proc/77/task/77/status".into(), plant_fifo),
+        (
+            format!("{cpu}/cpu1/topology/thread_siblings_list"),
+            plant_fifo,
+        ),
+        (format!("{cpu}/vulnerabilities/mds"), plant_zero),
+        (format!("{cpu}/smt/control"), plant_zero),
+        ("proc/cmdline".into(), plant_zero),
+    ];
+    for (rel, plant) in &cases {
+        let t = tree();
+        pinned_process(t.path(), 77, "db", "0-3");
+        plant(&t.path().join(rel));
+        for args in [&["smt", "status"][..], &["smt", "off", "--dry-run"][..]] {
+            let t0 = Instant::now();
+            let o = smtlab(t.path(), args)
+                .timeout(Duration::from_secs(30))
+                .output()
+                .unwrap();
+            let took = t0.elapsed();
+            // Ended by itself (a timeout kills it: no exit code), in far less than that.
+            assert!(
+                o.status.code().is_some() && took < Duration::from_secs(20),
+                "{args:?} with {rel} planted: {:?} after {took:?}; stderr: {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+    // top reads /proc/stat and the tasks' stat files of the tree.
+    for plant in [plant_fifo as fn(&Path), plant_zero] {
+        let t = tree();
+        plant(&t.path().join("proc/stat"));
+        let t0 = Instant::now();
+        let o = smtlab(t.path(), &["top", "--once"])
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.code().is_some() && t0.elapsed() < Duration::from_secs(20),
+            "top: {:?}; stderr: {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// An empty `smt/control` (a FIFO reads as empty at once, and so does an empty file) is
+/// no kernel's: the kernel always writes one word (on, off, forceoff, notsupported,
+/// notimplemented) or a number. Refused, naming the file (exit 2); it was read as a control
+/// of "" and `smt status` went on (exit 0).
+#[test]
+fn an_empty_smt_control_is_refused_naming_the_file() {
+    let rel = "sys/devices/system/cpu/smt/control";
+    let empty = |p: &Path| {
+        let _ = std::fs::remove_file(p);
+        std::fs::write(p, "\n").unwrap();
+    };
+    for plant in [plant_fifo as fn(&Path), empty] {
+        let t = tree();
+        plant(&t.path().join(rel));
+        for args in [&["smt", "status"][..], &["smt", "off", "--dry-run"][..]] {
+            let o = smtlab(t.path(), args)
+                .timeout(Duration::from_secs(30))
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("smt/control") && err.contains("empty"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+}
+
+/// Every regular file under `root`, relative to it.
+fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                dirs.push(e.path());
+            } else if t.is_file() {
+                out.push(e.path().strip_prefix(root).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Each file of the tree in turn replaced by a FIFO and by a link to /dev/zero: `smt
+/// status`, `smt off --dry-run` and `top --once` end by themselves at once (an exit code,
+/// well under 10 s, less than 1 MiB printed) — no reader blocks on the FIFO or reads the
+/// endless file to its end.
+#[test]
+fn every_file_of_the_tree_as_a_fifo_or_dev_zero_is_refused_at_once() {
+    let base = tree();
+    pinned_process(base.path(), 77, "db", "0-3");
+    let rels = files_under(base.path());
+    assert!(rels.len() >= 20, "{rels:?}");
+    let mut failures = Vec::new();
+    for rel in &rels {
+        for (kind, plant) in [("FIFO", plant_fifo as fn(&Path)), ("/dev/zero", plant_zero)] {
+            let t = tree();
+            pinned_process(t.path(), 77, "db", "0-3");
+            plant(&t.path().join(rel));
+            for args in [
+                &["smt", "status"][..],
+                &["smt", "off", "--dry-run"][..],
+                &["top", "--once"][..],
+            ] {
+                let t0 = Instant::now();
+                let o = smtlab(t.path(), args)
+                    .timeout(Duration::from_secs(30))
+                    .output()
+                    .unwrap();
+                let took = t0.elapsed();
+                if o.status.code().is_none()
+                    || took > Duration::from_secs(10)
+                    || o.stdout.len() + o.stderr.len() > 1 << 20
+                {
+                    failures.push(format!(
+                        "{} as {kind}, {args:?}: {:?} after {took:?}, {} bytes out",
+                        rel.display(),
+                        o.status,
+                        o.stdout.len() + o.stderr.len()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn restore_dry_run_leaves_an_invalid_journal_where_it_is() {
+    let t = tree();
+    let j = journal(t.path());
+    std::fs::create_dir_all(j.parent().unwrap()).unwrap();
+    std::fs::write(&j, "{ not json").unwrap();
+    let o = smtlab(t.path(), &["smt", "restore", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&j).unwrap(), "{ not json");
+    let names: Vec<String> = std::fs::read_dir(j.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["smt-journal.json"], "a dry run renames nothing");
+}

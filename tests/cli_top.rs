@@ -254,7 +254,7 @@ fn a_traced_smt_interval_renders_in_every_format() {
         0.5
     );
 
-    let table = render::text(&s, true);
+    let table = smtlab::render::terminal::draw(&render::blocks(&s, true));
     insta::assert_snapshot!("traced_smt_interval_text", table);
     insta::assert_snapshot!("traced_smt_interval_prometheus", render::prometheus(&s));
     assert!(table.contains("idle/one/both % (traced)"), "{table}");

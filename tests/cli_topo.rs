@@ -98,6 +98,8 @@ fn topo_on_this_machine() {
         under_hypervisor(),
         "{text}"
     );
+    // Two sentences, not two glued with a semicolon.
+    assert!(!text.contains("host; running under a hypervisor"), "{text}");
 }
 
 #[test]
@@ -256,7 +258,10 @@ fn plan_on_a_synthetic_tree() {
 #[test]
 fn pairs_without_smt_fails_clearly() {
     if this_machine_has_smt() {
-        eprintln!("skipped: this machine has SMT siblings");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "this machine has SMT siblings",
+        );
         return;
     }
     let err = fails(&["plan", "pairs", "--threads", "2"], 3);

@@ -19,6 +19,14 @@ struct Row {
     unprivileged: bool,
     /// Send SIGINT this long after the start.
     interrupt_after: Option<Duration>,
+    /// Send SIGINT once this file exists (a command under test made it), within
+    /// [`MARKER_WAIT`].
+    interrupt_on_file: Option<String>,
+    /// After the exit no live process's command line may hold this (what the command
+    /// started, including what left its group with setsid).
+    no_process_with: Option<String>,
+    /// After the exit this file must not exist (nothing written from a cut-short run).
+    no_file: Option<String>,
     /// A program and its arguments that run smtlab (appended), e.g. in another namespace;
     /// it exits 97 or 98 when it cannot set up what the row needs.
     wrap: Vec<String>,
@@ -36,12 +44,43 @@ fn row(name: &'static str, args: &[&str], code: i32, stderr_has: &str) -> Row {
         one_cpu: false,
         unprivileged: false,
         interrupt_after: None,
+        interrupt_on_file: None,
+        no_process_with: None,
+        no_file: None,
         wrap: Vec::new(),
         skip: None,
         code,
         stderr_has: stderr_has.to_string(),
         within: Duration::from_secs(5),
     }
+}
+
+/// Longest a row waits for its [`Row::interrupt_on_file`].
+const MARKER_WAIT: Duration = Duration::from_secs(120);
+
+/// Live (not zombie) processes whose command line holds `token`: (pid, command line).
+fn processes_with(token: &str) -> Vec<(i32, String)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|pid| {
+            // State is the field after the parenthesised name (proc_pid_stat(5)).
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')
+                        .map(|x| x.1.trim_start().starts_with('Z'))
+                })
+                == Some(false)
+        })
+        .filter_map(|pid| {
+            let c = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            c.contains(token).then_some((pid, c))
+        })
+        .collect()
 }
 
 fn first_usable_cpu() -> u32 {
@@ -70,6 +109,8 @@ fn every_row_of_the_exit_code_table() {
     let results = p("results.json");
     std::fs::create_dir(p("a-dir")).unwrap();
     let sqlite_dir = format!("sqlite:{}", p("a-dir"));
+    let slash = |name: &str| format!("{}/", p(name));
+    let own_pid = std::process::id().to_string();
     let out_file = p("a-file");
     let empty = p("empty.json");
     let garbage = p("garbage.json");
@@ -258,6 +299,84 @@ fn every_row_of_the_exit_code_table() {
             "--export-csv /proc/x.csv: cannot write in /proc",
         ),
         row(
+            "merge --prometheus with a trailing slash, before reading",
+            &[
+                "merge",
+                "--out",
+                &p("merge-slash"),
+                "--prometheus",
+                &slash("x.prom"),
+                &results,
+            ],
+            2,
+            "it ends with `/`",
+        ),
+        row(
+            "top --textfile with a trailing slash",
+            &[
+                "top",
+                "--prometheus",
+                "--textfile",
+                &slash("top.prom"),
+                "--once",
+            ],
+            2,
+            "it ends with `/`",
+        ),
+        row(
+            "compare --export-json with a trailing slash",
+            &["compare", "--export-json", &slash("c.json"), "--", "true"],
+            2,
+            "it ends with `/`",
+        ),
+        row(
+            "burn --export-csv with a trailing slash",
+            &[
+                "burn",
+                "-k",
+                "int",
+                "-d",
+                "100ms",
+                "--export-csv",
+                &slash("b.csv"),
+            ],
+            2,
+            "it ends with `/`",
+        ),
+        row(
+            "study --prometheus with a trailing slash, before measuring",
+            &[
+                "study",
+                "--quick",
+                "--out",
+                &p("study-slash"),
+                "--prometheus",
+                &slash("s.prom"),
+            ],
+            2,
+            "it ends with `/`",
+        ),
+        row(
+            "sqlite:PATH under /proc",
+            &["oltp", "--db", "sqlite:/proc/smtlab-x.db"],
+            2,
+            "cannot write in /proc",
+        ),
+        row(
+            "compare --server-cpus of a CPU this process may not use, before any server",
+            &[
+                "compare",
+                "--pin-pids",
+                &own_pid,
+                "--server-cpus",
+                "77",
+                "--",
+                "true",
+            ],
+            2,
+            "--server-cpus 77: CPU 77 is not one this process may use",
+        ),
+        row(
             "compare --export-markdown that is a directory",
             &["compare", "--export-markdown", "/tmp", "--", "true"],
             2,
@@ -408,6 +527,60 @@ fn every_row_of_the_exit_code_table() {
             "no process 999999999",
         ),
     ];
+    // pairs: bad workloads and commands (2), a failing command (1), more threads than CPUs
+    // (3); floors no placement meets are tests/cli_pairs.rs's (they need a profiles file).
+    std::fs::write(p("profiles.json"), "{\"format\": \"other\"}").unwrap();
+    rows.extend([
+        row(
+            "pairs: unknown workload",
+            &["pairs", "--workloads", "stream,divide"],
+            2,
+            "unknown workload `divide`",
+        ),
+        row(
+            "pairs: a --cmd that prints no metric",
+            &[
+                "pairs",
+                "--workloads=",
+                "--cmd",
+                "x=true",
+                "--metric",
+                "x=sysbench",
+            ],
+            2,
+            "found no",
+        ),
+        row(
+            "pairs: one round (a ratio needs two)",
+            &["pairs", "--workloads", "int", "--repeat", "1"],
+            2,
+            "at least 2 rounds",
+        ),
+        row(
+            "pairs: a --cmd that fails",
+            &["pairs", "--workloads=", "--cmd", "x=false"],
+            1,
+            "`false` failed",
+        ),
+        row(
+            "pairs: more --advise threads than CPUs",
+            &["pairs", "--workloads", "int", "--advise", "int=100000"],
+            3,
+            "usable CPUs",
+        ),
+        row(
+            "pairs: a profiles file that is not one",
+            &[
+                "pairs",
+                "--workloads",
+                "int",
+                "--profiles",
+                &p("profiles.json"),
+            ],
+            2,
+            "not a pairs profiles file",
+        ),
+    ]);
     // 3: this machine (here, an affinity of one CPU) cannot do it.
     let mut lockscan = row(
         "lockscan's seed layout on one usable CPU",
@@ -450,6 +623,57 @@ fn every_row_of_the_exit_code_table() {
         "",
     );
     int.interrupt_after = Some(Duration::from_millis(800));
+    rows.push(int);
+    let mut int = row(
+        "SIGINT during a pairs profile",
+        &[
+            "pairs",
+            "--workloads",
+            "int",
+            "--rulers",
+            "int,l1",
+            "-d",
+            "20s",
+            "--warmup",
+            "0",
+        ],
+        130,
+        "",
+    );
+    int.interrupt_after = Some(Duration::from_millis(800));
+    rows.push(int);
+    // Ctrl-C while the user's command runs: it, its background child and the child that
+    // left its process group and session (setsid) are gone when smtlab exits, and no
+    // profiles file is written from the cut-short run.
+    let started = p("pairs-cmd-started");
+    let saved = p("pairs-profiles.json");
+    // The marker is made by the process that left the group, so the signal comes after
+    // it did.
+    let cmd = format!(
+        "work=sleep 41.37 & setsid sh -c 'touch {started}; exec sleep 41.37' & sleep 41.37; wait"
+    );
+    let mut int = row(
+        "SIGINT while a pairs --cmd runs",
+        &[
+            "pairs",
+            "--workloads=",
+            "--rulers",
+            "int,l1",
+            "-d",
+            "100ms",
+            "--warmup",
+            "0",
+            "--cmd",
+            &cmd,
+            "--save-profiles",
+            &saved,
+        ],
+        130,
+        "",
+    );
+    int.interrupt_on_file = Some(started);
+    int.no_process_with = Some("sleep 41.37".into());
+    int.no_file = Some(saved);
     rows.push(int);
     // connect_timeout=0 waits as long as it takes, and Ctrl-C still ends the wait.
     let silent_never = silent_url("?connect_timeout=0");
@@ -567,6 +791,27 @@ fn every_row_of_the_exit_code_table() {
             "belongs to another user",
         )
     });
+    // An sqlite: path `nobody` cannot write: a root-owned file, mode 644, in a root-owned
+    // directory it may enter but not write.
+    let shared = tempfile::tempdir_in("/tmp").unwrap();
+    std::fs::set_permissions(
+        shared.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let root_db = shared.path().join("root-owned.db");
+    std::fs::write(&root_db, "").unwrap();
+    let root_db = format!("sqlite:{}", root_db.display());
+    rows.push(Row {
+        unprivileged: true,
+        skip: needs_root.clone(),
+        ..row(
+            "sqlite:PATH this user cannot write",
+            &["oltp", "--db", &root_db],
+            2,
+            "cannot write",
+        )
+    });
     let no_hierarchy = if root {
         smtlab::experiments::compare::cgroup::find()
             .err()
@@ -645,21 +890,64 @@ fn every_row_of_the_exit_code_table() {
             Command::new(&bin)
         };
         let t0 = Instant::now();
-        let out = match r.interrupt_after {
-            None => cmd.args(&r.args).output().unwrap(),
-            Some(after) => {
-                let child = cmd
+        // From the signal to the exit, for an interrupted row.
+        let mut signalled: Option<Instant> = None;
+        let out = match (r.interrupt_after, &r.interrupt_on_file) {
+            (None, None) => cmd.args(&r.args).output().unwrap(),
+            (after, marker) => {
+                let mut child = cmd
                     .args(&r.args)
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
                     .spawn()
                     .unwrap();
-                std::thread::sleep(after);
-                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                if let Some(after) = after {
+                    std::thread::sleep(after);
+                }
+                if let Some(m) = marker {
+                    // Not past an early exit (its code is then the failure to see).
+                    while !Path::new(m).exists()
+                        && t0.elapsed() < MARKER_WAIT
+                        && child.try_wait().unwrap().is_none()
+                    {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+                // A child already reaped by try_wait is not signalled: its pid may be
+                // another process's now.
+                if child.try_wait().unwrap().is_none() {
+                    signalled = Some(Instant::now());
+                    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                }
                 child.wait_with_output().unwrap()
             }
         };
-        let took = t0.elapsed();
+        let took = signalled.map_or_else(|| t0.elapsed(), |at| at.elapsed());
+        if signalled.is_some() {
+            eprintln!(
+                "{}: exit {:?} {took:?} after SIGINT",
+                r.name,
+                out.status.code()
+            );
+        }
+        let left = r
+            .no_process_with
+            .as_deref()
+            .map(processes_with)
+            .unwrap_or_default();
+        for (pid, _) in &left {
+            // SAFETY: kill has no memory preconditions; a leftover of this row's command.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        if !left.is_empty() {
+            failures.push(format!(
+                "{}: still running after its exit: {left:?}",
+                r.name
+            ));
+        }
+        if let Some(f) = r.no_file.as_deref().filter(|f| Path::new(f).exists()) {
+            failures.push(format!("{}: wrote {f}", r.name));
+        }
         if r.unprivileged && root && String::from_utf8_lossy(&out.stderr).contains("setpriv") {
             skip(
                 r,

@@ -7,13 +7,16 @@
 //! both CPUs busy for a minute with a real study, which must not run beside the integration
 //! tests' timing-sensitive ones; and the two run one after the other (`one_at_a_time`).
 //!
-//! Without Slurm, munge or ansible-core installed they skip, saying why; with `CI=true`
-//! (`.ci/run`, which installs them) they fail instead.
+//! Without Slurm, munge or ansible-core installed they skip, saying why (listed when the
+//! binary exits, `tests/common/skip.rs`); with `CI=true`, `SMTLAB_REQUIRE_SLURM=1` or
+//! `SMTLAB_REQUIRE_ANSIBLE=1` (`.ci/run`, which installs them) they fail instead.
 
 #[path = "fleet/ansible.rs"]
 mod ansible;
 #[path = "fleet/procs.rs"]
 mod procs;
+#[path = "common/skip.rs"]
+mod skip;
 #[path = "fleet/slurm.rs"]
 mod slurm;
 
@@ -49,13 +52,16 @@ pub fn ci() -> bool {
 }
 
 /// True when `program --version` (or the given probe) runs; otherwise says why the test
-/// skips (or fails under CI).
-pub fn have(program: &str, probe: &[&str], install: &str) -> bool {
+/// skips (or fails where `need`'s `SMTLAB_REQUIRE_*` is set, or under CI).
+pub fn have(need: skip::Need, program: &str, probe: &[&str], install: &str) -> bool {
     match std::process::Command::new(program).args(probe).output() {
         Ok(_) => true,
         Err(e) => {
             assert!(!ci(), "CI must have {program} ({install}): {e}");
-            println!("skipped: {program} not found ({e}); install {install}");
+            skip::skip(
+                need,
+                &format!("{program} not found ({e}); install {install}"),
+            );
             false
         }
     }

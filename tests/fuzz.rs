@@ -1968,25 +1968,26 @@ fn long_hugetlb_pool_paths() {
 fn markdown_cases() -> impl Strategy<Value = String> {
     prop_oneof![
         garbage("a-z `\\[\\]()<>&#|!\\\\\n\r"),
+        hostile_text(),
         regex(
             "[a-z ]{0,8}(`{1,3})?\\[[a-z]{0,5}\\]\\((javascript:)?[a-z()]{0,10}\\)(`{1,3})?\n?#? ?[a-z]{0,5}"
         ),
     ]
 }
 
-/// Any field through `render::markdown::md` is one line of inline text: no line break, and
-/// outside code spans no raw `<`, no unescaped `[` or `]` (no link, no image).
-fn check_markdown(t: &str) -> Result<(), TestCaseError> {
-    let m = smtlab::render::markdown::md(t);
-    prop_assert!(!m.contains(['\n', '\r']), "{:?}", m);
-    // Outside code spans as CommonMark reads them: a backtick run closed by one of the
-    // same length. md() leaves exactly those alone, so strip them the same way.
+/// The bytes of one Markdown line outside code spans as CommonMark reads them (a backtick
+/// run closed by one of the same length; md() leaves exactly those alone), each backslash
+/// escape kept as one space: an escaped character is literal text, and it also separates
+/// what stands either side of it (`:\\[//` holds no `://`: CommonMark reads the escape
+/// before any autolink rule sees the colon).
+fn outside_code_spans(m: &str) -> Vec<u8> {
     let b = m.as_bytes();
     let mut i = 0;
     let mut outside = Vec::new();
     while i < b.len() {
         if b[i] == b'\\' && i + 1 < b.len() {
-            i += 2; // an escaped character is literal
+            outside.push(b' ');
+            i += 2;
             continue;
         }
         if b[i] == b'`' {
@@ -2011,13 +2012,85 @@ fn check_markdown(t: &str) -> Result<(), TestCaseError> {
         outside.push(b[i]);
         i += 1;
     }
+    outside
+}
+
+/// A control character (but a line break or tab) or a bidirectional control, if `t` holds
+/// one: what a terminal or viewer would run.
+fn control_in(t: &str) -> Option<char> {
+    t.chars()
+        .find(|&c| c != '\n' && c != '\t' && smtlab::render::terminal::is_unsafe(c))
+}
+
+/// What GitHub's Markdown would make a link of without brackets (GFM autolinks): `://`,
+/// `www.`, an address's `@`.
+fn autolink_in(outside: &[u8]) -> Option<&'static str> {
+    let t = String::from_utf8_lossy(outside).to_ascii_lowercase();
+    ["://", "www.", "@"].into_iter().find(|p| t.contains(p))
+}
+
+/// Any field through `render::markdown::md` is one line of inline text: no line break, no
+/// control character, and outside code spans no raw `<`, no unescaped `[` or `]` (no link,
+/// no image), nothing GitHub would autolink.
+fn check_markdown(t: &str) -> Result<(), TestCaseError> {
+    let m = smtlab::render::markdown::md(t);
+    prop_assert!(!m.contains(['\n', '\r']), "{:?}", m);
+    prop_assert!(control_in(&m).is_none(), "{:?} gave {:?}", t, m);
+    let outside = outside_code_spans(&m);
     prop_assert!(
         !outside.contains(&b'<') && !outside.contains(&b'[') && !outside.contains(&b']'),
         "{:?} gave {:?}",
         t,
         m
     );
+    prop_assert!(autolink_in(&outside).is_none(), "{:?} gave {:?}", t, m);
     Ok(())
+}
+
+/// A whole Markdown document from hostile fields: no control character, no line that
+/// starts a raw HTML block, nothing GitHub would autolink outside code spans.
+fn check_markdown_doc(what: &str, doc: &str) -> Result<(), TestCaseError> {
+    prop_assert!(control_in(doc).is_none(), "{}: {:?}", what, control_in(doc));
+    for line in doc.lines() {
+        prop_assert!(
+            !line.trim_start().starts_with('<'),
+            "{}: a raw HTML line: {:?}",
+            what,
+            line
+        );
+        let outside = outside_code_spans(line);
+        prop_assert!(
+            autolink_in(&outside).is_none(),
+            "{}: a bare link: {:?}",
+            what,
+            line
+        );
+    }
+    Ok(())
+}
+
+/// An HTML page (or terminal text) from hostile fields: no control character, no script.
+fn check_page(what: &str, page: &str) -> Result<(), TestCaseError> {
+    prop_assert!(
+        control_in(page).is_none(),
+        "{}: {:?}",
+        what,
+        control_in(page)
+    );
+    prop_assert!(!page.contains("<script"), "{}: a script", what);
+    // Bounded by what it draws: the study's page is tens of kB; a crafted file may make
+    // more rows, never without end (the file itself is at most 256 MiB; this one ~100 kB).
+    prop_assert!(page.len() < 64 << 20, "{}: {} bytes", what, page.len());
+    Ok(())
+}
+
+/// Inputs a random run once found, kept so that every run tries them: `:[//` failed a
+/// check that joined the text either side of an escape into `://`.
+#[test]
+fn markdown_fields_found_before() {
+    for t in [":[//", "http:[//x", "www[.x", "a[@]b", ":\\//", "w\\ww.x"] {
+        check_markdown(t).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+    }
 }
 
 #[test]
@@ -2098,6 +2171,29 @@ enum JsonEdit {
     Splice(u16, String),
 }
 
+/// Text as a hostile results.json holds it: escape sequences, C0/C1 controls,
+/// bidirectional overrides, line breaks before markup, bare links and addresses.
+fn hostile_text() -> BoxedStrategy<String> {
+    let piece = prop_oneof![
+        Just("\x1b]0;title\x07".to_string()),
+        Just("\x1b[2J".to_string()),
+        Just("\r".to_string()),
+        Just("\u{9b}31m".to_string()),
+        Just("\u{202e}".to_string()),
+        Just("\n\n<script>alert(1)</script>\n".to_string()),
+        Just("https://evil.example/x".to_string()),
+        Just("WWW.evil.example".to_string()),
+        Just("a@evil.example".to_string()),
+        Just("`".to_string()),
+        Just("\\".to_string()),
+        regex("[a-z .:/@]{0,6}"),
+        (0u32..0x20).prop_map(|c| char::from_u32(c).unwrap().to_string()),
+    ];
+    prop::collection::vec(piece, 1..6)
+        .prop_map(|v| v.concat())
+        .boxed()
+}
+
 fn replacement() -> impl Strategy<Value = Replacement> {
     prop_oneof![
         Just(Replacement::Null),
@@ -2116,6 +2212,8 @@ fn replacement() -> impl Strategy<Value = Replacement> {
         prop_oneof![
             any::<String>(),
             regex("<[a-z]{1,6}>&\"'[a-z ]{0,8}"),
+            hostile_text(),
+            hostile_text(),
             Just("x".repeat(10_000))
         ]
         .prop_map(Replacement::Text),
@@ -2280,10 +2378,40 @@ fn edit_document(v: &mut Value, edits: &[JsonEdit], undo: &mut Vec<Undo>) -> Str
     text
 }
 
+/// The file through `report` (summary.md, report.html) and through `merge` (decode, one
+/// host, the fleet and its four views): bad input is refused as such, and whatever is
+/// written holds no control character, raw HTML block, autolink or script, and is bounded.
 fn check_results(edits: &[JsonEdit]) -> Result<(), TestCaseError> {
     let text = mutate(edits);
+    if let Ok(file) = smtlab::fleet::input::decode(text.as_bytes()) {
+        let host = smtlab::fleet::host::Host::from_loaded(smtlab::fleet::input::Loaded {
+            path: PathBuf::from("hosts/h/results.json"),
+            file,
+        });
+        let f = smtlab::fleet::build::build(
+            vec![host],
+            Vec::new(),
+            1,
+            smtlab::fleet::provenance("smtlab merge hosts".into()),
+        );
+        check_markdown_doc("fleet.md", &smtlab::fleet::view::markdown(&f))?;
+        check_page("fleet.html", &smtlab::fleet::view::html(&f))?;
+        // As merge prints it: line injection and control characters, not markup inside a
+        // line (text there).
+        check_terminal(
+            "merge's terminal text",
+            &smtlab::render::terminal::text(&smtlab::fleet::view::text(&f)),
+            &[],
+        )?;
+        let prom = smtlab::fleet::view::prometheus(&f);
+        prop_assert!(control_in(&prom).is_none(), "fleet.prom: {:?}", prom);
+    }
     match smtlab::report::render_json(&text) {
-        Ok(r) => prop_assert!(!r.html.is_empty() && !r.markdown.is_empty()),
+        Ok(r) => {
+            prop_assert!(!r.html.is_empty() && !r.markdown.is_empty());
+            check_markdown_doc("summary.md", &r.markdown)?;
+            check_page("report.html", &r.html)?;
+        }
         Err(e) => {
             prop_assert!(
                 e.downcast_ref::<smtlab::error::BadInput>().is_some(),
@@ -2333,4 +2461,220 @@ fn long_results_json() {
     fuzz("results-json", long_cases(), json_cases(), |e| {
         check_results(e)
     });
+}
+
+// ------------------------------------------------------------------ merge's terminal text
+
+/// Whether `line` is one `merge` writes itself (`fleet::view::text`, then `wrote …`), its
+/// values inside it: a value from a file that breaks a line starts a line of its own, one
+/// the tool did not write. `paths` are where the skipped inputs lie, as a skipped line
+/// starts with its path.
+fn tool_line(line: &str, paths: &[&str]) -> bool {
+    let classes = smtlab::report::metrics::CLASSES.map(|c| c.label());
+    let counted = line
+        .split_once(' ')
+        .is_some_and(|(n, rest)| n.parse::<usize>().is_ok() && rest.starts_with("host"));
+    line.is_empty()
+        || counted
+        || [
+            "SYNTHETIC DATA on ",
+            "type ",
+            "  grouping key: ",
+            "WORKLOAD CLASS ",
+            "  outlier ",
+            "  slurm: ",
+            "Skipped:",
+            "note: ",
+            "wrote ",
+        ]
+        .iter()
+        .any(|p| line.starts_with(p))
+        || classes.iter().any(|c| {
+            line.starts_with(c) || line.strip_prefix("  ").is_some_and(|l| l.starts_with(c))
+        })
+        || paths
+            .iter()
+            .any(|p| line.strip_prefix("  ").is_some_and(|l| l.starts_with(p)))
+}
+
+/// Merge's terminal text from hostile fields: every line one the tool writes (no value
+/// starts a line of its own), and no control character but the line breaks between them:
+/// no escape sequence, bell, carriage return or tab. Markup inside a line is text there.
+fn check_terminal(what: &str, text: &str, paths: &[&str]) -> Result<(), TestCaseError> {
+    let c = text
+        .chars()
+        .find(|&c| c != '\n' && smtlab::render::terminal::is_unsafe(c));
+    prop_assert!(c.is_none(), "{}: holds {:?}", what, c);
+    for line in text.lines() {
+        prop_assert!(
+            tool_line(line, paths),
+            "{}: a line merge did not write: {:?}",
+            what,
+            line
+        );
+    }
+    prop_assert!(text.len() < 64 << 20, "{}: {} bytes", what, text.len());
+    Ok(())
+}
+
+/// Texts a hostile results.json field holds: line breaks before a script (line injection on
+/// the terminal, a raw HTML block in Markdown) with a title-setting OSC and a
+/// screen-clearing CSI; a carriage return, a C1 CSI, a bidirectional override and a tab;
+/// bare links and an address; Markdown's own syntax.
+const HOSTILE_TEXTS: [&str; 4] = [
+    "\n\n<script>alert(1)</script>\n\x1b]0;title\x07\x1b[2J",
+    "\r\u{9b}31m\u{202e}\tx",
+    "https://evil.example/x WWW.evil.example a@evil.example",
+    "`\\[x](javascript:y)` # <b>",
+];
+
+/// The fixture with the text fields it lacks and merge reads: the host's name, microcode
+/// and a Slurm job.
+fn full_results() -> Value {
+    let mut v = RESULTS.1.clone();
+    let m = v["machine"].as_object_mut().unwrap();
+    m.insert("hostname".into(), "h1".into());
+    m.insert("microcode".into(), "0xde".into());
+    v["slurm"] = serde_json::json!({
+        "job_id": "12",
+        "step_id": "0",
+        "node": "n1",
+        "usable_cpus": "0-1",
+        "cgroup_cpus": "0-1",
+        "cgroup_source": "/sys/fs/cgroup/job_12/cpuset.cpus.effective",
+        "affinity": "0-1",
+        "variables": {"SLURM_JOB_ID": "12", "SLURM_JOB_PARTITION": "batch"}
+    });
+    v
+}
+
+/// The pointer of every string in `v`.
+fn string_leaves(v: &Value, at: String, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let k = k.replace('~', "~0").replace('/', "~1");
+                string_leaves(x, format!("{at}/{k}"), out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                string_leaves(x, format!("{at}/{i}"), out);
+            }
+        }
+        Value::String(_) => out.push(at),
+        _ => {}
+    }
+}
+
+/// `smtlab merge` of `doc` in a directory named `host_dir`, an empty results.json beside
+/// it (a skipped input) and a clean host (what merge says across hosts, such as mixed
+/// versions; and a fleet left when `doc` is refused), then, when `report`, `smtlab report` of `doc`: the
+/// terminal text, fleet.md, fleet.html, fleet.prom, summary.md and report.html each checked
+/// for their destination.
+fn check_merged(doc: &Value, host_dir: &str, report: bool) -> Result<(), TestCaseError> {
+    let dir = scratch();
+    let inputs = dir.path().join("in");
+    let text = serde_json::to_string(doc).unwrap();
+    let mut clean = full_results();
+    clean["machine"]["hostname"] = "clean".into();
+    for (d, t) in [
+        (host_dir.to_string(), text.clone()),
+        (format!("{host_dir}-empty"), String::new()),
+        ("clean".into(), serde_json::to_string(&clean).unwrap()),
+    ] {
+        std::fs::create_dir_all(inputs.join(&d)).unwrap();
+        std::fs::write(inputs.join(&d).join("results.json"), t).unwrap();
+    }
+    let out = dir.path().join("out");
+    let prom = dir.path().join("fleet.prom");
+    let cfg = smtlab::commands::merge::MergeCommand {
+        inputs: vec![inputs.clone()],
+        out: out.clone(),
+        prometheus: Some(prom.clone()),
+        json: false,
+        command: format!("smtlab merge {}", inputs.display()),
+    };
+    let mut stdout = Vec::new();
+    let r = smtlab::commands::merge::run(&cfg, &mut stdout);
+    prop_assert!(r.is_ok(), "merge failed: {:#}", r.unwrap_err());
+    let stdout = String::from_utf8(stdout).unwrap();
+    let root = inputs.display().to_string();
+    check_terminal("merge's terminal text", &stdout, &[&root])?;
+    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap();
+    check_markdown_doc("fleet.md", &read(out.join("fleet.md")))?;
+    check_page("fleet.html", &read(out.join("fleet.html")))?;
+    let prom = read(prom);
+    prop_assert!(control_in(&prom).is_none(), "fleet.prom: {:?}", prom);
+    if !report {
+        return Ok(());
+    }
+    match smtlab::report::render_json(&text) {
+        Ok(r) => {
+            check_markdown_doc("summary.md", &r.markdown)?;
+            check_page("report.html", &r.html)?;
+        }
+        Err(e) => prop_assert!(
+            e.downcast_ref::<smtlab::error::BadInput>().is_some(),
+            "not bad input (exit 2): {:#}",
+            e
+        ),
+    }
+    Ok(())
+}
+
+/// Every text field of a results.json merge reads, planted with the first hostile text
+/// one field at a time (through merge; the fields on one worker per CPU), and with each
+/// hostile text in every field at once (through merge and report); the host's directory
+/// named with it too (a name may hold anything but `/`).
+#[test]
+fn every_field_holding_each_hostile_text() {
+    let base = full_results();
+    let mut leaves = Vec::new();
+    string_leaves(&base, String::new(), &mut leaves);
+    assert!(leaves.len() > 700, "{} text fields", leaves.len());
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let failed = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for w in 0..workers {
+            let (base, leaves, failed) = (&base, &leaves, &failed);
+            s.spawn(move || {
+                for (i, p) in leaves.iter().enumerate().skip(w).step_by(workers) {
+                    let mut doc = base.clone();
+                    *doc.pointer_mut(p).unwrap() = HOSTILE_TEXTS[0].into();
+                    if let Err(e) = check_merged(&doc, "h", false) {
+                        failed.lock().unwrap().push((i, format!("{p}: {e}")));
+                    }
+                }
+            });
+        }
+    });
+    let mut failed = failed.into_inner().unwrap();
+    failed.sort();
+    let mut failed: Vec<String> = failed.into_iter().map(|(_, f)| f).collect();
+    let dir_name = |h: &str| format!("h{}", h.replace('/', "|"));
+    for (i, h) in HOSTILE_TEXTS.iter().enumerate() {
+        let mut doc = base.clone();
+        for p in &leaves {
+            *doc.pointer_mut(p).unwrap() = (*h).into();
+        }
+        for d in [dir_name(h), "h".to_string()] {
+            if let Err(e) = check_merged(&doc, &d, true) {
+                failed.push(format!("text {i} in every field, directory {d:?}: {e}"));
+            }
+        }
+        let mut doc = base.clone();
+        doc["machine"]["hostname"] = Value::Null;
+        if let Err(e) = check_merged(&doc, &dir_name(h), true) {
+            failed.push(format!("text {i} as the directory naming the host: {e}"));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} cases failed; the first: {}\nall:\n{}",
+        failed.len(),
+        leaves.len() + 3 * HOSTILE_TEXTS.len(),
+        failed[0],
+        failed.join("\n")
+    );
 }

@@ -1,7 +1,8 @@
 //! What a crowded run reports is still true: with hundreds of threads per CPU a worker can
 //! wait seconds after the stop for its turn to leave, and such a run once reported a
-//! 33.8 s operation in a 2 s window and 1,167 % of the time waiting for a CPU. Margins
-//! are wide and the CPUs are the first one or two this process may use.
+//! 33.8 s operation in a 2 s window and 1,167 % of the time waiting for a CPU. Bounds come
+//! from what the run recorded (its window, each worker's own time), not from wall-clock
+//! margins, and the CPUs are the first one or two this process may use.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -42,11 +43,14 @@ fn neighbors_with_256_workers_reports_latencies_inside_the_window_and_waits_as_s
     for s in steps {
         let window = s["measured_ns"].as_u64().unwrap();
         assert!(window >= 1_000_000_000, "a 1 s window measured {window} ns");
-        // Only operations that ended inside the window are timed; the margin covers the
-        // moment between the window's last clock read and the workers being told.
+        // Only operations that began and ended inside the window are timed: each began
+        // after the window opened (the measured phase is a call of its own) and ended
+        // before the engine closed it, which it does before reading the window's end. So
+        // no latency exceeds the window, however loaded the machine; the 0.1 % is the
+        // workers' clock (the TSC, calibrated against CLOCK_MONOTONIC) against the window's.
         let max = s["latency_max_ns"].as_u64().unwrap();
         assert!(
-            max <= window + 250_000_000,
+            max as f64 <= window as f64 * 1.001,
             "max latency {max} ns in a {window} ns window: {s}"
         );
         // A share of each worker's own time: at most 100 % (schedstat may be missing).
@@ -180,9 +184,12 @@ fn a_multi_gib_scan_buffer_ends_on_time_and_on_sigint() {
     let available = smtlab::limits::mem_available_bytes().unwrap_or(0);
     // 4 GiB, and the limits module asks for --force above half of what is available.
     if available < 10 * GIB {
-        eprintln!(
-            "skipped: {} MiB available, this test allocates 4 GiB",
-            available >> 20
+        crate::common::skip(
+            crate::common::Need::Machine,
+            &format!(
+                "{} MiB available, this test allocates 4 GiB",
+                available >> 20
+            ),
         );
         return;
     }

@@ -10,6 +10,7 @@
 
 mod common;
 
+mod browser;
 mod burn;
 mod cli_c2c;
 mod cli_compare;
@@ -17,6 +18,7 @@ mod cli_docs;
 mod cli_experiments;
 mod cli_merge;
 mod cli_oltp;
+mod cli_pairs;
 mod cli_smt;
 mod cli_top;
 mod cli_topo;
@@ -31,6 +33,7 @@ mod limits;
 mod locks;
 mod mem;
 mod oltp;
+mod readme;
 mod rwcache;
 mod signals;
 mod study;

@@ -281,16 +281,22 @@ fn reserve_then_signal(sig: libc::c_int) -> (Option<i32>, std::time::Duration) {
 fn reserve_puts_the_pool_back_on_exit_sigint_and_sigterm() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: --reserve needs root");
+        crate::common::skip(crate::common::Need::Machine, "--reserve needs root");
         return;
     }
     if !std::path::Path::new(NR_2M).exists() {
-        eprintln!("skipped: no 2 MiB hugetlb pool on this kernel");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "no 2 MiB hugetlb pool on this kernel",
+        );
         return;
     }
     let _g = pages_lock();
     if read_num(FREE_2M) >= 128 {
-        eprintln!("skipped: 2 MiB pages are already free here; --reserve would change nothing");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            "2 MiB pages are already free here; --reserve would change nothing",
+        );
         return;
     }
     let before = read_num(NR_2M);
@@ -337,4 +343,67 @@ fn reserve_puts_the_pool_back_on_exit_sigint_and_sigterm() {
         assert_eq!(read_num(NR_2M), before, "after {name}");
     }
     assert!(!std::path::Path::new("/run/smtlab/hugepages-journal.json").exists());
+}
+
+/// Each file of a `mem report` tree in turn replaced by a FIFO and by a link to /dev/zero:
+/// the report ends by itself at once (an exit code, well under 10 s, less than 1 MiB
+/// printed), the file reported unreadable or refused, never waited on or read to its end.
+#[test]
+fn every_file_of_the_tree_as_a_fifo_or_dev_zero_is_refused_at_once() {
+    use std::path::{Path, PathBuf};
+    use std::time::{Duration, Instant};
+    fn files_under(root: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let t = e.file_type().unwrap();
+                if t.is_dir() {
+                    dirs.push(e.path());
+                } else if t.is_file() {
+                    out.push(e.path().strip_prefix(root).unwrap().to_path_buf());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+    let m = Machine::default();
+    let rels = files_under(tree(&m).path());
+    assert!(rels.len() >= 10, "{rels:?}");
+    let mut failures = Vec::new();
+    for rel in &rels {
+        for kind in ["FIFO", "/dev/zero"] {
+            let t = tree(&m);
+            let p = t.path().join(rel);
+            std::fs::remove_file(&p).unwrap();
+            if kind == "FIFO" {
+                let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+                // SAFETY: a valid NUL-terminated path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            } else {
+                std::os::unix::fs::symlink("/dev/zero", &p).unwrap();
+            }
+            let t0 = Instant::now();
+            let o = smtlab()
+                .args(["mem", "report", "--sysfs-root"])
+                .arg(t.path())
+                .timeout(Duration::from_secs(30))
+                .output()
+                .unwrap();
+            let took = t0.elapsed();
+            if o.status.code().is_none()
+                || took > Duration::from_secs(10)
+                || o.stdout.len() + o.stderr.len() > 1 << 20
+            {
+                failures.push(format!(
+                    "{} as {kind}: {:?} after {took:?}, {} bytes out",
+                    rel.display(),
+                    o.status,
+                    o.stdout.len() + o.stderr.len()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

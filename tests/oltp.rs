@@ -17,7 +17,7 @@ fn have_postgres() -> bool {
             if std::env::var("CI").as_deref() == Ok("true") {
                 panic!("CI must have PostgreSQL: {e:#}");
             }
-            eprintln!("skipped: {e:#}");
+            crate::common::skip(crate::common::Need::Machine, &format!("{e:#}"));
             false
         }
     }

@@ -388,7 +388,7 @@ fn have_postgres() -> bool {
                 std::env::var("CI").as_deref() != Ok("true"),
                 "CI must have PostgreSQL: {e:#}"
             );
-            eprintln!("skipped: {e:#}");
+            crate::common::skip(crate::common::Need::Machine, &format!("{e:#}"));
             false
         }
     }

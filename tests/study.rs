@@ -1,6 +1,6 @@
 //! `study` and `report`: the report model built with the fake engine (snapshots of JSON,
-//! Markdown and HTML), re-rendering byte for byte, partial reports after Ctrl-C, the HTML in
-//! headless Chromium, and the CLI (bad input, a real Ctrl-C during a quick study).
+//! Markdown and HTML), re-rendering byte for byte, partial reports after Ctrl-C, and the CLI (bad input, a real
+//! Ctrl-C during a quick study). The pages in a real browser: `browser.rs`.
 
 use crate::common::{self, own_process};
 use assert_cmd::Command;
@@ -10,7 +10,6 @@ use smtlab::oltp::DbTarget;
 use smtlab::progress::Quiet;
 use smtlab::report::{self, MachineInfo, PhaseName, PhaseStatus, Provenance, Report, Status};
 use smtlab::study::{self, Progress};
-use std::path::Path;
 use std::time::Duration;
 
 fn smtlab() -> Command {
@@ -59,7 +58,10 @@ fn config() -> study::Config {
 fn normalise(r: &mut Report) {
     if let Some(o) = &mut r.oltp {
         // The real oltp code opened a temporary SQLite file; its path has the pid in it.
-        o.result.db_description = "SQLite (temporary file, normalised for the test)".into();
+        o.result.db_description = format!(
+            "{} at a temporary file (normalised for the test)",
+            o.result.db_version
+        );
     }
     if let Some(w) = &mut r.rwcache {
         w.result.timer_overhead_ns = 0.0;
@@ -73,7 +75,7 @@ fn normalise(r: &mut Report) {
 }
 
 /// The study on a made-up machine through the fake engine.
-fn fake_report(cores: u32, threads_per_core: u32, progress: &dyn Progress) -> Report {
+pub(crate) fn fake_report(cores: u32, threads_per_core: u32, progress: &dyn Progress) -> Report {
     fake_report_with(cores, threads_per_core, &config(), progress)
 }
 
@@ -937,113 +939,4 @@ fn real_ctrl_c_during_a_quick_study_writes_a_partial_report_and_exits_130() {
     assert!(dir.path().join("summary.md").exists());
     let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(leftovers, 3, "only the three files");
-}
-
-/// Expected chart names in the fake report, one `<svg data-chart>` each.
-const CHARTS: [&str; 6] = [
-    "topology",
-    "c2c-heatmap",
-    "lockscan-threads",
-    "neighbors-throughput",
-    "oltp-layouts",
-    "rwcache-schemes",
-];
-
-fn chromium() -> Option<std::path::PathBuf> {
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
-        if let Ok(out) = std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {name}")])
-            .output()
-            && out.status.success()
-        {
-            let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if !p.is_empty() {
-                return Some(p.into());
-            }
-        }
-    }
-    None
-}
-
-fn headless(bin: &Path, profile: &Path, extra: &[&str], url: &str) -> std::process::Output {
-    std::process::Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(url)
-        .output()
-        .expect("chromium runs")
-}
-
-#[test]
-fn the_html_renders_in_headless_chromium_with_every_chart() {
-    let Some(bin) = chromium() else {
-        if std::env::var("SMTLAB_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
-            panic!("chromium not found and SMTLAB_REQUIRE_CHROMIUM=1");
-        }
-        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
-        return;
-    };
-    let r = fake_report(2, 1, &Quiet);
-    let dir = tempfile::tempdir().unwrap();
-    report::write_all(&r, dir.path()).unwrap();
-    let url = format!("file://{}", dir.path().join("report.html").display());
-    let profile = tempfile::tempdir().unwrap();
-    let dom = headless(&bin, profile.path(), &["--dump-dom"], &url);
-    assert!(
-        dom.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dom.stderr)
-    );
-    let html = String::from_utf8_lossy(&dom.stdout);
-    for c in CHARTS {
-        assert!(
-            html.contains(&format!("data-chart=\"{c}\"")),
-            "chart {c} missing from the DOM"
-        );
-    }
-    assert!(html.contains("id=\"verdict\""));
-    let console = String::from_utf8_lossy(&dom.stderr);
-    for line in console.lines() {
-        assert!(
-            !(line.contains(":CONSOLE")
-                || line.contains("Uncaught")
-                || line.contains("ERR_FILE_NOT_FOUND")),
-            "console error: {line}"
-        );
-    }
-    let shot = std::env::var_os("SMTLAB_SCREENSHOT")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| dir.path().join("shot.png"));
-    let out = headless(
-        &bin,
-        profile.path(),
-        &[
-            &format!("--screenshot={}", shot.display()),
-            "--window-size=1200,3000",
-            "--hide-scrollbars",
-        ],
-        &url,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let png = std::fs::read(&shot).unwrap();
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 20_000,
-        "a real screenshot ({} bytes)",
-        png.len()
-    );
 }

@@ -431,14 +431,7 @@ fn every_dump_matches_its_oracle() {
     let dir = dumps_dir();
     let dumps = find_dumps(&dir);
     if dumps.is_empty() {
-        let msg = format!(
-            "no topology dumps under {} (set SMTLAB_TOPOLOGY_DUMPS)",
-            dir.display()
-        );
-        if std::env::var("SMTLAB_REQUIRE_DUMPS").as_deref() == Ok("1") {
-            panic!("{msg}, and SMTLAB_REQUIRE_DUMPS=1");
-        }
-        eprintln!("skipped: {msg}");
+        crate::common::skip(crate::common::Need::Dumps, &crate::common::no_dumps(&dir));
         return;
     }
     let mut failures = BTreeMap::new();
@@ -516,10 +509,7 @@ fn topo_json_has_the_oracle_shape() {
         .filter(|(n, _, _)| picks.contains(&n.as_str()))
         .collect();
     if chosen.is_empty() {
-        if std::env::var("SMTLAB_REQUIRE_DUMPS").as_deref() == Ok("1") {
-            panic!("no topology dumps under {}", dir.display());
-        }
-        eprintln!("skipped: no topology dumps under {}", dir.display());
+        crate::common::skip(crate::common::Need::Dumps, &crate::common::no_dumps(&dir));
         return;
     }
     for (name, tarball, oracle_path) in chosen {

@@ -713,7 +713,10 @@ fn the_affinity_mask_is_named_when_it_is_what_limits() {
         .as_ref()
         .is_none_or(|c| online.intersection(c) == online);
     if online.len() < 2 || !cgroup_allows_all {
-        eprintln!("skipped: needs 2 online CPUs that the cgroup allows (have {online})");
+        crate::common::skip(
+            crate::common::Need::Machine,
+            &format!("needs 2 online CPUs that the cgroup allows (have {online})"),
+        );
         return;
     }
     let first = online.first().unwrap().to_string();

@@ -21,9 +21,28 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   shift
 done
 [ "${1-}" = "--" ] && shift
-study=$(sbatch --parsable "${sbatch_args[@]}" "$here/smtlab-study.sbatch" "$@")
+# A job's command line is shown to every user by `scontrol show job` and `squeue`: a
+# database password there is a password shown to all. Refused before anything is queued.
+prev=
+for a in "$@"; do
+  v=
+  case "$a" in
+    --db=*) v=${a#--db=} ;;
+    *) [ "$prev" = "--db" ] && v=$a ;;
+  esac
+  case "$v" in
+    *://*:*@* | *password=*)
+      echo "submit.sh: --db holds a password, which would show in 'scontrol show job' to every user; put it in a file only you can read and pass --db-password-file FILE (or set PGPASSFILE) instead" >&2
+      exit 2
+      ;;
+  esac
+  prev=$a
+done
+# ${a[@]+"${a[@]}"}: an empty array under `set -u` is an error before bash 4.4
+# ("unbound variable"), and RHEL/CentOS 7 ship bash 4.2.
+study=$(sbatch --parsable ${sbatch_args[@]+"${sbatch_args[@]}"} "$here/smtlab-study.sbatch" "$@")
 study=${study%%;*}
-merge=$(sbatch --parsable "${merge_args[@]}" --dependency="afterany:$study" "$here/smtlab-merge.sbatch")
+merge=$(sbatch --parsable ${merge_args[@]+"${merge_args[@]}"} --dependency="afterany:$study" "$here/smtlab-merge.sbatch")
 merge=${merge%%;*}
 echo "study=$study merge=$merge"
 echo "the merged report will be in $SMTLAB_FLEET_DIR/merged (fleet.md, fleet.html, fleet.json)" >&2

@@ -268,7 +268,9 @@ pub(crate) mod tests {
         r.burners = vec![burner(0, 0, 4123.456), burner(1, 1, 4100.0)];
         let r = r.finish();
         assert!((r.total_ops_per_sec - 8223.456).abs() < 1e-6);
-        insta::assert_snapshot!(super::super::view::text(&r));
+        insta::assert_snapshot!(crate::render::terminal::draw(&super::super::view::blocks(
+            &r
+        )));
     }
 
     #[test]
@@ -282,7 +284,9 @@ pub(crate) mod tests {
         r.interrupted = true;
         r.interrupted_by = Some(crate::interrupt::Signal::Term);
         r.notes = vec!["l1: L1d size unknown, using 16 KiB".into()];
-        insta::assert_snapshot!(super::super::view::text(&r.finish()));
+        insta::assert_snapshot!(crate::render::terminal::draw(&super::super::view::blocks(
+            &r.finish()
+        )));
     }
 
     #[test]

@@ -369,6 +369,9 @@ fn spawn_child(
         .args(["--max-prime", &spec.max_prime().to_string()])
         .args(["--child-cpus", &cpus.to_string()])
         .args(["--counters", spec.counters().name()]);
+    if let Some(b) = spec.max_buffer() {
+        cmd.args(["--max-buffer", &b.to_string()]);
+    }
     if opts.warmup.is_zero() {
         cmd.args(["--warmup", "0"]);
     } else {

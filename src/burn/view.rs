@@ -1,9 +1,10 @@
-//! A burn run as text: one row per burner and the total, each burner's counters, and the
-//! export document. Pure.
+//! A burn run as one document ([`blocks`]): one row per burner and the total, each
+//! burner's counters, the notes; [`data`] for CSV. Pure.
 
 use super::kind::Unit;
 use super::model::BurnReport;
-use crate::render::export::{Document, Section};
+use crate::render::blocks::Block;
+use crate::render::export::Document;
 use crate::render::{self, NONE, Table, bytes, bytes_per_sec};
 
 /// The first line: kind, count, mode, placement, policy, duration and warm-up.
@@ -123,46 +124,53 @@ pub fn counters_table(r: &BurnReport) -> Option<Table> {
     Some(table)
 }
 
-/// The text report: the burners' table, the bandwidth, the counters, notes.
-pub fn text(r: &BurnReport) -> String {
-    let mut out = title(r) + "\n";
-    out.push_str(&burners_table(r).text());
+/// The run as one document: what ran, one row per burner and the total, the bandwidth,
+/// each burner's counters, then what cut it short and the notes. `smtlab burn` draws it,
+/// `--export-markdown` writes it.
+pub fn blocks(r: &BurnReport) -> Vec<Block> {
+    let mut b = vec![
+        Block::Intro(title(r)),
+        Block::Heading("Burners".into()),
+        Block::Table(burners_table(r)),
+    ];
     if r.unit == Unit::Bytes {
-        out.push_str(&format!(
-            "total bandwidth: {}\n",
+        b.push(Block::Note(format!(
+            "total bandwidth: {}",
             bytes_per_sec(r.total_ops_per_sec)
-        ));
+        )));
     }
     if let Some(t) = counters_table(r) {
-        out.push_str("counters:\n");
-        out.push_str(&t.text());
+        b.push(Block::Heading("Counters".into()));
+        b.push(Block::Table(t));
         let counts = r
             .burners
             .iter()
             .map(|b| b.counters.as_ref().map(|m| &m.counts));
-        if let Some(n) = crate::counters::view::multiplexing_note(counts) {
-            out.push_str(&format!("note: {n}\n"));
-        }
+        b.extend(
+            crate::counters::view::multiplexing_note(counts)
+                .map(|n| Block::Note(format!("note: {n}"))),
+        );
     }
+    let mut notes = Vec::new();
     if r.interrupted {
-        out.push_str(&format!(
-            "interrupted by {}: rates cover the time measured before it\n",
+        notes.push(format!(
+            "interrupted by {}: rates cover the time measured before it",
             crate::interrupt::name(r.interrupted_by)
         ));
     }
-    for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
+    notes.extend(r.notes.iter().map(|n| format!("note: {n}")));
     if let Some(st) = &r.counters {
-        for l in crate::counters::view::status_lines(st) {
-            out.push_str(&format!("{l}\n"));
-        }
+        notes.extend(crate::counters::view::status_lines(st));
     }
-    out
+    if !notes.is_empty() {
+        b.push(Block::Heading("Notes".into()));
+        b.push(Block::List(notes));
+    }
+    b
 }
 
-/// The export: one row per burner with its raw numbers, and the terminal's tables.
-pub fn document(r: &BurnReport) -> Document {
+/// One row per burner with its raw numbers: the CSV export.
+pub fn data(r: &BurnReport) -> Table {
     let unit = r.unit.label();
     let rate = format!("{unit}_per_sec");
     let mut data = Table::new(&[
@@ -190,24 +198,12 @@ pub fn document(r: &BurnReport) -> Document {
             b.involuntary_ctx_switches.to_string(),
         ]);
     }
-    let mut sections = vec![Section {
-        heading: "Burners".into(),
-        text: vec![title(r)],
-        table: Some(burners_table(r)),
-    }];
-    if let Some(t) = counters_table(r) {
-        sections.push(Section {
-            heading: "Counters".into(),
-            text: Vec::new(),
-            table: Some(t),
-        });
-    }
-    Document {
-        title: format!("smtlab burn {}", r.kind),
-        json: serde_json::to_value(r).unwrap_or_default(),
-        data,
-        sections,
-    }
+    data
+}
+
+/// What `--export-*` writes: [`blocks`] as Markdown, [`data`] as CSV, the model as JSON.
+pub fn export(r: &BurnReport) -> Document {
+    Document::of(&format!("smtlab burn {}", r.kind), r, data(r), &blocks(r))
 }
 
 #[cfg(test)]
@@ -223,7 +219,7 @@ mod tests {
             csv: Some(dir.path().join("b.csv")),
             markdown: Some(dir.path().join("b.md")),
         };
-        e.write(|| document(&r)).unwrap();
+        e.write(|| export(&r)).unwrap();
         let mut rd = ::csv::Reader::from_path(dir.path().join("b.csv")).unwrap();
         let head = rd.headers().unwrap().clone();
         assert_eq!(&head[0], "burner");

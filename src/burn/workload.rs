@@ -18,6 +18,10 @@ pub const DEFAULT_MAX_PRIME: u64 = 10_000;
 /// Smallest `stream`/`chase` buffer, whatever the LLC.
 pub const MIN_DRAM_BYTES: usize = 64 << 20;
 
+/// Smallest bound [`BurnSpec::with_max_buffer`] takes: a `stream`/`chase` buffer smaller
+/// than this would fit the last-level cache of many current servers.
+pub const MIN_BUFFER_CAP: usize = 16 << 20;
+
 /// Base seed of the chase permutation; burner `i` uses `CHASE_SEED + i`.
 pub const CHASE_SEED: u64 = 0x5EED_C0DE;
 
@@ -40,6 +44,11 @@ pub struct BurnSpec {
     /// --counters`); off for the neighbours other experiments start, which nobody reads.
     #[serde(skip)]
     counters: crate::counters::Mode,
+    /// The largest `stream`/`chase` buffer, bytes, whatever the last-level cache (None:
+    /// no bound). Experiments that run many short runs bound it (see
+    /// [`BurnSpec::with_max_buffer`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_buffer: Option<usize>,
 }
 
 /// A spec as read from JSON, before [`BurnSpec`]'s checks.
@@ -49,6 +58,8 @@ struct Unchecked {
     policy: Policy,
     nice: Option<i32>,
     max_prime: u64,
+    #[serde(default)]
+    max_buffer: Option<usize>,
 }
 
 impl TryFrom<Unchecked> for BurnSpec {
@@ -57,7 +68,8 @@ impl TryFrom<Unchecked> for BurnSpec {
         BurnSpec::new(u.kind)
             .with_policy(u.policy)
             .with_nice(u.nice)?
-            .with_max_prime(u.max_prime)
+            .with_max_prime(u.max_prime)?
+            .with_max_buffer(u.max_buffer)
     }
 }
 
@@ -71,7 +83,30 @@ impl BurnSpec {
             nice: None,
             max_prime: DEFAULT_MAX_PRIME,
             counters: crate::counters::Mode::Off,
+            max_buffer: None,
         }
+    }
+
+    /// Same spec with the `stream`/`chase` buffers bounded at `bytes` (None: 4× the
+    /// last-level cache, however large); refuses a bound below [`MIN_BUFFER_CAP`], under
+    /// which a memory ruler would measure the caches, not memory.
+    pub fn with_max_buffer(mut self, bytes: Option<usize>) -> Result<Self, BadInput> {
+        if let Some(b) = bytes
+            && b < MIN_BUFFER_CAP
+        {
+            return Err(BadInput(format!(
+                "--max-buffer {b}: a memory ruler's buffer needs at least {} MiB to reach \
+                 past the caches",
+                MIN_BUFFER_CAP >> 20
+            )));
+        }
+        self.max_buffer = bytes;
+        Ok(self)
+    }
+
+    /// The bound on the `stream`/`chase` buffers, if any.
+    pub fn max_buffer(&self) -> Option<usize> {
+        self.max_buffer
     }
 
     /// Same spec with another scheduling class.
@@ -144,6 +179,20 @@ pub fn buffer_bytes(
     topo: &Topology,
     cpu: Option<u32>,
 ) -> (usize, Option<String>) {
+    buffer_bytes_within(kind, topo, cpu, None)
+}
+
+/// [`buffer_bytes`] with the `stream`/`chase` buffer bounded at `cap`; the note then
+/// says when the bound keeps the buffer below STREAM's rule of four times the last-level
+/// cache (McCalpin, STREAM benchmark FAQ: "each array must be at least 4 times the size
+/// of the available cache memory"), so that part of it may stay cached and the ruler
+/// presses the shared cache as well as memory.
+pub fn buffer_bytes_within(
+    kind: BurnerKind,
+    topo: &Topology,
+    cpu: Option<u32>,
+    cap: Option<usize>,
+) -> (usize, Option<String>) {
     let cache = |level: u8| -> Option<usize> {
         let c = match cpu {
             Some(cpu) => topo.cache_of(cpu, level),
@@ -160,7 +209,21 @@ pub fn buffer_bytes(
                     MIN_DRAM_BYTES >> 20
                 )
             });
-            ((llc.unwrap_or(0) * 4).max(MIN_DRAM_BYTES), note)
+            let want = llc.unwrap_or(0).saturating_mul(4).max(MIN_DRAM_BYTES);
+            match (cap, llc) {
+                (Some(c), Some(l)) if want > c => {
+                    let note = format!(
+                        "{kind}: the buffer is bounded at {}, less than 4× the {} last-level \
+                         cache, so part of it may stay in that cache: this ruler presses the \
+                         shared cache as well as memory",
+                        crate::render::bytes(c as u64),
+                        crate::render::bytes(l as u64)
+                    );
+                    (c, Some(note))
+                }
+                (Some(c), _) => (want.min(c), note),
+                (None, _) => (want, note),
+            }
         }
         BurnerKind::L1 => match cache(1) {
             Some(b) => (b / 2, None),
@@ -222,6 +285,12 @@ pub struct Burners {
     kernels: Vec<KernelSpec>,
     states: Vec<Mutex<Option<State>>>,
     infos: Vec<Mutex<BurnerInfo>>,
+    /// The set each burner is pinned to (where [`Burners::prepare`] builds its buffers).
+    cpus: Vec<CpuSet>,
+    /// The thread each burner last applied its policy to: a burner reused across engine
+    /// runs runs on a new thread each time, and a policy is a property of a thread
+    /// (sched_setscheduler(2), setpriority(2) on a thread id).
+    applied_on: Vec<Mutex<Option<libc::pid_t>>>,
     /// Notes for the user (cache sizes that were guessed).
     pub notes: Vec<String>,
 }
@@ -244,7 +313,8 @@ impl Burners {
             .iter()
             .enumerate()
             .map(|(i, set)| {
-                let (bytes, note) = buffer_bytes(spec.kind, topo, set.first());
+                let (bytes, note) =
+                    buffer_bytes_within(spec.kind, topo, set.first(), spec.max_buffer);
                 if let Some(n) = note
                     && !notes.contains(&n)
                 {
@@ -267,8 +337,47 @@ impl Burners {
                 .iter()
                 .map(|_| Mutex::new(BurnerInfo::default()))
                 .collect(),
+            cpus: cpus.to_vec(),
+            applied_on: cpus.iter().map(|_| Mutex::new(None)).collect(),
             notes,
         })
+    }
+
+    /// Builds every burner's buffers now, each on a thread pinned to its own CPUs (so the
+    /// pages are first touched, and placed, where the burner will run: the kernel's
+    /// first-touch NUMA policy, Documentation/admin-guide/mm/numa_memory_policy.rst), so
+    /// that a later engine run measures from its first interval instead of building in
+    /// its warm-up. False when `stop` turned true first (nothing half-built is kept).
+    pub fn prepare(&self, stop: &(dyn Fn() -> bool + Sync)) -> anyhow::Result<bool> {
+        let done = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..self.len())
+                .map(|i| {
+                    s.spawn(move || -> anyhow::Result<bool> {
+                        let mut slot = self.states[i].lock().unwrap_or_else(|e| e.into_inner());
+                        if slot.is_some() {
+                            return Ok(true);
+                        }
+                        crate::affinity::set_affinity(0, &self.cpus[i]).map_err(|e| {
+                            NotPossible(format!(
+                                "cannot pin the thread building burner {i}'s buffers to CPUs {}: {e}",
+                                self.cpus[i].to_list()
+                            ))
+                        })?;
+                        *slot = State::prepare(&self.kernels[i], stop);
+                        Ok(slot.is_some())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(anyhow::anyhow!("a buffer-building thread panicked"))
+                    })
+                })
+                .collect::<anyhow::Result<Vec<bool>>>()
+        })?;
+        Ok(done.iter().all(|d| *d))
     }
 
     /// The spec every burner runs.
@@ -291,7 +400,9 @@ impl Burners {
     pub fn run_burner(&self, i: usize, ctx: &ThreadCtx<'_>) {
         let k = &self.kernels[i];
         let mut slot = self.states[i].lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
+        let tid = crate::affinity::gettid();
+        let mut applied_on = self.applied_on[i].lock().unwrap_or_else(|e| e.into_inner());
+        if *applied_on != Some(tid) {
             let mut info = BurnerInfo {
                 variant: k.fma.map(|v| v.name().to_string()),
                 buffer_bytes: (k.buffer_bytes > 0).then_some(k.buffer_bytes as u64),
@@ -314,6 +425,10 @@ impl Burners {
             if failed {
                 return;
             }
+            *applied_on = Some(tid);
+        }
+        drop(applied_on);
+        if slot.is_none() {
             // Stopped while building: the next phase's call builds it again.
             *slot = State::prepare(k, &|| ctx.should_stop());
         }
@@ -385,4 +500,69 @@ pub(crate) fn preflight(policy: Policy, nice: Option<i32>) -> anyhow::Result<()>
     } else {
         NotPossible(msg).into()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::fixture;
+
+    /// The fixture with its last-level cache set to `bytes`.
+    fn with_llc(bytes: u64) -> Topology {
+        let mut t = fixture::topology(2, 1, true);
+        for c in t.caches.iter_mut().filter(|c| c.level == 3) {
+            c.size_bytes = Some(bytes);
+        }
+        t
+    }
+
+    #[test]
+    fn memory_buffers_are_four_times_the_llc_unless_bounded() {
+        // A VM reporting a 480 MiB L3: unbounded, 4× is 1.9 GiB (what pairs built before,
+        // too slow to build within a warm-up); bounded at 256 MiB, with a note.
+        let big = with_llc(480 << 20);
+        let (b, note) = buffer_bytes(BurnerKind::Chase, &big, Some(0));
+        assert_eq!(b, 1920 << 20);
+        assert!(note.is_none());
+        let (b, note) = buffer_bytes_within(BurnerKind::Stream, &big, Some(0), Some(256 << 20));
+        assert_eq!(b, 256 << 20);
+        let note = note.unwrap();
+        assert!(
+            note.contains("256 MiB") && note.contains("480 MiB") && note.contains("shared cache"),
+            "{note}"
+        );
+        // A 32 MiB L3: 4× (128 MiB) is under the bound, which changes nothing.
+        let small = with_llc(32 << 20);
+        assert_eq!(
+            buffer_bytes_within(BurnerKind::Chase, &small, Some(0), Some(256 << 20)),
+            (128 << 20, None)
+        );
+        // The bound reaches the kernels.
+        let spec = BurnSpec::new(BurnerKind::Chase)
+            .with_max_buffer(Some(256 << 20))
+            .unwrap();
+        let burners = Burners::new(&spec, &big, &[CpuSet::from_cpus([0])]).unwrap();
+        assert_eq!(burners.kernels[0].buffer_bytes, 256 << 20);
+        assert_eq!(burners.notes.len(), 1);
+        // A bound under which a memory ruler would measure the caches is refused.
+        let e = BurnSpec::new(BurnerKind::Stream)
+            .with_max_buffer(Some(1 << 20))
+            .unwrap_err();
+        assert!(e.to_string().contains("16 MiB"), "{e}");
+    }
+
+    #[test]
+    fn prepared_buffers_are_reused_and_the_policy_reapplied_on_each_thread() {
+        let t = with_llc(4 << 20);
+        let spec = BurnSpec::new(BurnerKind::Stream)
+            .with_max_buffer(Some(16 << 20))
+            .unwrap();
+        let b = Burners::new(&spec, &t, &[crate::affinity::process_affinity().unwrap()]).unwrap();
+        assert!(b.prepare(&|| false).unwrap());
+        assert!(b.states[0].lock().unwrap().is_some());
+        // Stopped before building: reports so, builds nothing new.
+        let c = Burners::new(&spec, &t, &[crate::affinity::process_affinity().unwrap()]).unwrap();
+        assert!(!c.prepare(&|| true).unwrap());
+        assert!(c.states[0].lock().unwrap().is_none());
+    }
 }

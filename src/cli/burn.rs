@@ -69,6 +69,9 @@ pub(super) struct BurnArgs {
     /// Internal: run as a process-mode burner child pinned to LIST.
     #[arg(long, hide = true, value_name = "LIST", value_parser = values::cpus)]
     child_cpus: Option<crate::cpuset::CpuSet>,
+    /// Internal: the bound on a child's stream/chase buffer, bytes.
+    #[arg(long, hide = true, value_name = "BYTES", value_parser = values::parse_bytes)]
+    max_buffer: Option<usize>,
     /// Internal: a child runs until SIGTERM.
     #[arg(long, hide = true, requires = "child_cpus")]
     until_stopped: bool,
@@ -92,6 +95,7 @@ impl BurnArgs {
                     .with_policy(a.policy)
                     .with_nice(a.nice)?
                     .with_max_prime(a.max_prime)?
+                    .with_max_buffer(a.max_buffer)?
                     .with_counters(a.counters.counters),
                 threads: a.threads,
                 placement,

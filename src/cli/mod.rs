@@ -15,6 +15,7 @@ mod lockscan;
 mod mem;
 mod neighbors;
 mod oltp;
+mod pairs;
 mod report;
 mod rwcache;
 mod smt;
@@ -97,6 +98,10 @@ enum Command {
     /// throughput, latency, the SMT yield (all ÷ one-per-core) and a thread's speed on a
     /// shared core, each with its interval and class (gain, no effect, loss, inconclusive).
     Yield(smt_yield::YieldArgs),
+    /// What two workloads do to each other on a shared core (or cache), predicted from one
+    /// profile each against rulers, by a model fitted here (SMiTe), with intervals, checked
+    /// against measured pairs; `--advise` a placement.
+    Pairs(pairs::PairsArgs),
     /// Print the man page of smtlab, or of one subcommand (`smtlab man lockscan | man -l -`).
     Man(docs::ManArgs),
     /// Print a shell completion script: `smtlab completions bash > /etc/bash_completion.d/smtlab`.
@@ -128,6 +133,7 @@ pub fn main() -> Result<()> {
         Command::Mem(a) => a.run(out),
         Command::Plan(a) => a.run(out),
         Command::Yield(a) => a.run(out),
+        Command::Pairs(a) => a.run(out),
         Command::Man(a) => a.run(out),
         Command::Completions(a) => a.run(out),
     }

@@ -16,6 +16,11 @@ pub(super) struct ReportArgs {
     /// Output directory (default: the directory holding results.json).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Make every answer again from the stored runs with this build's rules: print the
+    /// recomputed table and what changed, render the pages from it and write
+    /// results.recomputed.json beside them (the file read is left as it is).
+    #[arg(long)]
+    recompute: bool,
 }
 
 impl ReportArgs {
@@ -24,6 +29,7 @@ impl ReportArgs {
             &commands::report::ReportCommand {
                 results: self.results,
                 out: self.out,
+                recompute: self.recompute,
             },
             out,
         )

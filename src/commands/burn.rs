@@ -104,7 +104,7 @@ pub fn run(cfg: &BurnCommand, out: &mut dyn Write) -> Result<()> {
             crate::say!("burn: burner processes started: {}", list.join(" "));
         })?,
     };
-    super::emit(out, cfg.json, &report, burn::view::text, false)?;
-    cfg.exports.write(|| burn::view::document(&report))?;
+    super::emit_blocks(out, cfg.json, &report, burn::view::blocks)?;
+    cfg.exports.write(|| burn::view::export(&report))?;
     burn::interrupted_error(&report)
 }

@@ -159,8 +159,8 @@ pub fn run(cfg: &C2cCommand, out: &mut dyn Write) -> Result<()> {
     let r = C2c { left_out, ..r };
     let hypervisor = topo.machine.hypervisor;
     // The exports hold what an interrupted run finished too, before its exit code.
-    super::emit(out, cfg.json, &r, |r| c2c::view::text(r, hypervisor), false)?;
-    cfg.exports.write(|| c2c::view::document(&r))?;
+    super::emit_blocks(out, cfg.json, &r, |r| c2c::view::blocks(r, hypervisor))?;
+    cfg.exports.write(|| c2c::view::export(&r, hypervisor))?;
     if r.interrupted {
         return Err(crate::error::Interrupted.into());
     }

@@ -40,8 +40,8 @@ pub fn run(cfg: &CompareCommand, out: &mut dyn Write) -> Result<()> {
     let rep = rep?;
     // The comparison first: an export that fails now (a disk that filled) must not take
     // the results on stdout with it.
-    super::emit(out, cfg.json, &rep, view::text, false)?;
-    cfg.exports.write(|| view::document(&rep))?;
+    super::emit_blocks(out, cfg.json, &rep, |r| view::blocks(r, None))?;
+    cfg.exports.write(|| view::export(&rep))?;
     if rep.interrupted {
         return Err(crate::error::Interrupted.into());
     }

@@ -68,7 +68,13 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<()> {
                 .into());
             }
             let rep = crate::mem::read(&crate::mem::source::Dir::new(root));
-            super::emit(out, *json, &rep, crate::mem::view::text, false)
+            super::emit(
+                out,
+                *json,
+                &rep,
+                |r| crate::render::terminal::draw(&crate::mem::view::blocks(r)),
+                false,
+            )
         }
         Config::Pages {
             max,

@@ -1,5 +1,5 @@
 //! `smtlab merge RESULTS…`: many hosts' studies into one answer per machine type, written
-//! as `fleet.json`, `fleet.html` and `fleet.md` (each whole, atomically) and summed up on
+//! as `fleet.json`, `fleet.html` and `fleet.md` (all or none, each whole) and summed up on
 //! stdout. A bad input is named on stderr and in the report, and the rest is merged; only
 //! when nothing usable is left is it an error (exit 2, no files written).
 
@@ -24,14 +24,30 @@ pub struct MergeCommand {
 }
 
 pub fn run(cfg: &MergeCommand, out: &mut dyn Write) -> Result<()> {
+    let existed = std::fs::symlink_metadata(&cfg.out).is_ok();
+    let r = merge(cfg, out);
+    // A failed merge (nothing usable, a signal, a write that failed) leaves no empty
+    // output directory it made itself; remove_dir removes only an empty one.
+    if r.is_err() && !existed {
+        let _ = std::fs::remove_dir(&cfg.out);
+    }
+    r
+}
+
+fn merge(cfg: &MergeCommand, out: &mut dyn Write) -> Result<()> {
     report::check_out_dir(&cfg.out, &[FLEET_JSON, FLEET_HTML, FLEET_MD])?;
     if let Some(p) = &cfg.prometheus {
         crate::fsutil::check_output("--prometheus", p)?;
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let f = fleet::merge(&cfg.inputs, threads, fleet::provenance(cfg.command.clone()))?;
+    crate::interrupt::check()?;
     for s in &f.skipped {
-        crate::say!("merge: skipped {}: {}", s.path, s.reason);
+        crate::say!(
+            "merge: skipped {}: {}",
+            crate::render::terminal::field(&s.path),
+            crate::render::terminal::field(&s.reason)
+        );
     }
     if f.hosts == 0 {
         return Err(crate::error::BadInput(format!(
@@ -41,26 +57,37 @@ pub fn run(cfg: &MergeCommand, out: &mut dyn Write) -> Result<()> {
         .into());
     }
     let json = f.to_json()?;
-    let mut written = vec![
-        report::write_atomic(&cfg.out.join(FLEET_JSON), json.as_bytes())?,
-        report::write_atomic(&cfg.out.join(FLEET_HTML), fleet::view::html(&f).as_bytes())?,
-        report::write_atomic(
-            &cfg.out.join(FLEET_MD),
-            fleet::view::markdown(&f).as_bytes(),
-        )?,
+    let html = fleet::view::html(&f);
+    let md = fleet::view::markdown(&f);
+    let prom = cfg.prometheus.as_ref().map(|_| fleet::view::prometheus(&f));
+    let paths = [
+        cfg.out.join(FLEET_JSON),
+        cfg.out.join(FLEET_HTML),
+        cfg.out.join(FLEET_MD),
     ];
-    if let Some(p) = &cfg.prometheus {
-        written.push(report::write_atomic(
-            p,
-            fleet::view::prometheus(&f).as_bytes(),
-        )?);
+    let mut files: Vec<(&std::path::Path, &[u8])> = vec![
+        (&paths[0], json.as_bytes()),
+        (&paths[1], html.as_bytes()),
+        (&paths[2], md.as_bytes()),
+    ];
+    if let (Some(p), Some(text)) = (&cfg.prometheus, &prom) {
+        files.push((p, text.as_bytes()));
     }
+    // All or none: a signal before the renames leaves the previous fleet's files as they
+    // were, never a new fleet.json beside an old fleet.html.
+    crate::fsutil::replace_all(&files)?;
+    let written: Vec<&std::path::Path> = files.iter().map(|(p, _)| *p).collect();
     if cfg.json {
         out.write_all(json.as_bytes())?;
     } else {
-        out.write_all(fleet::view::text(&f).as_bytes())?;
+        // Host names, CPU models, kernels and paths come from files merge does not control.
+        out.write_all(crate::render::terminal::text(&fleet::view::text(&f)).as_bytes())?;
         for p in &written {
-            writeln!(out, "wrote {}", p.display())?;
+            writeln!(
+                out,
+                "wrote {}",
+                crate::render::terminal::field(&p.display().to_string())
+            )?;
         }
     }
     Ok(())

@@ -10,6 +10,8 @@ pub mod mem;
 pub mod merge;
 pub mod neighbors;
 pub mod oltp;
+/// `smtlab pairs`: pair prediction from profiles, checked, and placement advice.
+pub mod pairs;
 pub mod plan;
 /// `smtlab report`: re-render a study's HTML and Markdown from its results.json.
 pub mod report;
@@ -47,6 +49,23 @@ pub fn emit<T: serde::Serialize>(
         return Err(crate::error::Interrupted.into());
     }
     Ok(())
+}
+
+/// [`emit`] for a result laid out as one document: its blocks drawn by the terminal
+/// writer.
+pub fn emit_blocks<T: serde::Serialize>(
+    out: &mut dyn std::io::Write,
+    json: bool,
+    report: &T,
+    blocks: impl FnOnce(&T) -> Vec<crate::render::blocks::Block>,
+) -> Result<()> {
+    emit(
+        out,
+        json,
+        report,
+        |r| crate::render::terminal::draw(&blocks(r)),
+        false,
+    )
 }
 
 /// Reads the topology for a command that pins threads or measures: `root` must be this

@@ -142,8 +142,8 @@ pub fn run(cfg: &NeighborsCommand, out: &mut dyn Write) -> Result<()> {
     };
     report.notes.extend(busy);
     // The exports hold what an interrupted run finished too, before its exit code.
-    super::emit(out, cfg.json, &report, neighbors::view::text, false)?;
-    cfg.exports.write(|| neighbors::view::document(&report))?;
+    super::emit_blocks(out, cfg.json, &report, neighbors::view::blocks)?;
+    cfg.exports.write(|| neighbors::view::export(&report))?;
     if report.interrupted {
         return Err(crate::error::Interrupted.into());
     }

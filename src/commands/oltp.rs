@@ -35,8 +35,8 @@ pub fn run(cfg: &OltpCommand, out: &mut dyn Write) -> Result<()> {
     }
     let rep = experiment::run(&RealEngine, &topo, cfg, &mut |m| crate::say!("oltp: {m}"))?;
     // The exports hold what the terminal shows, an interrupted run's runs too.
-    super::emit(out, cfg.json, &rep, view::text, false)?;
-    exports.write(|| view::document(&rep))?;
+    super::emit_blocks(out, cfg.json, &rep, view::blocks)?;
+    exports.write(|| view::export(&rep))?;
     if rep.interrupted {
         return Err(crate::error::Interrupted.into());
     }

@@ -37,8 +37,8 @@ pub fn run(cfg: &YieldCommand, out: &mut dyn Write) -> Result<()> {
         crate::say!("yield: {m}")
     })?;
     // The exports hold what the terminal shows, an interrupted run's rounds too.
-    super::emit(out, cfg.json, &rep, view::text, false)?;
-    cfg.exports.write(|| view::document(&rep))?;
+    super::emit_blocks(out, cfg.json, &rep, view::blocks)?;
+    cfg.exports.write(|| view::export(&rep))?;
     if rep.interrupted {
         return Err(crate::error::Interrupted.into());
     }

@@ -69,7 +69,9 @@ pub fn run(cfg: &StudyCommand, out: &mut dyn Write) -> Result<()> {
         write!(
             out,
             "{}",
-            crate::experiments::compare::view::text(&c.result)
+            crate::render::terminal::draw(&crate::experiments::compare::view::blocks(
+                &c.result, None
+            ))
         )?;
         writeln!(out)?;
     }

@@ -2,6 +2,7 @@
 //! over intervals and print per-CPU and per-core utilisation as a refreshing table, NDJSON
 //! or Prometheus text. The tracefs instance is removed on every way out (see `top::trace`).
 
+use crate::render::terminal::draw;
 use crate::top::cores::Yield;
 use crate::top::model::{self, Inputs, PidInput, TraceInput};
 use crate::top::{sample, trace, view};
@@ -111,7 +112,7 @@ pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
         // finished before it. The tracer's Drop switches tracing off and removes its
         // instance on the way out.
         if crate::interrupt::requested() && !kept.is_empty() {
-            cfg.exports.write(|| view::document(&kept))?;
+            cfg.exports.write(|| view::export(&kept))?;
         }
         crate::interrupt::check()?;
         let traced = match tracer.as_mut().map(|t| t.stop()) {
@@ -145,10 +146,12 @@ pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
             }),
         });
         let text = match cfg.format {
-            Format::Text { refresh: true } => format!("\x1b[H\x1b[2J{}", view::text(&s, true)),
+            Format::Text { refresh: true } => {
+                format!("\x1b[H\x1b[2J{}", draw(&view::blocks(&s, true)))
+            }
             Format::Text { refresh: false } => {
                 let sep = if i > 0 { "\n" } else { "" };
-                format!("{sep}{}", view::text(&s, i == 0))
+                format!("{sep}{}", draw(&view::blocks(&s, i == 0)))
             }
             Format::Json => view::json_line(&s),
             Format::Prometheus => view::prometheus(&s),
@@ -166,7 +169,7 @@ pub fn run(cfg: &TopCommand, out: &mut dyn Write) -> Result<()> {
         }
         i += 1;
     }
-    cfg.exports.write(|| view::document(&kept))?;
+    cfg.exports.write(|| view::export(&kept))?;
     drop(tracer);
     Ok(())
 }

@@ -33,6 +33,7 @@
 //! [`repeat`](crate::engine::repeat()) run repetitions, alternating compared
 //! configurations (A B A B …).
 
+pub mod disturbance;
 mod fake;
 mod pingpong;
 mod real;

@@ -736,6 +736,13 @@ impl Coordinator<'_> {
         for k in 0..total {
             let boundary = t0 + (self.spec.interval() * (k as u32 + 1)).min(self.spec.duration());
             let finished = self.sleep_until(boundary);
+            // The window closes for the workers before its end is read: an operation a
+            // workload counts as measured (it ended while the phase was `Measure`) then
+            // lies inside the window, however late a loaded machine lets this thread
+            // run again after the clock read below.
+            if k + 1 == total || !finished {
+                sh.phase.store(Phase::Stopping.as_u8(), Ordering::SeqCst);
+            }
             let now = Instant::now();
             let mut ops = Vec::with_capacity(n);
             for (i, p) in sh.progress.iter().enumerate() {

@@ -8,5 +8,6 @@ pub mod neighbors;
 /// neighbors' rule set, at its old path.
 pub use neighbors::diagnosis;
 pub mod oltp;
+pub mod pairs;
 pub mod rwcache;
 pub mod smt_yield;

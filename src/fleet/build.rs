@@ -10,9 +10,10 @@
 use super::host::{Host, kernel_release};
 use super::model::*;
 use super::pool::{self, Estimate};
+use crate::render::ratio_text;
 use crate::report::metrics::{CLASSES, answer_for, ratio_kind};
 use crate::report::{Answer, HtAnswer, WorkloadClass};
-use crate::stats::{IntervalMethod, Thresholds, classify, ratio_text};
+use crate::stats::{IntervalMethod, Thresholds, classify};
 use std::collections::BTreeMap;
 
 /// Confidence of every pooled interval.
@@ -23,7 +24,7 @@ pub const CONFIDENCE: f64 = 0.95;
 pub const MIN_RUNS_TO_POOL: usize = crate::stats::MIN_RUNS_FOR_CI;
 
 /// How the hosts are pooled, as the report states it.
-pub const METHOD: &str = "Per machine type and workload class, each host's log ratio is weighted by its own interval (standard error read back from a Student-t interval on log ratios) and pooled by a random-effects model: between-host variance τ² by DerSimonian & Laird (1986), the mean's interval by Hartung & Knapp (2001) with t(k − 1) and its variance factor at least 1 (Röver, Knapp & Friede 2015); heterogeneity I² (Higgins & Thompson 2002); one more host expected within the prediction interval (Higgins, Thompson & Spiegelhalter 2009); a host is an outlier when its studentized deleted residual passes the Bonferroni bound for the hosts tested (Viechtbauer & Cheung 2010), and is left out of the pool only when its own results show why.";
+pub const METHOD: &str = "Per machine type and workload class, each host's log ratio is weighted by its own interval (standard error read back from a Student-t interval on log ratios; since a variance from 3–5 runs is itself uncertain, no host weighs more than the type's pooled run-to-run noise allows for its run count) and pooled by a random-effects model: between-host variance τ² by DerSimonian and Laird (1986), the mean's interval by Hartung and Knapp (2001) with t(k − 1) and its variance factor at least 1 (Röver, Knapp and Friede 2015); heterogeneity I² (Higgins and Thompson 2002); one more host's true ratio expected within the prediction interval (Higgins, Thompson and Spiegelhalter 2009), and what it will measure with its own noise added; a host is an outlier when its studentized deleted residual passes the Bonferroni bound for the hosts tested (Viechtbauer and Cheung 2010), and is left out of the pool only when its own results show a measured difference that explains it (a missing reading does not). A host whose own study withheld an answer its evidence alone would give (depends on the workload, held back, not called) is counted by its answer and reason, never pooled. A type answers firmly only when at least 3 hosts pool, the pooled interval is decided, no host's own firm answer points another way, and one more host's true ratio is expected on the same side; hosts that answer firmly and differently give \"hosts disagree\", naming the groups.";
 
 /// Builds the fleet from the hosts read and the inputs skipped so far.
 pub fn build(
@@ -55,7 +56,15 @@ pub fn build(
         .collect();
     versions.sort_unstable();
     versions.dedup();
-    if versions.len() > 1 {
+    let mut builds: BTreeMap<String, usize> = BTreeMap::new();
+    for h in types.iter().flat_map(|t| &t.hosts) {
+        *builds.entry(build_label(h)).or_default() += 1;
+    }
+    if builds.len() > 1 {
+        notes.push(Note::MixedBuilds {
+            builds: builds.into_iter().collect(),
+        });
+    } else if versions.len() > 1 {
         notes.push(Note::MixedVersions {
             versions: versions.iter().map(|v| v.to_string()).collect(),
         });
@@ -193,15 +202,20 @@ fn machine_type(id: String, key: TypeKey, mut hosts: Vec<Host>) -> MachineType {
         && count >= 2
     {
         for h in hosts.iter_mut() {
-            let mine = h.row.microcode.clone();
-            if mine.as_deref() != Some(common.as_str()) {
-                h.row.caveats.push(Caveat {
+            match h.row.microcode.clone() {
+                Some(mine) if mine != common => h.row.caveats.push(Caveat {
                     kind: CaveatKind::Microcode,
                     text: format!(
-                        "microcode {}, where {count} of the type's {n} hosts run {common}",
-                        mine.as_deref().unwrap_or("unknown")
+                        "microcode {mine}, where {count} of the type's {n} hosts run {common}"
                     ),
-                });
+                }),
+                Some(_) => {}
+                None => h.row.caveats.push(Caveat {
+                    kind: CaveatKind::MicrocodeUnknown,
+                    text: format!(
+                        "no microcode reading (where {count} of the type's {n} hosts run {common}): not a measured difference"
+                    ),
+                }),
             }
         }
     }
@@ -227,7 +241,17 @@ fn machine_type(id: String, key: TypeKey, mut hosts: Vec<Host>) -> MachineType {
         }
     }
     let slurm_advice = classes.iter().filter_map(|c| c.slurm.clone()).collect();
-    let headline = headline(&id, &key, hosts.len(), &classes);
+    let mut headline = headline(&id, &key, hosts.len(), &classes);
+    let mut builds: Vec<String> = hosts.iter().map(|h| build_label(&h.row)).collect();
+    builds.sort();
+    builds.dedup();
+    if builds.len() > 1 {
+        headline.push_str(&format!(
+            " Its hosts ran {} different smtlab builds ({}): their answers follow different builds' rules.",
+            builds.len(),
+            builds.join(", ")
+        ));
+    }
     MachineType {
         id,
         label: key.label(),
@@ -247,6 +271,7 @@ fn host_answer(h: &Host, class: WorkloadClass) -> Answer {
         .find(|a| a.class == class)
         .cloned()
         .unwrap_or_else(|| Answer {
+            gate: None,
             class,
             answer: HtAnswer::NotMeasured,
             evidence: None,
@@ -257,11 +282,17 @@ fn host_answer(h: &Host, class: WorkloadClass) -> Answer {
 }
 
 /// Why a host's evidence cannot enter the pool; None when it can.
-fn not_poolable(a: &Answer) -> Option<String> {
+fn not_poolable(class: WorkloadClass, a: &Answer) -> Option<String> {
     let Some(e) = &a.evidence else {
         return Some("no evidence: not measured on this host".into());
     };
     let c = &e.comparison;
+    if crate::report::metrics::evidence_kind(a) != Some(ratio_kind(class)) {
+        return Some(
+            "its evidence is the lock thread's rate alone (its results.json predates the scanner's progress), not the shared core's yield the type pools; run its study again to pool it"
+                .into(),
+        );
+    }
     match c.method {
         IntervalMethod::StudentTLog => {}
         IntervalMethod::PercentileBootstrap => {
@@ -283,6 +314,9 @@ fn not_poolable(a: &Answer) -> Option<String> {
             crate::render::count(c.n, "run")
         ));
     }
+    if let Some(why) = withheld(class, a) {
+        return Some(why);
+    }
     if !(c.estimate > 0.0 && c.estimate.is_finite()) {
         return Some("no finite ratio".into());
     }
@@ -295,6 +329,112 @@ fn not_poolable(a: &Answer) -> Option<String> {
     None
 }
 
+/// Why a host's own study gave another answer than its evidence alone would (its members
+/// disagree, a control or a disturbance held the answer back, the metric could not call
+/// it); None when its answer is its evidence's. Such a host counts by its answer and
+/// reason: pooling its ratio would re-decide what its own rules declined to.
+fn withheld(class: WorkloadClass, a: &Answer) -> Option<String> {
+    let e = a.evidence.as_ref()?;
+    // A study that held an answer back whose evidence was itself undecided says so in
+    // its reason: compare's "not called" (wall time that measures no work) and the yield
+    // rows' "held back" (disturbed runs).
+    // A row's stored gate says it structurally (a disturbance found in its runs' own
+    // records); files written before rows stored their gate are read by the phrases.
+    let gated = a.gate.as_ref().is_some_and(|g| !g.clean());
+    let said = gated || HELD_BACK.iter().any(|m| a.reason.contains(m));
+    (said || a.answer != answer_for(class, e.comparison.effect)).then(|| {
+        format!(
+            "its own study answered {} although its evidence alone reads {} ({}): {}",
+            a.answer.label(),
+            e.comparison.effect,
+            e.comparison,
+            a.reason
+        )
+    })
+}
+
+/// How a study's reason says it held its answer back.
+const HELD_BACK: [&str; 2] = ["; not called: ", "; held back as inconclusive"];
+
+/// Fewest hosts whose intervals pool before a machine type gets an answer of its own: the
+/// fewest for which a prediction interval exists (t with k − 2 degrees of freedom). With
+/// fewer the type is inconclusive and its row gives the hosts' own answers.
+pub const MIN_HOSTS_TO_POOL: usize = 3;
+
+/// Which way a firm answer points: 0 loss (either size), 1 no difference, 2 gain.
+fn answer_direction(a: HtAnswer) -> Option<u8> {
+    match a {
+        HtAnswer::TurnHtOff | HtAnswer::SmallLoss => Some(0),
+        HtAnswer::NoDifference => Some(1),
+        HtAnswer::KeepHtOn => Some(2),
+        _ => None,
+    }
+}
+
+/// The pooled ratio of the rows marked pooled; None when none is.
+fn pool_rows(rows: &[HostAnswer], thresholds: Option<Thresholds>) -> Option<PooledRatio> {
+    let in_pool: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].pooled).collect();
+    match in_pool.len() {
+        0 => None,
+        1 => {
+            let c = rows[in_pool[0]]
+                .comparison
+                .expect("pooled rows have evidence");
+            Some(PooledRatio {
+                hosts: 1,
+                estimate: c.estimate,
+                low: c.low,
+                high: c.high,
+                confidence: c.confidence,
+                method: "one host".into(),
+                tau: None,
+                i2: None,
+                q: None,
+                predict_low: None,
+                predict_high: None,
+                predict_measured_low: None,
+                predict_measured_high: None,
+                effect: c.effect,
+            })
+        }
+        _ => {
+            let xs: Vec<Estimate> = in_pool.iter().map(|&i| estimate(&rows[i])).collect();
+            pool::random_effects(&xs, CONFIDENCE).map(|p| {
+                let t = thresholds.unwrap_or(Thresholds::YIELD);
+                let (low, high) = (p.low.exp(), p.high.exp());
+                PooledRatio {
+                    hosts: p.k,
+                    estimate: p.mu.exp(),
+                    low,
+                    high,
+                    confidence: CONFIDENCE,
+                    method: "random effects".into(),
+                    tau: Some(p.tau2.sqrt()),
+                    i2: p.i2,
+                    q: Some(p.q),
+                    predict_low: p.predict.map(|x| x.0.exp()),
+                    predict_high: p.predict.map(|x| x.1.exp()),
+                    predict_measured_low: p.predict_measured.map(|x| x.0.exp()),
+                    predict_measured_high: p.predict_measured.map(|x| x.1.exp()),
+                    effect: classify(low, high, t),
+                }
+            })
+        }
+    }
+}
+
+/// A pooled row's log ratio, its variance read back from its Student-t interval, and the
+/// degrees of freedom that variance has.
+fn estimate(r: &HostAnswer) -> Estimate {
+    let c = r.comparison.expect("eligible rows have evidence");
+    let se = c.log_standard_error().expect("checked by not_poolable");
+    Estimate {
+        y: c.estimate.ln(),
+        v: se * se,
+        df: (c.n - 1) as f64,
+    }
+}
+
 fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> ClassRow {
     let kind = ratio_kind(class);
     let answers: Vec<Answer> = hosts.iter().map(|h| host_answer(h, class)).collect();
@@ -302,28 +442,21 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
         .iter()
         .zip(&answers)
         .map(|(h, a)| {
-            let why = not_poolable(a);
+            let why = not_poolable(class, a);
             HostAnswer {
                 host: h.row.host.clone(),
                 answer: a.answer,
                 comparison: a.evidence.as_ref().map(|e| e.comparison),
                 reason: a.reason.clone(),
                 pooled: why.is_none(),
+                withheld: withheld(class, a).is_some(),
                 not_pooled: why,
                 outlier: None,
             }
         })
         .collect();
     let eligible: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].pooled).collect();
-    let est = |r: &HostAnswer| {
-        let c = r.comparison.expect("eligible rows have evidence");
-        let se = c.log_standard_error().expect("checked by not_poolable");
-        Estimate {
-            y: c.estimate.ln(),
-            v: se * se,
-        }
-    };
-    let ests: Vec<Estimate> = eligible.iter().map(|&i| est(&rows[i])).collect();
+    let ests: Vec<Estimate> = eligible.iter().map(|&i| estimate(&rows[i])).collect();
     // Outliers: each host against the pool of the others.
     let residuals = pool::deleted_residuals(&ests);
     let bound = pool::outlier_bound(ests.len());
@@ -334,12 +467,14 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
             continue;
         }
         let i = eligible[j];
-        // A caveat explains a host apart only when the other pooled hosts do not all share
-        // its kind (every host synthetic, or every host a debug build, explains nothing).
+        // A caveat explains a host apart only when it is a measured difference (a missing
+        // reading is none) and the other pooled hosts do not all share its kind (every
+        // host synthetic, or every host a debug build, explains nothing).
         let explained_by: Vec<Caveat> = hosts[i]
             .row
             .caveats
             .iter()
+            .filter(|c| c.kind.measured())
             .filter(|c| {
                 !eligible
                     .iter()
@@ -366,9 +501,8 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
             excluded: out,
         });
     }
-    let in_pool: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].pooled).collect();
     // The band the hosts were judged against (the most common, should they differ).
-    let bands: Vec<Thresholds> = in_pool
+    let bands: Vec<Thresholds> = eligible
         .iter()
         .filter_map(|&i| rows[i].comparison.map(|c| c.thresholds))
         .collect();
@@ -377,49 +511,7 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
         .max_by_key(|t| bands.iter().filter(|u| *u == *t).count())
         .copied();
     let mixed_bands = bands.iter().any(|t| Some(*t) != thresholds);
-    let pooled = match in_pool.len() {
-        0 => None,
-        1 => {
-            let c = rows[in_pool[0]]
-                .comparison
-                .expect("pooled rows have evidence");
-            Some(PooledRatio {
-                hosts: 1,
-                estimate: c.estimate,
-                low: c.low,
-                high: c.high,
-                confidence: c.confidence,
-                method: "one host".into(),
-                tau: None,
-                i2: None,
-                q: None,
-                predict_low: None,
-                predict_high: None,
-                effect: c.effect,
-            })
-        }
-        _ => {
-            let xs: Vec<Estimate> = in_pool.iter().map(|&i| est(&rows[i])).collect();
-            pool::random_effects(&xs, CONFIDENCE).map(|p| {
-                let t = thresholds.unwrap_or(Thresholds::YIELD);
-                let (low, high) = (p.low.exp(), p.high.exp());
-                PooledRatio {
-                    hosts: p.k,
-                    estimate: p.mu.exp(),
-                    low,
-                    high,
-                    confidence: CONFIDENCE,
-                    method: "random effects".into(),
-                    tau: Some(p.tau2.sqrt()),
-                    i2: p.i2,
-                    q: Some(p.q),
-                    predict_low: p.predict.map(|x| x.0.exp()),
-                    predict_high: p.predict.map(|x| x.1.exp()),
-                    effect: classify(low, high, t),
-                }
-            })
-        }
-    };
+    let pooled = pool_rows(&rows, thresholds);
     let mut tally: Vec<AnswerCount> = crate::report::metrics::ANSWERS
         .iter()
         .map(|&a| AnswerCount {
@@ -429,15 +521,54 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
         .filter(|c| c.hosts > 0)
         .collect();
     tally.sort_by_key(|c| std::cmp::Reverse(c.hosts));
-    let (answer, reason) = decide(
+    let band = thresholds.unwrap_or(Thresholds::YIELD);
+    let d = decide(
         &rows,
+        hosts,
         pooled.as_ref(),
-        thresholds.unwrap_or(Thresholds::YIELD),
+        band,
         class,
         excluded,
         unexplained,
     );
-    let mut reason = reason;
+    let (answer, mut reason) = (d.answer, d.reason);
+    if excluded > 0 {
+        // The same hosts with the explained outliers kept in: did leaving them out decide?
+        let mut all = rows.clone();
+        for r in all.iter_mut() {
+            if let Some(o) = r.outlier.as_mut().filter(|o| o.excluded) {
+                o.excluded = false;
+                r.pooled = true;
+            }
+        }
+        let with = decide(
+            &all,
+            hosts,
+            pool_rows(&all, thresholds).as_ref(),
+            band,
+            class,
+            0,
+            excluded + unexplained,
+        );
+        let names: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.outlier.as_ref().is_some_and(|o| o.excluded))
+            .map(|r| r.host.as_str())
+            .collect();
+        if with.answer != answer {
+            reason.push_str(&format!(
+                " Leaving out {} changed the type's answer: with {} in the pool it would be {}.",
+                names.join(", "),
+                if names.len() == 1 { "it" } else { "them" },
+                with.answer.label()
+            ));
+        } else {
+            reason.push_str(&format!(
+                " Leaving out {} did not change the type's answer.",
+                names.join(", ")
+            ));
+        }
+    }
     if mixed_bands && let Some(t) = thresholds {
         reason.push_str(&format!(
             " The hosts judged against different bands; the pooled interval is judged against the most common, {}.",
@@ -462,7 +593,7 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
                     "; pooled {} {}× ({} % CI {}–{})",
                     kind.label(),
                     ratio_text(p.estimate),
-                    crate::stats::level_text(p.confidence),
+                    crate::render::level_text(p.confidence),
                     ratio_text(p.low),
                     ratio_text(p.high)
                 ))
@@ -477,6 +608,8 @@ fn class_row(class: WorkloadClass, command: Option<String>, hosts: &[Host]) -> C
         thresholds: pooled.as_ref().and(thresholds),
         pooled,
         tally,
+        groups: d.groups,
+        split_follows: d.split_follows,
         hosts: rows,
         slurm,
     }
@@ -506,72 +639,341 @@ pub fn tally_text(rows: &[HostAnswer]) -> String {
         .join(", ")
 }
 
-/// The type's answer for one row, and why.
+/// The withheld hosts' reasons, most common first: `depends on the workload (3 hosts:
+/// …); inconclusive (1 host: …)`.
+fn withheld_text(rows: &[HostAnswer]) -> Option<String> {
+    let mut why: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.withheld) {
+        *why.entry((r.answer.label(), r.reason.as_str()))
+            .or_default() += 1;
+    }
+    if why.is_empty() {
+        return None;
+    }
+    let mut why: Vec<((&str, &str), usize)> = why.into_iter().collect();
+    why.sort_by_key(|w| std::cmp::Reverse(w.1));
+    let listed: Vec<String> = why
+        .iter()
+        .take(3)
+        .map(|((a, w), k)| format!("{a} ({}: {w})", crate::render::count(*k, "host")))
+        .collect();
+    let n = rows.iter().filter(|r| r.withheld).count();
+    Some(format!(
+        "{} withheld a firm answer that {} evidence alone would give, and count by {} reason, not {} ratio: {}{}.",
+        if n == 1 {
+            "1 host's own study".to_string()
+        } else {
+            format!("{n} hosts' own studies")
+        },
+        if n == 1 { "its" } else { "their" },
+        if n == 1 { "its" } else { "their" },
+        if n == 1 { "its" } else { "their" },
+        listed.join("; "),
+        if why.len() > 3 {
+            format!("; and {} other reasons", why.len() - 3)
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// The type's answer for one row, with why, and the groups when the hosts disagree.
+struct Decision {
+    answer: HtAnswer,
+    reason: String,
+    groups: Vec<AnswerGroup>,
+    split_follows: Option<String>,
+}
+
+impl Decision {
+    fn plain(answer: HtAnswer, reason: String) -> Self {
+        Decision {
+            answer,
+            reason,
+            groups: Vec::new(),
+            split_follows: None,
+        }
+    }
+}
+
+/// The hosts that count for agreement — those in the pool: not explained outliers, not
+/// hosts whose evidence cannot be pooled (an older build's intervals, too few runs), not
+/// hosts that withheld — grouped by their own firm answer, largest group first.
+fn firm_groups(rows: &[HostAnswer]) -> Vec<(HtAnswer, Vec<usize>)> {
+    let mut groups: Vec<(HtAnswer, Vec<usize>)> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if !r.pooled || answer_direction(r.answer).is_none() {
+            continue;
+        }
+        match groups.iter_mut().find(|(a, _)| *a == r.answer) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((r.answer, vec![i])),
+        }
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
+    groups
+}
+
+/// When every group's hosts share one recorded value and the groups' values differ: the
+/// split follows it. Checked: microcode, kernel release, smtlab build, SMT partly off.
+fn split_follows(hosts: &[Host], groups: &[(HtAnswer, Vec<usize>)]) -> Option<String> {
+    type Attr = (&'static str, fn(&Host) -> Option<String>);
+    let attrs: [Attr; 4] = [
+        ("microcode", |h| h.row.microcode.clone()),
+        ("kernel", |h| Some(kernel_release(&h.row.kernel))),
+        ("smtlab build", |h| Some(build_label(&h.row))),
+        ("SMT partly off", |h| {
+            Some(
+                if h.row
+                    .caveats
+                    .iter()
+                    .any(|c| c.kind == CaveatKind::SmtPartlyOff)
+                {
+                    "some cores without a sibling online"
+                } else {
+                    "every core with its sibling online"
+                }
+                .to_string(),
+            )
+        }),
+    ];
+    for (name, get) in attrs {
+        let mut per_group: Vec<(HtAnswer, String)> = Vec::new();
+        let mut ok = true;
+        for (a, members) in groups {
+            let vals: Vec<Option<String>> = members.iter().map(|&i| get(&hosts[i])).collect();
+            match &vals[0] {
+                Some(v) if vals.iter().all(|x| x.as_ref() == Some(v)) => {
+                    per_group.push((*a, v.clone()))
+                }
+                _ => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        let mut distinct: Vec<&String> = per_group.iter().map(|(_, v)| v).collect();
+        distinct.sort();
+        distinct.dedup();
+        if ok && distinct.len() == per_group.len() {
+            return Some(format!(
+                "The split follows the hosts' {name}: {}.",
+                per_group
+                    .iter()
+                    .map(|(a, v)| format!("{} on {v}", a.label()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    None
+}
+
+/// `0.1.0 (a1b2c3d)`, or the version alone when the file names no revision.
+fn build_label(h: &HostRow) -> String {
+    match &h.git_revision {
+        Some(r) => format!("{} ({r})", h.smtlab_version),
+        None => h.smtlab_version.clone(),
+    }
+}
+
+/// The type's answer for one row, and why. Firm only when the pooled interval is decided,
+/// enough hosts pooled, no host's own firm answer points another way, no host found the
+/// class's workloads disagree, and one more host's true ratio is expected on the same side.
 fn decide(
     rows: &[HostAnswer],
+    hosts: &[Host],
     pooled: Option<&PooledRatio>,
     band: Thresholds,
     class: WorkloadClass,
     excluded: usize,
     unexplained: usize,
-) -> (HtAnswer, String) {
+) -> Decision {
     let n = rows.len();
-    let Some(p) = pooled else {
-        let measured = rows.iter().any(|r| r.answer != HtAnswer::NotMeasured);
-        if !measured {
-            // The hosts' own reasons, most common first.
-            let mut why: BTreeMap<&str, usize> = BTreeMap::new();
-            for r in rows {
-                *why.entry(r.reason.as_str()).or_default() += 1;
-            }
-            let mut why: Vec<(&str, usize)> = why.into_iter().collect();
-            why.sort_by_key(|w| std::cmp::Reverse(w.1));
-            let listed: Vec<String> = why
-                .iter()
-                .take(3)
-                .map(|(w, k)| format!("{w} ({})", crate::render::count(*k, "host")))
-                .collect();
-            return (
-                HtAnswer::NotMeasured,
-                format!(
-                    "No host of this type could measure it: {}{}.",
-                    listed.join("; "),
-                    if why.len() > 3 {
-                        format!("; and {} other reasons", why.len() - 3)
-                    } else {
-                        String::new()
-                    }
-                ),
-            );
+    let measured = rows.iter().any(|r| r.answer != HtAnswer::NotMeasured);
+    // The "your command" row of studies run without a command: nothing was asked, so
+    // nothing could fail to be measured; say that, not each host's skip.
+    if !measured
+        && class == WorkloadClass::Command
+        && rows
+            .iter()
+            .all(|r| r.reason.contains("no command was given"))
+    {
+        return Decision::plain(
+            HtAnswer::NotMeasured,
+            "No host's study was given a command of its own (`smtlab study [OPTIONS] -- CMD` \
+             compares one)."
+                .into(),
+        );
+    }
+    if !measured {
+        // The hosts' own reasons, most common first.
+        let mut why: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in rows {
+            *why.entry(r.reason.as_str()).or_default() += 1;
         }
-        return (
-            HtAnswer::Inconclusive,
+        let mut why: Vec<(&str, usize)> = why.into_iter().collect();
+        why.sort_by_key(|w| std::cmp::Reverse(w.1));
+        let listed: Vec<String> = why
+            .iter()
+            .take(3)
+            .map(|(w, k)| format!("{w} ({})", crate::render::count(*k, "host")))
+            .collect();
+        return Decision::plain(
+            HtAnswer::NotMeasured,
             format!(
-                "No host's interval could be pooled (each host's reason is in its row); the hosts' own answers: {}.",
-                tally_text(rows)
+                "No host of this type could measure it: {}{}.",
+                listed.join("; "),
+                if why.len() > 3 {
+                    format!("; and {} other reasons", why.len() - 3)
+                } else {
+                    String::new()
+                }
             ),
         );
-    };
-    let pooled_rows: Vec<&HostAnswer> = rows.iter().filter(|r| r.pooled).collect();
-    if p.hosts == 1 {
-        let r = pooled_rows[0];
-        let mut s = format!(
-            "One host's interval could be pooled, so the type's answer is {}'s own: {}.",
-            r.host,
-            r.comparison.map_or("–".into(), |c| c.to_string())
-        );
-        if n > 1 {
-            s.push_str(&format!(" All hosts' own answers: {}.", tally_text(rows)));
-        }
-        return (r.answer, s);
     }
-    let answer = answer_for(class, p.effect);
+    let withheld = withheld_text(rows);
+    let with_withheld = |mut s: String| {
+        if let Some(w) = &withheld {
+            s.push(' ');
+            s.push_str(w);
+        }
+        s
+    };
+    // Hosts whose own firm answers point different ways: no one answer holds.
+    let groups = firm_groups(rows);
+    let mut dirs: Vec<u8> = groups
+        .iter()
+        .filter_map(|(a, _)| answer_direction(*a))
+        .collect();
+    dirs.sort_unstable();
+    dirs.dedup();
+    if dirs.len() > 1 {
+        let out: Vec<AnswerGroup> = groups
+            .iter()
+            .map(|(a, members)| {
+                let xs: Vec<f64> = members
+                    .iter()
+                    .filter_map(|&i| rows[i].comparison.map(|c| c.estimate))
+                    .collect();
+                AnswerGroup {
+                    answer: *a,
+                    hosts: members.iter().map(|&i| rows[i].host.clone()).collect(),
+                    low: xs.iter().copied().fold(f64::INFINITY, f64::min),
+                    high: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                }
+            })
+            .collect();
+        let parts: Vec<String> = out
+            .iter()
+            .map(|g| {
+                let names = if g.hosts.len() <= crate::conclusion::LIST_ALL {
+                    g.hosts.join(", ")
+                } else {
+                    format!(
+                        "{}, … ({} more)",
+                        g.hosts[..crate::conclusion::LIST_ALL].join(", "),
+                        g.hosts.len() - crate::conclusion::LIST_ALL
+                    )
+                };
+                let range = if g.low.is_finite() {
+                    if (g.high - g.low).abs() < 5e-3 {
+                        format!(" at {}×", ratio_text(g.low))
+                    } else {
+                        format!(" at {}–{}×", ratio_text(g.low), ratio_text(g.high))
+                    }
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{} {}{range} ({names})",
+                    crate::render::count(g.hosts.len(), "host"),
+                    g.answer.label()
+                )
+            })
+            .collect();
+        let follows = split_follows(hosts, &groups);
+        let mut s = format!(
+            "The hosts of this type answer firmly and differently on their own: {}; no one answer holds for the type, so the hosts' own answers stand, each in its row.",
+            parts.join("; ")
+        );
+        match &follows {
+            Some(f) => s.push_str(&format!(" {f}")),
+            None => s.push_str(
+                " Nothing recorded about them (microcode, kernel, smtlab build, SMT state) separates the groups.",
+            ),
+        }
+        if let Some(p) = pooled.filter(|p| p.hosts > 1) {
+            s.push_str(&format!(
+                " Their pooled ratio, {}× ({} % CI {}–{}, I² {}), is an average that describes neither group.",
+                ratio_text(p.estimate),
+                crate::render::level_text(p.confidence),
+                ratio_text(p.low),
+                ratio_text(p.high),
+                p.i2.map_or("–".to_string(), |x| format!("{:.0} %", x * 100.0))
+            ));
+        }
+        return Decision {
+            answer: HtAnswer::HostsDisagree,
+            reason: with_withheld(s),
+            groups: out,
+            split_follows: follows,
+        };
+    }
+    let depends = rows
+        .iter()
+        .filter(|r| r.answer == HtAnswer::DependsOnWorkload)
+        .count();
+    let k = pooled.map_or(0, |p| p.hosts);
+    if k < MIN_HOSTS_TO_POOL {
+        let measured_n = rows
+            .iter()
+            .filter(|r| r.answer != HtAnswer::NotMeasured)
+            .count();
+        if depends > 0 && depends == measured_n {
+            return Decision::plain(
+                HtAnswer::DependsOnWorkload,
+                with_withheld(format!(
+                    "Every host that measured it ({}) found the class's workloads disagree on its own (one gains, another loses or stays flat), so no single answer holds for the type.",
+                    crate::render::count(depends, "host")
+                )),
+            );
+        }
+        let pooled_note = match pooled {
+            Some(p) if p.hosts == 1 => {
+                let r = rows.iter().find(|r| r.pooled).expect("one pooled row");
+                format!(
+                    " The one host that could be, {}, measured {}; one host is not a type.",
+                    r.host,
+                    r.comparison.map_or("–".into(), |c| c.to_string())
+                )
+            }
+            Some(p) => format!(
+                " Pooled, they give {}× ({} % CI {}–{}).",
+                ratio_text(p.estimate),
+                crate::render::level_text(p.confidence),
+                ratio_text(p.low),
+                ratio_text(p.high)
+            ),
+            None => String::new(),
+        };
+        return Decision::plain(
+            HtAnswer::Inconclusive,
+            with_withheld(format!(
+                "{k} of {} could be pooled; a type's answer needs at least {MIN_HOSTS_TO_POOL} (each other host's reason is in its row).{pooled_note} The hosts' own answers: {}.",
+                crate::render::count(n, "host"),
+                tally_text(rows)
+            )),
+        );
+    }
+    let p = pooled.expect("k ≥ MIN_HOSTS_TO_POOL");
+    let pooled_answer = answer_for(class, p.effect);
     let mut s = format!(
         "Pooled over {} of {}: {}× ({} % CI {}–{}): {}",
         p.hosts,
         crate::render::count(n, "host"),
         ratio_text(p.estimate),
-        crate::stats::level_text(p.confidence),
+        crate::render::level_text(p.confidence),
         ratio_text(p.low),
         ratio_text(p.high),
         p.effect
@@ -596,13 +998,22 @@ fn decide(
     } else if let Some(tau) = p.tau {
         s.push_str(&format!(" Between hosts: τ {tau:.3} on the log scale."));
     }
-    if let (Some(a), Some(b)) = (p.predict_low, p.predict_high) {
+    if let (Some(a), Some(b)) = (p.predict_measured_low, p.predict_measured_high) {
         s.push_str(&format!(
-            " One more host of this type is expected between {}× and {}×.",
+            " One more host of this type is expected to measure between {}× and {}× (its own runs' noise included",
             ratio_text(a),
             ratio_text(b)
         ));
+        if let (Some(c), Some(d)) = (p.predict_low, p.predict_high) {
+            s.push_str(&format!(
+                "; its true ratio between {}× and {}×",
+                ratio_text(c),
+                ratio_text(d)
+            ));
+        }
+        s.push_str(").");
     }
+    let pooled_rows: Vec<&HostAnswer> = rows.iter().filter(|r| r.pooled).collect();
     let same: Vec<HtAnswer> = pooled_rows.iter().map(|r| r.answer).collect();
     if same.iter().all(|a| *a == same[0]) {
         s.push_str(&format!(
@@ -611,14 +1022,11 @@ fn decide(
             same[0].label()
         ));
     } else {
-        s.push_str(&format!(
-            " The hosts' own answers differ: {}.",
-            tally_text(rows)
-        ));
+        s.push_str(&format!(" The hosts' own answers: {}.", tally_text(rows)));
     }
     if excluded > 0 {
         s.push_str(&format!(
-            " {} left out of the pool as {}, each explained by its own results (see {}).",
+            " {} left out of the pool as {}, each explained by a measured difference in its own results (see {}).",
             crate::render::count(excluded, "host"),
             if excluded == 1 {
                 "an outlier"
@@ -634,7 +1042,7 @@ fn decide(
     }
     if unexplained > 0 {
         s.push_str(&format!(
-            " {} far from the others with nothing in {} own results to explain it; kept in the pool.",
+            " {} far from the others with no measured difference in {} own results to explain it; kept in the pool.",
             if unexplained == 1 {
                 "1 host stands".to_string()
             } else {
@@ -643,7 +1051,51 @@ fn decide(
             if unexplained == 1 { "its" } else { "their" }
         ));
     }
-    (answer, s)
+    let s = with_withheld(s);
+    if pooled_answer == HtAnswer::Inconclusive {
+        return Decision::plain(HtAnswer::Inconclusive, s);
+    }
+    // The hosts' own firm answers (one direction at most by now) must point the pool's way.
+    if let Some((a, members)) = groups.first()
+        && answer_direction(*a) != answer_direction(pooled_answer)
+    {
+        return Decision::plain(
+            HtAnswer::Inconclusive,
+            format!(
+                "{s} The pooled interval reads {} but {} of the hosts answer {} on their own, so the type's answer is held back.",
+                pooled_answer.label(),
+                members.len(),
+                a.label()
+            ),
+        );
+    }
+    if depends > 0 {
+        return Decision::plain(
+            HtAnswer::DependsOnWorkload,
+            format!(
+                "{s} {} of {} found the class's workloads disagree on its own, so the pooled {} is not one answer for the type.",
+                depends,
+                crate::render::count(n, "host"),
+                pooled_answer.label()
+            ),
+        );
+    }
+    // One more host's true ratio must be expected on the same side.
+    if let (Some(a), Some(b)) = (p.predict_low, p.predict_high) {
+        let next = classify(a, b, band);
+        if crate::conclusion::direction(next) != crate::conclusion::direction(p.effect) {
+            return Decision::plain(
+                HtAnswer::Inconclusive,
+                format!(
+                    "{s} One more host's true ratio may lie between {}× and {}× ({}), on another side of a threshold than the pooled mean, so the type's answer is held back: its hosts may differ.",
+                    ratio_text(a),
+                    ratio_text(b),
+                    next
+                ),
+            );
+        }
+    }
+    Decision::plain(pooled_answer, s)
 }
 
 fn headline(id: &str, key: &TypeKey, n: usize, classes: &[ClassRow]) -> String {
@@ -655,18 +1107,33 @@ fn headline(id: &str, key: &TypeKey, n: usize, classes: &[ClassRow]) -> String {
                 Some(cmd) => format!("`{cmd}`"),
                 None => c.class.label().to_string(),
             };
+            let firm = answer_direction(c.answer).is_some();
             match &c.pooled {
-                Some(p) => format!(
+                _ if c.answer == HtAnswer::HostsDisagree => format!(
+                    "{} for {what} ({})",
+                    c.answer.label(),
+                    c.groups
+                        .iter()
+                        .map(|g| format!("{} {}", g.hosts.len(), g.answer.label()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Some(p) if firm => format!(
                     "{} for {what} ({} {}×, {} % CI {}–{}, {})",
                     c.answer.label(),
                     c.ratio.label(),
                     ratio_text(p.estimate),
-                    crate::stats::level_text(p.confidence),
+                    crate::render::level_text(p.confidence),
                     ratio_text(p.low),
                     ratio_text(p.high),
                     crate::render::count(p.hosts, "host")
                 ),
-                None => format!("{} for {what}", c.answer.label()),
+                _ => format!(
+                    "{} for {what} ({} pooled; hosts' own answers: {})",
+                    c.answer.label(),
+                    c.pooled.as_ref().map_or(0, |p| p.hosts),
+                    tally_text(&c.hosts)
+                ),
             }
         })
         .collect();
@@ -692,6 +1159,33 @@ fn headline(id: &str, key: &TypeKey, n: usize, classes: &[ClassRow]) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A row held back by its runs' gate is withheld by that stored field, whatever its
+    /// reason's words: an undecided interval (inconclusive either way) from disturbed runs.
+    #[test]
+    fn a_row_held_back_by_its_gate_is_withheld_by_the_field_not_its_words() {
+        use crate::stats::{Comparison, Thresholds};
+        let c = Comparison::of_paired_ratios(&[1.2, 0.9, 1.3, 0.95, 1.1], Thresholds::YIELD, 0.95)
+            .unwrap();
+        let mut a = Answer {
+            class: WorkloadClass::Compute,
+            answer: HtAnswer::Inconclusive,
+            evidence: Some(crate::conclusion::Evidence {
+                what: "yield".into(),
+                runs: "yield, 5 rounds".into(),
+                comparison: c,
+            }),
+            reason: "the interval reaches across the band".into(),
+            section: None,
+            gate: Some(crate::conclusion::Gate::new(&["steal"], Vec::new())),
+        };
+        assert_eq!(withheld(WorkloadClass::Compute, &a), None);
+        a.gate = Some(crate::conclusion::Gate::new(
+            &["steal"],
+            vec!["steal 12 %".into()],
+        ));
+        assert!(withheld(WorkloadClass::Compute, &a).is_some());
+    }
+
     use super::*;
     use crate::fleet::fixture;
     use crate::report::{Evidence, Status};
@@ -716,6 +1210,7 @@ mod tests {
                 c.n = n;
                 c.indicative = n < crate::stats::MIN_RUNS_FOR_CI;
                 vec![Answer {
+                    gate: None,
                     class: WorkloadClass::Compute,
                     answer: answer_for(WorkloadClass::Compute, c.effect),
                     evidence: Some(Evidence {
@@ -736,6 +1231,7 @@ mod tests {
                 kernel: "Linux 6.1.0-18-amd64 #1 SMP x86_64".into(),
                 microcode: Some("0x10".into()),
                 smtlab_version: "0.1.0".into(),
+                git_revision: None,
                 started_unix_s: 1_700_000_000,
                 status: Status::Complete,
                 synthetic: false,
@@ -795,7 +1291,13 @@ mod tests {
         assert!(o.residual < -o.bound && o.explained_by.is_empty() && !o.excluded);
         assert!(odd.pooled);
         assert_eq!(c.pooled.as_ref().unwrap().hosts, 13);
-        assert!(c.reason.contains("kept in the pool"), "{}", c.reason);
+        // Kept in the pool, its own firm answer against the others' is a split.
+        assert_eq!(c.answer, HtAnswer::HostsDisagree, "{}", c.reason);
+        assert!(
+            c.reason.contains("1 host turn HT off at 0.80× (odd)"),
+            "{}",
+            c.reason
+        );
         assert_eq!(c.hosts.iter().filter(|h| h.outlier.is_some()).count(), 1);
     }
 
@@ -890,7 +1392,7 @@ mod tests {
     }
 
     #[test]
-    fn two_hosts_pool_into_a_wide_interval_and_one_host_is_its_own_answer() {
+    fn two_hosts_pool_into_a_wide_interval_and_one_host_is_not_a_types_answer() {
         let f = build(agreeing(2, &[]), vec![], 2, prov());
         let c = compute(&f);
         let p = c.pooled.as_ref().unwrap();
@@ -898,11 +1400,13 @@ mod tests {
         assert!(p.high / p.low > 1.5, "{p:?}");
         assert_eq!(p.predict_low, None);
         assert_eq!(c.answer, HtAnswer::Inconclusive, "{}", c.reason);
-        assert!(c.reason.contains("reaches across a threshold"));
+        assert!(c.reason.contains("at least 3"), "{}", c.reason);
+        // One host is not a type: its own answer is shown, not made the type's.
         let f = build(agreeing(1, &[]), vec![], 1, prov());
         let c = compute(&f);
         assert_eq!(c.pooled.as_ref().unwrap().method, "one host");
-        assert_eq!(c.answer, HtAnswer::KeepHtOn);
+        assert_eq!(c.answer, HtAnswer::Inconclusive, "{}", c.reason);
+        assert!(c.reason.contains("one host is not a type"), "{}", c.reason);
     }
 
     #[test]
@@ -935,6 +1439,373 @@ mod tests {
             f.types[0].headline.contains("turn HT off for compute"),
             "{}",
             f.types[0].headline
+        );
+    }
+}
+
+/// Fleets crafted so that each host's answer rows are as this build's study writes them,
+/// with the numbers that made `merge` firmer than its hosts.
+#[cfg(test)]
+mod firmness_tests {
+    use super::*;
+    use crate::fleet::fixture;
+    use crate::report::{Evidence, Status};
+    use crate::stats::Comparison;
+
+    fn key() -> TypeKey {
+        TypeKey {
+            cpu_model: "X".into(),
+            packages: 1,
+            cores_per_package: 4,
+            threads_per_core: 2,
+            smt: "on".into(),
+            kernel_major: "6".into(),
+            platform: "bare metal".into(),
+        }
+    }
+
+    fn prov() -> FleetProvenance {
+        FleetProvenance {
+            smtlab_version: "0.1.0".into(),
+            git_revision: "0".into(),
+            command: "smtlab merge".into(),
+            merged_unix_s: 0,
+        }
+    }
+
+    /// A Student-t comparison over 10 runs with this estimate and interval.
+    fn cmp(x: f64, low: f64, high: f64, t: Thresholds) -> Comparison {
+        Comparison {
+            estimate: x,
+            low,
+            high,
+            confidence: 0.95,
+            n: 10,
+            indicative: false,
+            effect: classify(low, high, t),
+            thresholds: t,
+            method: IntervalMethod::StudentTLog,
+        }
+    }
+
+    /// A host whose one row for `class` is `answer` on the evidence `c`.
+    fn host(name: &str, class: WorkloadClass, answer: HtAnswer, c: Comparison, why: &str) -> Host {
+        Host {
+            row: HostRow {
+                host: name.into(),
+                host_from: "uname -n".into(),
+                file: format!("{name}/results.json"),
+                kernel: "Linux 6.1.0-18-amd64 #1 SMP x86_64".into(),
+                microcode: Some("0xf0".into()),
+                smtlab_version: "0.1.0".into(),
+                git_revision: Some("a1b2c3d".into()),
+                started_unix_s: 1_700_000_000,
+                status: Status::Complete,
+                synthetic: false,
+                slurm: None,
+                caveats: Vec::new(),
+            },
+            key: key(),
+            answers: vec![Answer {
+                gate: None,
+                class,
+                answer,
+                evidence: Some(Evidence {
+                    what: "made up".into(),
+                    runs: "10 paired rounds".into(),
+                    comparison: c,
+                }),
+                reason: why.into(),
+                section: None,
+            }],
+            command: None,
+        }
+    }
+
+    /// A host answering as its evidence alone says.
+    fn plain(name: &str, class: WorkloadClass, x: f64) -> Host {
+        let c = fixture::comparison(x, Thresholds::YIELD);
+        host(name, class, answer_for(class, c.effect), c, "made up")
+    }
+
+    fn row(f: &Fleet, class: WorkloadClass) -> &ClassRow {
+        f.types[0]
+            .classes
+            .iter()
+            .find(|c| c.class == class)
+            .unwrap()
+    }
+
+    fn gauge_line<'a>(prom: &'a str, class: &str, answer: &str) -> &'a str {
+        prom.lines()
+            .find(|l| {
+                l.starts_with("smtlab_fleet_answer{")
+                    && l.contains(&format!("class=\"{class}\""))
+                    && l.contains(&format!("answer=\"{answer}\""))
+            })
+            .unwrap_or_else(|| panic!("no gauge for {class} {answer}:\n{prom}"))
+    }
+
+    #[test]
+    fn hosts_whose_lock_row_depends_on_the_workload_never_make_no_difference() {
+        let c = cmp(0.99, 0.98, 1.00, Thresholds::YIELD);
+        assert_eq!(c.effect, crate::stats::Effect::NoEffect);
+        let hosts: Vec<Host> = (0..10)
+            .map(|i| {
+                host(
+                    &format!("h{i}"),
+                    WorkloadClass::Locks,
+                    HtAnswer::DependsOnWorkload,
+                    c,
+                    "per-round median of 2 lock workloads: 0.99× (95 % CI 0.98–1.00); the lock workloads disagree (gain for `ttas`; loss for `mutex`), so no single answer holds for the class",
+                )
+            })
+            .collect();
+        let f = build(hosts, vec![], 10, prov());
+        let r = row(&f, WorkloadClass::Locks);
+        assert_eq!(r.answer, HtAnswer::DependsOnWorkload, "{}", r.reason);
+        assert!(r.pooled.is_none(), "{:?}", r.pooled);
+        assert!(r.hosts.iter().all(|h| h.withheld && !h.pooled));
+        assert!(r.reason.contains("withheld"), "{}", r.reason);
+        let prom = crate::fleet::view::prometheus(&f);
+        assert!(
+            gauge_line(&prom, "locks", "no-difference").ends_with(" 0"),
+            "{prom}"
+        );
+        assert!(gauge_line(&prom, "locks", "depends-on-workload").ends_with(" 1"));
+        assert!(!f.types[0].headline.contains("no difference"));
+    }
+
+    #[test]
+    fn answers_held_back_by_the_hosts_are_not_made_firm_by_pooling() {
+        // Compute held back as inconclusive on disturbed runs, evidence 1.25×.
+        let c = fixture::comparison(1.25, Thresholds::YIELD);
+        let hosts: Vec<Host> = (0..6)
+            .map(|i| {
+                host(
+                    &format!("h{i}"),
+                    WorkloadClass::Compute,
+                    HtAnswer::Inconclusive,
+                    c,
+                    "held back: 3 of 10 rounds were disturbed (steal above 5 %)",
+                )
+            })
+            .collect();
+        let f = build(hosts, vec![], 6, prov());
+        let r = row(&f, WorkloadClass::Compute);
+        assert_eq!(r.answer, HtAnswer::Inconclusive, "{}", r.reason);
+        assert!(r.reason.contains("disturbed"), "{}", r.reason);
+        assert!(!f.types[0].headline.contains("keep HT on"));
+        // A lockscan loss held back by its cross-core control.
+        let c = fixture::comparison(0.6, Thresholds::YIELD);
+        let hosts: Vec<Host> = (0..6)
+            .map(|i| {
+                host(
+                    &format!("h{i}"),
+                    WorkloadClass::LocksBesideScans,
+                    HtAnswer::Inconclusive,
+                    c,
+                    "lock threads on other cores lost as much: held back by the cross-core control",
+                )
+            })
+            .collect();
+        let f = build(hosts, vec![], 6, prov());
+        let r = row(&f, WorkloadClass::LocksBesideScans);
+        assert_eq!(r.answer, HtAnswer::Inconclusive, "{}", r.reason);
+        assert!(r.slurm.is_none() && f.types[0].slurm_advice.is_empty());
+        // A fixed-duration command that wall time did not call.
+        let c = fixture::comparison(1.0, Thresholds::YIELD);
+        let mut hosts: Vec<Host> = (0..6)
+            .map(|i| {
+                host(
+                    &format!("h{i}"),
+                    WorkloadClass::Command,
+                    HtAnswer::Inconclusive,
+                    c,
+                    "SMT yield for `sleep 5`: …; not called: wall time was the same while CPU time was not",
+                )
+            })
+            .collect();
+        for h in &mut hosts {
+            h.command = Some("sleep 5".into());
+        }
+        let f = build(hosts, vec![], 6, prov());
+        let r = row(&f, WorkloadClass::Command);
+        assert_eq!(r.answer, HtAnswer::Inconclusive, "{}", r.reason);
+        assert!(r.reason.contains("not called"), "{}", r.reason);
+    }
+
+    #[test]
+    fn hosts_split_in_two_give_hosts_disagree_naming_the_groups() {
+        let mut hosts: Vec<Host> = (0..20)
+            .map(|i| plain(&format!("a{i:02}"), WorkloadClass::Compute, 1.15))
+            .collect();
+        hosts.extend((0..20).map(|i| plain(&format!("b{i:02}"), WorkloadClass::Compute, 0.87)));
+        let f = build(hosts.clone(), vec![], 40, prov());
+        let r = row(&f, WorkloadClass::Compute);
+        assert!(
+            r.pooled.as_ref().unwrap().i2.unwrap() > 0.95,
+            "{:?}",
+            r.pooled
+        );
+        assert_eq!(r.answer, HtAnswer::HostsDisagree, "{}", r.reason);
+        let groups: Vec<(HtAnswer, usize)> =
+            r.groups.iter().map(|g| (g.answer, g.hosts.len())).collect();
+        assert!(
+            groups.contains(&(HtAnswer::KeepHtOn, 20))
+                && groups.contains(&(HtAnswer::TurnHtOff, 20)),
+            "{groups:?}"
+        );
+        assert!(
+            r.reason.contains("20 hosts keep HT on at 1.15×"),
+            "{}",
+            r.reason
+        );
+        assert!(r.reason.contains("Nothing recorded"), "{}", r.reason);
+        assert!(r.slurm.is_none());
+        let prom = crate::fleet::view::prometheus(&f);
+        assert!(gauge_line(&prom, "compute", "hosts-disagree").ends_with(" 1"));
+        assert!(gauge_line(&prom, "compute", "no-difference").ends_with(" 0"));
+        // The same split along microcode says so.
+        for h in hosts.iter_mut().skip(20) {
+            h.row.microcode = Some("0xf1".into());
+        }
+        let f = build(hosts, vec![], 40, prov());
+        let r = row(&f, WorkloadClass::Compute);
+        assert_eq!(r.answer, HtAnswer::HostsDisagree);
+        let follows = r.split_follows.as_deref().unwrap();
+        assert!(
+            follows.contains("microcode") && follows.contains("turn HT off on 0xf1"),
+            "{follows}"
+        );
+    }
+
+    #[test]
+    fn too_few_poolable_hosts_leave_the_type_inconclusive_not_one_hosts_answer() {
+        let mut hosts: Vec<Host> = (0..5)
+            .map(|i| {
+                let x = 1.90 + 0.02 * i as f64;
+                let mut h = plain(&format!("old{i}"), WorkloadClass::Compute, x);
+                h.row.git_revision = Some("0ld0ld0".into());
+                for a in &mut h.answers {
+                    if let Some(e) = &mut a.evidence {
+                        e.comparison.method = IntervalMethod::PercentileBootstrap;
+                        e.comparison.low = x * 0.97;
+                        e.comparison.high = x * 1.03;
+                    }
+                }
+                h
+            })
+            .collect();
+        hosts.push(host(
+            "new",
+            WorkloadClass::Compute,
+            HtAnswer::NoDifference,
+            cmp(1.00, 0.98, 1.02, Thresholds::YIELD),
+            "made up",
+        ));
+        let f = build(hosts, vec![], 6, prov());
+        let r = row(&f, WorkloadClass::Compute);
+        assert_eq!(r.answer, HtAnswer::Inconclusive, "{}", r.reason);
+        assert!(
+            r.reason.contains("1 of 6 hosts could be pooled")
+                && r.reason.contains("at least 3")
+                && r.reason.contains("5 keep HT on, 1 no difference"),
+            "{}",
+            r.reason
+        );
+        // The builds are told apart by git revision although both say 0.1.0.
+        assert!(
+            f.notes
+                .iter()
+                .any(|n| n.contains("2 different smtlab builds")
+                    && n.contains("0.1.0 (0ld0ld0) on 5 hosts")),
+            "{:?}",
+            f.notes
+        );
+        assert!(f.types[0].headline.contains("different smtlab builds"));
+    }
+
+    #[test]
+    fn an_outlier_leaves_the_pool_only_for_a_measured_difference_and_the_row_says_it_mattered() {
+        let six = |odd_microcode: Option<&str>| {
+            let mut hosts: Vec<Host> = [1.09, 1.10, 1.11, 1.12, 1.13]
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| plain(&format!("h{i}"), WorkloadClass::Compute, x))
+                .collect();
+            let mut odd = plain("odd", WorkloadClass::Compute, 0.80);
+            odd.row.microcode = odd_microcode.map(str::to_string);
+            hosts.push(odd);
+            build(hosts, vec![], 6, prov())
+        };
+        // No microcode reading: not a measured difference, so the host stays in.
+        let f = six(None);
+        let r = row(&f, WorkloadClass::Compute);
+        let odd = r.hosts.iter().find(|h| h.host == "odd").unwrap();
+        let o = odd.outlier.as_ref().unwrap();
+        assert!(!o.excluded && o.explained_by.is_empty(), "{o:?}");
+        assert_ne!(r.answer, HtAnswer::KeepHtOn, "{}", r.reason);
+        assert_eq!(r.answer, HtAnswer::HostsDisagree, "{}", r.reason);
+        let kinds: Vec<CaveatKind> = f.types[0]
+            .hosts
+            .iter()
+            .find(|h| h.host == "odd")
+            .unwrap()
+            .caveats
+            .iter()
+            .map(|c| c.kind)
+            .collect();
+        assert_eq!(kinds, [CaveatKind::MicrocodeUnknown]);
+        // Another microcode is measured: it leaves the pool, and the row says that this
+        // decided the answer.
+        let f = six(Some("0xf1"));
+        let r = row(&f, WorkloadClass::Compute);
+        assert_eq!(r.answer, HtAnswer::KeepHtOn, "{}", r.reason);
+        assert!(
+            r.reason
+                .contains("Leaving out odd changed the type's answer: with it in the pool it would be hosts disagree"),
+            "{}",
+            r.reason
+        );
+    }
+
+    /// fleet.md goes through the Markdown escaper, which writes `&` as `&amp;`: the method
+    /// names its sources without one.
+    #[test]
+    fn the_method_has_no_character_markdown_would_print_as_an_entity() {
+        let f = build(Vec::new(), vec![], 0, prov());
+        assert!(!f.method.contains('&'), "{}", f.method);
+        assert!(f.method.contains("DerSimonian and Laird"));
+    }
+
+    #[test]
+    fn hosts_that_agree_still_answer_firmly_with_the_measured_prediction() {
+        let hosts: Vec<Host> = (0..12)
+            .map(|i| {
+                plain(
+                    &format!("h{i:02}"),
+                    WorkloadClass::Compute,
+                    1.25 * fixture::jitter(i),
+                )
+            })
+            .collect();
+        let f = build(hosts, vec![], 12, prov());
+        let r = row(&f, WorkloadClass::Compute);
+        assert_eq!(r.answer, HtAnswer::KeepHtOn, "{}", r.reason);
+        let p = r.pooled.as_ref().unwrap();
+        let (a, b) = (
+            p.predict_measured_low.unwrap(),
+            p.predict_measured_high.unwrap(),
+        );
+        assert!(
+            a < p.predict_low.unwrap() && b > p.predict_high.unwrap(),
+            "{p:?}"
+        );
+        assert!(
+            r.reason.contains("expected to measure between"),
+            "{}",
+            r.reason
         );
     }
 }

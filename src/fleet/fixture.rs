@@ -156,6 +156,7 @@ pub fn comparison(x: f64, t: Thresholds) -> Comparison {
 fn answer(class: WorkloadClass, x: f64, section: PhaseName, what: &str) -> Answer {
     let c = comparison(x, Thresholds::YIELD);
     Answer {
+        gate: None,
         class,
         answer: answer_for(class, c.effect),
         evidence: Some(Evidence {

@@ -75,6 +75,9 @@ const STEAL_NOTE: &str = "the hypervisor took";
 fn own_caveats(f: &HostFile, m: &crate::report::MachineInfo) -> Vec<Caveat> {
     let mut v = Vec::new();
     let mut add = |kind, text: String| v.push(Caveat { kind, text });
+    if let Some(t) = &f.older_rules {
+        add(CaveatKind::OlderRules, t.clone());
+    }
     let steal = f
         .smt_yield
         .iter()
@@ -236,6 +239,7 @@ impl Host {
                 kernel: m.kernel.clone(),
                 microcode: m.microcode.clone(),
                 smtlab_version: p.smtlab_version.clone(),
+                git_revision: Some(p.git_revision.clone()),
                 started_unix_s: p.started_unix_s,
                 status: f.status.unwrap_or(Status::Complete),
                 synthetic: f.synthetic.unwrap_or(false),

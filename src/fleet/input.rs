@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 pub const MAX_FILE_BYTES: u64 = crate::limits::MAX_RESULTS_BYTES;
 /// The most files one merge reads.
 pub const MAX_FILES: usize = crate::limits::MAX_MERGE_FILES as usize;
-/// How deep directories are searched.
-const MAX_DEPTH: usize = 16;
+/// How deep directories are searched: levels below the directory given.
+pub const MAX_DEPTH: usize = crate::limits::MAX_MERGE_DEPTH as usize;
 /// The file name searched for in directories.
 pub const RESULTS_NAME: &str = crate::report::RESULTS_JSON;
 
@@ -50,6 +50,10 @@ pub struct HostFile {
     pub notes: Vec<String>,
     #[serde(default)]
     pub slurm: Option<SlurmJob>,
+    /// Set when the file's answers were made by older rules than this build's: whether
+    /// they were made again from its stored runs (`recompute_older`), in words.
+    #[serde(skip)]
+    pub older_rules: Option<String>,
 }
 
 /// The yield runs' steal shares.
@@ -155,11 +159,35 @@ pub fn expand(args: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<Skipped>), crate::e
         if meta.is_dir() {
             walk(a, 0, &mut found, &mut skipped);
             if found.is_empty() {
+                // Studies saved under other names (one `HOST.json` per host) are found only
+                // when named: say they are there and how to pass them.
+                let mut other: Vec<String> = std::fs::read_dir(a)
+                    .map(|rd| {
+                        rd.filter_map(|e| e.ok())
+                            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .filter(|n| n.ends_with(".json"))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                other.sort();
+                let hint = match other.len() {
+                    0 => String::new(),
+                    n => format!(
+                        "; it holds {} ({}{}), which merge reads only when named: `smtlab merge \
+                         {}/*.json`",
+                        crate::render::count_of(n, "other .json file", "other .json files"),
+                        other.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+                        if n > 3 { ", …" } else { "" },
+                        a.display()
+                    ),
+                };
                 skipped.push(skip(
                     a,
                     Problem::NoResults,
                     format!(
-                        "a directory holding no {RESULTS_NAME} (searched {MAX_DEPTH} levels deep)"
+                        "a directory holding no {RESULTS_NAME} (searched {MAX_DEPTH} levels \
+                         deep){hint}"
                     ),
                 ));
             }
@@ -183,7 +211,7 @@ pub fn expand(args: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<Skipped>), crate::e
 }
 
 fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) {
-    if depth > MAX_DEPTH {
+    if crate::interrupt::requested() {
         return;
     }
     let entries = match std::fs::read_dir(dir) {
@@ -197,14 +225,51 @@ fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>, skipped: &mut Vec<Sk
             return;
         }
     };
-    let mut entries: Vec<_> = entries.filter_map(|e| e.ok()).collect();
-    entries.sort_by_key(|e| e.file_name());
+    let mut listed = Vec::new();
     for e in entries {
+        match e {
+            Ok(e) => listed.push(e),
+            Err(e) => skipped.push(skip(
+                dir,
+                Problem::Unreadable,
+                format!(
+                    "cannot be listed whole ({e}): the entries after the error are not searched"
+                ),
+            )),
+        }
+    }
+    listed.sort_by_key(|e| e.file_name());
+    for e in listed {
         let path = e.path();
-        let Ok(ft) = e.file_type() else { continue };
+        let ft = match e.file_type() {
+            Ok(ft) => ft,
+            Err(err) => {
+                skipped.push(skip(
+                    &path,
+                    Problem::Unreadable,
+                    format!("cannot be examined ({err})"),
+                ));
+                continue;
+            }
+        };
         if ft.is_dir() {
-            walk(&path, depth + 1, found, skipped);
-        } else if e.file_name() == RESULTS_NAME && (ft.is_file() || path.is_file()) {
+            if depth >= MAX_DEPTH {
+                // Not searched, and said so: a results.json below it is not silently lost.
+                skipped.push(skip(
+                    &path,
+                    Problem::TooDeep,
+                    format!(
+                        "a directory {} levels below the one given, and merge searches {MAX_DEPTH} levels deep: not searched; give it (or a directory nearer its results.json) as an argument of its own",
+                        depth + 1
+                    ),
+                ));
+            } else {
+                walk(&path, depth + 1, found, skipped);
+            }
+        } else if e.file_name() == RESULTS_NAME {
+            // Whatever it is (a FIFO, a device, a link to a directory or to nothing), it
+            // is read through the one reader, which names what it is and refuses it
+            // without blocking.
             found.push(path);
         }
         if found.len() > MAX_FILES {
@@ -213,8 +278,14 @@ fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>, skipped: &mut Vec<Sk
     }
 }
 
-/// Reads and decodes every file, on up to `threads` threads, in the order given.
-pub fn load_all(files: &[PathBuf], threads: usize) -> Vec<Result<Loaded, Skipped>> {
+/// Reads and decodes every file, on up to `threads` threads, in the order given. Once a
+/// signal arrives ([`crate::interrupt`]) no further file is started and the whole read is
+/// [`crate::interrupt::Interrupted`]: a fleet of the files read so far would be a partial
+/// answer written as if whole.
+pub fn load_all(
+    files: &[PathBuf],
+    threads: usize,
+) -> Result<Vec<Result<Loaded, Skipped>>, crate::interrupt::Interrupted> {
     let threads = threads.clamp(1, 64).min(files.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut out: Vec<Option<Result<Loaded, Skipped>>> = (0..files.len()).map(|_| None).collect();
@@ -224,6 +295,9 @@ pub fn load_all(files: &[PathBuf], threads: usize) -> Vec<Result<Loaded, Skipped
         for _ in 0..threads {
             s.spawn(|| {
                 loop {
+                    if crate::interrupt::requested() {
+                        break;
+                    }
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     if i >= files.len() {
                         break;
@@ -235,9 +309,11 @@ pub fn load_all(files: &[PathBuf], threads: usize) -> Vec<Result<Loaded, Skipped
         }
     });
     drop(slots);
-    out.into_iter()
+    crate::interrupt::check()?;
+    Ok(out
+        .into_iter()
         .map(|r| r.expect("every file was loaded"))
-        .collect()
+        .collect())
 }
 
 /// Reads one file and decodes it.
@@ -288,7 +364,44 @@ pub fn decode(bytes: &[u8]) -> Result<HostFile, (Problem, String)> {
         Err(_) => slow_decode(text)?,
     };
     check(&file)?;
+    let mut file = file;
+    recompute_older(&mut file, text);
     Ok(file)
+}
+
+/// A file whose answers older rules made gets this build's answers, made again from its
+/// stored runs (`report::verdict::recompute`), where the whole file reads with this
+/// build; otherwise its stored answers stay, flagged. Either way `older_rules` says so.
+fn recompute_older(f: &mut HostFile, text: &str) {
+    let Some(made) = f.verdict.as_ref().map(|v| v.rules) else {
+        return;
+    };
+    if made >= crate::report::verdict::RULES {
+        return;
+    }
+    let rules = if made == 0 {
+        "rules from before they were numbered".to_string()
+    } else {
+        format!("rules {made}")
+    };
+    match crate::report::Report::from_json(text) {
+        Ok(r) => {
+            let (v, changes) = crate::report::verdict::recompute(&r);
+            f.older_rules = Some(format!(
+                "its answers were made by {rules}; recomputed from its stored runs with this build's rules ({} of {} rows changed)",
+                changes.len(),
+                v.answers.len()
+            ));
+            f.verdict = Some(v);
+        }
+        Err(e) => {
+            let why = format!("{e:#}");
+            let why: String = why.chars().take(200).collect();
+            f.older_rules = Some(format!(
+                "its answers were made by {rules} and could not be recomputed (its runs do not read with this build: {why}); its stored answers are used as they are"
+            ));
+        }
+    }
 }
 
 /// The slow path: the whole document as a value, checked for what it is before decoding.
@@ -402,11 +515,145 @@ fn check(f: &HostFile) -> Result<(), (Problem, String)> {
             ),
         ));
     }
+    invariants(f, now_unix_s()).map_err(|why| (Problem::Invalid, why))
+}
+
+fn now_unix_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The largest ratio (or smallest, inverted) a comparison may hold: a million times
+/// faster or slower is no placement's effect, only a corrupt or forged file.
+pub const MAX_RATIO: f64 = 1e6;
+/// How far a study's start may lie after this merge's clock (clock skew between hosts).
+pub const FUTURE_SLACK_S: u64 = 24 * 3600;
+/// Relative slack when checking that an estimate lies inside its interval: the three are
+/// written as rounded decimals.
+const INSIDE_SLACK: f64 = 1e-9;
+
+/// What a study never writes, said in one sentence naming the field, the value and what
+/// would be valid; Ok when the file holds none of it. `now` is this merge's clock.
+pub fn invariants(f: &HostFile, now: u64) -> Result<(), String> {
+    if let Some(m) = &f.machine
+        && let Some(h) = &m.hostname
+        && h.trim().is_empty()
+    {
+        return Err(format!(
+            "has machine.hostname {h:?}, empty: uname -n never gives an empty name, and hosts without one would merge into one host; fix or remove the field (merge then names the host after its directory)"
+        ));
+    }
+    if let Some(n) = f.slurm.as_ref().and_then(|j| j.node.as_deref())
+        && n.trim().is_empty()
+    {
+        return Err(format!(
+            "has slurm.node {n:?}, empty: SLURMD_NODENAME is never empty; fix or remove the field"
+        ));
+    }
+    if let Some(p) = &f.provenance
+        && p.started_unix_s > now.saturating_add(FUTURE_SLACK_S)
+    {
+        return Err(format!(
+            "has provenance.started_unix_s {} ({}), more than a day after this merge's clock ({}): a study cannot start in the future, and as the latest study of its host it would displace the real one",
+            p.started_unix_s,
+            crate::render::cells::utc(p.started_unix_s),
+            crate::render::cells::utc(now)
+        ));
+    }
+    for a in f.verdict.iter().flat_map(|v| &v.answers) {
+        let Some(e) = &a.evidence else { continue };
+        let c = &e.comparison;
+        let at = |field: &str| format!("the {} answer's {field}", a.class.label());
+        if !(c.confidence > 0.0 && c.confidence < 1.0) {
+            return Err(format!(
+                "has {} {}: a confidence level lies strictly between 0 and 1 (0.95 is a 95 % interval)",
+                at("confidence"),
+                crate::render::cells::file_value(c.confidence)
+            ));
+        }
+        if c.n as u64 > crate::limits::MAX_RUNS {
+            return Err(format!(
+                "has {} {}: more runs than any smtlab phase pairs (at most {})",
+                at("n"),
+                c.n,
+                crate::limits::MAX_RUNS
+            ));
+        }
+        // A bound the study could not compute is written as null (read as NaN); a bound
+        // it did compute is a positive, finite ratio.
+        for (field, v) in [("estimate", c.estimate), ("low", c.low), ("high", c.high)] {
+            if v.is_nan() && field != "estimate" {
+                continue;
+            }
+            if !(v.is_finite() && (1.0 / MAX_RATIO..=MAX_RATIO).contains(&v)) {
+                return Err(format!(
+                    "has {} {}: a ratio lies between {} and {} (a million times slower or faster)",
+                    at(field),
+                    crate::render::cells::file_value(v),
+                    crate::render::cells::file_value(1.0 / MAX_RATIO),
+                    crate::render::cells::file_value(MAX_RATIO)
+                ));
+            }
+        }
+        if c.low.is_finite() && c.high.is_finite() {
+            let slack = INSIDE_SLACK * c.high.abs().max(1.0);
+            if c.low > c.high + slack || c.estimate < c.low - slack || c.estimate > c.high + slack {
+                return Err(format!(
+                    "has {} {} outside its own interval {}–{}: an interval holds its estimate",
+                    at("estimate"),
+                    crate::render::cells::file_value(c.estimate),
+                    crate::render::cells::file_value(c.low),
+                    crate::render::cells::file_value(c.high)
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    /// A host from the previous build: its locks-beside-scans row says turn HT off from
+    /// the lock thread's loss alone. merge makes its answers again from the stored runs;
+    /// a file whose runs this build cannot read keeps its stored answers, flagged.
+    #[test]
+    fn a_host_of_older_rules_is_recomputed_or_flagged() {
+        use crate::report::{HtAnswer, WorkloadClass};
+        let old = crate::report::verdict::previous_schema();
+        let f = decode(old.as_bytes()).unwrap();
+        let row = |f: &HostFile| {
+            f.verdict
+                .as_ref()
+                .unwrap()
+                .answers
+                .iter()
+                .find(|a| a.class == WorkloadClass::LocksBesideScans)
+                .unwrap()
+                .answer
+        };
+        assert_ne!(row(&f), HtAnswer::TurnHtOff);
+        let why = f.older_rules.as_deref().unwrap();
+        assert!(
+            why.contains("rules from before they were numbered; recomputed from its stored runs")
+                && why.contains("1 of 7 rows changed"),
+            "{why}"
+        );
+        // Runs this build cannot read: the lockscan section without its results.
+        let mut v: serde_json::Value = serde_json::from_str(&old).unwrap();
+        v["lockscan"]["result"]
+            .as_object_mut()
+            .unwrap()
+            .remove("results");
+        let f = decode(v.to_string().as_bytes()).unwrap();
+        assert_eq!(row(&f), HtAnswer::TurnHtOff, "kept as stored");
+        let why = f.older_rules.as_deref().unwrap();
+        assert!(why.contains("could not be recomputed"), "{why}");
+        // A file of this build's rules is read as stored, without the flag.
+        let cur = crate::study::fixture::smt().to_json().unwrap();
+        assert_eq!(decode(cur.as_bytes()).unwrap().older_rules, None);
+    }
+
     use super::*;
 
     fn problem(text: &str) -> (Problem, String) {
@@ -476,6 +723,26 @@ mod tests {
         );
     }
 
+    /// A folder of `HOST.json` studies: refused, saying they are there and how to pass them.
+    #[test]
+    fn a_directory_of_other_json_files_says_how_to_pass_them() {
+        let d = tempfile::tempdir().unwrap();
+        for h in ["web1", "web2", "db1", "db2"] {
+            std::fs::write(d.path().join(format!("{h}.json")), "{}").unwrap();
+        }
+        let (files, skipped) = expand(&[d.path().to_path_buf()]).unwrap();
+        assert!(files.is_empty());
+        let r = &skipped[0].reason;
+        assert!(
+            r.contains(&format!(
+                "; it holds 4 other .json files (db1.json, db2.json, web1.json, …), which merge \
+                 reads only when named: `smtlab merge {}/*.json`",
+                d.path().display()
+            )),
+            "{r}"
+        );
+    }
+
     #[test]
     fn directories_are_searched_and_one_file_is_read_once() {
         let d = tempfile::tempdir().unwrap();
@@ -494,5 +761,110 @@ mod tests {
         assert_eq!(files, vec![a.join("deep").join(RESULTS_NAME)]);
         let problems: Vec<Problem> = skipped.iter().map(|s| s.problem).collect();
         assert_eq!(problems, vec![Problem::NoResults, Problem::Missing]);
+    }
+
+    #[test]
+    fn a_results_json_too_deep_and_a_fifo_named_results_json_are_named_not_dropped() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("fleet");
+        // 21 levels down: the directory at level 17 is the first not searched.
+        let mut deep = root.clone();
+        for i in 1..=21 {
+            deep.push(format!("l{i}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join(RESULTS_NAME), "{}").unwrap();
+        // Level 16 is still searched.
+        let mut sixteen = root.clone();
+        for i in 1..=MAX_DEPTH {
+            sixteen.push(format!("l{i}"));
+        }
+        std::fs::write(sixteen.join(RESULTS_NAME), "{}").unwrap();
+        let fifo_dir = root.join("host-fifo");
+        std::fs::create_dir_all(&fifo_dir).unwrap();
+        let fifo = fifo_dir.join(RESULTS_NAME);
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (files, skipped) = expand(std::slice::from_ref(&root)).unwrap();
+        assert_eq!(files, vec![fifo.clone(), sixteen.join(RESULTS_NAME)]);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(skipped[0].problem, Problem::TooDeep);
+        assert_eq!(skipped[0].path, sixteen.join("l17").display().to_string());
+        assert!(
+            skipped[0].reason.contains("17 levels below")
+                && skipped[0].reason.contains("16 levels deep"),
+            "{}",
+            skipped[0].reason
+        );
+        // The FIFO is refused at once by the reader, named with what it is.
+        let t0 = std::time::Instant::now();
+        let s = load(&fifo).unwrap_err();
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(s.problem, Problem::Unreadable);
+        assert!(s.reason.contains("it is a FIFO"), "{}", s.reason);
+    }
+
+    /// The fixture host's file with `edit` applied, decoded.
+    fn decoded_with(
+        edit: impl Fn(&mut crate::report::Report),
+    ) -> Result<HostFile, (Problem, String)> {
+        use super::super::fixture::{Disturbance, Ratios, report};
+        let mut r = report(0, "h1", Ratios::all(1.25), 1_700_000_000, Disturbance::None);
+        edit(&mut r);
+        decode(r.to_json().unwrap().as_bytes())
+    }
+
+    fn first_comparison(r: &mut crate::report::Report) -> &mut crate::stats::Comparison {
+        &mut r
+            .verdict
+            .answers
+            .iter_mut()
+            .find_map(|a| a.evidence.as_mut())
+            .unwrap()
+            .comparison
+    }
+
+    #[test]
+    fn values_no_study_writes_are_refused_per_file_naming_the_value() {
+        let refused = |edit: &dyn Fn(&mut crate::report::Report), says: &str| {
+            let (p, why) = decoded_with(edit).unwrap_err();
+            assert_eq!(p, Problem::Invalid, "{why}");
+            assert!(why.contains(says), "want {says:?} in: {why}");
+            assert!(why.len() < 400, "one sentence: {why}");
+        };
+        // 50×, 95 % CI 1.18–1.44.
+        refused(
+            &|r| {
+                let c = first_comparison(r);
+                (c.estimate, c.low, c.high) = (50.0, 1.18, 1.44);
+            },
+            "estimate 50 outside its own interval 1.18–1.44",
+        );
+        refused(
+            &|r| first_comparison(r).n = usize::MAX,
+            "n 18446744073709551615",
+        );
+        refused(&|r| first_comparison(r).confidence = 5.0, "confidence 5:");
+        refused(&|r| first_comparison(r).confidence = -1.0, "confidence -1:");
+        // null in the file (serde writes NaN as null).
+        refused(
+            &|r| first_comparison(r).confidence = f64::NAN,
+            "confidence null (not a number)",
+        );
+        refused(&|r| first_comparison(r).high = 1e308, "high 1e308:");
+        refused(&|r| first_comparison(r).low = 0.0, "low 0:");
+        refused(
+            &|r| r.machine.hostname = Some(String::new()),
+            "machine.hostname \"\", empty",
+        );
+        refused(
+            &|r| r.provenance.started_unix_s = 4_000_000_000,
+            "provenance.started_unix_s 4000000000",
+        );
+        // What a study writes passes, a bound it could not compute (null) too.
+        assert!(decoded_with(|_| {}).is_ok());
+        assert!(decoded_with(|r| first_comparison(r).high = f64::NAN).is_ok());
     }
 }

@@ -43,6 +43,9 @@ pub struct Fleet {
 pub enum Note {
     /// The hosts ran these different smtlab versions.
     MixedVersions { versions: Vec<String> },
+    /// The hosts ran different smtlab builds (version and git revision, with how many
+    /// hosts ran each): their answers were made by different builds' rules.
+    MixedBuilds { builds: Vec<(String, usize)> },
     /// Machine type `off_type` (`hosts` hosts) has the CPU of `on_type` with SMT `smt`.
     SmtOffTwin {
         off_type: String,
@@ -68,6 +71,18 @@ impl std::fmt::Display for Note {
                 "The hosts ran different smtlab versions ({}); their studies may have measured \
                  differently.",
                 versions.join(", ")
+            ),
+            Note::MixedBuilds { builds } => write!(
+                f,
+                "The hosts ran {} different smtlab builds ({}): their answers were made by \
+                 different builds' rules, and a row pooling them may mix rules; run the \
+                 older hosts' studies again with one build to compare like with like.",
+                builds.len(),
+                builds
+                    .iter()
+                    .map(|(b, n)| format!("{b} on {}", count(*n, "host")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Note::SmtOffTwin {
                 off_type,
@@ -186,6 +201,11 @@ pub enum Problem {
     Duplicate,
     /// A directory holding no results.json.
     NoResults,
+    /// A directory deeper than `merge` searches, not searched.
+    TooDeep,
+    /// A value no study writes: an estimate outside its own interval, a confidence level
+    /// outside (0, 1), an empty host name, a start in the future, ….
+    Invalid,
 }
 
 impl Problem {
@@ -205,6 +225,8 @@ impl Problem {
             Problem::Incomplete => "incomplete",
             Problem::Duplicate => "duplicate host",
             Problem::NoResults => "no results.json",
+            Problem::TooDeep => "too deep",
+            Problem::Invalid => "invalid values",
         }
     }
 }
@@ -275,6 +297,10 @@ pub struct HostRow {
     pub kernel: String,
     pub microcode: Option<String>,
     pub smtlab_version: String,
+    /// The git revision of the smtlab build that ran it (`unknown` outside a checkout);
+    /// None in files that do not say.
+    #[serde(default)]
+    pub git_revision: Option<String>,
     pub started_unix_s: u64,
     pub status: Status,
     pub synthetic: bool,
@@ -312,11 +338,23 @@ pub enum CaveatKind {
     Synthetic,
     /// Microcode unlike the type's other hosts.
     Microcode,
+    /// No microcode reading, where the type's other hosts have one: not a measured
+    /// difference, so it explains no outlier.
+    MicrocodeUnknown,
     /// Kernel release unlike the type's other hosts.
     Kernel,
+    /// Answers made by older rules than this build's: recomputed from the host's stored
+    /// runs, or, where they could not be read, used as stored (the text says which).
+    OlderRules,
 }
 
 impl CaveatKind {
+    /// Whether the caveat is a measured difference that can explain why a host stands
+    /// apart (a missing reading is not one).
+    pub fn measured(self) -> bool {
+        !matches!(self, CaveatKind::MicrocodeUnknown | CaveatKind::OlderRules)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             CaveatKind::Steal => "steal",
@@ -327,7 +365,9 @@ impl CaveatKind {
             CaveatKind::DebugBuild => "debug build",
             CaveatKind::Synthetic => "synthetic",
             CaveatKind::Microcode => "different microcode",
+            CaveatKind::MicrocodeUnknown => "microcode not recorded",
             CaveatKind::Kernel => "different kernel",
+            CaveatKind::OlderRules => "older rules",
         }
     }
 }
@@ -350,6 +390,13 @@ pub struct ClassRow {
     pub pooled: Option<PooledRatio>,
     /// How many hosts gave each answer (only answers given).
     pub tally: Vec<AnswerCount>,
+    /// When the hosts disagree: each firm answer with the hosts that gave it.
+    #[serde(default)]
+    pub groups: Vec<AnswerGroup>,
+    /// When the hosts' split follows something recorded about them (microcode, kernel
+    /// release, smtlab build, SMT partly off), that, in words.
+    #[serde(default)]
+    pub split_follows: Option<String>,
     /// Every host of the type, as its own study answered.
     pub hosts: Vec<HostAnswer>,
     /// The Slurm form of the advice for jobs of this class; None unless the type's answer
@@ -362,6 +409,16 @@ pub struct ClassRow {
 pub struct AnswerCount {
     pub answer: HtAnswer,
     pub hosts: usize,
+}
+
+/// Hosts of one type that gave one firm answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerGroup {
+    pub answer: HtAnswer,
+    pub hosts: Vec<String>,
+    /// The lowest and highest of their own ratios.
+    pub low: f64,
+    pub high: f64,
 }
 
 /// The ratio pooled across hosts.
@@ -383,9 +440,15 @@ pub struct PooledRatio {
     pub i2: Option<f64>,
     /// Cochran's Q.
     pub q: Option<f64>,
-    /// Where one more host of this type is expected to land (k ≥ 3).
+    /// Where one more host of this type's true ratio is expected to lie (k ≥ 3).
     pub predict_low: Option<f64>,
     pub predict_high: Option<f64>,
+    /// Where one more host of this type is expected to *measure*, its own runs' noise
+    /// included (k ≥ 3).
+    #[serde(default)]
+    pub predict_measured_low: Option<f64>,
+    #[serde(default)]
+    pub predict_measured_high: Option<f64>,
     /// The pooled interval's class against the thresholds.
     pub effect: Effect,
 }
@@ -402,6 +465,11 @@ pub struct HostAnswer {
     pub reason: String,
     /// In the pool.
     pub pooled: bool,
+    /// Its own study withheld a firm answer that its evidence alone would give (depends
+    /// on the workload, held back as inconclusive, not called): it counts by its reason,
+    /// never by its ratio.
+    #[serde(default)]
+    pub withheld: bool,
     /// Why not, when not.
     pub not_pooled: Option<String>,
     /// Set when it stands apart from the other hosts of its type.

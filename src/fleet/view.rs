@@ -4,13 +4,17 @@
 
 use super::model::*;
 use crate::render::cells::utc;
-use crate::render::markdown::{cell, md};
+use crate::render::markdown::{code, md};
+use crate::render::markup::{
+    CSS_FLEET, Column, HtmlStyle, html_table, inline, md_table, page_start,
+};
 use crate::render::prometheus::{Exposition, labels};
+use crate::render::ratio_text;
 use crate::render::svg::esc;
+use crate::render::terminal::field;
 use crate::render::{NONE, Table, count};
 use crate::report::HtAnswer;
-use crate::report::metrics::{ANSWERS, RatioKind, answer_slug, class_slug};
-use crate::stats::ratio_text;
+use crate::report::metrics::{FLEET_ANSWERS, RatioKind, answer_slug, class_slug};
 use std::fmt::Write;
 
 /// `1.28× (95 % CI 1.27–1.29)`.
@@ -18,7 +22,7 @@ fn pooled_text(p: &PooledRatio) -> String {
     format!(
         "{}× ({} % CI {}–{})",
         ratio_text(p.estimate),
-        crate::stats::level_text(p.confidence),
+        crate::render::level_text(p.confidence),
         ratio_text(p.low),
         ratio_text(p.high)
     )
@@ -227,7 +231,20 @@ fn show_slurm(f: &Fleet, ty: &MachineType) -> bool {
 // ---------------------------------------------------------------------------------------
 // Terminal.
 
+/// `t` with every cell through [`field`]: a cell from a file is one terminal line.
+fn terminal_table(t: &Table) -> Table {
+    let cells = |r: &Vec<String>| r.iter().map(|c| field(c)).collect();
+    Table {
+        header: cells(&t.header),
+        rows: t.rows.iter().map(cells).collect(),
+        align: t.align.clone(),
+    }
+}
+
 /// What `merge` prints: per type its key, answers and outliers, then the skipped inputs.
+/// Every value from an input file goes through [`field`]: a line break in one would start
+/// a line the tool did not write, and an escape sequence would run on the terminal
+/// (ECMA-48).
 pub fn text(f: &Fleet) -> String {
     let mut o = String::new();
     if f.synthetic_hosts > 0 {
@@ -239,59 +256,44 @@ pub fn text(f: &Fleet) -> String {
     }
     let _ = writeln!(o, "{}", inputs_line(f));
     for ty in &f.types {
-        let _ = writeln!(o, "\n{} — {}", ty.id, count(ty.hosts.len(), "host"));
-        let _ = writeln!(o, "  grouping key: {}", ty.label);
-        o.push_str(&answers(ty).text());
+        let _ = writeln!(o, "\n{} — {}", field(&ty.id), count(ty.hosts.len(), "host"));
+        let _ = writeln!(o, "  grouping key: {}", field(&ty.label));
+        o.push_str(&terminal_table(&answers(ty)).text());
         for c in &ty.classes {
             if c.answer != HtAnswer::NotMeasured || c.class == crate::report::WorkloadClass::Compute
             {
-                let _ = writeln!(o, "  {}: {}", class_name(c), c.reason);
+                let _ = writeln!(o, "  {}: {}", field(&class_name(c)), field(&c.reason));
             }
         }
         for l in outliers(ty) {
-            let _ = writeln!(o, "  outlier {l}");
+            let _ = writeln!(o, "  outlier {}", field(&l));
         }
         if show_slurm(f, ty) {
             for l in slurm_lines(ty) {
-                let _ = writeln!(o, "  slurm: {l}");
+                let _ = writeln!(o, "  slurm: {}", field(&l));
             }
         }
     }
     if !f.skipped.is_empty() {
         let _ = writeln!(o, "\nSkipped:");
         for s in &f.skipped {
-            let _ = writeln!(o, "  {}: {} — {}", s.path, s.problem.label(), s.reason);
+            let _ = writeln!(
+                o,
+                "  {}: {} — {}",
+                field(&s.path),
+                s.problem.label(),
+                field(&s.reason)
+            );
         }
     }
     for n in &f.notes {
-        let _ = writeln!(o, "note: {n}");
+        let _ = writeln!(o, "note: {}", field(n));
     }
     o
 }
 
 // ---------------------------------------------------------------------------------------
 // Markdown.
-
-fn md_table(o: &mut String, t: &Table) {
-    let _ = writeln!(
-        o,
-        "| {} |",
-        t.header
-            .iter()
-            .map(|h| cell(h))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    );
-    let _ = writeln!(o, "|{}|", vec!["---"; t.header.len()].join("|"));
-    for r in &t.rows {
-        let _ = writeln!(
-            o,
-            "| {} |",
-            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
-        );
-    }
-    o.push('\n');
-}
 
 /// `fleet.md`.
 pub fn markdown(f: &Fleet) -> String {
@@ -322,8 +324,8 @@ pub fn markdown(f: &Fleet) -> String {
         let k = &ty.key;
         let _ = writeln!(
             o,
-            "Grouping key: CPU model `{}`; {} package(s) × {} cores × {} thread(s) per core; SMT {}; Linux {}; {}. {}.\n",
-            k.cpu_model.replace('`', "'"),
+            "Grouping key: CPU model {}; {} package(s) × {} cores × {} thread(s) per core; SMT {}; Linux {}; {}. {}.\n",
+            code(&k.cpu_model),
             k.packages,
             k.cores_per_package,
             k.threads_per_core,
@@ -370,8 +372,8 @@ pub fn markdown(f: &Fleet) -> String {
     let _ = writeln!(o, "## Method\n\n{}\n", md(&f.method));
     let _ = writeln!(
         o,
-        "Merged by `{}` (smtlab {}, git {}) at {}.",
-        f.provenance.command.replace('`', "'"),
+        "Merged by {} (smtlab {}, git {}) at {}.",
+        code(&f.provenance.command),
         md(&f.provenance.smtlab_version),
         md(&f.provenance.git_revision),
         utc(f.provenance.merged_unix_s)
@@ -382,35 +384,32 @@ pub fn markdown(f: &Fleet) -> String {
 // ---------------------------------------------------------------------------------------
 // HTML.
 
-const CSS: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#1a1a1a;line-height:1.45}
-h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}.meta{color:#555}
-.banner{padding:.6em 1em;border-radius:6px;margin:1em 0;font-weight:600;background:#fff3cd;border:1px solid #e0c060}
-table{border-collapse:collapse;margin:.6em 0;font-size:.88em}th,td{border:1px solid #ddd;padding:.25em .55em;text-align:left;vertical-align:top}
-th{background:#f4f4f4}.headline{background:#f3f8ff;border:1px solid #b8d0f0;border-radius:8px;padding:.6em 1em}
-td.keep-ht-on{color:#17702a;font-weight:700}td.turn-ht-off{color:#b3261e;font-weight:700}td.small-loss{color:#b35c00;font-weight:700}td.inconclusive,td.not-measured,td.depends-on-workload{color:#6b6b6b}
-code{background:#f2f2f2;padding:0 .25em;border-radius:3px}details{margin:.5em 0}summary{cursor:pointer;color:#0b5394}footer{margin-top:3em;color:#777;font-size:.85em}
-";
-
-/// `answer_col`: the column whose cells are answers (coloured by class), if any.
-fn html_table(o: &mut String, t: &Table, answer_col: Option<usize>) {
-    o.push_str("<table>\n<tr>");
-    for h in &t.header {
-        let _ = write!(o, "<th>{}</th>", esc(h));
-    }
-    o.push_str("</tr>\n");
-    for r in &t.rows {
-        o.push_str("<tr>");
-        for (i, c) in r.iter().enumerate() {
-            let class = (Some(i) == answer_col)
-                .then(|| ANSWERS.iter().find(|a| a.label() == c))
-                .flatten()
-                .map_or(String::new(), |a| format!(" class=\"{}\"", answer_slug(*a)));
-            let _ = write!(o, "<td{class}>{}</td>", esc(c));
-        }
-        o.push_str("</tr>\n");
-    }
-    o.push_str("</table>\n");
+/// The column of answers, coloured by the answer (`td.keep-ht-on`, …).
+fn answer_class(col: usize, text: &str) -> Option<String> {
+    (col == 1)
+        .then(|| FLEET_ANSWERS.iter().find(|a| a.label() == text))
+        .flatten()
+        .map(|a| answer_slug(*a).to_string())
 }
+
+/// A table whose second column holds answers.
+const ANSWER_TABLE: HtmlStyle<'static> = HtmlStyle {
+    cell_class: Some(&answer_class),
+    ..PROSE_TABLE
+};
+
+/// The fleet's answer table, the first table on the page: every type with its answers
+/// (`table.answers`, as the study's page marks its own).
+const OVERVIEW_TABLE: HtmlStyle<'static> = HtmlStyle {
+    class: Some("answers"),
+    ..PROSE_TABLE
+};
+
+/// Cells with `code` spans, as the study's page shows them: backticks become `<code>`.
+const PROSE_TABLE: HtmlStyle<'static> = HtmlStyle {
+    rest: Column::Code,
+    ..HtmlStyle::TEXT
+};
 
 /// `fleet.html`.
 pub fn html(f: &Fleet) -> String {
@@ -420,12 +419,8 @@ pub fn html(f: &Fleet) -> String {
         count(f.hosts, "host"),
         count(f.types.len(), "machine type")
     );
-    let _ = write!(
-        o,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-        esc(&title),
-        esc(&title)
-    );
+    page_start(&mut o, &title, CSS_FLEET);
+    let _ = writeln!(o, "<h1>{}</h1>", esc(&title));
     if f.synthetic_hosts > 0 {
         let _ = writeln!(
             o,
@@ -434,11 +429,11 @@ pub fn html(f: &Fleet) -> String {
         );
     }
     let _ = writeln!(o, "<p class=\"meta\">{}</p>", esc(&inputs_line(f)));
-    html_table(&mut o, &overview(f), None);
+    html_table(&mut o, &overview(f), &OVERVIEW_TABLE);
     if !f.notes.is_empty() {
         o.push_str("<ul>\n");
         for n in &f.notes {
-            let _ = writeln!(o, "<li>{}</li>", esc(n));
+            let _ = writeln!(o, "<li>{}</li>", inline(n));
         }
         o.push_str("</ul>\n");
     }
@@ -450,15 +445,15 @@ pub fn html(f: &Fleet) -> String {
             esc(&ty.id),
             esc(&ty.label)
         );
-        let _ = writeln!(o, "<p class=\"headline\">{}</p>", esc(&ty.headline));
-        html_table(&mut o, &answers(ty), Some(1));
+        let _ = writeln!(o, "<p class=\"headline\">{}</p>", inline(&ty.headline));
+        html_table(&mut o, &answers(ty), &ANSWER_TABLE);
         o.push_str("<dl>\n");
         for c in &ty.classes {
             let _ = writeln!(
                 o,
                 "<dt>{}</dt><dd>{}</dd>",
                 esc(&class_name(c)),
-                esc(&c.reason)
+                inline(&c.reason)
             );
         }
         o.push_str("</dl>\n");
@@ -466,14 +461,14 @@ pub fn html(f: &Fleet) -> String {
         if !out.is_empty() {
             o.push_str("<h3>Outliers</h3>\n<ul>\n");
             for l in &out {
-                let _ = writeln!(o, "<li>{}</li>", esc(l));
+                let _ = writeln!(o, "<li>{}</li>", inline(l));
             }
             o.push_str("</ul>\n");
         }
         if show_slurm(f, ty) {
             o.push_str("<h3>Slurm</h3>\n<ul>\n");
             for l in slurm_lines(ty) {
-                let _ = writeln!(o, "<li>{}</li>", esc(&l));
+                let _ = writeln!(o, "<li>{}</li>", inline(&l));
             }
             o.push_str("</ul>\n");
         }
@@ -482,7 +477,7 @@ pub fn html(f: &Fleet) -> String {
             "<details><summary>{} of this type</summary>",
             esc(&count(ty.hosts.len(), "host"))
         );
-        html_table(&mut o, &hosts(ty), None);
+        html_table(&mut o, &hosts(ty), &PROSE_TABLE);
         o.push_str("</details>\n");
         for c in &ty.classes {
             if c.hosts.iter().all(|h| h.answer == HtAnswer::NotMeasured) {
@@ -493,14 +488,14 @@ pub fn html(f: &Fleet) -> String {
                 "<details><summary>{}: host by host</summary>",
                 esc(&class_name(c))
             );
-            html_table(&mut o, &host_answers(c), Some(1));
+            html_table(&mut o, &host_answers(c), &ANSWER_TABLE);
             o.push_str("</details>\n");
         }
         o.push_str("</section>\n");
     }
     if !f.skipped.is_empty() {
         o.push_str("<section id=\"skipped\">\n<h2>Skipped inputs</h2>\n");
-        html_table(&mut o, &skipped(f), None);
+        html_table(&mut o, &skipped(f), &PROSE_TABLE);
         o.push_str("</section>\n");
     }
     let _ = writeln!(
@@ -546,7 +541,7 @@ pub fn prometheus(f: &Fleet) -> String {
     for ty in &f.types {
         for c in &ty.classes {
             let l = base(ty, c);
-            for a in ANSWERS {
+            for a in FLEET_ANSWERS {
                 let mut la = l.clone();
                 la.push(("answer", answer_slug(a).to_string()));
                 answer.push((render(&la), if c.answer == a { 1.0 } else { 0.0 }));

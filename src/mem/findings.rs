@@ -524,11 +524,27 @@ fn oom(r: &MemReport, f: &mut Vec<Observation>) {
         // out_of_memory): in a machine-wide OOM the task whose allocation failed is killed,
         // unless its oom_score_adj is −1000; a memory cgroup's OOM still ranks by score.
         let allocating = o.kill_allocating_task.is_some_and(|v| v != 0);
+        // /proc/PID/oom_score is the badness scaled to 0–1000 of the machine's memory, so
+        // processes of similar size share a score; the kernel compares the unscaled badness
+        // (RSS + swap + page tables, mm/oom_kill.c oom_badness), so the largest goes first.
+        let tied = o.top.iter().filter(|p| p.oom_score == t.oom_score).count();
         let observed = if allocating {
             format!(
                 "vm.oom_kill_allocating_task = {}: a machine-wide OOM kills whichever task's \
                  allocation failed; {among}the highest oom_score is {who}'s: {score}; {opted}",
                 o.kill_allocating_task.unwrap_or(1)
+            )
+        } else if tied > 1 {
+            format!(
+                "{among}{tied}{} processes share the highest oom_score, {}; the OOM killer would \
+                 pick the one using the most memory, likeliest {who}, the largest by RSS: \
+                 {score}; {opted}",
+                if tied == o.top.len() && o.processes > o.top.len() + o.opted_out.len() {
+                    " or more"
+                } else {
+                    ""
+                },
+                t.oom_score
             )
         } else {
             format!("{among}the OOM killer would pick {who} first: {score}; {opted}")
@@ -543,6 +559,13 @@ fn oom(r: &MemReport, f: &mut Vec<Observation>) {
              oom_score_adj)."
                 .to_string()
         };
+        if tied > 1 {
+            meaning.push_str(
+                " oom_score is rounded to thousandths of the machine's memory: among processes \
+                 that share it the kernel compares their exact memory use (RSS + swap + page \
+                 tables), so the largest of them goes first.",
+            );
+        }
         // Documentation/admin-guide/cgroup-v2.rst, memory.max.
         meaning.push_str(
             " A memory cgroup that reaches its limit (memory.max, v1 memory.limit_in_bytes) \

@@ -792,7 +792,9 @@ mod tests {
         assert!(human(&r).contains("defrag                 always"));
     }
 
-    use crate::mem::view::text as human;
+    fn human(r: &MemReport) -> String {
+        crate::render::terminal::draw(&crate::mem::view::blocks(r))
+    }
 
     #[test]
     fn missing_files_are_named_never_zero() {
@@ -893,6 +895,32 @@ mod tests {
             f.observed
         );
         assert!(f.observed.contains("1 process opted out"), "{}", f.observed);
+    }
+
+    /// Every process at oom_score 666: the finding says they tie and which the kernel's
+    /// unscaled badness picks, not "would pick java first" as if the score decided.
+    #[test]
+    fn tied_oom_scores_are_said_to_tie() {
+        let mut f = fixture::tree(&Machine::default());
+        for pid in [1, 812, 1204] {
+            f.set(&format!("proc/{pid}/oom_score"), "666\n");
+        }
+        let r = read(&f);
+        let g = finding(&r, "oom-first-victim");
+        assert!(
+            g.observed.contains(
+                "3 processes share the highest oom_score, 666; the OOM killer would pick the one \
+                 using the most memory, likeliest java (pid 1204), the largest by RSS"
+            ),
+            "{}",
+            g.observed
+        );
+        assert!(!g.observed.contains("first:"), "{}", g.observed);
+        assert!(
+            g.meaning.contains("rounded to thousandths"),
+            "{}",
+            g.meaning
+        );
     }
 
     #[test]

@@ -50,29 +50,16 @@ impl Dir {
     }
 }
 
-/// procfs and sysfs files are small; a copied tree could hold anything, so reads stop here.
-const MAX_FILE_BYTES: u64 = 1 << 20;
-
 impl Source for Dir {
     fn read(&self, rel: &str) -> Result<String, ReadError> {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
         let path = self.root.join(rel.trim_start_matches('/'));
-        // Non-blocking: a FIFO in a copied tree reads as empty instead of waiting forever.
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&path);
-        let mut f = match f {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::Missing),
-            Err(e) => return Err(ReadError::Unreadable(e.to_string())),
-        };
-        let mut bytes = Vec::new();
-        match (&mut f).take(MAX_FILE_BYTES).read_to_end(&mut bytes) {
-            Ok(_) => Ok(String::from_utf8_lossy(&bytes)
+        // The one reader of kernel files: a FIFO in a copied tree reads as empty instead of
+        // waiting forever, a link to /dev/zero is an error instead of an endless read.
+        match crate::fsutil::read_kernel_file(&path, false) {
+            Ok(bytes) => Ok(String::from_utf8_lossy(&bytes)
                 .trim_end_matches('\0')
                 .to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ReadError::Missing),
             // A directory where a file was expected, a process that exited between open
             // and read (ESRCH).
             Err(e) => Err(ReadError::Unreadable(e.to_string())),

@@ -1,11 +1,11 @@
-//! `mem report`'s text view and the study's memory table. The byte and share formats are
+//! `mem report`'s document (its blocks, drawn by the terminal writer) and the study's
+//! memory table. The byte and share formats are
 //! [`crate::render`]'s, re-exported here for the `mem` modules.
 
 use super::model::*;
 use crate::conclusion::{Finding, PhaseName, SectionCtx, StudySection};
 use crate::render::Table;
 use crate::render::blocks::{Block, Term};
-use std::fmt::Write;
 
 /// The phase that fills this section; results.json names it `"memory"`.
 pub const PHASE: PhaseName = PhaseName::new("memory");
@@ -14,40 +14,81 @@ pub const TITLE: &str = "Memory settings";
 
 pub use crate::render::{bytes, pct, signed_bytes};
 
-/// The text view.
-pub fn text(r: &MemReport) -> String {
-    let mut o = String::new();
-    let na = |source: &str| r.why(source);
-    let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
-    let n = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), |x| x.to_string());
-    let s = |v: &Option<String>, source: &str| v.clone().unwrap_or_else(|| na(source));
-    let line = |o: &mut String, k: &str, v: String| {
-        let _ = writeln!(o, "  {k:<22} {v}");
-    };
+/// `mem report` as one document: a heading per area, its settings as label–value rows,
+/// then the findings and what could not be read. The terminal draws it through
+/// [`crate::render::terminal`].
+pub fn blocks(r: &MemReport) -> Vec<Block> {
+    let mut d = Vec::new();
     if r.root != "/" {
-        let _ = writeln!(o, "read under {}\n", r.root);
+        d.push(Block::Intro(format!("read under {}", r.root)));
+    }
+    for section in [
+        overcommit, memory, swap, thp, hugetlb, reclaim, cgroup, oom, findings,
+    ] {
+        d.extend(section(r));
+    }
+    d
+}
+
+/// A section being laid out: its heading, then label–value rows gathered into one table
+/// until a block of another kind comes.
+struct Pairs {
+    blocks: Vec<Block>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Pairs {
+    fn under(heading: &str) -> Self {
+        Self {
+            blocks: vec![Block::Heading(heading.into())],
+            rows: Vec::new(),
+        }
     }
 
-    o.push_str("Overcommit\n");
+    fn line(&mut self, label: &str, value: String) {
+        self.rows.push(vec![label.to_string(), value]);
+    }
+
+    fn block(&mut self, b: Block) {
+        self.flush();
+        self.blocks.push(b);
+    }
+
+    fn flush(&mut self) {
+        if !self.rows.is_empty() {
+            let mut t = Table::new(&["", ""]);
+            t.rows = std::mem::take(&mut self.rows);
+            self.blocks.push(Block::Table(t));
+        }
+    }
+
+    fn done(mut self) -> Vec<Block> {
+        self.flush();
+        self.blocks
+    }
+}
+
+/// The overcommit policy, the commit limit and what is left of it.
+fn overcommit(r: &MemReport) -> Vec<Block> {
+    let mut o = Pairs::under("Overcommit");
+    let na = |source: &str| r.why(source);
+    let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
     let oc = &r.overcommit;
-    line(
-        &mut o,
+    o.line(
         "mode",
         oc.mode.map_or_else(
             || na("/proc/sys/vm/overcommit_memory"),
             |m| format!("{} (vm.overcommit_memory = {})", m.label(), m.value()),
         ),
     );
-    line(
-        &mut o,
+    o.line(
         "ratio",
         oc.ratio_percent.map_or_else(
             || na("/proc/sys/vm/overcommit_ratio"),
             |p| format!("{p}% (vm.overcommit_ratio)"),
         ),
     );
-    line(
-        &mut o,
+    o.line(
         "kbytes",
         oc.kbytes_bytes.map_or_else(
             || na("/proc/sys/vm/overcommit_kbytes"),
@@ -60,8 +101,7 @@ pub fn text(r: &MemReport) -> String {
             },
         ),
     );
-    line(
-        &mut o,
+    o.line(
         "CommitLimit",
         match (oc.commit_limit_bytes, &oc.limit_formula) {
             (Some(l), Some(f)) => format!("{} ({f})", bytes(l)),
@@ -69,13 +109,11 @@ pub fn text(r: &MemReport) -> String {
             (None, _) => na("/proc/meminfo CommitLimit"),
         },
     );
-    line(
-        &mut o,
+    o.line(
         "Committed_AS",
         b(oc.committed_as_bytes, "/proc/meminfo Committed_AS"),
     );
-    line(
-        &mut o,
+    o.line(
         "headroom",
         oc.headroom_bytes.map_or_else(
             || "not available: needs CommitLimit and Committed_AS".into(),
@@ -90,58 +128,57 @@ pub fn text(r: &MemReport) -> String {
             },
         ),
     );
-    line(&mut o, "meaning", oc.meaning.clone());
-    line(
-        &mut o,
+    o.line("meaning", oc.meaning.clone());
+    o.line(
         "root reserve",
         b(oc.admin_reserve_bytes, "/proc/sys/vm/admin_reserve_kbytes"),
     );
-    line(
-        &mut o,
+    o.line(
         "user reserve",
         b(oc.user_reserve_bytes, "/proc/sys/vm/user_reserve_kbytes"),
     );
+    o.done()
+}
 
-    o.push_str("\nMemory and page cache\n");
+/// Memory, the page cache and the dirty-page thresholds.
+fn memory(r: &MemReport) -> Vec<Block> {
+    let mut o = Pairs::under("Memory and page cache");
+    let na = |source: &str| r.why(source);
+    let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
     let m = &r.memory;
-    line(
-        &mut o,
-        "MemTotal",
-        b(m.total_bytes, "/proc/meminfo MemTotal"),
-    );
-    line(
-        &mut o,
+    o.line("MemTotal", b(m.total_bytes, "/proc/meminfo MemTotal"));
+    o.line(
         "MemAvailable",
         b(m.available_bytes, "/proc/meminfo MemAvailable"),
     );
-    line(&mut o, "MemFree", b(m.free_bytes, "/proc/meminfo MemFree"));
-    line(&mut o, "Cached", b(m.cached_bytes, "/proc/meminfo Cached"));
-    line(&mut o, "Dirty", b(m.dirty_bytes, "/proc/meminfo Dirty"));
-    line(
-        &mut o,
-        "Writeback",
-        b(m.writeback_bytes, "/proc/meminfo Writeback"),
-    );
-    line(
-        &mut o,
+    o.line("MemFree", b(m.free_bytes, "/proc/meminfo MemFree"));
+    o.line("Cached", b(m.cached_bytes, "/proc/meminfo Cached"));
+    o.line("Dirty", b(m.dirty_bytes, "/proc/meminfo Dirty"));
+    o.line("Writeback", b(m.writeback_bytes, "/proc/meminfo Writeback"));
+    o.line(
         "dirty_background_ratio",
         m.dirty_background_ratio_percent.map_or_else(
             || na("/proc/sys/vm/dirty_background_ratio"),
             |p| format!("{p}% (flusher threads start writing back)"),
         ),
     );
-    line(
-        &mut o,
+    o.line(
         "dirty_ratio",
         m.dirty_ratio_percent.map_or_else(
             || na("/proc/sys/vm/dirty_ratio"),
             |p| format!("{p}% (writing processes write back themselves)"),
         ),
     );
+    o.done()
+}
 
-    o.push_str("\nSwap\n");
-    line(
-        &mut o,
+/// Swap and swappiness.
+fn swap(r: &MemReport) -> Vec<Block> {
+    let mut o = Pairs::under("Swap");
+    let na = |source: &str| r.why(source);
+    let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
+    let n = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), |x| x.to_string());
+    o.line(
         "SwapTotal",
         r.swap.total_bytes.map_or_else(
             || na("/proc/meminfo SwapTotal"),
@@ -154,24 +191,26 @@ pub fn text(r: &MemReport) -> String {
             },
         ),
     );
-    line(
-        &mut o,
-        "SwapFree",
-        b(r.swap.free_bytes, "/proc/meminfo SwapFree"),
-    );
-    line(
-        &mut o,
+    o.line("SwapFree", b(r.swap.free_bytes, "/proc/meminfo SwapFree"));
+    o.line(
         "swappiness",
         n(r.swap.swappiness, "/proc/sys/vm/swappiness"),
     );
+    o.done()
+}
 
-    o.push_str("\nTransparent huge pages\n");
+/// Transparent huge pages and khugepaged.
+fn thp(r: &MemReport) -> Vec<Block> {
+    let mut o = Pairs::under("Transparent huge pages");
+    let na = |source: &str| r.why(source);
+    let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
+    let s = |v: &Option<String>, source: &str| v.clone().unwrap_or_else(|| na(source));
+    let m = &r.memory;
     const THP: &str = "/sys/kernel/mm/transparent_hugepage";
     let t = &r.thp;
-    line(&mut o, "enabled", s(&t.enabled, &format!("{THP}/enabled")));
-    line(&mut o, "defrag", s(&t.defrag, &format!("{THP}/defrag")));
-    line(
-        &mut o,
+    o.line("enabled", s(&t.enabled, &format!("{THP}/enabled")));
+    o.line("defrag", s(&t.defrag, &format!("{THP}/defrag")));
+    o.line(
         "khugepaged",
         match (
             t.khugepaged_defrag,
@@ -185,31 +224,30 @@ pub fn text(r: &MemReport) -> String {
             _ => na(&format!("{THP}/khugepaged/defrag")),
         },
     );
-    line(
-        &mut o,
+    o.line(
         "THP size",
         b(t.page_bytes, &format!("{THP}/hpage_pmd_size")),
     );
-    line(
-        &mut o,
+    o.line(
         "AnonHugePages",
         b(m.anon_huge_bytes, "/proc/meminfo AnonHugePages"),
     );
+    o.done()
+}
 
-    o.push_str("\nHugetlb pages\n");
+/// Hugetlb pages: the default size, then each size (and node) as a table.
+fn hugetlb(r: &MemReport) -> Vec<Block> {
+    let mut o = Pairs::under("Hugetlb pages");
+    let na = |source: &str| r.why(source);
+    let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
     let h = &r.hugetlb;
-    line(
-        &mut o,
+    o.line(
         "default size",
         b(h.default_page_bytes, "/proc/meminfo Hugepagesize"),
     );
-    line(
-        &mut o,
-        "in hugetlb",
-        b(h.total_bytes, "/proc/meminfo Hugetlb"),
-    );
+    o.line("in hugetlb", b(h.total_bytes, "/proc/meminfo Hugetlb"));
     if h.sizes.is_empty() {
-        line(&mut o, "sizes", na("/sys/kernel/mm/hugepages"));
+        o.line("sizes", na("/sys/kernel/mm/hugepages"));
     } else {
         let dash = |v: Option<u64>| v.map_or("n/a".to_string(), |x| x.to_string());
         let mut table = Table::new(&[
@@ -243,20 +281,22 @@ pub fn text(r: &MemReport) -> String {
                 ]);
             }
         }
-        for l in table.text().lines() {
-            let _ = writeln!(o, "  {l}");
-        }
+        o.block(Block::Table(table));
     }
+    o.done()
+}
 
-    o.push_str("\nReclaim and NUMA\n");
+/// Reclaim and NUMA balancing.
+fn reclaim(r: &MemReport) -> Vec<Block> {
+    let mut o = Pairs::under("Reclaim and NUMA");
+    let na = |source: &str| r.why(source);
+    let b = |v: Option<u64>, source: &str| v.map_or_else(|| na(source), bytes);
     let rc = &r.reclaim;
-    line(
-        &mut o,
+    o.line(
         "min_free_kbytes",
         b(rc.min_free_bytes, "/proc/sys/vm/min_free_kbytes"),
     );
-    line(
-        &mut o,
+    o.line(
         "zone_reclaim_mode",
         rc.zone_reclaim_mode.map_or_else(
             || na("/proc/sys/vm/zone_reclaim_mode"),
@@ -269,8 +309,7 @@ pub fn text(r: &MemReport) -> String {
             },
         ),
     );
-    line(
-        &mut o,
+    o.line(
         "numa_balancing",
         rc.numa_balancing.map_or_else(
             || na("/proc/sys/kernel/numa_balancing"),
@@ -282,21 +321,23 @@ pub fn text(r: &MemReport) -> String {
         ),
     );
     if let Some(nodes) = rc.memory_nodes {
-        line(&mut o, "memory nodes", nodes.to_string());
+        o.line("memory nodes", nodes.to_string());
     }
+    o.done()
+}
 
-    o.push_str("\nThis process's memory cgroup\n");
+/// This process's memory cgroup and its limits.
+fn cgroup(r: &MemReport) -> Vec<Block> {
+    let mut o = Pairs::under("This process's memory cgroup");
     let c = &r.cgroup;
     match (&c.version, &c.note) {
         (Some(v), _) => {
-            line(
-                &mut o,
+            o.line(
                 "cgroup",
                 format!("{v} {}", c.path.as_deref().unwrap_or("?")),
             );
             for l in &c.limits {
-                line(
-                    &mut o,
+                o.line(
                     &l.file,
                     format!(
                         "{} ({})",
@@ -306,17 +347,21 @@ pub fn text(r: &MemReport) -> String {
                 );
             }
             if let Some(u) = c.usage_bytes {
-                line(&mut o, "usage", bytes(u));
+                o.line("usage", bytes(u));
             }
         }
-        (None, Some(note)) => line(&mut o, "cgroup", note.clone()),
-        (None, None) => line(&mut o, "cgroup", "none found".into()),
+        (None, Some(note)) => o.line("cgroup", note.clone()),
+        (None, None) => o.line("cgroup", "none found".into()),
     }
+    o.done()
+}
 
-    o.push_str("\nOOM killer\n");
+/// The OOM killer's settings, who opted out, and who it would pick first (folded).
+fn oom(r: &MemReport) -> Vec<Block> {
+    let mut o = Pairs::under("OOM killer");
+    let na = |source: &str| r.why(source);
     let k = &r.oom;
-    line(
-        &mut o,
+    o.line(
         "panic_on_oom",
         k.panic_on_oom.map_or_else(
             || na("/proc/sys/vm/panic_on_oom"),
@@ -329,8 +374,7 @@ pub fn text(r: &MemReport) -> String {
             },
         ),
     );
-    line(
-        &mut o,
+    o.line(
         "kill_allocating_task",
         k.kill_allocating_task.map_or_else(
             || na("/proc/sys/vm/oom_kill_allocating_task"),
@@ -344,10 +388,9 @@ pub fn text(r: &MemReport) -> String {
         ),
     );
     if let Some(why) = &k.partial_view {
-        line(&mut o, "processes seen", why.clone());
+        o.line("processes seen", why.clone());
     }
-    line(
-        &mut o,
+    o.line(
         "opted out",
         if k.opted_out.is_empty() {
             "none (no process has oom_score_adj −1000)".into()
@@ -360,16 +403,15 @@ pub fn text(r: &MemReport) -> String {
         },
     );
     if k.top.is_empty() {
-        line(&mut o, "most at risk", na("/proc/PID/oom_score"));
+        o.line("most at risk", na("/proc/PID/oom_score"));
     } else {
         let rule = if k.kill_allocating_task.is_some_and(|v| v != 0) {
             "highest oom_score is killed first in a cgroup OOM"
         } else {
             "highest oom_score is killed first"
         };
-        let _ = writeln!(
-            o,
-            "  most at risk (of {} processes{}; {rule}):",
+        let summary = format!(
+            "most at risk (of {} processes{}; {rule})",
             k.processes,
             if k.partial_view.is_some() {
                 " this /proc shows"
@@ -387,26 +429,41 @@ pub fn text(r: &MemReport) -> String {
                 bytes(p.rss_bytes),
             ]);
         }
-        for l in table.text().lines() {
-            let _ = writeln!(o, "    {l}");
-        }
+        o.block(Block::Folded {
+            summary,
+            blocks: vec![Block::Table(table)],
+        });
     }
+    o.done()
+}
 
-    o.push_str("\nFindings\n");
+/// What stands out, each with what it means; then the sources that could not be read.
+fn findings(r: &MemReport) -> Vec<Block> {
+    let mut d = vec![Block::Heading("Findings".into())];
     if r.findings.is_empty() {
-        o.push_str("  nothing stands out\n");
-    }
-    for f in &r.findings {
-        let _ = writeln!(o, "  {}: {}", f.level.label(), f.observed);
-        let _ = writeln!(o, "    {}", f.meaning);
+        d.push(Block::List(vec!["nothing stands out".into()]));
+    } else {
+        d.push(Block::Terms(
+            r.findings
+                .iter()
+                .map(|f| Term {
+                    label: f.level.label().to_string(),
+                    observed: f.observed.clone(),
+                    meaning: f.meaning.clone(),
+                })
+                .collect(),
+        ));
     }
     if !r.not_available.is_empty() {
-        o.push_str("\nNot available\n");
-        for x in &r.not_available {
-            let _ = writeln!(o, "  {} {}", x.source, x.reason);
-        }
+        d.push(Block::Heading("Not available".into()));
+        d.push(Block::List(
+            r.not_available
+                .iter()
+                .map(|x| format!("{} {}", x.source, x.reason))
+                .collect(),
+        ));
     }
-    o
+    d
 }
 
 /// The memory section's facts as key/value rows (`mem report`'s headline values).
@@ -584,6 +641,55 @@ impl StudySection for MemorySection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `mem report` is one document: every area a heading, its settings one label–value
+    /// table, the hugetlb sizes and the OOM killer's picks tables of their own, and the
+    /// terminal lines every value up in one column.
+    #[test]
+    fn the_report_is_one_document_drawn_by_the_terminal_writer() {
+        let r = crate::mem::read::read(&crate::mem::fixture::tree(
+            &crate::mem::fixture::Machine::default(),
+        ));
+        let doc = blocks(&r);
+        let headings: Vec<&str> = doc
+            .iter()
+            .filter_map(|b| match b {
+                Block::Heading(h) => Some(h.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            headings[..9],
+            [
+                "Overcommit",
+                "Memory and page cache",
+                "Swap",
+                "Transparent huge pages",
+                "Hugetlb pages",
+                "Reclaim and NUMA",
+                "This process's memory cgroup",
+                "OOM killer",
+                "Findings",
+            ]
+        );
+        assert!(
+            doc.iter()
+                .any(|b| matches!(b, Block::Table(t) if t.header[0] == "size"))
+        );
+        assert!(doc.iter().any(|b| matches!(b, Block::Folded { summary, .. }
+            if summary.starts_with("most at risk"))));
+        let text = crate::render::terminal::draw(&doc);
+        let column = |label: &str| {
+            let l = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .unwrap_or_else(|| panic!("no {label} in\n{text}"));
+            l.len() - l[2 + label.len()..].trim_start().len()
+        };
+        assert_eq!(column("mode"), column("dirty_background_ratio"));
+        assert_eq!(column("defrag"), column("panic_on_oom"));
+        assert!(text.contains("Findings\n"), "{text}");
+    }
 
     #[test]
     fn byte_sizes_read_naturally() {

@@ -30,6 +30,16 @@
 //! postmaster that file names (PostgreSQL docs, "19.4.1 Shared Memory and Semaphores" and
 //! "20.4 Resource Consumption").
 //!
+//! `initdb` is the exception: its bootstrap and single-user backends take the default
+//! `dynamic_shared_memory_type` whatever the server is later told, so they make
+//! `PostgreSQL.*` segments in /dev/shm (shm_overview(7)), which a backend killed by a
+//! signal never removes. While initdb runs, the segments its process group maps (read from
+//! `/proc/PID/maps`, proc(5)) are written, name and inode, to [`SHM_JOURNAL`] in the
+//! cluster directory; when initdb ends, however it ends, and when a stale cluster directory
+//! is reaped, each segment still there with that name and inode is removed — those are
+//! provably this cluster's, and a segment of anyone else is never touched. (A stale one is
+//! removed only when no process maps it.)
+//!
 //! **Root.** `initdb` and `postgres` refuse to run as root. When smtlab runs as root, the
 //! cluster runs as the `postgres` system user (as the distribution packages create it, or
 //! `SMTLAB_PG_USER`): the temporary directory is given to that user, and every PostgreSQL
@@ -364,7 +374,10 @@ impl ManagedCluster {
             .args(["-U", SUPERUSER, "--auth=trust", "--encoding=UTF8"])
             .args(["--locale=C", "--no-sync"]);
         crate::interrupt::die_with_us(&mut initdb, libc::SIGKILL);
-        let out = output_unless_interrupted(&mut initdb).map_err(|e| match e {
+        let journal = c.dir.join(SHM_JOURNAL);
+        let out = output_unless_interrupted(&mut initdb, Some(&journal));
+        remove_posix_segments(&journal, false);
+        let out = out.map_err(|e| match e {
             ToolError::Spawn(e) => c.spawn_error("initdb", e),
             ToolError::Interrupted => crate::error::Interrupted.into(),
         })?;
@@ -513,6 +526,7 @@ impl ManagedCluster {
             return Ok(());
         }
         self.stopped = true;
+        remove_posix_segments(&self.dir.join(SHM_JOURNAL), false);
         let segment = sysv_segment(&self.data_dir());
         if let Some(mut child) = self.server.take() {
             stop_child(&mut child);
@@ -599,8 +613,12 @@ enum ToolError {
 
 /// `cmd.output()`, except that a signal kills the tool (and its process group: `tool`
 /// makes it a group leader) and returns `Interrupted` within a fraction of a second,
-/// instead of waiting seconds for initdb to finish.
-fn output_unless_interrupted(cmd: &mut Command) -> Result<Output, ToolError> {
+/// instead of waiting seconds for initdb to finish. With `shm_journal`, the POSIX shared
+/// memory segments the tool's process group maps are recorded there as they appear.
+fn output_unless_interrupted(
+    cmd: &mut Command,
+    shm_journal: Option<&Path>,
+) -> Result<Output, ToolError> {
     use std::io::Read;
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(ToolError::Spawn)?;
@@ -626,10 +644,23 @@ fn output_unless_interrupted(cmd: &mut Command) -> Result<Output, ToolError> {
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
+    let mut seen = std::collections::BTreeSet::new();
     let status = loop {
+        if let Some(j) = shm_journal {
+            record_posix_segments(pid, j, &mut seen);
+        }
         match child.try_wait() {
             Ok(Some(status)) => break Ok(status),
             Ok(None) if crate::interrupt::requested() => {
+                if let Some(j) = shm_journal {
+                    // Stopped first, so a backend between shm_open and mmap, or one that
+                    // started since the last look, is seen with its segment (open or
+                    // mapped) before SIGKILL ends it without removing that.
+                    // SAFETY: as below.
+                    unsafe { libc::kill(-pid, libc::SIGSTOP) };
+                    std::thread::sleep(Duration::from_millis(30));
+                    record_posix_segments(pid, j, &mut seen);
+                }
                 // SAFETY: kill has no memory preconditions; the child is not reaped yet,
                 // so its pid and process group are still ours.
                 unsafe { libc::kill(-pid, libc::SIGKILL) };
@@ -651,7 +682,154 @@ fn output_unless_interrupted(cmd: &mut Command) -> Result<Output, ToolError> {
     })
 }
 
-/// Whether process `pid` exists (a process we may not signal exists too).
+/// The file in a cluster directory naming the POSIX shared memory segments its `initdb`
+/// made: one `NAME INODE` line each.
+pub const SHM_JOURNAL: &str = "posix-shm";
+
+/// The prefix of PostgreSQL's POSIX segments in /dev/shm (`dsm_impl.c`,
+/// `PG_DYNSHMEM_PREFIX` … `"PostgreSQL."`).
+const PG_SHM_PREFIX: &str = "/dev/shm/PostgreSQL.";
+
+/// The PostgreSQL segments in `/dev/shm` that `maps` (a `/proc/PID/maps`) shows mapped:
+/// (name, inode). A line is `address perms offset dev inode path`, and the path of an
+/// unlinked file ends in ` (deleted)`.
+fn mapped_segments(maps: &str) -> Vec<(String, u64)> {
+    maps.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let path = *f.get(5)?;
+            let name = path.strip_prefix("/dev/shm/")?;
+            if !path.starts_with(PG_SHM_PREFIX) || f.len() > 6 || name.contains('/') {
+                return None;
+            }
+            Some((name.to_string(), f.get(4)?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The PostgreSQL segments in /dev/shm process `pid` holds open (`/proc/PID/fd`, proc(5)):
+/// one made by shm_open and not mapped yet.
+fn open_segments(pid: i32) -> Vec<(String, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let target = std::fs::read_link(e.path()).ok()?;
+            let t = target.to_str()?;
+            let name = t.strip_prefix("/dev/shm/")?;
+            if !t.starts_with(PG_SHM_PREFIX) || name.contains('/') || name.contains(' ') {
+                return None;
+            }
+            Some((name.to_string(), std::fs::metadata(e.path()).ok()?.ino()))
+        })
+        .collect()
+}
+
+/// The processes of process group `pgid` (from `/proc/PID/stat`, field 5).
+fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(2)?.parse::<i32>().ok())
+                    == Some(pgid)
+            })
+        })
+        .collect()
+}
+
+/// Appends to `journal` every PostgreSQL segment a process of group `pgid` maps that is not
+/// in `seen` yet.
+fn record_posix_segments(
+    pgid: i32,
+    journal: &Path,
+    seen: &mut std::collections::BTreeSet<(String, u64)>,
+) {
+    use std::io::Write;
+    let mut new = String::new();
+    for pid in group_members(pgid) {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        for seg in mapped_segments(&maps).into_iter().chain(open_segments(pid)) {
+            if !seen.contains(&seg) {
+                new.push_str(&format!("{} {}\n", seg.0, seg.1));
+                seen.insert(seg);
+            }
+        }
+    }
+    if !new.is_empty()
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(journal)
+    {
+        let _ = f.write_all(new.as_bytes());
+    }
+}
+
+/// Whether any process maps the file with inode `ino` at `path`.
+fn mapped_by_anyone(name: &str, ino: u64) -> bool {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    rd.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<i32>().is_ok())
+        })
+        .any(|e| {
+            std::fs::read_to_string(e.path().join("maps")).is_ok_and(|m| {
+                mapped_segments(&m)
+                    .iter()
+                    .any(|(n, i)| n == name && *i == ino)
+            })
+        })
+}
+
+/// Removes each segment `journal` names that is still in /dev/shm with the inode recorded
+/// (so a later segment given the same name is not taken for it) and the owner of the
+/// cluster directory holding the journal (the user initdb ran as); `stale`: only when no
+/// process maps it. Returns how many were removed.
+pub fn remove_posix_segments(journal: &Path, stale: bool) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Some(owner) = journal
+        .parent()
+        .and_then(|d| std::fs::symlink_metadata(d).ok())
+        .map(|m| m.uid())
+    else {
+        return 0;
+    };
+    // Read after a signal too (`read_input` stops at one): this is the cleanup.
+    let Ok(text) = crate::fsutil::read_kernel_text(journal) else {
+        return 0;
+    };
+    let mut n = 0;
+    for line in text.lines() {
+        let Some((name, ino)) = line.split_once(' ') else {
+            continue;
+        };
+        let Ok(ino) = ino.trim().parse::<u64>() else {
+            continue;
+        };
+        if !name.starts_with("PostgreSQL.") || name.contains('/') {
+            continue;
+        }
+        let path = Path::new("/dev/shm").join(name);
+        let same = std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.is_file() && m.ino() == ino && m.uid() == owner);
+        if same && !(stale && mapped_by_anyone(name, ino)) && std::fs::remove_file(&path).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Removes every `base/smtlab-pg-PID-N` left by an smtlab that is gone (SIGKILLed, so
 /// its `Drop` never ran), first stopping a postmaster still running from it (one started
 /// by an older smtlab through `pg_ctl`, which outlived it). Returns the directories
@@ -725,6 +903,7 @@ pub(crate) fn stop_stale_postmaster(dir: &Path) {
     if let Some(seg) = segment {
         remove_sysv_segment(seg);
     }
+    remove_posix_segments(&dir.join(SHM_JOURNAL), true);
 }
 
 fn stop_stale_postmaster_process(dir: &Path) {
@@ -845,6 +1024,55 @@ mod tests {
         drop(f);
         // Released (its owner died): now stale.
         assert_eq!(remove_stale_clusters(base.path()), vec![held]);
+    }
+
+    #[test]
+    fn posix_segments_are_read_from_maps_lines() {
+        let maps = "\
+7fd1d404a000-7fd1d414a000 rw-s 00000000 00:1b 494128                     /dev/shm/PostgreSQL.966265910
+7fd1d414a000-7fd1d4151000 rw-s 00000000 00:1b 494127                     /dev/shm/PostgreSQL.2475677760 (deleted)
+7fd1d414a000-7fd1d4151000 rw-s 00000000 00:1b 494126                     /dev/shm/other
+7fd1d414a000-7fd1d4151000 r--p 00000000 08:01 12                         /usr/lib/x.so
+7fd1d414a000-7fd1d4151000 rw-p 00000000 00:00 0
+";
+        assert_eq!(
+            mapped_segments(maps),
+            [("PostgreSQL.966265910".to_string(), 494128)]
+        );
+    }
+
+    #[test]
+    fn only_the_journals_segments_with_their_inodes_are_removed() {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(shm) = std::fs::metadata("/dev/shm") else {
+            return;
+        };
+        assert!(shm.is_dir());
+        let dir = tempfile::tempdir().unwrap();
+        let ours =
+            Path::new("/dev/shm").join(format!("PostgreSQL.smtlab-test-{}", std::process::id()));
+        let other =
+            Path::new("/dev/shm").join(format!("PostgreSQL.smtlab-test-{}-b", std::process::id()));
+        std::fs::write(&ours, b"x").unwrap();
+        std::fs::write(&other, b"x").unwrap();
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+        // `other` is named with a wrong inode: a later segment of the same name.
+        let journal = dir.path().join(SHM_JOURNAL);
+        std::fs::write(
+            &journal,
+            format!(
+                "{} {}\n{} {}\n../etc/passwd 1\n",
+                name(&ours),
+                ino(&ours),
+                name(&other),
+                ino(&other) + 1
+            ),
+        )
+        .unwrap();
+        assert_eq!(remove_posix_segments(&journal, true), 1);
+        assert!(!ours.exists() && other.exists());
+        std::fs::remove_file(&other).unwrap();
     }
 
     #[test]

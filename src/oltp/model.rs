@@ -48,6 +48,10 @@ pub struct OltpReport {
     /// `--counters off`, on the fake engine and in older files.
     #[serde(default)]
     pub counters: Option<crate::counters::Status>,
+    /// The look at the clients' CPUs just before the runs: each warning (other work on
+    /// them, steal), as printed. Empty when they were quiet, and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hygiene: Vec<String>,
     /// Which signal, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<crate::interrupt::Signal>,
@@ -108,6 +112,10 @@ pub struct LayoutRun {
     pub client_cpu_time_ns: u64,
     /// Threads seen on a CPU outside their set (should be 0).
     pub pinning_violations: usize,
+    /// Hypervisor steal on the clients' CPUs during the run, 0–1; None where not measured
+    /// (no steal field in /proc/stat, the fake engine, older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_share: Option<f64>,
     /// Per client thread.
     pub per_thread: Vec<ThreadRun>,
 }
@@ -160,6 +168,7 @@ pub(crate) mod tests {
     /// A report with one run and one skipped layout.
     pub(crate) fn sample() -> OltpReport {
         OltpReport {
+            hygiene: Vec::new(),
             db: "postgres://u:***@h/db".into(),
             db_version: "PostgreSQL 15.8".into(),
             db_description: "PostgreSQL 15.8 at postgres://u:***@h/db (synchronous_commit=on)"
@@ -196,6 +205,7 @@ pub(crate) mod tests {
                 involuntary_ctx_switches: 12,
                 client_cpu_time_ns: 1_000_000_000,
                 pinning_violations: 0,
+                steal_share: None,
                 per_thread: vec![],
             }],
             skipped: vec![SkippedLayout {

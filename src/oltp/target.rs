@@ -67,6 +67,26 @@ impl DbTarget {
                     dir.display()
                 )));
             }
+            // SQLite writes the file, its journal and its WAL in that directory: find out
+            // now that it can, not after the server side of the run has started (as root
+            // a directory under /proc passes access(2), so a file is made and removed).
+            if let Some(why) = crate::fsutil::output_problem(&path) {
+                return Err(BadInput(format!(
+                    "`--db sqlite:{p}`: {why}; give a database file (or a path with nothing \
+                     yet) in a directory smtlab can write"
+                )));
+            }
+            if path.exists() {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| {
+                        BadInput(format!(
+                            "`--db sqlite:{p}`: cannot write the database file ({e}); give a \
+                             file this user can write, or a new path"
+                        ))
+                    })?;
+            }
             return Ok(DbTarget::Sqlite(Some(path)));
         }
         if t == "postgres-managed" || t == "postgresql-managed" {

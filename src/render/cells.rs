@@ -29,6 +29,18 @@ pub fn utc(unix_s: u64) -> String {
     )
 }
 
+/// A number read from a file, as a refusal quotes it: short whatever its size (`1e308`,
+/// not 309 digits), `null (not a number)` for NaN, which a file writes as `null`.
+pub fn file_value(v: f64) -> String {
+    if v.is_nan() {
+        "null (not a number)".into()
+    } else if v != 0.0 && v.is_finite() && (v.abs() >= 1e6 || v.abs() < 1e-3) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,8 @@
 //! before the run starts ([`Exports::check`]), so a bad path costs no measurement and no
 //! run leaves half a file.
 
-use super::markdown::{cell, md};
+use super::blocks::Block;
+use super::markdown::md;
 use super::table::{NONE, Table};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
@@ -44,6 +45,59 @@ pub struct Document {
     /// Raw values, one row per measured unit: the CSV file.
     pub data: Table,
     pub sections: Vec<Section>,
+}
+
+impl Document {
+    /// A run's export from its one document, the blocks its terminal output is drawn
+    /// from: the Markdown has the same headings, sentences and tables (folded detail
+    /// under its summary line as a heading of its own; charts left out, their tables
+    /// carry the numbers).
+    pub fn of<T: serde::Serialize>(title: &str, model: &T, data: Table, blocks: &[Block]) -> Self {
+        let mut sections = Vec::new();
+        sections_of(blocks, &mut sections);
+        Document {
+            title: title.into(),
+            json: serde_json::to_value(model).unwrap_or_default(),
+            data,
+            sections,
+        }
+    }
+}
+
+/// `blocks` as sections: a heading opens one, and text or a table after a section's
+/// table opens an untitled one, so that everything keeps its order.
+fn sections_of(blocks: &[Block], out: &mut Vec<Section>) {
+    fn open(out: &mut Vec<Section>, heading: &str) {
+        out.push(Section {
+            heading: heading.into(),
+            text: Vec::new(),
+            table: None,
+        });
+    }
+    fn current(out: &mut Vec<Section>) -> &mut Section {
+        if out.last().is_none_or(|s| s.table.is_some()) {
+            open(out, "");
+        }
+        out.last_mut().expect("a section was just opened")
+    }
+    for b in blocks {
+        match b {
+            Block::Heading(h) | Block::Subheading(h) => open(out, h),
+            Block::Folded { summary, blocks } => {
+                open(out, summary);
+                sections_of(blocks, out);
+            }
+            Block::Chart(_) => {}
+            Block::Table(t) => current(out).table = Some(t.clone()),
+            Block::Intro(t) | Block::Key(t) | Block::Note(t) => current(out).text.push(t.clone()),
+            Block::List(items) => current(out).text.extend(items.iter().cloned()),
+            Block::Terms(terms) => current(out).text.extend(
+                terms
+                    .iter()
+                    .map(|t| format!("{}: {} — {}", t.label, t.observed, t.meaning)),
+            ),
+        }
+    }
 }
 
 impl Exports {
@@ -119,33 +173,19 @@ pub fn csv(t: &Table) -> Result<String> {
     Ok(String::from_utf8(bytes)?)
 }
 
-/// A table as a Markdown (GFM) table, every cell escaped.
-pub fn markdown_table(o: &mut String, t: &Table) {
-    let header: Vec<String> = if t.header.iter().all(|h| h.is_empty()) {
-        vec!["".into(); t.header.len()]
-    } else {
-        t.header.iter().map(|h| cell(h)).collect()
-    };
-    let _ = writeln!(o, "| {} |", header.join(" | "));
-    let _ = writeln!(o, "|{}|", vec!["---"; header.len()].join("|"));
-    for r in &t.rows {
-        let cells: Vec<String> = r.iter().map(|c| cell(c)).collect();
-        let _ = writeln!(o, "| {} |", cells.join(" | "));
-    }
-    o.push('\n');
-}
-
 /// The Markdown export: the title, then each section.
 pub fn markdown(doc: &Document) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# {}\n", md(&doc.title));
     for s in &doc.sections {
-        let _ = writeln!(o, "## {}\n", md(&s.heading));
+        if !s.heading.is_empty() {
+            let _ = writeln!(o, "## {}\n", md(&s.heading));
+        }
         for t in &s.text {
             let _ = writeln!(o, "{}\n", md(t));
         }
         if let Some(t) = &s.table {
-            markdown_table(&mut o, t);
+            super::markup::md_table(&mut o, t);
         }
     }
     o

@@ -13,12 +13,21 @@
 //! break in a table cell split the row), `[` and `]` are escaped so that nothing in it is
 //! a link or image (`[x](javascript:…)` passed through, §6.3, §6.4), and a leading `#` or
 //! `>` is escaped so that a value starting a line starts no heading or quote (§4.2, §5.1).
+//!
+//! GitHub's Markdown also makes links of bare text (GFM 0.29 §6.9, autolinks extension):
+//! `www.` plus a domain, `http://` and `https://` URLs, and e-mail addresses. A value never
+//! becomes a link, so `://`'s colon, the dot of `www.` and `@` are backslash-escaped
+//! (§2.4: any ASCII punctuation may be), which the autolink scanner does not match.
+//!
+//! Control characters (ESC, a carriage return, C1 controls, bidirectional overrides) are
+//! shown as their escapes (`\x1b`), as on a terminal ([`super::terminal`]), in text and in
+//! code spans alike: a viewer or a `cat` of the file would otherwise run them.
 
 /// Text as Markdown: line breaks turned into spaces; `<`, `>`, `&`, `\`, `[` and `]`
 /// escaped outside code spans (which are literal in Markdown, so they are left alone), and a
 /// leading `#` or `>` escaped.
 pub fn md(text: &str) -> String {
-    let one_line = text.replace("\r\n", " ").replace(['\r', '\n'], " ");
+    let one_line = visible(text);
     let text = one_line.as_str();
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
@@ -27,8 +36,16 @@ pub fn md(text: &str) -> String {
     // every slice boundary is a char boundary.
     let mut start = 0;
     let flush = |out: &mut String, s: &str| {
-        for c in s.chars() {
+        let mut prev: [char; 3] = [' '; 3];
+        let mut chars = s.chars().peekable();
+        while let Some(c) = chars.next() {
+            let www = prev.iter().all(|p| p.eq_ignore_ascii_case(&'w'));
+            prev = [prev[1], prev[2], c];
             match c {
+                // Autolinks (GFM §6.9): `http://`, `www.`, `user@host`.
+                ':' if chars.peek() == Some(&'/') => out.push_str("\\:"),
+                '.' if www => out.push_str("\\."),
+                '@' => out.push_str("\\@"),
                 '&' => out.push_str("&amp;"),
                 '<' => out.push_str("&lt;"),
                 '>' => out.push_str("&gt;"),
@@ -84,7 +101,7 @@ pub fn cell(s: &str) -> String {
 /// padded with a space when it starts or ends with a backtick (CommonMark 0.31 §6.1), line
 /// breaks turned into spaces. Its content then shows literally, whatever it holds.
 pub fn code(s: &str) -> String {
-    let s = s.replace(['\r', '\n'], " ");
+    let s = visible(s);
     let b = s.as_bytes();
     let mut longest = 0;
     let mut i = 0;
@@ -104,6 +121,13 @@ pub fn code(s: &str) -> String {
         ""
     };
     format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+/// `text` on one line with its control characters visible: line breaks and tabs become
+/// spaces, every other control character its escape ([`super::terminal::field`]).
+fn visible(text: &str) -> String {
+    let one_line = text.replace("\r\n", " ").replace(['\r', '\n', '\t'], " ");
+    super::terminal::field(&one_line)
 }
 
 fn run_len(b: &[u8], i: usize) -> usize {
@@ -171,6 +195,28 @@ mod tests {
         // Inside a code span the text is literal already.
         assert_eq!(md("run `[x](y)` now"), "run `[x](y)` now");
         assert_eq!(md("a\nb"), "a b");
+    }
+
+    #[test]
+    fn bare_urls_www_and_addresses_do_not_become_links() {
+        assert_eq!(
+            md("see https://evil.example/x and www.evil.example or a@b.example"),
+            "see https\\://evil.example/x and www\\.evil.example or a\\@b.example"
+        );
+        assert_eq!(md("WWW.X.example http:x"), "WWW\\.X.example http:x");
+        // In a code span nothing is a link already.
+        assert_eq!(md("`https://x`"), "`https://x`");
+    }
+
+    #[test]
+    fn control_characters_show_as_escapes_in_text_and_code() {
+        assert_eq!(
+            md("h\x1b]0;t\x07\x1b[2J\u{9b}"),
+            "h\\\\x1b\\]0;t\\\\x07\\\\x1b\\[2J\\\\x9b"
+        );
+        assert_eq!(md("`a\x1b[2Jb`"), "`a\\x1b[2Jb`");
+        assert_eq!(code("a\x1bb\tc"), "`a\\x1bb c`");
+        assert_eq!(cell("x\u{202e}y"), "x\\\\u{202e}y");
     }
 
     #[test]

@@ -4,10 +4,16 @@
 pub mod blocks;
 pub mod cells;
 pub mod export;
+mod interval;
 pub mod markdown;
+pub mod markup;
+#[cfg(test)]
+pub(crate) mod printed;
 pub mod prometheus;
 pub mod svg;
 mod table;
+pub mod terminal;
+pub use interval::{ci_label, ci_with_runs, level_text, ratio_text};
 pub use table::{Align, NONE, Table};
 
 /// A count with thousands separators: `74,635`.
@@ -229,7 +235,7 @@ pub fn comparison_cell(c: Option<&crate::stats::Comparison>) -> String {
     match c {
         Some(c) if c.estimate.is_finite() => format!(
             "{}× ({}): {}",
-            crate::stats::ratio_text(c.estimate),
+            ratio_text(c.estimate),
             c.interval_text(),
             c.effect
         ),
@@ -277,14 +283,14 @@ pub fn comparisons_table<'a>(
         } else {
             format!(
                 "{}–{} ({})",
-                crate::stats::ratio_text(c.low),
-                crate::stats::ratio_text(c.high),
-                c.interval_label()
+                ratio_text(c.low),
+                ratio_text(c.high),
+                c.interval_kind()
             )
         };
         t.push(vec![
             what.to_string(),
-            format!("{}×", crate::stats::ratio_text(c.estimate)),
+            format!("{}×", ratio_text(c.estimate)),
             interval,
             c.n.to_string(),
             c.effect.to_string(),
@@ -297,20 +303,6 @@ pub fn comparisons_table<'a>(
 /// or the median alone when there is no spread.
 pub fn pm_n(s: &crate::stats::Summary) -> String {
     format!("{} (n = {})", pm_sig(s.median, s.mad), s.n)
-}
-
-/// A bootstrap ratio with its interval, or with the reason it has none (fewer than three
-/// runs): `0.52× (95% CI 0.48–0.55)`.
-pub fn ci_with_runs(c: &crate::stats::Ci, runs: usize) -> String {
-    if runs < 3 {
-        format!(
-            "{:.2}× ({}: too few for a confidence interval, use --repeat 3 or more)",
-            c.estimate,
-            count(runs, "run")
-        )
-    } else {
-        format!("{:.2}× (95% CI {:.2}–{:.2})", c.estimate, c.low, c.high)
-    }
 }
 
 /// A median with an SI prefix to 3 significant figures and its MAD relative to it, to 2:
@@ -336,9 +328,9 @@ pub fn band(noise: f64) -> String {
     }
 }
 
-/// A ratio as `1.31×` (two decimals below 10, as [`crate::stats::ratio_text`]).
+/// A ratio as `1.31×` (two decimals below 10, as [`ratio_text`]).
 pub fn times(x: f64) -> String {
-    format!("{}×", crate::stats::ratio_text(x))
+    format!("{}×", ratio_text(x))
 }
 
 /// A comparison's interval with its label and run count: `95 % CI 1.95–2.03, n = 7`,
@@ -404,6 +396,33 @@ pub fn pct(share: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_findings_indicative_interval_has_one_pair_of_brackets() {
+        use crate::stats::{Comparison, Thresholds};
+        // Two paired rounds: an indicative interval. The table has an N column, so the
+        // interval cell names its kind once and leaves the count to that column.
+        let two = Comparison::of_paired_ratios(&[0.97, 1.0], Thresholds::SLOWDOWN, 0.9).unwrap();
+        let five = Comparison::of_paired_ratios(
+            &[0.97, 1.0, 0.98, 0.99, 0.985],
+            Thresholds::SLOWDOWN,
+            0.9,
+        )
+        .unwrap();
+        let t = super::comparisons_table([("two rounds", &two), ("five rounds", &five)]);
+        let text = t.text();
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .unwrap()
+                .to_string()
+        };
+        let r2 = row("two rounds");
+        assert!(r2.contains("(indicative)"), "{text}");
+        assert_eq!(r2.matches('(').count(), 1, "{text}");
+        assert_eq!(r2.split_whitespace().rev().nth(1), Some("2"), "{text}");
+        assert!(row("five rounds").contains("(90 % CI)"), "{text}");
+    }
+
     #[test]
     fn significant_figures() {
         assert_eq!(super::sig(19.979, 3), "20.0");

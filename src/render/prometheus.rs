@@ -29,7 +29,8 @@ pub fn value(v: f64) -> String {
     }
 }
 
-/// A label value with `\`, `"` and line feeds escaped.
+/// A label value with `\`, `"` and line feeds escaped, and other control characters
+/// written as the text of their escapes.
 pub fn escape(v: &str) -> String {
     let mut s = String::with_capacity(v.len());
     for c in v.chars() {
@@ -37,6 +38,12 @@ pub fn escape(v: &str) -> String {
             '\\' => s.push_str("\\\\"),
             '"' => s.push_str("\\\""),
             '\n' => s.push_str("\\n"),
+            // Any other control character (a tab is text in a label value) as the terminal
+            // shows it, `\x1b`, its backslash escaped: the format has no escape of its own
+            // for them, and one written raw runs when the file is printed.
+            c if c != '\t' && super::terminal::is_unsafe(c) => {
+                s.push_str(&super::terminal::field(&c.to_string()).replace('\\', "\\\\"))
+            }
             c => s.push(c),
         }
     }
@@ -100,6 +107,13 @@ mod tests {
             r#"{host="a\"b\\c\nd",k="v"}"#
         );
         assert_eq!(labels(&[]), "");
+        // A control character from a results.json (a host name that sets the terminal's
+        // title) is written as its escape's text, the backslash escaped: `cat` of the file
+        // runs nothing, and the parser reads `\x1b` back as four characters.
+        assert_eq!(
+            labels(&[("t", "\u{1b}]0;title\u{7}\tx\u{85}\u{202e}")]),
+            "{t=\"\\\\x1b]0;title\\\\x07\tx\\\\x85\\\\u{202e}\"}"
+        );
         let mut e = Exposition::new();
         e.gauge("x_empty", "nothing", &[]);
         e.gauge("x_ratio", "a ratio", &[(labels(&[("k", "v")]), 0.5)]);

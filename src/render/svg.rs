@@ -18,7 +18,10 @@ pub const HIGHLIGHT: &str = "#D55E00";
 /// Escapes text for XML content and attribute values.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
+    // Control characters (ESC, C1, bidirectional overrides) shown as their escapes, as on
+    // a terminal: HTML forbids most of them (a parse error, HTML §13.2.5), and a `cat` of
+    // the page would run them.
+    for c in super::terminal::text(s).chars() {
         match c {
             '&' => o.push_str("&amp;"),
             '<' => o.push_str("&lt;"),
@@ -117,6 +120,9 @@ impl Doc {
     }
 }
 
+/// The most ticks an axis draws: a chart is a few hundred pixels tall.
+pub const MAX_TICKS: usize = 32;
+
 /// A value axis: linear from 0, or log10.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Axis {
@@ -169,8 +175,10 @@ impl Axis {
             min * 10.0
         };
         // Both ends normal numbers at most 20 decades apart: an edited results.json with a
-        // rate of 5e-324 put the bottom at 10^-324 = 0 and asked for 2^31 ticks.
-        let max = max.min(1e300);
+        // rate of 5e-324 put the bottom at 10^-324 = 0 and asked for 2^31 ticks. The top is
+        // kept a normal number too (every value 5e-324: max·1e-20 is 0 again), so both
+        // powers of ten below are normal and nonzero (IEEE 754 subnormals end at 2^-1022).
+        let max = max.clamp(1e-280, 1e300);
         let min = min.max(max * 1e-20).min(max);
         Axis {
             lo: 10f64.powf(min.log10().floor()),
@@ -197,17 +205,30 @@ impl Axis {
     }
 
     /// Tick values: each power of ten (log), or 5–6 nice steps (linear).
+    /// At most [`MAX_TICKS`] of them whatever the axis holds (its fields are public: an
+    /// axis built by hand from a file's values must not ask for billions).
     pub fn ticks(&self) -> Vec<f64> {
         if self.log {
-            let (a, b) = (
-                self.lo.log10().round() as i32,
-                self.hi.log10().round() as i32,
-            );
-            (a..=b).map(|e| 10f64.powi(e)).collect()
+            let (a, b) = (self.lo.log10().round(), self.hi.log10().round());
+            if !(a.is_finite() && b.is_finite()) || b < a {
+                return vec![self.lo, self.hi]
+                    .into_iter()
+                    .filter(|v| v.is_finite())
+                    .collect();
+            }
+            let (a, b) = (a as i32, b as i32);
+            // Every decade, or every k-th one when there are more than MAX_TICKS.
+            let k = ((b - a) as usize / MAX_TICKS + 1) as i32;
+            (a..=b).step_by(k as usize).map(|e| 10f64.powi(e)).collect()
         } else {
             let step = nice_step(self.hi / 5.0);
-            let n = (self.hi / step).round() as usize;
-            (0..=n).map(|i| i as f64 * step).collect()
+            let n = (self.hi / step).round();
+            if !(n.is_finite() && n >= 0.0) {
+                return vec![0.0];
+            }
+            (0..=(n as usize).min(MAX_TICKS))
+                .map(|i| i as f64 * step)
+                .collect()
         }
     }
 }
@@ -516,8 +537,33 @@ pub fn line_chart(
     d.finish(name, title)
 }
 
+/// The most rows (and columns) a heatmap draws: 64 × 64 cells are a picture already; a
+/// matrix of thousands of CPUs from a file would make a page of hundreds of MB.
+pub const MAX_HEATMAP: usize = 64;
+
+/// How a heatmap writes its values and names its rows.
+#[derive(Debug, Clone, Copy)]
+pub struct HeatmapStyle {
+    /// Decimals of the values in cells, tooltips and the legend.
+    pub digits: usize,
+    /// Between a row's and a column's label in a tooltip (`↔`, `beside`).
+    pub between: &'static str,
+    /// What the rows are, for "the first N … drawn".
+    pub items: &'static str,
+}
+
+impl HeatmapStyle {
+    /// CPU × CPU latencies: whole numbers, a symmetric relation.
+    pub const CPUS: HeatmapStyle = HeatmapStyle {
+        digits: 0,
+        between: "↔",
+        items: "CPUs",
+    };
+}
+
 /// A square matrix as coloured cells (light = low, dark = high), values written in
-/// cells; `None` cells are grey.
+/// cells; `None` cells are grey. At most [`MAX_HEATMAP`] rows and columns are drawn, the
+/// rest named ("and N more"): the page is bounded by what it draws.
 pub fn heatmap(
     name: &str,
     title: &str,
@@ -525,15 +571,34 @@ pub fn heatmap(
     cells: &[Vec<Option<f64>>],
     unit: &str,
 ) -> String {
+    heatmap_styled(name, title, labels, cells, unit, HeatmapStyle::CPUS)
+}
+
+/// [`heatmap`] with the values and row names of `style`.
+pub fn heatmap_styled(
+    name: &str,
+    title: &str,
+    labels: &[String],
+    cells: &[Vec<Option<f64>>],
+    unit: &str,
+    style: HeatmapStyle,
+) -> String {
+    let digits = style.digits;
+    let more = labels.len().saturating_sub(MAX_HEATMAP);
+    let labels = &labels[..labels.len().min(MAX_HEATMAP)];
     let n = labels.len().max(1);
     let cell = (360.0 / n as f64).clamp(14.0, 56.0);
-    let x0 = 60.0;
+    // Room for the longest row label at 11 px (about 6.5 px a character).
+    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let x0 = (widest as f64 * 6.5 + 12.0).max(60.0);
     let y0 = 44.0;
     let w = x0 + cell * n as f64 + 90.0;
-    let h = y0 + cell * n as f64 + 30.0;
+    let h = y0 + cell * n as f64 + if more > 0 { 50.0 } else { 30.0 };
+    // Only the cells drawn, which have labels: a hand-edited results.json can hold more.
     let vals: Vec<f64> = cells
         .iter()
-        .flatten()
+        .take(labels.len())
+        .flat_map(|r| r.iter().take(labels.len()))
         .flatten()
         .copied()
         .filter(|v| v.is_finite())
@@ -560,14 +625,17 @@ pub fn heatmap(
             let (x, y) = (x0 + cell * j as f64, y0 + cell * i as f64);
             match v {
                 Some(v) if v.is_finite() => {
-                    let tip = format!("{} ↔ {}: {:.0} {unit}", labels[i], labels[j], v);
+                    let tip = format!(
+                        "{} {} {}: {:.digits$} {unit}",
+                        labels[i], style.between, labels[j], v
+                    );
                     d.rect(x, y, cell, cell, &colour(*v), "#fff", &tip);
                     if cell >= 30.0 {
                         let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
                         let fg = if t > 0.5 { "#fff" } else { "#000" };
                         let _ = writeln!(
                             d.body,
-                            r#"<text x="{}" y="{}" text-anchor="middle" font-size="10" fill="{fg}">{:.0}</text>"#,
+                            r#"<text x="{}" y="{}" text-anchor="middle" font-size="10" fill="{fg}">{:.digits$}</text>"#,
                             coord(x + cell / 2.0),
                             coord(y + cell / 2.0 + 3.5),
                             v
@@ -578,6 +646,19 @@ pub fn heatmap(
             }
         }
     }
+    if more > 0 {
+        d.text(
+            x0,
+            y0 + cell * n as f64 + 30.0,
+            "start",
+            11.0,
+            &format!(
+                "the first {n} {} drawn, and {} more (every value is in results.json)",
+                style.items,
+                crate::render::thousands(more as u64)
+            ),
+        );
+    }
     if lo.is_finite() {
         let lx = x0 + cell * n as f64 + 16.0;
         d.rect(lx, y0, 14.0, 14.0, &colour(lo), "none", "");
@@ -586,7 +667,7 @@ pub fn heatmap(
             y0 + 11.0,
             "start",
             10.0,
-            &format!("{lo:.0} {unit}"),
+            &format!("{lo:.digits$} {unit}"),
         );
         if hi > lo {
             d.rect(lx, y0 + 22.0, 14.0, 14.0, &colour(hi), "none", "");
@@ -595,7 +676,7 @@ pub fn heatmap(
                 y0 + 33.0,
                 "start",
                 10.0,
-                &format!("{hi:.0} {unit}"),
+                &format!("{hi:.digits$} {unit}"),
             );
         }
     }
@@ -876,6 +957,59 @@ mod tests {
             assert_eq!(open, close, "<{tag}> balanced in {svg}");
         }
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+    }
+
+    #[test]
+    fn a_huge_matrix_draws_its_first_cpus_and_names_the_rest() {
+        let n = 2000;
+        let labels: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        let row: Vec<Option<f64>> = (0..n).map(|j| Some(50.0 + j as f64)).collect();
+        let cells = vec![row; n];
+        let svg = heatmap("h", "t", &labels, &cells, "ns");
+        assert!(svg.contains("and 1,936 more"), "names the CPUs not drawn");
+        assert_eq!(svg.matches("<rect").count() - 2, MAX_HEATMAP * MAX_HEATMAP);
+        // 4,000,000 cells would be hundreds of MB; 64 × 64 are well under one.
+        assert!(svg.len() < 1 << 20, "{} bytes", svg.len());
+    }
+
+    #[test]
+    fn an_axis_of_only_tiny_values_draws_a_few_ticks() {
+        // Every value 5e-324 (the smallest subnormal): the bottom was 10^-324 = 0 and
+        // ticks() asked for 2^31 values (16 GB).
+        for (lo, hi) in [
+            (5e-324, 5e-324),
+            (5e-324, 1e-320),
+            (0.0, 5e-324),
+            (1e-310, 1e-309),
+        ] {
+            let a = Axis::log(lo, hi);
+            assert!(
+                a.lo > 0.0 && a.lo.is_normal() && a.hi.is_normal(),
+                "{lo} {hi}: {}..{}",
+                a.lo,
+                a.hi
+            );
+            let t = a.ticks();
+            assert!(
+                !t.is_empty() && t.len() <= MAX_TICKS + 1,
+                "{lo} {hi}: {} ticks",
+                t.len()
+            );
+            let f = Axis::fitting([lo, hi].into_iter(), true);
+            assert!(f.ticks().len() <= MAX_TICKS + 1);
+            assert!(Axis::fitting([lo, hi].into_iter(), false).ticks().len() <= MAX_TICKS + 1);
+        }
+        // Built by hand from whatever a file held: still bounded.
+        for (lo, hi, log) in [
+            (0.0, 1e300, true),
+            (1e-300, 1e300, true),
+            (0.0, f64::INFINITY, false),
+            (0.0, 1e-320, false),
+            (0.0, f64::NAN, true),
+        ] {
+            let n = Axis { lo, hi, log }.ticks().len();
+            assert!(n <= MAX_TICKS + 1, "{lo}..{hi} log {log}: {n} ticks");
+        }
     }
 
     #[test]

@@ -6,33 +6,18 @@ use super::{Report, Section, Status};
 use crate::conclusion::SectionCtx;
 use crate::render::Table;
 use crate::render::blocks::Block;
+use crate::render::markup::{
+    CSS_STUDY, Column, HtmlStyle, html_table, inline, page_end, page_start,
+};
 use crate::render::svg::{self, CoreBox, L3Box, PackageBox, esc};
 use crate::topology::Topology;
 use std::fmt::Write;
-
-const CSS: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#1a1a1a;line-height:1.45}
-h1{margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
-.meta{color:#555}.banner{padding:.6em 1em;border-radius:6px;margin:1em 0;font-weight:600}
-.synthetic{background:#fff3cd;border:1px solid #e0c060}.partial{background:#fde2e1;border:1px solid #d9534f}
-#verdict{background:#f3f8ff;border:1px solid #b8d0f0;border-radius:8px;padding:.2em 1.2em 1em}
-#verdict h2{border:none}.headline{font-size:1.1em}
-.answers .keephton strong{color:#17702a}.answers .turnhtoff strong{color:#b3261e}.answers .inconclusive strong,.answers .notmeasured strong{color:#6b6b6b}
-dt{font-weight:700;margin-top:.8em}dd{margin-left:1em}dd p{margin:.3em 0}
-table{border-collapse:collapse;margin:.6em 0;font-size:.88em}th,td{border:1px solid #ddd;padding:.25em .55em;text-align:left;vertical-align:top}
-th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.chart{display:block;margin:.8em 0;max-width:100%;height:auto}.note{color:#555;font-size:.9em}
-code{background:#f2f2f2;padding:0 .25em;border-radius:3px;font-size:.92em}details{margin:.5em 0}summary{cursor:pointer;color:#0b5394}footer{margin-top:3em;color:#777;font-size:.85em}
-";
 
 /// Renders the page.
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
     let title = format!("smtlab study — {}", r.machine.cpu_model);
-    let _ = write!(
-        o,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n",
-        esc(&title)
-    );
+    page_start(&mut o, &title, CSS_STUDY);
     let _ = writeln!(
         o,
         "<h1>smtlab study</h1>\n<p class=\"meta\">{} · {} · smtlab {} (git {}) · {}</p>",
@@ -62,86 +47,47 @@ pub fn render(r: &Report) -> String {
     for s in r.sections() {
         section(&mut o, r, s, &ctx);
     }
-    let _ = writeln!(
-        o,
-        "<footer>Written by <code>{}</code>; re-render with <code>smtlab report results.json</code>. Schema version {}.</footer>\n</body>\n</html>",
-        esc(&r.provenance.command),
-        r.schema_version
+    page_end(
+        &mut o,
+        &format!(
+            "Written by <code>{}</code>; re-render with <code>smtlab report results.json</code>. Schema version {}.",
+            esc(&r.provenance.command),
+            r.schema_version
+        ),
     );
     o
 }
 
 fn table(o: &mut String, t: &Table) {
-    o.push_str("<table>\n");
-    if t.header.iter().any(|h| !h.is_empty()) {
-        o.push_str("<tr>");
-        for h in &t.header {
-            let _ = write!(o, "<th>{}</th>", esc(h));
-        }
-        o.push_str("</tr>\n");
-    }
-    for row in &t.rows {
-        o.push_str("<tr>");
-        for c in row {
-            let numeric = c.starts_with(|ch: char| ch.is_ascii_digit()) && !c.contains(' ')
-                || c.ends_with('×');
-            if numeric {
-                let _ = write!(o, "<td class=\"num\">{}</td>", esc(c));
-            } else {
-                let _ = write!(o, "<td>{}</td>", inline(c));
-            }
-        }
-        o.push_str("</tr>\n");
-    }
-    o.push_str("</table>\n");
+    html_table(o, t, &HtmlStyle::AUTO);
 }
 
 fn para(o: &mut String, class: &str, text: &str) {
     let _ = writeln!(o, "<p class=\"{class}\">{}</p>", inline(text));
 }
 
-/// Escapes text and turns `backticked` spans into `<code>`.
-pub fn inline(text: &str) -> String {
-    let mut out = String::new();
-    for (i, part) in text.split('`').enumerate() {
-        if i % 2 == 1 {
-            out.push_str("<code>");
-            out.push_str(&esc(part));
-            out.push_str("</code>");
-        } else {
-            out.push_str(&esc(part));
-        }
-    }
-    // An odd number of backticks: the last one was literal.
-    if text.matches('`').count() % 2 == 1 {
-        return esc(text);
-    }
-    out
-}
-
 fn verdict(o: &mut String, r: &Report) {
     let v = &r.verdict;
     o.push_str("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
     if !v.answers.is_empty() {
-        o.push_str(
-            "<table class=\"answers\">\n<tr><th>workload class</th><th>answer</th><th>evidence</th><th>why</th><th>section</th></tr>\n",
+        // Each row is classed by its answer, for the stylesheet's colours.
+        let row_class = |i: usize| format!("{:?}", v.answers[i].answer).to_lowercase();
+        html_table(
+            o,
+            &view::answer_rows(v, true),
+            &HtmlStyle {
+                class: Some("answers"),
+                columns: &[
+                    Column::Text,
+                    Column::Strong,
+                    Column::Text,
+                    Column::Code,
+                    Column::Anchor,
+                ],
+                row_class: Some(&row_class),
+                ..HtmlStyle::TEXT
+            },
         );
-        for a in &v.answers {
-            let _ = writeln!(
-                o,
-                "<tr class=\"{}\"><td>{}</td><td><strong>{}</strong></td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&format!("{:?}", a.answer).to_lowercase()),
-                esc(a.class.label()),
-                esc(a.answer.label()),
-                a.evidence
-                    .as_ref()
-                    .map_or_else(|| "-".to_string(), |e| esc(&e.comparison.to_string())),
-                inline(&a.reason),
-                a.section
-                    .map_or_else(|| "-".to_string(), |p| format!("<a href=\"#{p}\">{p}</a>")),
-            );
-        }
-        o.push_str("</table>\n");
     }
     para(o, "headline", &v.headline);
     if !v.findings.is_empty() {
@@ -314,17 +260,5 @@ fn blocks(o: &mut String, b: &[Block]) {
                 o.push_str("</details>\n");
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn inline_code_spans_are_escaped() {
-        assert_eq!(inline("a `<b>` c"), "a <code>&lt;b&gt;</code> c");
-        assert_eq!(inline("odd ` tick"), "odd ` tick");
-        assert_eq!(inline("plain & simple"), "plain &amp; simple");
     }
 }

@@ -7,10 +7,11 @@ use super::view;
 use crate::render::Table;
 use crate::render::blocks::Block;
 use crate::render::markdown::{code, md};
+use crate::render::markup::{Column, md_table, md_table_with};
 use std::fmt::Write;
 
 fn table(o: &mut String, t: &Table) {
-    crate::render::export::markdown_table(o, t);
+    md_table(o, t);
 }
 
 /// One finding at a glance: its comparisons as a table (what, ratio, interval, n, class),
@@ -48,20 +49,11 @@ pub fn render(r: &Report) -> String {
     }
     o.push_str("## Verdict\n\n");
     if !r.verdict.answers.is_empty() {
-        o.push_str("| workload class | answer | evidence | why |\n|---|---|---|---|\n");
-        for a in &r.verdict.answers {
-            let _ = writeln!(
-                o,
-                "| {} | **{}** | {} | {} |",
-                md(a.class.label()),
-                md(a.answer.label()),
-                a.evidence
-                    .as_ref()
-                    .map_or_else(|| "-".to_string(), |e| md(&e.comparison.to_string())),
-                md(&a.reason).replace('|', "\\|"),
-            );
-        }
-        o.push('\n');
+        md_table_with(
+            &mut o,
+            &view::answer_rows(&r.verdict, false),
+            &[Column::Text, Column::Strong],
+        );
     }
     let _ = writeln!(o, "{}\n", md(&r.verdict.headline));
     for f in &r.verdict.findings {

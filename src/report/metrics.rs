@@ -5,7 +5,7 @@
 //! `smtlab merge` reads the same names and the same effect-to-answer rule, so a fleet's
 //! answer for a machine type is decided as one host's is.
 
-use super::{HtAnswer, Report, WorkloadClass};
+use super::{Answer, HtAnswer, Report, WorkloadClass};
 use crate::render::prometheus::{Exposition, SMT_YIELD_HELP, labels};
 use crate::stats::Effect;
 
@@ -27,6 +27,18 @@ pub const ANSWERS: [HtAnswer; 7] = [
     HtAnswer::SmallLoss,
     HtAnswer::NoDifference,
     HtAnswer::DependsOnWorkload,
+    HtAnswer::Inconclusive,
+    HtAnswer::NotMeasured,
+];
+
+/// Every answer a machine type can get from `merge`: a study's, and hosts that disagree.
+pub const FLEET_ANSWERS: [HtAnswer; 8] = [
+    HtAnswer::KeepHtOn,
+    HtAnswer::TurnHtOff,
+    HtAnswer::SmallLoss,
+    HtAnswer::NoDifference,
+    HtAnswer::DependsOnWorkload,
+    HtAnswer::HostsDisagree,
     HtAnswer::Inconclusive,
     HtAnswer::NotMeasured,
 ];
@@ -54,6 +66,7 @@ pub fn answer_slug(a: HtAnswer) -> &'static str {
         HtAnswer::DependsOnWorkload => "depends-on-workload",
         HtAnswer::Inconclusive => "inconclusive",
         HtAnswer::NotMeasured => "not-measured",
+        HtAnswer::HostsDisagree => "hosts-disagree",
     }
 }
 
@@ -81,11 +94,30 @@ impl RatioKind {
 /// The ratio each class's answer rests on (the verdict's rows: the yield phase for compute
 /// and locks, oltp's `all` ÷ `one-per-core` for inserts, the command's `all` ÷
 /// `one-per-core`; lockscan's thread beside a scanning sibling ÷ alone).
+///
+/// Locks beside scans rests on the shared core's combined progress (lock thread and
+/// scanner, each against itself one per core), a yield; files written before the
+/// scanner's progress was recorded carry the lock thread's sharing ratio alone
+/// ([`evidence_kind`] tells them apart).
 pub fn ratio_kind(c: WorkloadClass) -> RatioKind {
-    match c {
-        WorkloadClass::LocksBesideScans => RatioKind::SiblingSharing,
-        _ => RatioKind::SmtYield,
-    }
+    let _ = c;
+    RatioKind::SmtYield
+}
+
+/// The kind of ratio a row's evidence is: its class's, except a locks-beside-scans row
+/// judged against the slowdown thresholds, which is the lock thread's sharing ratio alone
+/// (a file without the scanner's progress). None without evidence.
+pub fn evidence_kind(a: &Answer) -> Option<RatioKind> {
+    let c = a.evidence.as_ref()?.comparison;
+    Some(
+        if a.class == WorkloadClass::LocksBesideScans
+            && c.thresholds == crate::stats::Thresholds::SLOWDOWN
+        {
+            RatioKind::SiblingSharing
+        } else {
+            ratio_kind(a.class)
+        },
+    )
 }
 
 /// The answer an interval's class gives for a workload class, as the verdict maps a
@@ -133,7 +165,7 @@ pub fn prometheus(r: &Report) -> String {
             .verdict
             .answers
             .iter()
-            .filter(|a| ratio_kind(a.class) == kind)
+            .filter(|a| evidence_kind(a) == Some(kind))
             .filter_map(|a| {
                 let c = a.evidence.as_ref()?.comparison;
                 Some((labels(&[("class", class_slug(a.class))]), c))
@@ -214,7 +246,7 @@ mod tests {
                 Some(class_slug(c))
             );
         }
-        for a in ANSWERS {
+        for a in FLEET_ANSWERS {
             assert_eq!(
                 serde_json::to_value(a).unwrap().as_str(),
                 Some(answer_slug(a))
@@ -231,13 +263,14 @@ mod tests {
             HtAnswer::NoDifference
         );
         assert_eq!(answer_for(C::Inserts, Effect::Loss), HtAnswer::TurnHtOff);
+        // Locks beside scans is the shared core's yield: a gain keeps HT on.
         assert_eq!(
             answer_for(C::LocksBesideScans, Effect::NoEffect),
             HtAnswer::NoDifference
         );
         assert_eq!(
             answer_for(C::LocksBesideScans, Effect::Gain),
-            HtAnswer::Inconclusive
+            HtAnswer::KeepHtOn
         );
         assert_eq!(
             answer_for(C::Memory, Effect::SmallLoss),
@@ -250,5 +283,29 @@ mod tests {
         for c in CLASSES {
             assert_eq!(answer_for(c, Effect::Inconclusive), HtAnswer::Inconclusive);
         }
+        // A locks-beside-scans row judged against the slowdown thresholds is the lock
+        // thread's sharing ratio alone (a file without the scanner's progress).
+        let row = |t: crate::stats::Thresholds| Answer {
+            class: C::LocksBesideScans,
+            answer: HtAnswer::Inconclusive,
+            evidence: Some(crate::conclusion::Evidence {
+                what: String::new(),
+                runs: String::new(),
+                comparison: crate::stats::Comparison::of_paired_ratios(&[0.7, 0.72, 0.69], t, 0.95)
+                    .unwrap(),
+            }),
+            reason: String::new(),
+            section: None,
+            gate: None,
+        };
+        use crate::stats::Thresholds;
+        assert_eq!(
+            evidence_kind(&row(Thresholds::SLOWDOWN)),
+            Some(RatioKind::SiblingSharing)
+        );
+        assert_eq!(
+            evidence_kind(&row(Thresholds::YIELD)),
+            Some(RatioKind::SmtYield)
+        );
     }
 }

@@ -57,6 +57,10 @@ pub struct Report {
     /// The memory settings (`smtlab mem report`); None in files written before it existed.
     #[serde(default)]
     pub memory: Option<MemorySection>,
+    /// What the rulers do to each other in pairs (`smtlab pairs`); None in files written
+    /// before it existed.
+    #[serde(default)]
+    pub pairs: Option<crate::experiments::pairs::PairsSection>,
     /// The signal that stopped the study, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<crate::interrupt::Signal>,
@@ -260,6 +264,12 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// What could not be measured here, and why.
     pub not_measured: Vec<String>,
+    /// The version of the rules that made these answers
+    /// ([`RULES`](super::verdict::RULES) when this build wrote them); 0 in files written
+    /// before the rules were numbered. `smtlab report --recompute` makes them again from
+    /// the stored runs with this build's rules.
+    #[serde(default)]
+    pub rules: u32,
 }
 
 impl Report {
@@ -278,7 +288,9 @@ impl Report {
                 content: s.as_ref().map(|s| s as &dyn StudySection),
             }
         }
-        use crate::experiments::{c2c, compare, lockscan, neighbors, oltp, rwcache, smt_yield};
+        use crate::experiments::{
+            c2c, compare, lockscan, neighbors, oltp, pairs, rwcache, smt_yield,
+        };
         use crate::mem;
         vec![
             of(mem::PHASE, mem::TITLE, &self.memory),
@@ -289,6 +301,7 @@ impl Report {
             of(rwcache::PHASE, rwcache::TITLE, &self.rwcache),
             of(smt_yield::PHASE, smt_yield::TITLE, &self.smt_yield),
             of(compare::PHASE, compare::TITLE, &self.compare),
+            of(pairs::PHASE, pairs::TITLE, &self.pairs),
         ]
     }
 
@@ -318,6 +331,7 @@ impl Report {
             rwcache: None,
             smt_yield: None,
             memory: None,
+            pairs: None,
             compare: None,
             interrupted_by: None,
             slurm: None,
@@ -326,6 +340,7 @@ impl Report {
                 answers: Vec::new(),
                 findings: Vec::new(),
                 not_measured: Vec::new(),
+                rules: super::verdict::RULES,
             },
             notes: Vec::new(),
         }

@@ -24,6 +24,36 @@ pub fn answer_table(v: &Verdict) -> Table {
     table
 }
 
+/// The answer table of report.html (with `section`, for its links) and summary.md: the
+/// class, the answer, the evidence it cites, why, and the section holding its runs; `-`
+/// where there is none.
+pub fn answer_rows(v: &Verdict, section: bool) -> Table {
+    let mut head = vec!["workload class", "answer", "evidence", "why"];
+    if section {
+        head.push("section");
+    }
+    let mut t = Table::new(&head);
+    for a in &v.answers {
+        let mut row = vec![
+            a.class.label().to_string(),
+            a.answer.label().to_string(),
+            a.evidence
+                .as_ref()
+                .map_or_else(|| "-".to_string(), |e| e.comparison.to_string()),
+            a.reason.clone(),
+        ];
+        if section {
+            row.push(
+                a.section
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), |p| p.to_string()),
+            );
+        }
+        t.push(row);
+    }
+    t
+}
+
 /// The answer table, then why, one line per class; empty without answers.
 pub fn answers_text(v: &Verdict) -> String {
     if v.answers.is_empty() {
@@ -199,7 +229,7 @@ mod tests {
         // Synthetic: no IPC column, no CPI table, a sentence why.
         let y = r.smt_yield.as_ref().unwrap();
         assert!(
-            !smt_yield::view::table(y)
+            !smt_yield::view::table(&y.result)
                 .header
                 .iter()
                 .any(|h| h.contains("IPC"))
@@ -257,7 +287,7 @@ mod tests {
             instructions_per_op_ratio: 1.0,
             rounds: 3,
         });
-        let t = smt_yield::view::table(y);
+        let t = smt_yield::view::table(&y.result);
         assert_eq!(
             t.header.last().unwrap(),
             "YIELD = IPC × CYCLES/S ÷ INSTR/OP"

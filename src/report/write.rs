@@ -62,6 +62,17 @@ pub fn check_out_dir(dir: &Path, files: &[&str]) -> Result<(), crate::error::Bad
             dir.display()
         ))
     };
+    // A link is refused like every other output path's: run as root, a link planted in a
+    // shared directory would have smtlab write its files wherever the link points (/etc).
+    if let Ok(m) = std::fs::symlink_metadata(dir)
+        && m.file_type().is_symlink()
+    {
+        let to = std::fs::read_link(dir).map_or_else(|_| "?".into(), |t| t.display().to_string());
+        return Err(bad(format!(
+            "it is a symbolic link (to {to}), and smtlab writes only into a directory named \
+             as itself; give the directory the link points to"
+        )));
+    }
     if dir.exists() && !dir.is_dir() {
         return Err(bad("it is a file, not a directory".into()));
     }

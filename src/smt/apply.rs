@@ -16,6 +16,7 @@ use crate::cpuset::CpuSet;
 use crate::error::{BadInput, Interrupted, NeedsPrivilege, NotPossible};
 use anyhow::{Context, Result};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -214,7 +215,13 @@ fn journal_for_change(
 }
 
 fn restore(root: &Path, opts: &Options, out: &mut dyn Write) -> Result<()> {
-    let Some(found) = journal::find(root, journal::OnInvalid::KeepAside)? else {
+    // A dry run changes nothing: an invalid journal is reported, not renamed aside.
+    let on_invalid = if opts.dry_run {
+        journal::OnInvalid::Report
+    } else {
+        journal::OnInvalid::KeepAside
+    };
+    let Some(found) = journal::find(root, on_invalid)? else {
         let dirs: Vec<String> = journal::candidates(root)
             .iter()
             .map(|d| d.display().to_string())
@@ -346,6 +353,8 @@ fn write_all(
         let res = std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)
+            // Never blocking on a FIFO planted in a copied tree (ENXIO at once, fifo(7)).
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(&path)
             .and_then(|mut f| f.write_all(format!("{}\n", w.value).as_bytes()));
         if let Err(e) = res {
@@ -493,7 +502,7 @@ pub fn read_tasks(root: &Path) -> Vec<TaskAffinity> {
             let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                 continue;
             };
-            let Ok(text) = std::fs::read_to_string(t.path().join("status")) else {
+            let Ok(text) = crate::fsutil::read_kernel_text(t.path().join("status")) else {
                 continue;
             };
             if let Some((comm, allowed)) = parse_status(&text) {
@@ -524,7 +533,7 @@ pub fn parse_status(text: &str) -> Option<(String, CpuSet)> {
 /// flags field of `/proc/PID/stat` (proc(5)).
 fn is_kernel_thread(pid_dir: &Path) -> bool {
     const PF_KTHREAD: u64 = 0x0020_0000;
-    let Ok(stat) = std::fs::read_to_string(pid_dir.join("stat")) else {
+    let Ok(stat) = crate::fsutil::read_kernel_text(pid_dir.join("stat")) else {
         return false;
     };
     // Fields after the command name, which is in parentheses and may hold spaces.

@@ -109,7 +109,7 @@ pub fn read(root: &Path) -> Result<SmtState> {
         ))
         .into());
     }
-    let text = |rel: &str| std::fs::read_to_string(dir.join(rel)).ok();
+    let text = |rel: &str| crate::fsutil::read_kernel_text(dir.join(rel)).ok();
     let list = |rel: &str| -> Result<Option<CpuSet>> {
         match text(rel) {
             None => Ok(None),
@@ -149,11 +149,11 @@ pub fn read(root: &Path) -> Result<SmtState> {
             .collect(),
     };
     let cores = read_cores(&dir, &online)?;
-    let cmdline = std::fs::read_to_string(root.join("proc/cmdline")).unwrap_or_default();
+    let cmdline = crate::fsutil::read_kernel_text(root.join("proc/cmdline")).unwrap_or_default();
     let mut vulnerabilities = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dir.join("vulnerabilities")) {
         for e in rd.flatten() {
-            if let Ok(t) = std::fs::read_to_string(e.path()) {
+            if let Ok(t) = crate::fsutil::read_kernel_text(e.path()) {
                 let v = Vulnerability {
                     name: e.file_name().to_string_lossy().into_owned(),
                     status: t.trim().to_string(),
@@ -165,8 +165,20 @@ pub fn read(root: &Path) -> Result<SmtState> {
         }
     }
     vulnerabilities.sort_by(|a, b| a.name.cmp(&b.name));
+    let control = text("smt/control").map(|t| t.trim().to_string());
+    if control.as_deref() == Some("") {
+        // The kernel writes one word or a number there (sysfs-devices-system-cpu); an
+        // empty read is a FIFO or an empty file standing in for it.
+        return Err(crate::error::BadInput(format!(
+            "`{}` is empty (a FIFO or an empty file?): not the kernel's smt/control, which \
+             holds on, off, forceoff, notsupported, notimplemented or a number of threads \
+             per core",
+            dir.join("smt/control").display()
+        ))
+        .into());
+    }
     Ok(SmtState {
-        control: text("smt/control").map(|t| t.trim().to_string()),
+        control,
         active: text("smt/active").and_then(|t| match t.trim() {
             "1" => Some(true),
             "0" => Some(false),
@@ -178,7 +190,7 @@ pub fn read(root: &Path) -> Result<SmtState> {
         cores,
         cmdline_nosmt: nosmt_words(&cmdline),
         vulnerabilities,
-        cmt_modules: std::fs::read_to_string(root.join("proc/cpuinfo"))
+        cmt_modules: crate::fsutil::read_kernel_text(root.join("proc/cpuinfo"))
             .is_ok_and(|t| crate::topology::is_cmt_cpuinfo(&t)),
     })
 }
@@ -194,8 +206,8 @@ fn read_cores(dir: &Path, online: &CpuSet) -> Result<Vec<CpuSet>> {
             continue;
         }
         let topo = dir.join(format!("cpu{cpu}/topology"));
-        let text = std::fs::read_to_string(topo.join("core_cpus_list"))
-            .or_else(|_| std::fs::read_to_string(topo.join("thread_siblings_list")))
+        let text = crate::fsutil::read_kernel_text(topo.join("core_cpus_list"))
+            .or_else(|_| crate::fsutil::read_kernel_text(topo.join("thread_siblings_list")))
             .ok();
         let mut core = match text {
             Some(t) => CpuSet::parse_list(t.trim())
@@ -242,7 +254,7 @@ pub fn nosmt_words(cmdline: &str) -> Vec<String> {
 /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`), to tell a journal from an
 /// earlier boot; None where the root has none (a copied tree).
 pub fn boot_id(root: &Path) -> Option<String> {
-    std::fs::read_to_string(root.join("proc/sys/kernel/random/boot_id"))
+    crate::fsutil::read_kernel_text(root.join("proc/sys/kernel/random/boot_id"))
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())

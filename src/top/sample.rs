@@ -8,7 +8,8 @@ use std::path::Path;
 /// The per-CPU lines of `<root>/proc/stat`.
 pub fn read_stat(root: &Path) -> Result<Vec<CpuTimes>> {
     let p = root.join("proc/stat");
-    let text = std::fs::read_to_string(&p).with_context(|| format!("reading `{}`", p.display()))?;
+    let text = crate::fsutil::read_kernel_text(&p)
+        .with_context(|| format!("reading `{}`", p.display()))?;
     Ok(parse_proc_stat(&text))
 }
 
@@ -50,7 +51,7 @@ pub fn read_threads(root: &Path, pid: u32) -> Option<Vec<ThreadStat>> {
         .flatten()
         .filter_map(|e| {
             let tid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let text = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let text = crate::fsutil::read_kernel_text(e.path().join("stat")).ok()?;
             parse_thread_stat(tid, &text)
         })
         .collect();
@@ -60,7 +61,7 @@ pub fn read_threads(root: &Path, pid: u32) -> Option<Vec<ThreadStat>> {
 
 /// The process's name (`/proc/PID/comm`).
 pub fn read_comm(root: &Path, pid: u32) -> Option<String> {
-    std::fs::read_to_string(root.join(format!("proc/{pid}/comm")))
+    crate::fsutil::read_kernel_text(root.join(format!("proc/{pid}/comm")))
         .ok()
         .map(|s| s.trim().to_string())
 }

@@ -251,7 +251,7 @@ impl Tracer {
     pub fn stop(&mut self) -> Result<Trace, String> {
         let _ = self.write("trace_marker", END);
         self.write("tracing_on", "0")?;
-        let text = std::fs::read_to_string(self.dir.join("trace"))
+        let text = crate::fsutil::read_kernel_text(self.dir.join("trace"))
             .map_err(|e| format!("reading the trace: {e}"))?;
         let mut t = parse(&text);
         t.lost = t.lost.union(&self.overruns());
@@ -274,7 +274,7 @@ impl Tracer {
             else {
                 continue;
             };
-            let text = std::fs::read_to_string(e.path().join("stats")).unwrap_or_default();
+            let text = crate::fsutil::read_kernel_text(e.path().join("stats")).unwrap_or_default();
             let bad = text.lines().any(|l| {
                 let mut kv = l.splitn(2, ':');
                 let (k, v) = (kv.next().unwrap_or(""), kv.next().unwrap_or(""));

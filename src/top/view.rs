@@ -4,50 +4,60 @@
 //! `name{label="value"} number` lines) for node_exporter's textfile collector.
 
 use super::model::TopSample;
-use crate::render::export::{Document, Section};
-use crate::render::{Align, Table, percent_bounds_figure, percent_figure, raw, utc_time_of_day};
+use crate::render::blocks::Block;
+use crate::render::export::Document;
+use crate::render::{
+    Align, Table, fixed, percent_bounds_figure, percent_figure, raw, utc_time_of_day,
+};
 use std::fmt::Write;
 
-/// The terminal view of one interval. `header` adds the lines said once per run.
-pub fn text(s: &TopSample, header: bool) -> String {
-    let mut out = String::new();
+/// One interval as a document: the lines said once per run (with `header`), when and
+/// from what it was read, the machine in one line, one row per core, the notes, and with
+/// `--pid` that process's threads under their own heading. `smtlab top` draws it each
+/// interval; `--export-markdown` writes every interval's.
+pub fn blocks(s: &TopSample, header: bool) -> Vec<Block> {
+    let mut b = Vec::new();
     if header {
         if !s.smt {
-            let _ = writeln!(
-                out,
-                "one thread per core online (no SMT, or switched off): per-core = per-CPU"
-            );
+            b.push(Block::Intro(
+                "one thread per core online (no SMT, or switched off): per-core = per-CPU".into(),
+            ));
         }
         if s.smt
             && !s.tracefs.used
             && let Some(r) = &s.tracefs.reason
         {
-            let _ = writeln!(out, "per-core bounds from /proc/stat only: {r}");
+            b.push(Block::Intro(format!(
+                "per-core bounds from /proc/stat only: {r}"
+            )));
         }
         if s.smt {
-            let _ = writeln!(out, "SMT yield: {}", s.smt_yield.note);
+            b.push(Block::Intro(format!("SMT yield: {}", s.smt_yield.note)));
         }
     }
-    let _ = writeln!(
-        out,
-        "{}  {:.2} s  {}",
-        utc_time_of_day(s.time_unix_ms),
-        s.interval_ns as f64 / 1e9,
-        s.source
+    b.push(Block::Intro(format!("{}  {}", when(s), s.source)));
+    b.push(Block::Intro(s.machine.summary.clone()));
+    b.push(Block::Table(cores_table(s)));
+    b.extend(
+        s.notes
+            .iter()
+            .filter(|n| !n.starts_with("one thread per core"))
+            .map(|n| Block::Note(format!("note: {n}"))),
     );
-    let _ = writeln!(out, "{}", s.machine.summary);
-    out.push_str(&cores_table(s).text());
-    for n in s
-        .notes
-        .iter()
-        .filter(|n| !n.starts_with("one thread per core"))
-    {
-        let _ = writeln!(out, "note: {n}");
-    }
     if let Some(p) = &s.pid {
-        out.push_str(&pid_text(p));
+        b.push(Block::Heading(pid_heading(p)));
+        b.push(Block::Table(pid_table(p)));
     }
-    out
+    b
+}
+
+/// `14:03:07.250  1.00 s`: when the interval ended and how long it was.
+fn when(s: &TopSample) -> String {
+    format!(
+        "{}  {} s",
+        utc_time_of_day(s.time_unix_ms),
+        fixed(s.interval_ns as f64 / 1e9, 2)
+    )
 }
 
 /// One row per core, busiest first: per-CPU busy, the core's busy and both-busy bounds
@@ -140,11 +150,9 @@ pub fn cores_table(s: &TopSample) -> Table {
     table
 }
 
-/// The export of a bounded run (`--once` or `--count N`), every interval in it: the JSON
-/// list of the intervals' models (each what `--json` prints as one line); CSV rows of raw
-/// shares (0–1), one per CPU and one per core of each interval, told apart by `level`;
-/// and per interval a Markdown section with the summary, the notes and the terminal table.
-pub fn document(samples: &[TopSample]) -> Document {
+/// Raw shares (0–1), one row per CPU and one per core of each interval, told apart by
+/// `level`: the CSV export.
+pub fn data(samples: &[TopSample]) -> Table {
     let mut data = Table::new(&[
         "interval",
         "time_unix_ms",
@@ -166,7 +174,6 @@ pub fn document(samples: &[TopSample]) -> Document {
         "used_min_share",
         "used_max_share",
     ]);
-    let mut sections = Vec::new();
     for (i, s) in samples.iter().enumerate() {
         let when = [
             (i + 1).to_string(),
@@ -207,25 +214,19 @@ pub fn document(samples: &[TopSample]) -> Document {
             ]);
             data.push(row);
         }
-        let mut text = vec![s.machine.summary.clone()];
-        text.extend(s.notes.iter().cloned());
-        sections.push(Section {
-            heading: format!(
-                "Interval {}: {}, {:.2} s",
-                i + 1,
-                utc_time_of_day(s.time_unix_ms),
-                s.interval_ns as f64 / 1e9
-            ),
-            text,
-            table: Some(cores_table(s)),
-        });
-        if let Some(p) = &s.pid {
-            sections.push(Section {
-                heading: format!("Interval {}: pid {}", i + 1, p.pid),
-                text: vec![pid_heading(p)],
-                table: Some(pid_table(p)),
-            });
-        }
+    }
+    data
+}
+
+/// The export of a bounded run (`--once` or `--count N`), every interval in it: the JSON
+/// list of the intervals' models (each what `--json` prints as one line); CSV rows of raw
+/// shares (0–1), one per CPU and one per core of each interval, told apart by `level`
+/// ([`data`]); and per interval a Markdown section of its [`blocks`].
+pub fn export(samples: &[TopSample]) -> Document {
+    let mut blocks_all = Vec::new();
+    for (i, s) in samples.iter().enumerate() {
+        blocks_all.push(Block::Heading(format!("Interval {}: {}", i + 1, when(s))));
+        blocks_all.extend(blocks(s, i == 0));
     }
     let title = match (samples.first(), samples.len()) {
         (None, _) => "smtlab top: no interval finished".to_string(),
@@ -240,16 +241,7 @@ pub fn document(samples: &[TopSample]) -> Document {
             s.source
         ),
     };
-    Document {
-        title,
-        json: serde_json::to_value(samples).unwrap_or_default(),
-        data,
-        sections,
-    }
-}
-
-fn pid_text(p: &super::model::PidReport) -> String {
-    format!("\n{}\n{}", pid_heading(p), pid_table(p).text())
+    Document::of(&title, &samples, data(samples), &blocks_all)
 }
 
 /// `pid 4242 (postgres): 3 threads, run times from sched_switch`.
@@ -488,7 +480,7 @@ mod tests {
             csv: Some(dir.path().join("t.csv")),
             markdown: Some(dir.path().join("t.md")),
         };
-        e.write(|| document(std::slice::from_ref(&s))).unwrap();
+        e.write(|| export(std::slice::from_ref(&s))).unwrap();
         let mut rd = ::csv::Reader::from_path(dir.path().join("t.csv")).unwrap();
         let head = rd.headers().unwrap().clone();
         let col = |name: &str| head.iter().position(|h| h == name).unwrap();

@@ -9,7 +9,6 @@
 use super::*;
 use crate::cpuset::{CpuSet, CpuSetError};
 use std::fs;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Why a root could not be read as a topology (defined with the other error classes,
@@ -340,9 +339,6 @@ fn consistent_cores(cpus: &mut [Cpu], warnings: &mut Vec<String>) {
     }
 }
 
-/// The most read from one file: `/proc/cpuinfo` of 8192 CPUs is about 12 MiB.
-const MAX_FILE_BYTES: usize = 64 << 20;
-
 /// Paths under the root, and lenient readers: a missing file is `None`, never an error;
 /// a file that exists but holds garbage is an error naming it.
 struct Reader<'a> {
@@ -442,41 +438,15 @@ impl<'a> Reader<'a> {
         Some(t)
     }
 
-    /// The bytes of file `rel` on disk; None when it cannot be read or never ends.
+    /// The bytes of file `rel` on disk; None when it cannot be read or never ends
+    /// ([`crate::fsutil::read_kernel_file`]: a FIFO in a dump reads as empty, a link to
+    /// /dev/zero is unreadable).
     fn read_file(&self, rel: &str) -> Option<Vec<u8>> {
-        use std::io::Read;
-        // Non-blocking, so that a FIFO in a dump reads as empty instead of waiting forever
-        // for a writer; no effect on regular, sysfs and procfs files.
-        let mut f = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(self.path(rel))
-            .ok()?;
-        let mut buf = Vec::with_capacity(256);
-        let mut chunk = [0u8; 4096];
         // A sysfs attribute is produced whole by its first read (at most a page), so a short
         // read is the end: saves the second `read` on thousands of files. procfs files
         // (seq_file) may come in pieces and are read to EOF.
         let one_shot = rel.trim_start_matches('/').starts_with("sys/");
-        loop {
-            match f.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) if one_shot && n < chunk.len() => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    break;
-                }
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    // A file that never ends (a dump's link to /dev/zero) is unreadable.
-                    if buf.len() > MAX_FILE_BYTES {
-                        return None;
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return None,
-            }
-        }
-        Some(buf)
+        crate::fsutil::read_kernel_file(&self.path(rel), one_shot).ok()
     }
 
     /// A decimal number file; negative or unparsable values are `None` (the kernel writes

@@ -157,9 +157,15 @@ pub fn tree(t: &Topology) -> String {
     out.push_str(&format!("{}\n", smt_summary(t).sentence));
     if m.hypervisor {
         let kind = None;
+        // Two sentences: the topology's caveat, then the one every measuring command gives.
+        let caveat = crate::render::Caveat::Hypervisor { kind }.to_string();
+        let mut c = caveat.chars();
+        let caveat = c
+            .next()
+            .map(|f| f.to_uppercase().chain(c).collect::<String>())
+            .unwrap_or_default();
         out.push_str(&format!(
-            "virtual machine: the reported topology may not match the host; {}\n",
-            crate::render::Caveat::Hypervisor { kind }
+            "virtual machine: the reported topology may not match the host's. {caveat}.\n"
         ));
     }
     if !t.kinds.is_empty() {

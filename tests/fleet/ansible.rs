@@ -34,6 +34,7 @@ fn gauges(path: &std::path::Path) -> Scrape {
 fn the_ansible_playbook_studies_localhost_and_merges_on_the_controller() {
     let _one = super::one_at_a_time();
     if !super::have(
+        super::skip::Need::Ansible,
         "ansible-playbook",
         &["--version"],
         "ansible-core (apt-get install ansible-core)",
@@ -83,8 +84,23 @@ fn the_ansible_playbook_studies_localhost_and_merges_on_the_controller() {
     println!("{out}");
     assert!(o.status.success(), "ansible-playbook failed:\n{out}\n{err}");
     assert!(out.contains("failed=0"), "{out}");
-    // The study's files on the "remote" host, its results.json on the controller.
-    assert!(t.join("remote/smtlab").is_file(), "the binary was copied");
+    // On the "remote" host: a working directory private to the user, the binary and the
+    // study's files removed afterwards (the --prometheus file is kept); its results.json on
+    // the controller.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(t.join("remote"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "the working directory is private");
+    assert!(
+        !t.join("remote/smtlab").exists(),
+        "the binary copied is removed"
+    );
+    assert!(
+        !t.join("remote/out").exists(),
+        "the study's files are removed"
+    );
     let fetched = t.join("fleet/hosts/localhost/results.json");
     let r = smtlab::report::Report::from_json(&std::fs::read_to_string(&fetched).unwrap()).unwrap();
     assert!(r.study.quick);

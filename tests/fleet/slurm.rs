@@ -388,6 +388,7 @@ fn the_slurm_recipe_studies_the_node_and_merges_its_report() {
         ("sbatch", "--version"),
     ] {
         if !super::have(
+            super::skip::Need::Slurm,
             p,
             &[probe],
             "slurm-wlm and munge (apt-get install slurm-wlm munge)",

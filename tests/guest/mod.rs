@@ -228,11 +228,7 @@ pub fn prereqs_or_skip() -> Option<Prereqs> {
 /// Prints why the test is skipped and returns None; with `SMTLAB_REQUIRE_GUESTS=1` (CI)
 /// fails the test with the reason instead.
 pub fn skip<T>(why: &str) -> Option<T> {
-    assert!(
-        std::env::var("SMTLAB_REQUIRE_GUESTS").as_deref() != Ok("1"),
-        "{why} (SMTLAB_REQUIRE_GUESTS=1: this must run here)"
-    );
-    eprintln!("skipped: {why}");
+    crate::skip::skip(crate::skip::Need::Guests, why);
     None
 }
 
@@ -542,7 +538,9 @@ pub fn run_guest(
     files: &[&str],
     limit: Duration,
 ) -> GuestRun {
-    boot(p, shape, None, cmds, files, limit).unwrap_or_else(|why| panic!("{why}"))
+    boot(p, shape, None, cmds, files, limit).unwrap_or_else(|f| match f {
+        Failed::Unpinned(why) | Failed::FrozeTwice(why) => panic!("{why}"),
+    })
 }
 
 /// As [`run_guest`], with each vCPU thread pinned to the host CPU `pins` gives it before
@@ -550,7 +548,7 @@ pub fn run_guest(
 /// after saying why (see [`skip`]) when the pins cannot be applied (`sched_setaffinity`
 /// refused, or QEMU's vCPU threads were not found).
 pub fn run_pinned_guest(
-    _host: &Exclusive,
+    host: &Exclusive,
     p: &Prereqs,
     shape: Shape,
     pins: &VcpuPins,
@@ -558,10 +556,36 @@ pub fn run_pinned_guest(
     files: &[&str],
     limit: Duration,
 ) -> Option<GuestRun> {
+    try_run_pinned_guest(host, p, shape, pins, cmds, files, limit)
+        .map(|r| r.unwrap_or_else(|why| panic!("{why}")))
+}
+
+/// As [`run_pinned_guest`], but a guest whose emulated machine froze or reported a soft
+/// lockup on both tries is `Err` with what the console showed, for a caller that counts
+/// such a boot as not judged rather than failed: the emulator stalled, so no command's
+/// answer was seen, right or wrong (a hung command is stopped at its own limit instead).
+pub fn try_run_pinned_guest(
+    _host: &Exclusive,
+    p: &Prereqs,
+    shape: Shape,
+    pins: &VcpuPins,
+    cmds: &[GuestCommand],
+    files: &[&str],
+    limit: Duration,
+) -> Option<Result<GuestRun, String>> {
     match boot(p, shape, Some(pins), cmds, files, limit) {
-        Ok(run) => Some(run),
-        Err(why) => skip(&why),
+        Ok(run) => Some(Ok(run)),
+        Err(Failed::Unpinned(why)) => skip(&why),
+        Err(Failed::FrozeTwice(why)) => Some(Err(why)),
     }
+}
+
+/// Why a guest gave no run.
+enum Failed {
+    /// The vCPU threads could not be pinned.
+    Unpinned(String),
+    /// A soft lockup or a freeze, then another on the second boot.
+    FrozeTwice(String),
 }
 
 /// Why a boot stopped before the end.
@@ -578,8 +602,8 @@ enum Stop {
 }
 
 /// One guest, booted once more after a soft lockup or a freeze (the emulated machine's,
-/// not the commands': a hung command is stopped at its own limit). Twice is a failure.
-/// Err: the pins could not be applied.
+/// not the commands': a hung command is stopped at its own limit). Twice is
+/// [`Failed::FrozeTwice`].
 fn boot(
     p: &Prereqs,
     shape: Shape,
@@ -587,21 +611,23 @@ fn boot(
     cmds: &[GuestCommand],
     files: &[&str],
     limit: Duration,
-) -> Result<GuestRun, String> {
+) -> Result<GuestRun, Failed> {
     let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
     match attempt(p, shape, pins, cmds, files, limit) {
         Ok(run) => Ok(run),
-        Err(Stop::Unpinned(why)) => Err(why),
+        Err(Stop::Unpinned(why)) => Err(Failed::Unpinned(why)),
         Err(Stop::SoftLockup(first) | Stop::Frozen(first)) => {
             eprintln!(
                 "the {shape} guest's kernel reported a soft lockup or froze; booting it once more\n{first}"
             );
             match attempt(p, shape, pins, cmds, files, limit) {
                 Ok(run) => Ok(run),
-                Err(Stop::Unpinned(why)) => Err(why),
-                Err(Stop::SoftLockup(second) | Stop::Frozen(second)) => panic!(
-                    "the {shape} guest's kernel reported a soft lockup or froze twice\nfirst boot:\n{first}\nsecond boot:\n{second}"
-                ),
+                Err(Stop::Unpinned(why)) => Err(Failed::Unpinned(why)),
+                Err(Stop::SoftLockup(second) | Stop::Frozen(second)) => {
+                    Err(Failed::FrozeTwice(format!(
+                        "the {shape} guest's kernel reported a soft lockup or froze twice\nfirst boot:\n{first}\nsecond boot:\n{second}"
+                    )))
+                }
             }
         }
     }

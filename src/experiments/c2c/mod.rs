@@ -14,6 +14,7 @@ mod budget;
 mod ceiling;
 mod model;
 mod run;
+pub mod verdict;
 pub mod view;
 
 pub use budget::{

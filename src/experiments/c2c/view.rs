@@ -1,49 +1,54 @@
-//! c2c's view: everything that turns its model into tables and sentences — the terminal
-//! text ([`text`]: matrix, per-pair spread, ceilings), the study section's table
-//! ([`classes`]), its finding ([`finding`]) and the export document ([`document`]). Pure.
+//! c2c's view: its one document ([`blocks`]: matrix, per-pair spread, ceilings), drawn on
+//! the terminal and written by [`export`], the study section's table ([`classes`]) and the
+//! CSV rows ([`data`]); its finding is in `verdict`. Pure.
 
 use super::model::{C2c, C2cSection};
 use crate::conclusion::{Finding, PhaseName, SectionCtx, StudySection};
 use crate::render::blocks::Block;
-use crate::render::export::{Document, Section};
+use crate::render::export::Document;
 use crate::render::{self, Table, si};
-use crate::topology::Proximity;
 
 /// The phase that fills this section; results.json names it `"c2c"`.
 pub const PHASE: PhaseName = PhaseName::new("c2c");
 /// The section's heading in report.html and summary.md.
 pub const TITLE: &str = "Cache-line handoff latency (c2c)";
 
-/// The text report: matrix, per-pair spread (up to 8 CPUs), ceilings per relation.
-pub fn text(r: &C2c, hypervisor: bool) -> String {
-    let mut s = String::new();
-    for l in intro(r) {
-        s.push_str(&l);
-        s.push('\n');
-    }
-    s.push('\n');
-    s.push_str(&matrix(r).text());
+/// The run as one document: what was measured, the matrix, per-pair spread (up to 8
+/// CPUs), the ceilings per relation, then the notes (with `hypervisor`, the guest
+/// caveat first). `smtlab c2c` draws it, `--export-markdown` writes it.
+pub fn blocks(r: &C2c, hypervisor: bool) -> Vec<Block> {
+    let mut b: Vec<Block> = intro(r).into_iter().map(Block::Intro).collect();
+    b.push(Block::Heading("Latency matrix".into()));
+    b.push(Block::Table(matrix(r)));
     if let Some(t) = pairs(r) {
-        s.push('\n');
-        s.push_str(&t.text());
+        b.push(Block::Heading("Pairs".into()));
+        b.push(Block::Table(t));
     }
     if let Some(t) = ceilings(r) {
-        s.push_str("\nCeiling on contended lock handoffs, 1 / (k × latency):\n");
-        s.push_str(&t.text());
-        s.push_str(CEILING_NOTE);
-        s.push('\n');
+        b.push(Block::Heading(
+            "Ceiling on contended lock handoffs, 1 / (k × latency)".into(),
+        ));
+        b.push(Block::Table(t));
+        b.push(Block::Note(CEILING_NOTE.into()));
     }
+    let mut notes = Vec::new();
     if hypervisor {
         let kind = None;
-        s.push_str(&format!(
-            "note: {}\n",
-            crate::render::Caveat::Hypervisor { kind }
+        notes.push(crate::render::Caveat::Hypervisor { kind }.to_string());
+    }
+    notes.extend(self::notes(r));
+    if !notes.is_empty() {
+        b.push(Block::Heading("Notes".into()));
+        b.push(Block::List(
+            notes.into_iter().map(|n| format!("note: {n}")).collect(),
         ));
     }
-    for n in notes(r) {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s
+    b
+}
+
+/// What `--export-*` writes: [`blocks`] as Markdown, [`data`] as CSV, the model as JSON.
+pub fn export(r: &C2c, hypervisor: bool) -> Document {
+    Document::of("smtlab c2c", r, data(r), &blocks(r, hypervisor))
 }
 
 const CEILING_NOTE: &str = "k=1: the lock line alone moves per handoff; k=2: plus one data line. Real contended locks reach a fraction of this.";
@@ -239,95 +244,6 @@ pub fn data(r: &C2c) -> Table {
     t
 }
 
-/// The export document: the model, one row per pair, and the terminal's tables.
-pub fn document(r: &C2c) -> Document {
-    let mut sections = vec![Section {
-        heading: "Latency matrix".into(),
-        text: intro(r),
-        table: Some(matrix(r)),
-    }];
-    if let Some(t) = pairs(r) {
-        sections.push(Section {
-            heading: "Pairs".into(),
-            text: Vec::new(),
-            table: Some(t),
-        });
-    }
-    if let Some(t) = ceilings(r) {
-        sections.push(Section {
-            heading: "Ceiling on contended lock handoffs, 1 / (k × latency)".into(),
-            text: vec![CEILING_NOTE.into()],
-            table: Some(t),
-        });
-    }
-    let notes = notes(r);
-    if !notes.is_empty() {
-        sections.push(Section {
-            heading: "Notes".into(),
-            text: notes,
-            table: None,
-        });
-    }
-    Document {
-        title: "smtlab c2c".into(),
-        json: serde_json::to_value(r).unwrap_or(serde_json::Value::Null),
-        data: data(r),
-        sections,
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// The study's finding.
-
-/// What c2c showed, for the study's findings: each relation's latency and ceiling, and how
-/// much faster a line moves between SMT siblings.
-pub fn finding(c: &C2cSection) -> Finding {
-    let classes: Vec<String> = c
-        .result
-        .classes
-        .iter()
-        .map(|k| {
-            format!(
-                "{} {} ns (≤ {} handoffs/s)",
-                k.proximity.label(),
-                render::sig(k.median_latency_ns, 3),
-                render::si_sig(k.ceiling.k1_handoffs_per_sec, 3)
-            )
-        })
-        .collect();
-    let sib = c.result.class(Proximity::SmtSibling);
-    let other = c
-        .result
-        .classes
-        .iter()
-        .filter(|k| k.proximity != Proximity::SmtSibling)
-        .min_by(|a, b| a.median_latency_ns.total_cmp(&b.median_latency_ns));
-    let meaning = match (sib, other) {
-        (Some(s), Some(o)) if s.median_latency_ns > 0.0 => format!(
-            "Handing a cache line between SMT siblings took {} ns, {}× faster than the fastest other pair measured ({}, {} ns): a lock passed between siblings moves its cache line that much faster.",
-            render::sig(s.median_latency_ns, 3),
-            render::sig(o.median_latency_ns / s.median_latency_ns, 2),
-            o.proximity.label(),
-            render::sig(o.median_latency_ns, 3)
-        ),
-        (Some(s), None) => format!(
-            "Handing a cache line between SMT siblings took {} ns; no pair on different cores was measured to compare with.",
-            render::sig(s.median_latency_ns, 3)
-        ),
-        _ => "Every contended lock handoff moves at least one cache line at this latency, which bounds lock throughput; no SMT sibling pair was measured here.".into(),
-    };
-    Finding {
-        topic: "cache-line handoff (c2c)".into(),
-        observed: if classes.is_empty() {
-            "no pair finished.".into()
-        } else {
-            classes.join("; ") + "."
-        },
-        meaning,
-        evidence: Vec::new(),
-    }
-}
-
 /// The study's c2c section: what was measured, the latency heatmap, one row per relation.
 impl StudySection for C2cSection {
     fn phase(&self) -> PhaseName {
@@ -352,7 +268,7 @@ impl StudySection for C2cSection {
     }
 
     fn finding(&self, _smt: bool) -> Option<Finding> {
-        Some(finding(self))
+        Some(super::verdict::finding(self))
     }
 }
 
@@ -362,6 +278,10 @@ mod tests {
     use crate::cpuset::CpuSet;
     use crate::engine::PingPongSpec;
     use std::path::Path;
+
+    fn text(r: &C2c, hypervisor: bool) -> String {
+        crate::render::terminal::draw(&blocks(r, hypervisor))
+    }
 
     #[test]
     fn text_report_shape() {
@@ -431,7 +351,7 @@ mod tests {
             csv: Some(d.path().join("c.csv")),
             markdown: Some(d.path().join("c.md")),
         };
-        ex.write(|| document(&r)).unwrap();
+        ex.write(|| export(&r, false)).unwrap();
         let mut rd = csv::Reader::from_path(d.path().join("c.csv")).unwrap();
         let header = rd.headers().unwrap().clone();
         let col = |name: &str| header.iter().position(|h| h == name).unwrap();

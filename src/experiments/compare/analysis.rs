@@ -15,6 +15,7 @@
 
 use super::model::{
     Call, CompareReport, Comparison, FixedDuration, FoundBy, PairRatio, PlacementResult, Run,
+    SchedFacts, StarveCause, Starved,
 };
 use crate::cpuset::CpuSet;
 use crate::stats::{self, Better, Effect, Summary, Thresholds};
@@ -81,6 +82,13 @@ pub fn summarize(p: &mut PlacementResult) {
     p.metric = Summary::of(&col(&|r| r.metric));
     p.user_time_ns = Summary::of(&col(&|r| Some(r.user_time_ns as f64)));
     p.system_time_ns = Summary::of(&col(&|r| Some(r.system_time_ns as f64)));
+    p.cpus_used = {
+        let used = col(&|r| {
+            (r.wall_time_ns > 0)
+                .then(|| (r.user_time_ns + r.system_time_ns) as f64 / r.wall_time_ns as f64)
+        });
+        (!used.is_empty()).then(|| stats::median(&used))
+    };
     p.max_rss_bytes = runs.iter().map(|r| r.max_rss_bytes).max();
     let med = |v: Vec<f64>| (!v.is_empty()).then(|| stats::median(&v));
     p.voluntary_switches = med(col(&|r| Some(r.voluntary_switches as f64)));
@@ -95,6 +103,70 @@ pub fn summarize(p: &mut PlacementResult) {
         .iter()
         .filter(|r| r.exit_code != Some(0) || r.signal.is_some())
         .count();
+}
+
+/// "About one CPU" busy: between these, a command tree kept one CPU's worth of time busy
+/// (a tree mostly waiting keeps less; one given two CPUs that used them keeps ≈ 2).
+const ABOUT_ONE_CPU: (f64, f64) = (0.75, 1.25);
+
+/// The placements allowed two or more CPUs (and no burners beside them) whose command
+/// tree kept about one busy, or less while preempted more often than it waited (a tree
+/// that mostly waits, on I/O or a sleep, keeps little busy and is not starved), where
+/// their comparison with the baseline did not come out faster: what stands behind a "no
+/// difference" or "inconclusive" there, with the causes `facts` make likely. Other load is
+/// always among them.
+pub fn starved(
+    placements: &[PlacementResult],
+    comparisons: &[Comparison],
+    facts: SchedFacts,
+) -> Vec<Starved> {
+    let Some(base) = placements.first() else {
+        return Vec::new();
+    };
+    let Some(base_used) = base.cpus_used else {
+        return Vec::new();
+    };
+    let about_one = |u: f64| (ABOUT_ONE_CPU.0..=ABOUT_ONE_CPU.1).contains(&u);
+    placements
+        .iter()
+        .skip(1)
+        .filter(|p| p.cpus.len() >= 2 && p.burner_cpus.is_empty())
+        .filter(|p| {
+            comparisons
+                .iter()
+                .any(|c| c.placement == p.label && c.call != Call::Faster)
+        })
+        .filter_map(|p| {
+            let used = p.cpus_used?;
+            let (invol, vol) = (
+                p.involuntary_switches.unwrap_or(0.0),
+                p.voluntary_switches.unwrap_or(0.0),
+            );
+            let preempted = invol >= Starved::MIN_PREEMPTIONS && invol >= vol;
+            if !(about_one(used) || (used < ABOUT_ONE_CPU.1 && preempted)) {
+                return None;
+            }
+            let mut likely_causes = vec![StarveCause::OtherLoad];
+            if facts.autogroup == Some(true) {
+                likely_causes.push(StarveCause::Autogroup);
+            }
+            if let Some(q) = facts.cpu_quota.filter(|&q| q < p.cpus.len() as f64) {
+                likely_causes.push(StarveCause::CpuQuota { cpus: q });
+            }
+            Some(Starved {
+                placement: p.label.clone(),
+                allowed: p.cpus.len(),
+                cpus_used: used,
+                runs: p.runs.len(),
+                involuntary_switches: invol,
+                voluntary_switches: vol,
+                baseline: base.label.clone(),
+                baseline_allowed: base.cpus.len(),
+                baseline_cpus_used: base_used,
+                likely_causes,
+            })
+        })
+        .collect()
 }
 
 /// The rounds every placement finished, in order: the rounds whose runs pair up (a
@@ -236,9 +308,9 @@ pub fn not_called(
          up; wall time cannot tell which, so it calls nothing. {}",
         label(pair.0),
         label(pair.1),
-        stats::ratio_text(wall.estimate),
+        crate::render::ratio_text(wall.estimate),
         wall.interval_text(),
-        stats::ratio_text(c.estimate),
+        crate::render::ratio_text(c.estimate),
         c.interval_text(),
         capitalised(METRIC_ADVICE)
     ))
@@ -451,6 +523,118 @@ mod tests {
             basis,
             noise: 0.02,
             fixed_by_arguments: None,
+        }
+    }
+
+    /// `--cpus 0 --cpus 0-1` of a 2-thread, 1 s sysbench on a busy machine: 995 ms of user
+    /// time in every run of both placements, the same events/s.
+    fn starved_pair(user_ms_two_cpus: u64) -> [PlacementResult; 2] {
+        let mk = |label: &str, cpus: &[u32], user_ms: u64| {
+            let runs = (1..=5)
+                .map(|k| Run {
+                    user_time_ns: user_ms * 1_000_000,
+                    ..run(k, 1000, Some(1000.0 + k as f64))
+                })
+                .collect();
+            let mut p = PlacementResult::unsummarized(
+                label.into(),
+                label.into(),
+                CpuSet::from_cpus(cpus.iter().copied()),
+                cpus.len(),
+                runs,
+            );
+            summarize(&mut p);
+            p
+        };
+        [
+            mk("cpus:0", &[0], 995),
+            mk("cpus:0-1", &[0, 1], user_ms_two_cpus),
+        ]
+    }
+
+    #[test]
+    fn a_two_cpu_placement_that_kept_one_busy_is_named_with_the_likely_causes() {
+        let ps = starved_pair(995);
+        assert_eq!(ps[1].cpus_used, Some(0.995));
+        let s = setting(&ps, Basis::Metric(Better::Higher));
+        let c = comparisons(&s);
+        assert_ne!(c[0].call, Call::Faster, "{c:?}");
+        let facts = SchedFacts {
+            autogroup: Some(true),
+            cpu_quota: Some(1.5),
+        };
+        let x = starved(&ps, &c, facts);
+        assert_eq!(x.len(), 1, "{x:?}");
+        assert_eq!(x[0].placement, "cpus:0-1");
+        assert_eq!((x[0].allowed, x[0].runs), (2, 5));
+        assert_eq!((x[0].cpus_used, x[0].baseline_cpus_used), (0.995, 0.995));
+        assert_eq!(
+            x[0].likely_causes,
+            [
+                StarveCause::OtherLoad,
+                StarveCause::Autogroup,
+                StarveCause::CpuQuota { cpus: 1.5 }
+            ]
+        );
+        let text = super::super::model::Note::Starved(x[0].clone()).to_string();
+        assert!(
+            text.starts_with(
+                "cpus:0-1 kept 0.99 CPUs busy (median of 5 runs: user + system time ÷ wall time) \
+                 of the 2 CPUs it was allowed; cpus:0 kept 0.99 of 1."
+            ),
+            "{text}"
+        );
+        assert!(text.contains("sched_autogroup_enabled = 1"), "{text}");
+        assert!(text.contains("CPU quota of 1.50 CPUs"), "{text}");
+        // No autogroup, no quota: other load alone.
+        let x = starved(&ps, &c, SchedFacts::default());
+        assert_eq!(x[0].likely_causes, [StarveCause::OtherLoad]);
+        // A quota at or above the CPUs allowed holds nothing back.
+        let q = SchedFacts {
+            autogroup: Some(false),
+            cpu_quota: Some(2.0),
+        };
+        assert_eq!(
+            starved(&ps, &c, q)[0].likely_causes,
+            [StarveCause::OtherLoad]
+        );
+    }
+
+    /// Under `stress-ng --cpu 2`: 0.2 CPUs kept busy of 2, preempted 73 times a run, 5
+    /// waits: starved, said as such.
+    #[test]
+    fn a_two_cpu_placement_mostly_preempted_is_starved_below_one_cpu() {
+        let mut ps = starved_pair(209);
+        for p in &mut ps {
+            for r in &mut p.runs {
+                (r.involuntary_switches, r.voluntary_switches) = (73, 5);
+            }
+            summarize(p);
+        }
+        let c = comparisons(&setting(&ps, Basis::Metric(Better::Higher)));
+        let x = starved(&ps, &c, SchedFacts::default());
+        assert_eq!(x.len(), 1, "{x:?}");
+        assert!(x[0].preempted());
+        let text = super::super::model::Note::Starved(x[0].clone()).to_string();
+        assert!(
+            text.contains(
+                "It was preempted more often than it waited (median 73 involuntary, 5 voluntary \
+                 context switches per run): its threads were ready to run and did not get their \
+                 CPUs"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_placement_that_used_its_cpus_or_mostly_waited_is_not_starved() {
+        for user_ms in [1990, 300] {
+            let ps = starved_pair(user_ms);
+            let c = comparisons(&setting(&ps, Basis::Metric(Better::Higher)));
+            assert!(
+                starved(&ps, &c, SchedFacts::default()).is_empty(),
+                "{user_ms} ms"
+            );
         }
     }
 

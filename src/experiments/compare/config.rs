@@ -156,6 +156,9 @@ pub struct FakeBehaviour {
     /// The execution (1-based, in order, warm-up included) that fails as a command
     /// exiting 1 would; None = none fails.
     pub fail_on_run: Option<usize>,
+    /// The CPUs' worth of time every run gets at most, as on a machine whose other load
+    /// (or autogroup, or a CPU quota) leaves it that much; None = every CPU it is allowed.
+    pub cpu_cap: Option<f64>,
 }
 
 impl Default for FakeBehaviour {
@@ -164,6 +167,7 @@ impl Default for FakeBehaviour {
             sibling_gain: 0.25,
             jitter: 0.04,
             fail_on_run: None,
+            cpu_cap: None,
         }
     }
 }
@@ -358,6 +362,19 @@ pub fn no_smt_default(topo: &Topology, cfg: &Config) -> Option<String> {
 /// Errors: a placement needing SMT on a machine without it (exit 3, naming it), too few
 /// cores (exit 3), CPUs that are not usable here (exit 2).
 pub fn resolve(topo: &Topology, cfg: &Config) -> Result<Resolved> {
+    // Before any server is started or pinned: sched_setaffinity(2) would refuse CPUs
+    // outside the allowed set only then, with a bare EINVAL.
+    if let Some(sc) = &cfg.server_cpus {
+        let allowed = topo.allowed();
+        let bad = sc.difference(&allowed);
+        if !bad.is_empty() {
+            return Err(BadInput(format!(
+                "--server-cpus {sc}: CPU {bad} is not one this process may use (online, \
+                 in its cgroup and affinity); valid CPUs here: {allowed}"
+            ))
+            .into());
+        }
+    }
     let (unit, unit_cores) = placement::scoped_cores(topo, cfg.within);
     let k = cfg.cores.unwrap_or(unit_cores.len().max(1));
     if let Some(why) = no_smt_default(topo, cfg) {

@@ -51,7 +51,8 @@ fn made_up(topo: &Topology, cfg: &Config, v: &Variant, index: usize, round: Opti
     let mut rng = SplitMix64::new(seed);
     let b = &cfg.fake;
     let jitter = 1.0 + b.jitter * (rng.next_f64() - 0.5);
-    let speed = speed(topo, v, b.sibling_gain) * jitter;
+    let cap = b.cpu_cap.unwrap_or(f64::INFINITY);
+    let speed = speed(topo, v, b.sibling_gain).min(cap) * jitter;
     let wall_ns = ONE_CORE_NS / speed;
     let metric = cfg.metric.as_ref().map(|m| {
         if m.info().higher_is_better {
@@ -60,7 +61,7 @@ fn made_up(topo: &Topology, cfg: &Config, v: &Variant, index: usize, round: Opti
             ONE_CORE_METRIC / speed
         }
     });
-    let cpus = v.cpus.len() as f64;
+    let cpus = (v.cpus.len() as f64).min(cap);
     Run {
         round: round.unwrap_or(0),
         position: 0,
@@ -147,6 +148,10 @@ pub fn run_keeping(topo: &Topology, cfg: &Config, ui: &dyn Progress) -> Result<K
             metric_unit: None,
             counters: None,
             fixed_duration,
+            sched: super::model::SchedFacts {
+                autogroup: None,
+                cpu_quota: topo.process.cpu_quota,
+            },
         },
     );
     Ok(Kept { report, failure })
@@ -183,6 +188,49 @@ mod tests {
         assert!((slower - 1.6).abs() < 0.1, "{s:?}");
         assert!(a.placements.iter().all(|p| p.runs.len() == 5));
         assert!(a.notes.iter().any(|n| n.starts_with("synthetic")));
+    }
+
+    /// `compare --cpus 0 --cpus 0-1 -- sysbench cpu --threads=2 --time=1 run` where each run
+    /// gets one CPU's worth of time: the 2-CPU placement is named as having kept about one
+    /// busy, in the model, the JSON and the text, instead of a bare call.
+    #[test]
+    fn a_placement_held_to_one_cpu_is_named() {
+        let topo = crate::topology::fixture::topology(2, 1, false);
+        let words = "sysbench cpu --threads=2 --time=1 run";
+        let mut c = Config::new(words.split(' ').map(String::from).collect());
+        c.placements = vec![
+            PlacementChoice::Cpus(crate::cpuset::CpuSet::from_cpus([0])),
+            PlacementChoice::Cpus(crate::cpuset::CpuSet::from_cpus([0, 1])),
+        ];
+        c.runs = Some(5);
+        c.fake.cpu_cap = Some(1.0);
+        let r = run(&topo, &c, &super::super::Quiet).unwrap();
+        assert_eq!(r.starved.len(), 1, "{:?}", r.starved);
+        let x = &r.starved[0];
+        assert_eq!((x.placement.as_str(), x.allowed), ("cpus:0-1", 2));
+        assert!((0.9..1.0).contains(&x.cpus_used), "{x:?}");
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["starved"][0]["placement"], "cpus:0-1");
+        assert_eq!(j["starved"][0]["likely_causes"][0]["cause"], "other-load");
+        let lines = crate::experiments::compare::verdict::lines(&r);
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("cpus:0-1 vs cpus:0: "))
+            .expect("the comparison line");
+        assert!(
+            lines[at + 1].starts_with("cpus:0-1 kept 0.97 CPUs busy")
+                && lines[at + 1].contains("of the 2 CPUs it was allowed")
+                && lines[at + 1].contains("what can hold it back here: other load on these CPUs"),
+            "{lines:#?}"
+        );
+        // Given both CPUs, nothing to say.
+        c.fake.cpu_cap = None;
+        assert!(
+            run(&topo, &c, &super::super::Quiet)
+                .unwrap()
+                .starved
+                .is_empty()
+        );
     }
 
     #[test]

@@ -4,11 +4,15 @@
 //!
 //! smtlab tells the guard, one line at a time on the guard's stdin, what it changed and
 //! when it undid it: the command's process group, process trees it pinned (with the
-//! original and pinned CPU sets), cpuset cgroups, managed database clusters. Ending
+//! original and pinned CPU sets), cpuset cgroups, managed database clusters, and the mark
+//! its commands carry in their environment ([`super::proctree::MARK_VAR`]). Ending
 //! normally it writes `done` and the guard exits. When stdin reaches end of file without
 //! `done` (the kernel closed the pipe because smtlab died), the guard kills the command's
-//! group, gives pinned threads their original CPUs back, empties and removes the cgroups,
-//! and removes the clusters (whose servers its parent-death signal already stopped).
+//! group and every process that carries the mark (descendants that left the group with
+//! setsid(2): the kernel re-parented them to init, so nothing else names them), gives
+//! pinned threads their original CPUs back, empties and removes the cgroups, and removes
+//! the clusters (whose servers their parent-death signal already stopped). A descendant
+//! that both left the group and cleared its environment is found only by `--cgroup`.
 //!
 //! The guard runs in its own process group and ignores SIGINT, SIGTERM and SIGHUP, so
 //! the terminal's Ctrl-C or a closed session does not end it before it has cleaned up.
@@ -64,6 +68,11 @@ impl Guard {
             );
             *g = None;
         }
+    }
+
+    /// Every command carries `mark` (a [`super::proctree::mark`]) in its environment.
+    pub fn mark(&self, mark: &str) {
+        self.send(&format!("mark {mark}"));
     }
 
     /// The command's process group `pgid` is running.
@@ -130,6 +139,8 @@ pub struct Ledger {
     pub trees: BTreeMap<i32, (CpuSet, CpuSet)>,
     pub cgroups: BTreeSet<PathBuf>,
     pub clusters: BTreeSet<PathBuf>,
+    /// The mark smtlab's commands carry.
+    pub mark: Option<String>,
     /// `done` arrived: nothing to undo.
     pub done: bool,
 }
@@ -141,6 +152,7 @@ impl Ledger {
         let pid = || arg.trim().parse::<i32>().ok();
         match cmd {
             "done" => self.done = true,
+            "mark" if !arg.trim().is_empty() => self.mark = Some(arg.trim().to_string()),
             "pgroup" => self.pgroups.extend(pid()),
             "unpgroup" => {
                 if let Some(p) = pid() {
@@ -184,6 +196,7 @@ impl Ledger {
     pub fn is_clear(&self) -> bool {
         self.done
             || (self.pgroups.is_empty()
+                && self.mark.is_none()
                 && self.trees.is_empty()
                 && self.cgroups.is_empty()
                 && self.clusters.is_empty())
@@ -228,6 +241,14 @@ fn watch(input: impl BufRead) -> Vec<String> {
             did.push(format!("killed the command's process group {pgid}"));
         }
     }
+    if let Some(mark) = &ledger.mark {
+        let n = kill_marked(mark);
+        if n > 0 {
+            did.push(format!(
+                "killed {n} process(es) the command left outside its group"
+            ));
+        }
+    }
     for (root, (orig, pinned)) in &ledger.trees {
         let n = super::proctree::release_tree(*root, orig, pinned);
         did.push(format!(
@@ -259,6 +280,31 @@ fn watch(input: impl BufRead) -> Vec<String> {
         }
     }
     did
+}
+
+/// Kills every process whose environment carries one of `mark`'s executions, again until
+/// none is left (a process forking as it is found) or 5 s passed; returns how many.
+/// Another user's processes are never read (their environ is not readable) or killed.
+fn kill_marked(mark: &str) -> usize {
+    use super::proctree;
+    let mut killed = BTreeSet::new();
+    let t0 = std::time::Instant::now();
+    loop {
+        let found: Vec<proctree::Proc> = proctree::all()
+            .into_iter()
+            .filter(|p| !killed.contains(&(p.pid, p.start)))
+            .filter(|p| proctree::mark_of(p.pid).is_some_and(|m| proctree::is_ours(&m, mark)))
+            .collect();
+        if found.is_empty() || t0.elapsed() > std::time::Duration::from_secs(5) {
+            return killed.len();
+        }
+        for p in found {
+            // SAFETY: kill has no memory preconditions; the process carries smtlab's mark.
+            unsafe { libc::kill(p.pid, libc::SIGKILL) };
+            killed.insert((p.pid, p.start));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 //!   time)` line; older versions print two, `(including connections establishing)` and
 //!   `(excluding connections establishing)`, and the excluding one is the same quantity
 //!   as 14+'s (PostgreSQL docs, "pgbench", section "Common Options" and its sample output).
-//! - sysbench 1.0 prints `events per second: N` for `cpu` and other event tests, and
-//!   `transactions: N (X per sec.)` for the OLTP Lua tests (akopytov/sysbench README,
-//!   sample outputs).
+//! - sysbench 1.0 prints `events per second: N` for `cpu` and other event tests,
+//!   `T MiB transferred (X MiB/sec)` for `memory`, and `transactions: N (X per sec.)` for
+//!   the OLTP Lua tests (akopytov/sysbench README, sample outputs).
 
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 pub enum MetricSpec {
     /// pgbench's transactions per second.
     Pgbench,
-    /// sysbench's events per second, or transactions per second for OLTP tests.
+    /// sysbench's events per second, MiB/s for `memory`, transactions per second for OLTP
+    /// tests.
     Sysbench,
     /// The first capture group (or the whole match) of the first line matching.
     Regex {
@@ -133,8 +134,8 @@ impl MetricSpec {
         let what = match self {
             MetricSpec::Pgbench => format!("--metric pgbench found no `tps = …` line in {place}"),
             MetricSpec::Sysbench => format!(
-                "--metric sysbench found no `events per second:` or `transactions: … per \
-                 sec.` line in {place}"
+                "--metric sysbench found no `events per second:`, `MiB transferred (… \
+                 MiB/sec)` or `transactions: … per sec.` line in {place}"
             ),
             MetricSpec::Regex { pattern, re, .. } => {
                 let shown = crate::quote::shorten(pattern);
@@ -205,7 +206,8 @@ pub fn pgbench_tps(text: &str) -> Option<f64> {
         .map(|(_, v)| *v)
 }
 
-/// sysbench's rate: `events per second: N`, else `transactions: N (X per sec.)`.
+/// sysbench's rate: `events per second: N`, else the memory test's `T MiB transferred
+/// (X MiB/sec)`, else `transactions: N (X per sec.)`.
 pub fn sysbench_rate(text: &str) -> Option<(f64, &'static str)> {
     let events = text.lines().find_map(|l| {
         let rest = l.trim().strip_prefix("events per second:")?;
@@ -213,6 +215,21 @@ pub fn sysbench_rate(text: &str) -> Option<(f64, &'static str)> {
     });
     if let Some(v) = events {
         return Some((v, "events/s"));
+    }
+    // sysbench's memory test (src/tests/memory/sb_memory.c) reports its bandwidth as
+    // "%4.2f MiB transferred (%4.2f MiB/sec)" and prints no events per second; 0.4 and
+    // 0.5 printed "MB transferred (… MB/sec)".
+    let bandwidth = text.lines().find_map(|l| {
+        [("MiB", "MiB/s"), ("MB", "MB/s")]
+            .into_iter()
+            .find_map(|(unit, per_sec)| {
+                let inside = l.trim().split_once(&format!("{unit} transferred ("))?.1;
+                let rate = inside.strip_suffix(')')?.trim();
+                Some((number(rate.strip_suffix(&format!("{unit}/sec"))?)?, per_sec))
+            })
+    });
+    if bandwidth.is_some() {
+        return bandwidth;
     }
     text.lines().find_map(|l| {
         let rest = l.trim().strip_prefix("transactions:")?;
@@ -280,12 +297,80 @@ tps = 391.909461 (including connections establishing)
 tps = 392.120371 (excluding connections establishing)
 ";
 
-    const SYSBENCH_CPU: &str = "CPU speed:
-    events per second:  2054.89
+    /// `sysbench cpu --time=1 --threads=1 run`, sysbench 1.0.20 (Debian 1.0.20+ds-5), as
+    /// it printed it.
+    const SYSBENCH_CPU: &str = "sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)
+
+Running the test with following options:
+Number of threads: 1
+Initializing random number generator from current time
+
+
+Prime numbers limit: 10000
+
+Initializing worker threads...
+
+Threads started!
+
+CPU speed:
+    events per second:  2522.21
 
 General statistics:
-    total time:                          1.0002s
-    total number of events:              2057
+    total time:                          1.0004s
+    total number of events:              2527
+
+Latency (ms):
+         min:                                    0.39
+         avg:                                    0.40
+         max:                                    0.96
+         95th percentile:                        0.42
+         sum:                                  999.11
+
+Threads fairness:
+    events (avg/stddev):           2527.0000/0.00
+    execution time (avg/stddev):   0.9991/0.00
+
+";
+
+    /// `sysbench memory --memory-total-size=1G --threads=1 run`, the same sysbench: no
+    /// `events per second:` line, its rate is the MiB/sec after `MiB transferred`.
+    const SYSBENCH_MEMORY: &str = "sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)
+
+Running the test with following options:
+Number of threads: 1
+Initializing random number generator from current time
+
+
+Running memory speed test with the following options:
+  block size: 1KiB
+  total size: 1024MiB
+  operation: write
+  scope: global
+
+Initializing worker threads...
+
+Threads started!
+
+Total operations: 1048576 (5930647.83 per second)
+
+1024.00 MiB transferred (5791.65 MiB/sec)
+
+
+General statistics:
+    total time:                          0.1754s
+    total number of events:              1048576
+
+Latency (ms):
+         min:                                    0.00
+         avg:                                    0.00
+         max:                                    0.09
+         95th percentile:                        0.00
+         sum:                                   70.71
+
+Threads fairness:
+    events (avg/stddev):           1048576.0000/0.00
+    execution time (avg/stddev):   0.0707/0.00
+
 ";
 
     const SYSBENCH_OLTP: &str = "SQL statistics:
@@ -311,13 +396,31 @@ General statistics:
 
     #[test]
     fn sysbench_reads_events_then_transactions() {
-        assert_eq!(sysbench_rate(SYSBENCH_CPU), Some((2054.89, "events/s")));
+        assert_eq!(sysbench_rate(SYSBENCH_CPU), Some((2522.21, "events/s")));
         assert_eq!(
             sysbench_rate(SYSBENCH_OLTP),
             Some((332.84, "transactions/s"))
         );
         assert_eq!(sysbench_rate("transactions: 5 (total)"), None);
         assert_eq!(sysbench_rate(""), None);
+    }
+
+    #[test]
+    fn sysbench_memory_reads_its_mib_per_second() {
+        assert_eq!(sysbench_rate(SYSBENCH_MEMORY), Some((5791.65, "MiB/s")));
+        let m = MetricSpec::parse("sysbench", false).unwrap();
+        assert_eq!(m.read(SYSBENCH_MEMORY, ""), Some((5791.65, Some("MiB/s"))));
+        assert_eq!(
+            sysbench_rate("102400.00 MiB transferred (10231.55 MiB/sec)\n"),
+            Some((10231.55, "MiB/s"))
+        );
+        // sysbench 0.4 and 0.5 wrote MB.
+        assert_eq!(
+            sysbench_rate("1024.00 MB transferred (3012.75 MB/sec)\n"),
+            Some((3012.75, "MB/s"))
+        );
+        // A total without a rate is no rate.
+        assert_eq!(sysbench_rate("1024.00 MiB transferred\n"), None);
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub mod cgroup;
 pub mod config;
 pub mod duration;
 pub mod fake;
+#[cfg(test)]
+pub mod fixture;
 pub mod guard;
 pub mod metric;
 pub mod model;
@@ -27,6 +29,7 @@ pub mod pins;
 pub mod proctree;
 pub mod runner;
 mod session;
+pub mod verdict;
 pub mod view;
 
 pub use config::{
@@ -199,6 +202,8 @@ pub struct Context {
     /// A time limit found in the command's arguments before the runs
     /// ([`duration::adjust`]).
     pub fixed_duration: Option<FixedDuration>,
+    /// The scheduler settings that can hold a command to fewer CPUs than it is allowed.
+    pub sched: model::SchedFacts,
 }
 
 /// Builds the report from the placements, their runs and the analysis. Pure.
@@ -260,6 +265,7 @@ pub fn assemble(
     if fixed_duration.is_none() {
         fixed_duration = analysis::fixed_by_timing(&comparisons, smt_yield.as_ref());
     }
+    let starved = analysis::starved(&placements, &comparisons, ctx.sched);
     CompareReport {
         command: cfg.command.argv(),
         metric,
@@ -291,7 +297,9 @@ pub fn assemble(
         fixed_duration,
         interrupted: measured.interrupted,
         interrupted_by: crate::interrupt::signal().filter(|_| measured.interrupted),
+        starved,
         notes: ctx.notes,
+        preflight: Vec::new(),
         counters: ctx.counters,
     }
 }

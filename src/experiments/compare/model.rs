@@ -64,8 +64,17 @@ pub struct CompareReport {
     /// Which signal, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<crate::interrupt::Signal>,
+    /// Placements allowed several CPUs whose command tree kept only about one busy, with
+    /// what on this machine could have held them back ([`Starved`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub starved: Vec<Starved>,
     /// Facts the user should know (machine, hygiene, placement notes; [`Note`]s).
     pub notes: Vec<String>,
+    /// The look at the placements' CPUs just before the runs: each warning (other work on
+    /// them, steal), also among `notes`. An answer drawn from these runs is held back.
+    /// Empty when they were quiet, and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<String>,
     /// The event counters' mode and every event not counted, with the reason; None with
     /// `--counters off` and in older files.
     #[serde(default)]
@@ -144,6 +153,11 @@ pub struct PlacementResult {
     pub user_time_ns: Option<Summary>,
     /// System CPU time of the whole process tree per run, ns.
     pub system_time_ns: Option<Summary>,
+    /// CPUs the command tree kept busy: per run its user + system CPU time ÷ its wall
+    /// time, the median over runs (2.0 = two CPUs busy the whole run). None without runs
+    /// and in older files.
+    #[serde(default)]
+    pub cpus_used: Option<f64>,
     /// Largest resident set of any one process of the tree, over all runs, bytes.
     pub max_rss_bytes: Option<u64>,
     /// Median voluntary context switches per run (waiting: I/O, locks, sleep).
@@ -185,6 +199,7 @@ impl PlacementResult {
             metric: None,
             user_time_ns: None,
             system_time_ns: None,
+            cpus_used: None,
             max_rss_bytes: None,
             voluntary_switches: None,
             involuntary_switches: None,
@@ -338,6 +353,74 @@ pub struct FixedDuration {
     pub metric_chosen: Option<String>,
 }
 
+/// A placement allowed two or more CPUs whose command tree kept at most about one of them
+/// busy (user + system time ÷ wall time, [`PlacementResult::cpus_used`]): about one, or
+/// less while it was preempted more often than it waited. Either the command runs about
+/// one thread at a time, or it did not get the CPUs it was allowed (surely so when it was
+/// mostly preempted). A comparison with it measures what the CPU time it got gives, not
+/// the CPUs it names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Starved {
+    /// The placement's label.
+    pub placement: String,
+    /// CPUs it was allowed.
+    pub allowed: usize,
+    /// CPUs its command tree kept busy (the median over its runs).
+    pub cpus_used: f64,
+    /// Runs behind `cpus_used`.
+    pub runs: usize,
+    /// Its median involuntary and voluntary context switches per run: preempted more often
+    /// than it waited means its threads were ready to run and did not get a CPU.
+    pub involuntary_switches: f64,
+    pub voluntary_switches: f64,
+    /// The baseline's label, CPUs allowed and CPUs kept busy, for comparison.
+    pub baseline: String,
+    pub baseline_allowed: usize,
+    pub baseline_cpus_used: f64,
+    /// What on this machine can hold a command to fewer CPUs than it is allowed.
+    pub likely_causes: Vec<StarveCause>,
+}
+
+impl Starved {
+    /// Involuntary context switches per run below which "preempted more often than it
+    /// waited" is not read from a short run's few switches (an `echo` switches once or
+    /// twice).
+    pub const MIN_PREEMPTIONS: f64 = 10.0;
+
+    /// Preempted more often than it waited, and at least [`Self::MIN_PREEMPTIONS`] times
+    /// a run: ready to run, not running.
+    pub fn preempted(&self) -> bool {
+        self.involuntary_switches >= Self::MIN_PREEMPTIONS
+            && self.involuntary_switches >= self.voluntary_switches
+    }
+}
+
+/// Why a command may get fewer CPUs than its affinity allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cause", rename_all = "kebab-case")]
+pub enum StarveCause {
+    /// Other processes running on the same CPUs: always possible, and the scheduler
+    /// shares each CPU among the runnable tasks on it.
+    OtherLoad,
+    /// `kernel.sched_autogroup_enabled` = 1: CFS first shares CPU time between
+    /// autogroups (one per session, setsid(2)), then among a group's tasks, so a command
+    /// in a session of its own beside a busy session gets that group's share
+    /// (sched(7), "The autogroup feature").
+    Autogroup,
+    /// This process's cgroup caps its CPU time at `cpus` CPUs (cgroup v2 `cpu.max`, v1
+    /// `cpu.cfs_quota_us`; the kernel's "CFS Bandwidth Control").
+    CpuQuota { cpus: f64 },
+}
+
+/// What [`Starved`] weighs that the runs do not show: the machine's scheduler settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SchedFacts {
+    /// `/proc/sys/kernel/sched_autogroup_enabled` is 1; None where unread.
+    pub autogroup: Option<bool>,
+    /// The cgroup CPU quota in CPUs, when there is one.
+    pub cpu_quota: Option<f64>,
+}
+
 /// How a fixed-duration command was recognised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -390,6 +473,8 @@ pub enum Note {
     NotRun,
     /// The fake executor started and placed no server.
     NoServer,
+    /// A placement that kept about one of its CPUs busy.
+    Starved(Starved),
     /// Any other text.
     Other(String),
 }
@@ -408,6 +493,63 @@ impl std::fmt::Display for Note {
                  executor",
             ),
             Note::NoServer => f.write_str("synthetic: no server was started or placed"),
+            Note::Starved(x) => {
+                use crate::render::{count, fixed2, plural};
+                write!(
+                    f,
+                    "{} kept {} CPUs busy (median of {}: user + system time ÷ wall time) of the \
+                     {} {} it was allowed; {} kept {} of {}. ",
+                    x.placement,
+                    fixed2(x.cpus_used),
+                    count(x.runs, "run"),
+                    x.allowed,
+                    plural("CPU", x.allowed),
+                    x.baseline,
+                    fixed2(x.baseline_cpus_used),
+                    x.baseline_allowed,
+                )?;
+                if x.preempted() {
+                    write!(
+                        f,
+                        "It was preempted more often than it waited (median {} involuntary, {} \
+                         voluntary context switches per run): its threads were ready to run and \
+                         did not get their CPUs, so this comparison measures the CPU time it \
+                         got, not {} CPUs",
+                        crate::render::thousands(x.involuntary_switches.round() as u64),
+                        crate::render::thousands(x.voluntary_switches.round() as u64),
+                        x.allowed,
+                    )?;
+                } else {
+                    write!(
+                        f,
+                        "Either the command runs about one thread at a time, so more CPUs cannot \
+                         speed it up, or it did not get its CPUs, and this comparison then \
+                         measures the CPU time it got, not {} CPUs",
+                        x.allowed,
+                    )?;
+                }
+                let causes: Vec<String> = x
+                    .likely_causes
+                    .iter()
+                    .map(|c| match c {
+                        StarveCause::OtherLoad => "other load on these CPUs".to_string(),
+                        StarveCause::Autogroup => "autogroup \
+                            (/proc/sys/kernel/sched_autogroup_enabled = 1: CPU time is shared \
+                            between sessions first, so a busy session elsewhere holds this \
+                            one to its share; `sysctl kernel.sched_autogroup_enabled=0` turns \
+                            it off)"
+                            .to_string(),
+                        StarveCause::CpuQuota { cpus } => format!(
+                            "this cgroup's CPU quota of {} CPUs (cpu.max)",
+                            fixed2(*cpus)
+                        ),
+                    })
+                    .collect();
+                if !causes.is_empty() {
+                    write!(f, "; what can hold it back here: {}", causes.join("; "))?;
+                }
+                Ok(())
+            }
             Note::Other(s) => f.write_str(s),
         }
     }

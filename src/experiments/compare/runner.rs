@@ -13,8 +13,15 @@
 //!   it instead of init, and their usage is added when they are reaped.
 //! - **Nothing left behind.** The command leads a new process group. When it exits, the
 //!   rest of its group is killed and reaped, so a background process of one run does not
-//!   run on into the next placement. Its parent-death signal kills the command itself
-//!   when smtlab dies; the [`super::guard`] process kills the group.
+//!   run on into the next placement. A descendant that left the group (setsid(2),
+//!   setpgid(2)) escapes a kill of the group, but when its parent exits the kernel gives
+//!   it to the nearest subreaper, smtlab: every child smtlab did not have before the
+//!   command started, and that carries this execution's [`proctree::MARK_VAR`] (or none,
+//!   but left the group), is killed with its own descendants and reaped — after a normal
+//!   exit, a time limit, a signal, an error. Its parent-death signal kills the command
+//!   itself when smtlab dies; the [`super::guard`] process kills the group, and every
+//!   process whose environment holds smtlab's mark (a descendant that left the group, now
+//!   re-parented to init, which keeps no trace of whose it was).
 //! - **Waiting.** A `pidfd` (pidfd_open(2), Linux 5.3) polled in 50 ms slices: the exit is
 //!   seen at once, and Ctrl-C between slices (poll(2) is never restarted after a signal
 //!   handler, signal(7)) sends the group SIGTERM, then SIGKILL after a grace period —
@@ -22,6 +29,7 @@
 //!   what the command changed, only after it had [`OnSignal::FinishWithin`] to finish.
 
 use super::guard::Guard;
+use super::proctree::{self, Proc};
 use crate::cpuset::CpuSet;
 use crate::error::Interrupted;
 use anyhow::{Context, Result, anyhow};
@@ -36,6 +44,9 @@ use std::time::{Duration, Instant};
 pub const CAPTURE_LIMIT: usize = 16 << 20;
 /// How long a terminated command gets between SIGTERM and SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_secs(2);
+/// The same for a command left to finish ([`OnSignal::FinishWithin`]) that did not: it
+/// already had its time, and the first signal ends smtlab within a second or two.
+pub const FINISH_TERM_GRACE: Duration = Duration::from_millis(500);
 /// How long leftovers of a group get to die and be reaped after SIGKILL.
 const REAP_WAIT: Duration = Duration::from_secs(2);
 
@@ -63,7 +74,8 @@ pub struct Launch<'a> {
 
 /// What the first signal (SIGINT, SIGTERM, SIGHUP; [`crate::interrupt`]) does to a
 /// running execution. Either way its process group then gets SIGTERM, and SIGKILL
-/// [`TERM_GRACE`] later, and the run returns [`Interrupted`].
+/// [`TERM_GRACE`] later ([`FINISH_TERM_GRACE`] after a [`OnSignal::FinishWithin`]), and
+/// the run returns [`Interrupted`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnSignal {
     /// Terminated at once: the command, `--setup`, `--prepare`.
@@ -164,32 +176,137 @@ pub struct Finished {
     pub stderr: Vec<u8>,
     /// Bytes of stdout and of stderr dropped from the middle (0 when all was kept).
     pub dropped: [u64; 2],
-    /// Processes of its group still running at its exit (killed).
+    /// Processes of its group, or that left it, still running at its exit (killed).
     pub leftovers: usize,
     /// What the tree's event counters counted; None with counters off.
     pub counters: Option<crate::counters::Measurement>,
 }
 
-/// Makes this process the reaper of its descendants' orphans (see the module docs).
+/// Set by [`become_subreaper`]: this process starts no child of its own while a command
+/// runs, so an unmarked child that left the command's group is one the command left.
+static SOLE_SPAWNER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes this process the reaper of its descendants' orphans (see the module docs), for a
+/// comparison: while a command runs, smtlab starts nothing else.
 pub fn become_subreaper() {
+    set_subreaper();
+    SOLE_SPAWNER.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn set_subreaper() {
     // SAFETY: prctl with integer arguments only.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
 }
 
-/// Kills and reaps a process group on drop unless [`GroupGuard::disarm`]ed: errors and
-/// panics between spawn and reap leave nothing running.
+/// Numbers the executions of this process, for their marks.
+static EXECUTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Kills and reaps a process group, and what the command left outside it, on drop: errors
+/// and panics between spawn and reap leave nothing running.
 struct GroupGuard {
     pid: i32,
     reaped: bool,
+    /// This process's children (pid, start time) before the command started.
+    before: Vec<(i32, u64)>,
+    /// The command's [`proctree::MARK_VAR`] value.
+    mark: String,
+    /// Everything was reaped ([`GroupGuard::clear`]): nothing to do on drop.
+    disarmed: bool,
+}
+
+impl GroupGuard {
+    /// Kills and reaps the rest of the group and what the command left outside it;
+    /// returns how many processes and their usage. The command itself must be reaped.
+    fn clear(&self) -> (usize, Usage) {
+        let (mut n, mut usage) = reap_group(self.pid);
+        let (m, u) = reap_adopted(&self.before, &self.mark, self.pid);
+        n += m;
+        usage.add(&u);
+        (n, usage)
+    }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
+        if self.disarmed {
+            return;
+        }
         kill_group(self.pid, libc::SIGKILL);
         if !self.reaped {
             let _ = wait4_blocking(self.pid);
         }
-        reap_group(self.pid);
+        self.clear();
+    }
+}
+
+/// This process's children now: (pid, start time).
+fn children_now() -> Vec<(i32, u64)> {
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() };
+    proctree::children_of(&proctree::all(), me)
+        .iter()
+        .map(|p| (p.pid, p.start))
+        .collect()
+}
+
+/// Whether child `c` (not one of `before`) is what the command with `mark`, leader of group
+/// `pgid`, left behind: it carries the mark, or carries none of this smtlab's marks yet
+/// left the process group or session smtlab started it in (only a process it did not
+/// start itself can be such a child while a command runs).
+fn left_by_the_command(c: &Proc, mark: &str, pgid: i32, me: &Proc) -> bool {
+    match proctree::mark_of(c.pid) {
+        Some(m) if m == mark => true,
+        Some(m) if proctree::is_ours(&m, proctree::mark()) => false,
+        _ => {
+            SOLE_SPAWNER.load(std::sync::atomic::Ordering::Relaxed)
+                && (c.group == pgid || c.group != me.group || c.session != me.session)
+        }
+    }
+}
+
+/// Kills and reaps what the command with `mark` (leader of group `pgid`) left outside its
+/// group: the children this subreaper adopted since `before` (see the module docs) and
+/// their descendants, until none is left or [`REAP_WAIT`] passed. A process that cleared
+/// its environment stays marked by its ancestry: it is a child of smtlab's now.
+fn reap_adopted(before: &[(i32, u64)], mark: &str, pgid: i32) -> (usize, Usage) {
+    let mut n = 0;
+    let mut usage = Usage::default();
+    // SAFETY: getpid has no preconditions.
+    let me_pid = unsafe { libc::getpid() };
+    let Some(me) = proctree::stat(me_pid) else {
+        return (0, usage);
+    };
+    let deadline = Instant::now() + REAP_WAIT;
+    loop {
+        let procs = proctree::all();
+        let left: Vec<Proc> = proctree::children_of(&procs, me_pid)
+            .into_iter()
+            .filter(|c| !before.contains(&(c.pid, c.start)))
+            .filter(|c| left_by_the_command(c, mark, pgid, &me))
+            .collect();
+        if left.is_empty() {
+            return (n, usage);
+        }
+        for c in &left {
+            // Its descendants first, read in the same pass: a SIGKILLed process cannot
+            // fork again, and they come to smtlab as their parents die.
+            for pid in proctree::tree_in(&procs, c.pid).into_iter().rev() {
+                // SAFETY: kill has no memory preconditions; the pid is of the command's tree.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            let mut status = 0;
+            // SAFETY: zeroed rusage is a valid out-parameter.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: pointers to live locals; `c` is this process's child.
+            if unsafe { libc::wait4(c.pid, &mut status, libc::WNOHANG, &mut ru) } == c.pid {
+                n += 1;
+                usage.add(&Usage::from_rusage(&ru));
+            }
+        }
+        if Instant::now() >= deadline {
+            return (n, usage);
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -472,12 +589,14 @@ fn wait_exit(
     }
 }
 
-/// SIGTERM to the group, SIGKILL after [`TERM_GRACE`], then the exit reaped.
-fn terminate(pid: i32, pipes: &mut Pipes) -> std::io::Result<(libc::c_int, Usage)> {
+/// SIGTERM to the group, SIGKILL `grace` later, then the exit reaped.
+fn terminate(
+    pid: i32,
+    pipes: &mut Pipes,
+    grace: Duration,
+) -> std::io::Result<(libc::c_int, Usage)> {
     kill_group(pid, libc::SIGTERM);
-    if let Ok(Ended::Exited(_, st, u)) =
-        wait_exit(pid, pipes, Some(Instant::now() + TERM_GRACE), None)
-    {
+    if let Ok(Ended::Exited(_, st, u)) = wait_exit(pid, pipes, Some(Instant::now() + grace), None) {
         return Ok((st, u));
     }
     kill_group(pid, libc::SIGKILL);
@@ -532,9 +651,11 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
         .argv
         .split_first()
         .ok_or_else(|| anyhow!("empty command"))?;
+    let mark = proctree::run_mark(EXECUTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     let mut cmd = Command::new(prog);
     cmd.args(args)
         .envs(l.env.iter().map(|(k, v)| (k, v)))
+        .env(proctree::MARK_VAR, &mark)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -550,12 +671,19 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     // Opened on this thread just before it forks: the child inherits them and its exec
     // starts them. Dropped on every return below, before this thread forks again.
     let counters = crate::counters::Counters::open_for_exec(l.counters);
+    let before = children_now();
     let t0 = Instant::now();
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting `{}`", l.argv.join(" ")))?;
     let pid = child.id() as i32;
-    let mut group = GroupGuard { pid, reaped: false };
+    let mut group = GroupGuard {
+        pid,
+        reaped: false,
+        before,
+        mark,
+        disarmed: false,
+    };
     if let Some(g) = guard {
         g.process_group(pid);
     }
@@ -572,11 +700,16 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     let (end, raw, mut usage, timed_out) = match ended {
         Ended::Exited(at, st, u) => (at, st, u, false),
         Ended::TimedOut => {
-            let (st, u) = terminate(pid, &mut pipes).context("terminating the command")?;
+            let (st, u) =
+                terminate(pid, &mut pipes, TERM_GRACE).context("terminating the command")?;
             (Instant::now(), st, u, true)
         }
         Ended::Interrupted => {
-            let _ = terminate(pid, &mut pipes);
+            let grace = match l.on_signal {
+                OnSignal::Stop => TERM_GRACE,
+                OnSignal::FinishWithin(_) => FINISH_TERM_GRACE,
+            };
+            let _ = terminate(pid, &mut pipes, grace);
             group.reaped = true;
             drop(group);
             if let Some(g) = guard {
@@ -593,12 +726,13 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
         }
     };
     group.reaped = true;
-    let (leftovers, rest) = reap_group(pid);
+    let (leftovers, rest) = group.clear();
     usage.add(&rest);
     pipes.finish(Instant::now() + REAP_WAIT);
     // Every task of the tree has exited: their counts are folded into ours.
     let counters = counters.map(|c| c.read());
-    std::mem::forget(group);
+    group.disarmed = true;
+    drop(group);
     if let Some(g) = guard {
         g.process_group_done(pid);
     }
@@ -742,7 +876,7 @@ mod tests {
         assert!(f.status.success());
         assert!(f.usage.user_ns + f.usage.system_ns > 0, "{f:?}");
         // A background sleeper outliving the shell is killed, not left running.
-        become_subreaper();
+        set_subreaper();
         let a = argv(&["sh", "-c", "sleep 30 & echo $!"]);
         let t0 = Instant::now();
         let f = run(&launch(&a), None).unwrap();

@@ -25,8 +25,10 @@ use crate::topology::Topology;
 use anyhow::{Context as _, Result, anyhow, bail};
 use std::time::{Duration, Instant};
 
-/// How long `--cleanup` may go on after the first signal before it is terminated.
-pub const CLEANUP_GRACE: Duration = Duration::from_secs(5);
+/// How long `--cleanup` may go on after the first signal (or after its start, when the
+/// signal came first) before it is terminated: with [`runner::FINISH_TERM_GRACE`] between
+/// SIGTERM and SIGKILL, a cleanup that does not finish is stopped within 2 s.
+pub const CLEANUP_GRACE: Duration = Duration::from_secs(1);
 /// Longest burners may take to report their first progress.
 const BURNER_START_LIMIT: Duration = Duration::from_secs(10);
 /// Lines of output quoted in error messages.
@@ -48,6 +50,7 @@ pub(super) fn run(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Progress) -> Re
     let mut notes: Vec<String> = Vec::new();
     // Made first, dropped last.
     let guard = Guard::start(cfg.exe.as_deref())?;
+    guard.mark(super::proctree::mark());
     runner::become_subreaper();
 
     let hierarchy = if cfg.cgroup {
@@ -90,7 +93,8 @@ pub(super) fn run(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Progress) -> Re
         .variants
         .iter()
         .fold(CpuSet::new(), |a, v| a.union(&v.cpus));
-    notes.extend(crate::hygiene::preflight(&used));
+    let preflight = crate::hygiene::preflight(&used);
+    notes.extend(preflight.iter().cloned());
 
     let path = cfg.search_path()?;
     let mut env: Vec<(String, String)> = vec![("PATH".into(), path.to_string_lossy().into())];
@@ -226,7 +230,7 @@ pub(super) fn run(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Progress) -> Re
     if leftovers > 0 {
         notes.push(Note::Leftovers { leftovers }.into());
     }
-    let report = super::assemble(
+    let mut report = super::assemble(
         cfg,
         &resolved,
         measured,
@@ -239,8 +243,13 @@ pub(super) fn run(topo: &Topology, cfg: &CheckedConfig, ui: &dyn Progress) -> Re
             metric_unit,
             counters,
             fixed_duration,
+            sched: super::model::SchedFacts {
+                autogroup: autogroup_enabled(),
+                cpu_quota: topo.process.cpu_quota,
+            },
         },
     );
+    report.preflight = preflight;
     Ok(Kept { report, failure })
 }
 
@@ -457,5 +466,17 @@ fn quote(stdout: &[u8], stderr: &[u8]) -> String {
         "; it printed nothing".to_string()
     } else {
         format!("; the last lines of its output:\n{tail}")
+    }
+}
+
+/// Whether the scheduler's autogroup feature is on (`/proc/sys/kernel/sched_autogroup_enabled`,
+/// sched(7)); None where the file is absent (a kernel without `CONFIG_SCHED_AUTOGROUP`) or
+/// unreadable.
+fn autogroup_enabled() -> Option<bool> {
+    let t = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled").ok()?;
+    match t.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
     }
 }

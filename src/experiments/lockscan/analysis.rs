@@ -24,6 +24,9 @@ pub struct Run {
     pub stats: Vec<ThreadStats>,
     /// One-way c2c latency per proximity class among the lock CPUs, just before the run.
     pub latencies: Vec<(Proximity, f64)>,
+    /// Bytes each scan thread (in `scan_cpus` order) wrote in the measured time: counted
+    /// by the workload, or passes × buffer size where it did not run (the fake engine).
+    pub scanned: Vec<u64>,
 }
 
 /// The one-way latency a run's handoffs met on average: each class's latency weighted by
@@ -192,6 +195,101 @@ pub fn sharing_vs_cross_core_ratios(
     (cross.into_iter().flatten().collect(), did)
 }
 
+/// Bytes per second of scan threads `scanners` (indices into `scan_cpus`), summed, per
+/// run; None for a run with no measured time.
+fn scan_rates(runs: &[Run], scanners: &[usize]) -> Vec<Option<f64>> {
+    runs.iter()
+        .map(|r| {
+            let secs = r.result.measured_ns as f64 / 1e9;
+            let bytes: u64 = scanners
+                .iter()
+                .map(|&j| r.scanned.get(j).copied().unwrap_or(0))
+                .sum();
+            (secs > 0.0).then(|| bytes as f64 / secs)
+        })
+        .collect()
+}
+
+/// The core's combined progress beside a scanner, per round: what
+/// [`ScenarioResult::core_yield`] and its neighbours hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CoreProgress {
+    pub scan_bytes_per_sec: Vec<f64>,
+    pub scan_alone_bytes_per_sec: Vec<f64>,
+    pub scan_ratios: Vec<f64>,
+    pub core_yield_ratios: Vec<f64>,
+    pub core_yield: Option<Comparison>,
+}
+
+/// The shared cores' combined progress, per round: the lock threads beside a scanner
+/// against their own baseline (`baseline`, the round's run without scanners) plus the
+/// scanners beside them against `idle`, the round's run of the same scanners with their
+/// cores' lock threads left out. Each thread measured against itself one per core, the
+/// sum is the core's work with both siblings busy ÷ the work of one thread on it, as an
+/// SMT yield counts it (all ÷ one-per-core on the same cores). Two siblings at 0.625×
+/// each make a yield of 1.25: each lost, the core gained.
+pub fn core_progress(
+    topo: &Topology,
+    s: &Scenario,
+    runs: &[Run],
+    baseline: Option<(&Scenario, &[Run])>,
+    idle: Option<&[Run]>,
+) -> CoreProgress {
+    let scan: CpuSet = s.scan_cpus.iter().copied().collect();
+    let lock_cores = s
+        .lock_cpus
+        .iter()
+        .fold(CpuSet::new(), |a, &c| a.union(&topo.core_of(c)));
+    let sharing: Vec<bool> = s
+        .lock_cpus
+        .iter()
+        .map(|&c| topo.core_of(c).intersects(&scan))
+        .collect();
+    let beside: Vec<usize> = s
+        .scan_cpus
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| lock_cores.contains(**c))
+        .map(|(j, _)| j)
+        .collect();
+    if beside.is_empty() {
+        return CoreProgress::default();
+    }
+    let shared = scan_rates(runs, &beside);
+    let scan_bytes_per_sec: Vec<f64> = shared.iter().flatten().copied().collect();
+    let Some(idle) = idle else {
+        return CoreProgress {
+            scan_bytes_per_sec,
+            ..CoreProgress::default()
+        };
+    };
+    let alone = scan_rates(idle, &beside);
+    let scan_slots: Vec<Option<f64>> = shared
+        .iter()
+        .zip(&alone)
+        .map(|(a, b)| {
+            let x = (*a)? / (*b)?;
+            (x.is_finite() && x >= 0.0).then_some(x)
+        })
+        .collect();
+    let lock_slots = match baseline {
+        Some((bs, br)) => per_round_ratios(s, &sharing, runs, bs, br),
+        None => Vec::new(),
+    };
+    let core_yield_ratios: Vec<f64> = lock_slots
+        .iter()
+        .zip(&scan_slots)
+        .filter_map(|(l, sc)| Some((*l)? + (*sc)?))
+        .collect();
+    CoreProgress {
+        scan_bytes_per_sec,
+        scan_alone_bytes_per_sec: alone.into_iter().flatten().collect(),
+        scan_ratios: scan_slots.into_iter().flatten().collect(),
+        core_yield: Comparison::of_paired_ratios(&core_yield_ratios, Thresholds::YIELD, 0.95),
+        core_yield_ratios,
+    }
+}
+
 /// Summarises every run of one (scenario, lock) trial; `baseline` holds the scenario
 /// without scanners and its runs of the same lock, round by round, when there is one.
 pub fn summarise(
@@ -283,7 +381,16 @@ pub fn summarise(
         cross_core_vs_own_baseline,
         sharing_vs_cross_core_ratios,
         sharing_vs_cross_core,
+        scan_bytes_per_sec: Vec::new(),
+        scan_alone_bytes_per_sec: Vec::new(),
+        scan_ratios: Vec::new(),
+        core_yield_ratios: Vec::new(),
+        core_yield: None,
         pinning_ok: runs.iter().all(|r| r.result.pinning_ok()),
+        steal_share: runs
+            .iter()
+            .filter_map(|r| r.result.steal_share)
+            .reduce(f64::max),
         interrupted,
         core_cpi: crate::counters::per_core(rows_counts(s, topo, &median_run.result)),
     }
@@ -362,6 +469,17 @@ fn thread_rows(
             core: topo.core_of(cpu),
             shares_core_with_scanner: lock && sharing[i],
             ops_per_sec: stats::median(&per_run),
+            scan_bytes_per_sec: (!lock).then(|| {
+                let j = i - nl;
+                let per_run: Vec<f64> = runs
+                    .iter()
+                    .map(|r| {
+                        let secs = r.result.measured_ns.max(1) as f64 / 1e9;
+                        r.scanned.get(j).copied().unwrap_or(0) as f64 / secs
+                    })
+                    .collect();
+                stats::median(&per_run)
+            }),
             ops_per_sec_summary: Summary::of(&per_run),
             locked,
             spins,
@@ -464,6 +582,7 @@ mod tests {
             },
             stats,
             latencies: vec![(Proximity::SmtSibling, 10.0), (Proximity::SameL3, 50.0)],
+            scanned: Vec::new(),
         }
     }
 
@@ -652,6 +771,65 @@ mod tests {
         let zero = [run(&[0, 0, 0], none())];
         let runs = [run(&[100, 300, 1000, 7], none())];
         assert!(own_baseline_ratios(&s, &sharing, &runs, &base_s, &zero).is_empty());
+    }
+
+    /// A run whose scan threads wrote `bytes` each in its measured second.
+    fn scanning(ops: &[u64], bytes: &[u64]) -> Run {
+        let mut r = run(ops, lock_stats([0; 3], [[0; 3]; 3]));
+        r.scanned = bytes.to_vec();
+        r
+    }
+
+    /// The core's combined progress: lock thread 0 kept 625 of its 1000 acquisitions/s
+    /// and the scanner beside it 5 of its 8 GB/s one per core (the lock thread of its
+    /// core left out): 0.625 + 0.625 = 1.25 of one thread's work, though each lost.
+    #[test]
+    fn the_core_yield_sums_each_siblings_rate_against_itself_one_per_core() {
+        let topo = topology(3, 2, false);
+        let s = scenario();
+        let base_s = Scenario {
+            label: "baseline (no scanner)".into(),
+            lock_cpus: vec![0, 1, 2],
+            scan_cpus: Vec::new(),
+        };
+        let alone_s = s.scanner_alone(&topo).unwrap();
+        assert_eq!(alone_s.lock_cpus, [1, 2]);
+        let runs = [
+            scanning(&[625, 1000, 1000, 1], &[5_000_000_000]),
+            scanning(&[600, 1000, 1000, 1], &[4_000_000_000]),
+        ];
+        let base = [
+            scanning(&[1000, 1000, 1000], &[]),
+            scanning(&[1000, 1000, 1000], &[]),
+        ];
+        let alone = [
+            scanning(&[1000, 1000, 1], &[8_000_000_000]),
+            scanning(&[1000, 1000, 1], &[8_000_000_000]),
+        ];
+        let p = core_progress(&topo, &s, &runs, Some((&base_s, &base)), Some(&alone));
+        assert_eq!(p.scan_bytes_per_sec, [5e9, 4e9]);
+        assert_eq!(p.scan_alone_bytes_per_sec, [8e9, 8e9]);
+        assert_eq!(p.scan_ratios, [0.625, 0.5]);
+        assert_eq!(p.core_yield_ratios, [1.25, 1.1]);
+        let y = p.core_yield.unwrap();
+        assert!((y.estimate - (1.25f64 * 1.1).sqrt()).abs() < 1e-9, "{y:?}");
+        assert_eq!(y.thresholds, Thresholds::YIELD);
+        // Without the scanner's one-per-core runs only its rate is kept.
+        let p = core_progress(&topo, &s, &runs, Some((&base_s, &base)), None);
+        assert_eq!(p.scan_bytes_per_sec, [5e9, 4e9]);
+        assert!(p.core_yield_ratios.is_empty() && p.core_yield.is_none());
+        // The per-thread row carries the scanner's bytes/s (the median of 5 and 4 GB/s).
+        let r = summarise(
+            &topo,
+            &s,
+            LockKind::Ttas,
+            &runs,
+            Some((&base_s, &base)),
+            StatsMode::Off,
+            false,
+        );
+        assert_eq!(r.threads[3].scan_bytes_per_sec, Some(4.5e9));
+        assert_eq!(r.threads[0].scan_bytes_per_sec, None);
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub struct ThreadRow {
     pub shares_core_with_scanner: bool,
     /// Acquisitions per second (lock threads) or scan passes per second, median over runs.
     pub ops_per_sec: f64,
+    /// Bytes a scan thread wrote per second of its runs, median over runs; None for lock
+    /// threads and in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_bytes_per_sec: Option<f64>,
     /// Spread of `ops_per_sec` over runs.
     pub ops_per_sec_summary: Option<Summary>,
     /// Acquisitions in the measured time of the median run (the original test's `locked`).
@@ -146,6 +150,32 @@ pub struct ScenarioResult {
     /// means the scanner's effect was not specific to the shared core.
     #[serde(default)]
     pub sharing_vs_cross_core: Option<Comparison>,
+    /// Per run, in round order, the bytes per second written by the scan threads that
+    /// share a core with a lock thread (summed). Empty without such scanners and in files
+    /// written before the scanner's progress was recorded.
+    #[serde(default)]
+    pub scan_bytes_per_sec: Vec<f64>,
+    /// Per round, the same scanners in that round's run with their cores' lock threads
+    /// left out (the scanner one per core; the lock threads on other cores still run):
+    /// the scanner's one-per-core rate.
+    #[serde(default)]
+    pub scan_alone_bytes_per_sec: Vec<f64>,
+    /// Per round, `scan_bytes_per_sec` ÷ `scan_alone_bytes_per_sec`: what sharing the core
+    /// with a lock thread cost the scanner.
+    #[serde(default)]
+    pub scan_ratios: Vec<f64>,
+    /// Per round, the core's combined progress against one thread per core: the
+    /// scanner-sharing lock threads' rate ÷ their own baseline plus the scanners' rate ÷
+    /// their own one-per-core run. Above 1 the shared core did more work than either
+    /// thread alone on it would have (as an SMT yield); rounds missing either part give
+    /// none.
+    #[serde(default)]
+    pub core_yield_ratios: Vec<f64>,
+    /// `core_yield_ratios` as a paired comparison against
+    /// [`Thresholds::YIELD`](crate::stats::Thresholds::YIELD): what the row for locks
+    /// beside scans answers from.
+    #[serde(default)]
+    pub core_yield: Option<Comparison>,
     /// One-way cache-line latency the median run's handoffs met, ns: the latencies of
     /// `c2c_latency_by_proximity` weighted by the handoffs between CPUs of each class
     /// ([`super::handoff_latency_ns`]); None with one lock CPU or a synthetic run.
@@ -160,6 +190,10 @@ pub struct ScenarioResult {
     pub handoffs_share_of_ceiling: Option<f64>,
     /// Pinning held in every run.
     pub pinning_ok: bool,
+    /// The largest hypervisor steal on the run's CPUs over its runs, 0–1; None where not
+    /// measured (the fake engine, no steal field, older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_share: Option<f64>,
     /// Ctrl-C cut the runs short.
     pub interrupted: bool,
     /// Each core's CPI beside its threads' in the median run; empty when no thread
@@ -243,6 +277,9 @@ pub enum Note {
     Other(String),
 }
 
+/// How [`Note::AboveCeiling`]'s sentence begins (views place it under their table).
+pub const ABOVE_CEILING: &str = "handoffs above the c2c ceiling";
+
 impl fmt::Display for Note {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use crate::render::bytes;
@@ -275,7 +312,7 @@ impl fmt::Display for Note {
                 };
                 write!(
                     f,
-                    "handoffs above the c2c ceiling measured just before the run ({}): {why}",
+                    "{ABOVE_CEILING} measured just before the run ({}): {why}",
                     runs.join(", ")
                 )
             }

@@ -5,7 +5,7 @@
 //! run r and the baseline's run r are neighbours in time: the own-baseline ratio pairs
 //! them, and drift between rounds (frequency, temperature, other load) cancels.
 
-use super::analysis::{Run, summarise};
+use super::analysis::{Run, core_progress, summarise};
 use super::config::LockscanConfig;
 use super::model::{LockscanReport, SCHEMA_VERSION};
 use super::scenario::{Scenario, sweep_scope};
@@ -37,6 +37,19 @@ pub fn run(
         .flat_map(|(i, _)| cfg.locks.iter().map(move |&k| (i, k)))
         .collect();
     let mut runs: Vec<Vec<Run>> = trials.iter().map(|_| Vec::new()).collect();
+    // Each scanner scenario's one-per-core run for its scanners, run right after it in
+    // every round (with a baseline to pair the lock threads with): the other half of the
+    // shared core's progress.
+    let alone: Vec<Option<Scenario>> = scen
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            (cfg.baseline && i > 0 && scen[0].scan_cpus.is_empty())
+                .then(|| s.scanner_alone(topo))
+                .flatten()
+        })
+        .collect();
+    let mut alone_runs: Vec<Vec<Run>> = trials.iter().map(|_| Vec::new()).collect();
     let mut interrupted = false;
     'outer: for _ in 0..cfg.repeat {
         for (ti, &(si, kind)) in trials.iter().enumerate() {
@@ -50,6 +63,20 @@ pub fn run(
             if stop {
                 interrupted = true;
                 break 'outer;
+            }
+            if let Some(a) = &alone[si] {
+                if crate::interrupt::requested() {
+                    interrupted = true;
+                    break 'outer;
+                }
+                let run = run_once(engine, topo, cfg, a, kind, on_interval)?;
+                let stop = run.result.interrupted;
+                if !stop {
+                    alone_runs[ti].push(run);
+                } else {
+                    interrupted = true;
+                    break 'outer;
+                }
             }
         }
     }
@@ -67,7 +94,7 @@ pub fn run(
         } else {
             None
         };
-        results.push(summarise(
+        let mut r = summarise(
             topo,
             &scen[si],
             kind,
@@ -75,7 +102,26 @@ pub fn run(
             baseline,
             cfg.stats,
             interrupted,
-        ));
+        );
+        let p = core_progress(
+            topo,
+            &scen[si],
+            &runs[ti],
+            baseline,
+            alone[si].as_ref().map(|_| alone_runs[ti].as_slice()),
+        );
+        r.scan_bytes_per_sec = p.scan_bytes_per_sec;
+        r.scan_alone_bytes_per_sec = p.scan_alone_bytes_per_sec;
+        r.scan_ratios = p.scan_ratios;
+        r.core_yield_ratios = p.core_yield_ratios;
+        r.core_yield = p.core_yield;
+        r.pinning_ok &= alone_runs[ti].iter().all(|a| a.result.pinning_ok());
+        r.steal_share = r
+            .steal_share
+            .into_iter()
+            .chain(alone_runs[ti].iter().filter_map(|a| a.result.steal_share))
+            .reduce(f64::max);
+        results.push(r);
     }
     let steal = runs.iter().flatten().map(|r| r.result.steal_share);
     let measured: Vec<&crate::counters::Measurement> = runs
@@ -148,10 +194,26 @@ fn run_once(
         prev_spins = now;
         on_interval(s, kind, sample, &delta);
     })?;
+    // Where the workload did not run (the fake engine) its passes stand in for the bytes.
+    let scanned = w
+        .take_scanned(s.scan_cpus.len())
+        .into_iter()
+        .enumerate()
+        .map(|(j, b)| {
+            b.unwrap_or_else(|| {
+                let passes = result
+                    .threads
+                    .get(s.lock_cpus.len() + j)
+                    .map_or(0, |t| t.ops);
+                passes.saturating_mul(cfg.scan_bytes as u64)
+            })
+        })
+        .collect();
     Ok(Run {
         result,
         stats: w.take_stats(),
         latencies,
+        scanned,
     })
 }
 

@@ -53,6 +53,30 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// The scanners' one-per-core run: the same scanners with the lock threads of their
+    /// cores left out (the lock threads on other cores still run). None without a scanner
+    /// beside a lock thread, and without SMT, where a scanner can only time-share a lock
+    /// thread's CPU (the scheduler's split, which HT does not change).
+    pub fn scanner_alone(&self, topo: &Topology) -> Option<Scenario> {
+        if topo.threads_per_core() < 2 {
+            return None;
+        }
+        let scan: CpuSet = self.scan_cpus.iter().copied().collect();
+        let lock_cpus: Vec<u32> = self
+            .lock_cpus
+            .iter()
+            .copied()
+            .filter(|&c| !topo.core_of(c).intersects(&scan))
+            .collect();
+        (lock_cpus.len() < self.lock_cpus.len()).then(|| Scenario {
+            label: format!("{}, its core's lock thread left out", self.label),
+            lock_cpus,
+            scan_cpus: self.scan_cpus.clone(),
+        })
+    }
+}
+
 fn list(v: &[u32]) -> String {
     if v.is_empty() {
         "-".into()
@@ -245,6 +269,29 @@ mod tests {
         );
         // Scanner and lock thread on one CPU: more threads than CPUs.
         assert!(s[1].plan().oversubscribed);
+    }
+
+    #[test]
+    fn a_scanners_one_per_core_run_leaves_out_its_cores_lock_threads() {
+        // 2 cores × 2 siblings: the scanner on 2 shares core {0, 2} with lock thread 0.
+        let topo = topology(2, 2, false);
+        let s = scenarios(&topo, &Layout::Sweep(Scope::Package), true).unwrap();
+        assert_eq!(
+            s[0].scanner_alone(&topo),
+            None,
+            "the baseline has no scanner"
+        );
+        let a = s[1].scanner_alone(&topo).unwrap();
+        assert_eq!((&a.lock_cpus[..], &a.scan_cpus[..]), (&[1][..], &[2][..]));
+        assert!(
+            a.label.ends_with("its core's lock thread left out"),
+            "{}",
+            a.label
+        );
+        // Without SMT a scanner only time-shares a CPU: no one-per-core run of its own.
+        let flat = topology(2, 1, false);
+        let s = scenarios(&flat, &Layout::Sweep(Scope::Package), true).unwrap();
+        assert_eq!(s[1].scanner_alone(&flat), None);
     }
 
     #[test]

@@ -7,8 +7,8 @@ use super::config::LockscanConfig;
 use super::model::{LockscanReport, LockscanSection, Note, ScenarioResult, ThreadRole};
 use super::scenario::Scenario;
 use crate::conclusion::{
-    Aggregate, Answer, CONFIDENCE, Evidence, Finding, HtAnswer, Member, PhaseName, SectionCtx,
-    StudySection, WorkloadClass, indicative_note, not_answered,
+    Aggregate, Answer, CONFIDENCE, Evidence, Finding, Gate, HtAnswer, Member, PhaseName,
+    SectionCtx, StudySection, WorkloadClass, indicative_note, not_answered,
 };
 use crate::locks::StatsMode;
 use crate::render::blocks::Block;
@@ -50,6 +50,10 @@ pub fn text(r: &LockscanReport) -> String {
     if let Some(l) = ceiling_line(r) {
         o.push_str(&format!("\n{l}\n"));
     }
+    // A share above 100 % is explained where it is read, under the table.
+    for n in r.notes.iter().filter(|n| above_ceiling(n)) {
+        o.push_str(&format!("note: {n}\n"));
+    }
     o.push_str("\nVerdict:\n");
     let verdict = verdict(r);
     if verdict.is_empty() {
@@ -58,7 +62,7 @@ pub fn text(r: &LockscanReport) -> String {
     for v in &verdict {
         o.push_str(&format!("  {v}\n"));
     }
-    for n in &r.notes {
+    for n in r.notes.iter().filter(|n| !above_ceiling(n)) {
         o.push_str(&format!("note: {n}\n"));
     }
     if let Some(st) = &r.counters {
@@ -67,6 +71,12 @@ pub fn text(r: &LockscanReport) -> String {
         }
     }
     o
+}
+
+/// Whether note `n` explains handoffs above the cache-line ceiling (the table's OF
+/// CEILING column over 100 %), which is said right under the table.
+fn above_ceiling(n: &str) -> bool {
+    n.starts_with(super::model::ABOVE_CEILING)
 }
 
 /// What ran, in one line.
@@ -174,7 +184,7 @@ pub fn comparison(r: &LockscanReport) -> Table {
             format!("{:.3}", s.jain_index),
             format!("{:.2}", s.max_min_ratio),
             render::or_dash(s.sharing_vs_own_baseline, |c| {
-                format!("{}× {}", crate::stats::ratio_text(c.estimate), c.effect)
+                format!("{}× {}", crate::render::ratio_text(c.estimate), c.effect)
             }),
         ]);
     }
@@ -235,7 +245,7 @@ fn counters_text(s: &ScenarioResult) -> String {
     if let (Some(a), Some(b)) = (ipc(true), ipc(false)) {
         o.push_str(&format!(
             "IPC of lock threads beside a scanner {a:.2}, of the others {b:.2} ({}×)\n",
-            crate::stats::ratio_text(a / b)
+            crate::render::ratio_text(a / b)
         ));
     }
     if !s.core_cpi.is_empty() {
@@ -648,6 +658,24 @@ pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
                 cross_core_effect(lo, hi)
             ));
         }
+        if let (Some(y), Some(sc)) = (
+            &r.core_yield,
+            Comparison::of_paired_ratios(&r.scan_ratios, Thresholds::SLOWDOWN, CONFIDENCE),
+        ) {
+            out.push(format!(
+                "{} / {}: the scanner wrote {} with its core's lock thread left out; the shared core did {} — {}",
+                r.lock,
+                r.scenario.label,
+                sc.ratio_of_n("of its bytes/s"),
+                y.ratio_of_n("of one thread's work (lock thread plus scanner, each against itself one per core)"),
+                match y.effect {
+                    Effect::Gain => "more work than one thread per core, though each thread may have run slower",
+                    Effect::NoEffect => "about the work of one thread per core",
+                    Effect::Loss | Effect::SmallLoss => "less work than one thread per core",
+                    Effect::Inconclusive => "too wide to call",
+                }
+            ));
+        }
         // The control for a sibling loss: did the sharing threads lose more than the
         // threads on other cores of the same runs?
         if let (Some(own), Some(ctrl)) = (&r.sharing_vs_own_baseline, &r.sharing_vs_cross_core)
@@ -658,11 +686,12 @@ pub fn verdict_lines(results: &[ScenarioResult], smt: bool) -> Vec<String> {
                 r.lock,
                 r.scenario.label,
                 ctrl.ratio_of_n( "of their rate"),
-                match (matches!(ctrl.effect, Effect::Loss | Effect::SmallLoss), smt) {
-                    (true, true) => "they lost more than threads elsewhere, so the loss comes with sharing the core",
-                    (true, false) => "they lost more than threads elsewhere, so the loss comes with time-sharing the CPU",
-                    (false, true) => "the loss is not shown to come from sharing the core: the scanner slowed the other cores about as much",
-                    (false, false) => "the loss is not shown to come from time-sharing the CPU: the scanner slowed the other CPUs about as much",
+                match (ctrl.effect, smt) {
+                    (Effect::Loss | Effect::SmallLoss, true) => "they lost more than threads elsewhere, so the loss comes with sharing the core",
+                    (Effect::Loss | Effect::SmallLoss, false) => "they lost more than threads elsewhere, so the loss comes with time-sharing the CPU",
+                    (Effect::NoEffect, true) => "the loss is not shown to come from sharing the core: the scanner slowed the other cores about as much",
+                    (Effect::NoEffect, false) => "the loss is not shown to come from time-sharing the CPU: the scanner slowed the other CPUs about as much",
+                    (_, _) => "the control could not tell, so whether the loss is specific to the shared core was not shown",
                 }
             ));
         }
@@ -827,8 +856,8 @@ fn control_of(all: &[Sharing]) -> Option<Comparison> {
 }
 
 /// What a loss beside a scanning sibling may be put down to, given the control: `(clause,
-/// shown)` — `shown` is false when the threads on other cores lost about as much, so the
-/// loss is not specific to sharing the core.
+/// shown)` — `shown` is false unless the threads on other cores lost less (a control that
+/// lost about as much, one that could not tell, or none at all).
 fn control_clause(control: Option<&Comparison>) -> (String, bool) {
     match control {
         Some(c) if matches!(c.effect, Effect::Loss | Effect::SmallLoss) => (
@@ -838,16 +867,27 @@ fn control_clause(control: Option<&Comparison>) -> (String, bool) {
             ),
             true,
         ),
-        Some(c) => (
+        // "About as much" is a measured equivalence: the control's interval inside the
+        // band. An undecided control shows neither that nor the opposite.
+        Some(c) if c.effect == Effect::NoEffect => (
             format!(
                 "but lock threads on other cores of the same runs lost about as much (the sharing thread ÷ them: {}), so the loss is not shown to come from sharing the core: the scanner slowed the other cores too (memory bandwidth, the lock's cache line, the clock)",
                 c.ratio_of("")
             ),
             false,
         ),
+        Some(c) => (
+            format!(
+                "but the control, the sharing thread ÷ lock threads on other cores of the same runs, could not tell ({}), so whether the loss is specific to sharing the core was not shown; more rounds (a longer `--budget`) would tell",
+                c.ratio_of("")
+            ),
+            false,
+        ),
+        // Without the control a loss beside the sibling may be the scanner slowing every
+        // core (memory bandwidth, the clock), which HT off would not remove: held back.
         None => (
-            "no lock thread ran on another core in the same runs, so whether the loss is specific to sharing the core was not measured".into(),
-            true,
+            "no lock thread ran on another core in the same runs (the cross-core control), so whether the loss is specific to sharing the core was not measured and the answer is held back; run lockscan with lock threads on at least two cores and the scanner on one's sibling (`smtlab lockscan --lock-cpus 0,2 --scan-cpus 1` where 1 is 0's sibling, on a machine with two or more cores)".into(),
+            false,
         ),
     }
 }
@@ -867,9 +907,82 @@ const OTHERS_FALLBACK: &str = "this file predates the comparison of each lock th
 /// Said where lock threads beside a scanner kept their rate: what that does not show.
 const SCANNER_UNMEASURED: &str = "the scanner's own progress was not measured, so this says a scanning sibling did not slow the lock threads, not that HT adds capacity";
 
-/// The answer row for lock threads beside a scanning sibling. `no_smt` and `phase` are the
-/// study's reasons for a machine without siblings and for a phase that gave no section.
+/// One scanner scenario's core yield: the lock thread's and the scanner's rates, each
+/// against itself one per core, summed (as [`ScenarioResult::core_yield`] holds it).
+fn core_yield_members(l: &LockscanSection) -> Vec<(Member, Option<Comparison>)> {
+    l.result
+        .results
+        .iter()
+        .filter(|s| !s.scenario.scan_cpus.is_empty())
+        .filter_map(|s| {
+            Some((
+                Member {
+                    label: format!("`{}`, {}", s.lock, s.scenario.label),
+                    comparison: s.core_yield?,
+                    ratios: s.core_yield_ratios.iter().copied().enumerate().collect(),
+                },
+                Comparison::of_paired_ratios(&s.scan_ratios, Thresholds::SLOWDOWN, CONFIDENCE),
+            ))
+        })
+        .collect()
+}
+
+/// Said where no lock thread ran on another core: what the core yield cannot separate.
+const NO_CONTROL: &str = "no lock thread ran on another core in the same runs (the cross-core control), so what the scanner does to every core (memory bandwidth, the clock) was not separated from sharing this one and the answer is held back; run lockscan with lock threads on at least two cores and the scanner on one's sibling (`smtlab lockscan --lock-cpus 0,2 --scan-cpus 1` where 1 is 0's sibling, on a machine with two or more cores)";
+
+/// Said where a lock thread lost beside a scanner but the scanner's progress is not in the
+/// file: the core as a whole may still have gained.
+const SCANNER_NOT_RECORDED: &str = "the scanner's own progress is not in this file (written before it was recorded), so the core's combined progress is unknown and a lock thread's loss is not an answer: two siblings at 0.625× each make a core that does 1.25× the work of one thread; rerun lockscan to measure it";
+
+/// The answer row for lock threads beside a scanning sibling: from the shared core's
+/// combined progress (the lock thread's acquisitions and the scanner's bytes, each against
+/// itself one per core), not from the lock thread's loss alone. `no_smt` and `phase` are
+/// the study's reasons for a machine without siblings and for a phase that gave no
+/// section.
 pub fn answer(l: Option<&LockscanSection>, smt: bool, no_smt: &str, phase: &str) -> Answer {
+    let a = ungated_answer(l, smt, no_smt, phase);
+    match l {
+        Some(l) => a.gated(quality(l)),
+        None => a,
+    }
+}
+
+/// What in lockscan's own records makes its numbers unfit to answer from: a thread seen
+/// on a CPU outside its own (the placement that defines "sharing a core" did not hold),
+/// steal above [`crate::hygiene::STEAL_WARN`] during the runs.
+pub fn quality(l: &LockscanSection) -> Gate {
+    let results = &l.result.results;
+    let mut problems = Vec::new();
+    let strays: Vec<String> = results
+        .iter()
+        .filter(|s| !s.pinning_ok && !s.interrupted)
+        .map(|s| format!("`{}`, {}", s.lock, s.scenario.label))
+        .collect();
+    if !strays.is_empty() {
+        problems.push(format!(
+            "a thread was seen on a CPU outside its own in {} ({}), so the placements did not hold",
+            count(strays.len(), "scenario"),
+            if strays.len() <= crate::conclusion::LIST_ALL {
+                strays.join(", ")
+            } else {
+                format!("{} and {} more", strays[..2].join(", "), strays.len() - 2)
+            }
+        ));
+    }
+    let steal = results
+        .iter()
+        .filter_map(|s| s.steal_share)
+        .fold(0.0f64, f64::max);
+    if steal > crate::hygiene::STEAL_WARN {
+        problems.push(format!(
+            "the hypervisor took up to {} of the measured CPUs' time during the runs (steal)",
+            render::percent(steal, 0)
+        ));
+    }
+    Gate::new(&["pinning", "steal"], problems)
+}
+
+fn ungated_answer(l: Option<&LockscanSection>, smt: bool, no_smt: &str, phase: &str) -> Answer {
     let class = WorkloadClass::LocksBesideScans;
     let section = Some(PHASE);
     if !smt {
@@ -887,6 +1000,10 @@ pub fn answer(l: Option<&LockscanSection>, smt: bool, no_smt: &str, phase: &str)
         return not_answered(class, phase.to_string(), section);
     };
     let sharing = sibling_comparisons(l);
+    let yields = core_yield_members(l);
+    if !yields.is_empty() && sharing.iter().all(|s| s.own) {
+        return core_answer(&sharing, yields);
+    }
     let own = sharing.iter().all(|s| s.own);
     let Some(agg) = Aggregate::of(
         sharing.iter().map(Sharing::member).collect(),
@@ -909,14 +1026,12 @@ pub fn answer(l: Option<&LockscanSection>, smt: bool, no_smt: &str, phase: &str)
     }
     reason.push_str(&indicative_note(&agg.central));
     let mut answer = agg.answer(HtAnswer::from_sharing);
+    if let Some(note) = agg.outside_note() {
+        reason.push_str(&format!("; {note}"));
+    }
     if matches!(answer, HtAnswer::TurnHtOff | HtAnswer::SmallLoss) {
-        let (clause, shown) = control_clause(control_of(&sharing).as_ref());
-        reason.push_str(&format!("; {clause}"));
-        if !shown {
-            answer = HtAnswer::Inconclusive;
-        } else {
-            reason.push_str("; keeping memory-streaming work off the siblings of threads that hold such a lock is the other remedy");
-        }
+        reason.push_str(&format!("; {SCANNER_NOT_RECORDED}"));
+        answer = HtAnswer::Inconclusive;
     }
     if answer == HtAnswer::NoDifference {
         reason.push_str(&format!("; {SCANNER_UNMEASURED}"));
@@ -925,6 +1040,7 @@ pub fn answer(l: Option<&LockscanSection>, smt: bool, no_smt: &str, phase: &str)
         reason.push_str("; the lock threads ran faster beside a scanning sibling, which answers neither way: the scanner's own progress was not measured");
     }
     Answer {
+        gate: None,
         class,
         answer,
         evidence: Some(Evidence {
@@ -946,6 +1062,101 @@ pub fn answer(l: Option<&LockscanSection>, smt: bool, no_smt: &str, phase: &str)
         }),
         reason,
         section,
+    }
+}
+
+/// The row from the shared cores' combined progress: a gain keeps HT on even where each
+/// sibling lost (each at 0.625× is a core doing 1.25× the work); a loss turns it off only
+/// when the lock threads on other cores of the same runs lost less (the loss comes with
+/// sharing the core); without such threads the row is held back.
+fn core_answer(sharing: &[Sharing], yields: Vec<(Member, Option<Comparison>)>) -> Answer {
+    let class = WorkloadClass::LocksBesideScans;
+    let scan_kept: Vec<Comparison> = yields.iter().filter_map(|(_, c)| *c).collect();
+    let Some(agg) = Aggregate::of(
+        yields.into_iter().map(|(m, _)| m).collect(),
+        Thresholds::YIELD,
+    ) else {
+        return not_answered(
+            class,
+            "lockscan ran no scenario with a scanner beside a lock thread".into(),
+            Some(PHASE),
+        );
+    };
+    let mut reason = format!(
+        "work done by a core whose SMT siblings ran a lock thread and a memory scanner, each \
+         against itself one per core and summed, {}",
+        agg.text("one thread per core", "scanner scenarios")
+    );
+    let lock_kept = Aggregate::of(
+        sharing.iter().map(Sharing::member).collect(),
+        Thresholds::SLOWDOWN,
+    )
+    .map(|a| a.central);
+    let scan_kept = (!scan_kept.is_empty()).then(|| {
+        // The middle scenario's: one sentence per side, the row's members carry the rest.
+        let mut v = scan_kept;
+        v.sort_by(|a, b| a.estimate.total_cmp(&b.estimate));
+        v[(v.len() - 1) / 2]
+    });
+    if let (Some(lk), Some(sk)) = (lock_kept, scan_kept) {
+        reason.push_str(&format!(
+            "; of that, the lock thread kept {} and the scanner {}{}",
+            lk.ratio_of("of its rate without a scanner"),
+            sk.ratio_of("of its bytes/s with its core's lock thread left out"),
+            if agg.k > 1 {
+                " (medians over the scenarios)"
+            } else {
+                ""
+            }
+        ));
+    }
+    reason.push_str(&indicative_note(&agg.central));
+    let mut answer = agg.answer(HtAnswer::from_yield);
+    if let Some(note) = agg.outside_note() {
+        reason.push_str(&format!("; {note}"));
+    }
+    let control = control_of(sharing);
+    match (&control, answer) {
+        (None, HtAnswer::NotMeasured) => {}
+        (None, _) => {
+            reason.push_str(&format!("; {NO_CONTROL}"));
+            answer = HtAnswer::Inconclusive;
+        }
+        (Some(_), HtAnswer::TurnHtOff | HtAnswer::SmallLoss) => {
+            let (clause, shown) = control_clause(control.as_ref());
+            reason.push_str(&format!("; {clause}"));
+            if !shown {
+                answer = HtAnswer::Inconclusive;
+            } else {
+                reason.push_str("; keeping memory-streaming work off the siblings of threads that hold such a lock is the other remedy");
+            }
+        }
+        (Some(_), HtAnswer::KeepHtOn)
+            if lock_kept.is_some_and(|c| matches!(c.effect, Effect::Loss | Effect::SmallLoss)) =>
+        {
+            reason.push_str("; the lock thread itself was slower beside the scanner, so HT on serves throughput here, not the lock holder's latency");
+        }
+        _ => {}
+    }
+    Answer {
+        gate: None,
+        class,
+        answer,
+        evidence: Some(Evidence {
+            what: "work of a core shared by a lock thread and a memory scanner ÷ one thread \
+                   per core: the lock thread's acquisitions/s ÷ itself without a scanner plus \
+                   the scanner's bytes/s ÷ itself with its core's lock thread left out, paired \
+                   by round"
+                .into(),
+            runs: if agg.k == 1 {
+                format!("lockscan, {}", agg.members[0].0)
+            } else {
+                format!("lockscan, {} scanner scenarios", agg.k)
+            },
+            comparison: agg.central,
+        }),
+        reason,
+        section: Some(PHASE),
     }
 }
 
@@ -973,8 +1184,10 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
     };
     let mut sharing_effects = Vec::new();
     // Locks that lost beside a scanner, split by what the cross-core control says.
-    let (mut lost_core, mut lost_everywhere, mut lost_uncontrolled) =
-        (Vec::new(), Vec::new(), Vec::new());
+    let (mut lost_core, mut lost_everywhere, mut lost_unclear, mut lost_uncontrolled) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Locks whose shared core did more work in all than one thread on it.
+    let mut core_gained: Vec<String> = Vec::new();
     for lock in locks {
         let mine: Vec<_> = results.iter().filter(|s| s.lock == lock).collect();
         let mut line = format!("`{lock}`:");
@@ -1020,7 +1233,8 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
                 let name = format!("`{lock}`");
                 match control.map(|x| x.effect) {
                     Some(Effect::Loss | Effect::SmallLoss) => lost_core.push(name),
-                    Some(_) => lost_everywhere.push(name),
+                    Some(Effect::NoEffect) => lost_everywhere.push(name),
+                    Some(_) => lost_unclear.push(name),
                     None => lost_uncontrolled.push(name),
                 }
             }
@@ -1039,6 +1253,40 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
                     format!("lockscan, {}", count(agg.k, "scanner position"))
                 },
                 comparison: c,
+            });
+        }
+        // The shared core's work: the lock thread and the scanner, each against itself one
+        // per core, summed.
+        let cores: Vec<Member> = mine
+            .iter()
+            .filter(|s| !s.scenario.scan_cpus.is_empty())
+            .filter_map(|s| {
+                Some(Member {
+                    label: s.scenario.label.clone(),
+                    comparison: s.core_yield?,
+                    ratios: s.core_yield_ratios.iter().copied().enumerate().collect(),
+                })
+            })
+            .collect();
+        if smt && let Some(agg) = Aggregate::of(cores, Thresholds::YIELD) {
+            if agg.answer(HtAnswer::from_yield) == HtAnswer::KeepHtOn {
+                core_gained.push(format!("`{lock}`"));
+            }
+            line.push_str(&format!(
+                "; the core it shared with the scanner did {}{}",
+                agg.central.ratio_of("of one thread's work (lock thread plus scanner, each against itself one per core)"),
+                if agg.k > 1 {
+                    format!(" (per-round median over {} scanner positions)", agg.k)
+                } else {
+                    String::new()
+                }
+            ));
+            evidence.push(Evidence {
+                what: format!(
+                    "`{lock}`: the shared core's work, lock thread ÷ itself without a scanner plus scanner ÷ itself with its core's lock thread left out"
+                ),
+                runs: format!("lockscan, {}", count(agg.k, "scanner position")),
+                comparison: agg.central,
             });
         }
         // Cross-core: paired against the same threads' own baseline where the file has it,
@@ -1099,7 +1347,10 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
         .is_some_and(|c| !c.hardware_missing());
     let meaning = if !smt {
         "A scanner here can only time-share a lock thread's CPU, so that thread runs part of the time and acquires accordingly: the scheduler dividing a CPU, not HT. To see what a scanning sibling does, run on an SMT machine.".to_string()
-    } else if !lost_core.is_empty() || !lost_everywhere.is_empty() || !lost_uncontrolled.is_empty()
+    } else if !lost_core.is_empty()
+        || !lost_everywhere.is_empty()
+        || !lost_unclear.is_empty()
+        || !lost_uncontrolled.is_empty()
     {
         let mut parts = Vec::new();
         if !lost_core.is_empty() {
@@ -1119,6 +1370,12 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
                 lost_everywhere.join(", ")
             ));
         }
+        if !lost_unclear.is_empty() {
+            parts.push(format!(
+                "{} lost beside a scanning sibling; against lock threads on other cores of the same runs the control could not tell, so whether the loss is specific to sharing the core was not shown",
+                lost_unclear.join(", ")
+            ));
+        }
         if !lost_uncontrolled.is_empty() {
             parts.push(format!(
                 "{} lost beside a scanning sibling; no lock thread ran on another core in the same runs, so whether the loss is specific to sharing the core was not measured",
@@ -1128,7 +1385,12 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
         // One sentence of what was lost and why, one of what to do: read at a glance
         // beside the comparisons' table.
         let mut m = capitalise(&format!("{}.", parts.join("; ")));
-        if !lost_core.is_empty() {
+        if !lost_core.is_empty() && !core_gained.is_empty() {
+            m.push_str(&format!(
+                " Yet the core shared by the lock thread and the scanner did more work in all than one thread on it ({}): HT on serves this mix's throughput; keep memory-streaming work off the siblings of threads holding such a lock where the lock's latency matters.",
+                core_gained.join(", ")
+            ));
+        } else if !lost_core.is_empty() {
             m.push_str(" Keep memory-streaming work off the siblings of threads holding such a lock, or turn HT off for such a mix.");
         }
         m
@@ -1182,6 +1444,14 @@ impl StudySection for LockscanSection {
             ));
         }
         b.push(Block::Table(scenarios(&self.result)));
+        b.extend(
+            self.result
+                .notes
+                .iter()
+                .filter(|n| above_ceiling(n))
+                .cloned()
+                .map(Block::Note),
+        );
         if let Some(t) = core_cpi(&self.result) {
             b.push(Block::Note("Per-core CPI (median run): a core's cycles over all its threads' instructions, beside each thread's own CPI.".into()));
             b.push(Block::Table(t));
@@ -1191,7 +1461,13 @@ impl StudySection for LockscanSection {
         b.extend(
             verdict(&self.result)
                 .into_iter()
-                .chain(self.result.notes.iter().cloned())
+                .chain(
+                    self.result
+                        .notes
+                        .iter()
+                        .filter(|n| !above_ceiling(n))
+                        .cloned(),
+                )
                 .map(Block::Note),
         );
         let mut folded = Vec::new();
@@ -1312,10 +1588,16 @@ mod tests {
             cross_core_vs_own_baseline: None,
             sharing_vs_cross_core_ratios: Vec::new(),
             sharing_vs_cross_core: None,
+            scan_bytes_per_sec: Vec::new(),
+            scan_alone_bytes_per_sec: Vec::new(),
+            scan_ratios: Vec::new(),
+            core_yield_ratios: Vec::new(),
+            core_yield: None,
             c2c_latency_ns: None,
             c2c_latency_by_proximity: Vec::new(),
             handoffs_share_of_ceiling: None,
             pinning_ok: true,
+            steal_share: None,
             interrupted: false,
             core_cpi: Vec::new(),
         }
@@ -1532,10 +1814,16 @@ mod tests {
             cross_core_vs_own_baseline: None,
             sharing_vs_cross_core_ratios: Vec::new(),
             sharing_vs_cross_core: None,
+            scan_bytes_per_sec: Vec::new(),
+            scan_alone_bytes_per_sec: Vec::new(),
+            scan_ratios: Vec::new(),
+            core_yield_ratios: Vec::new(),
+            core_yield: None,
             c2c_latency_ns: None,
             c2c_latency_by_proximity: Vec::new(),
             handoffs_share_of_ceiling: None,
             pinning_ok: true,
+            steal_share: None,
             interrupted: true,
             core_cpi: Vec::new(),
         }
@@ -1575,6 +1863,42 @@ mod tests {
         assert!(!text.contains(" 0 acquisitions"), "{text}");
         let j = serde_json::to_value(&r).unwrap();
         assert!(j["results"][1]["acquisitions_per_sec"].is_null());
+    }
+
+    /// Handoffs above 100 % of the ceiling are explained under the comparison table, not
+    /// after the verdict far below it.
+    #[test]
+    fn the_above_ceiling_note_follows_the_table() {
+        let above = String::from(Note::AboveCeiling {
+            runs: vec!["ttas / measured".into()],
+            hypervisor: true,
+        });
+        let r = LockscanReport {
+            schema_version: 1,
+            smt: true,
+            hypervisor: true,
+            cs_ns: 0,
+            scan_bytes: 1 << 20,
+            scan_l2_bytes: None,
+            duration_ns: 1_000_000_000,
+            repeat: 1,
+            lock_stats: StatsMode::Counters,
+            c2c_latency_ns: None,
+            scope: None,
+            results: vec![
+                scenario("measured", Some(2_000_000.0)),
+                scenario("cut", None),
+            ],
+            verdict: Vec::new(),
+            notes: vec![above.clone(), "another note".into()],
+            counters: None,
+        };
+        let text = text(&r);
+        let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("{s} in {text}"));
+        assert!(at("== comparison ==") < at(&above), "{text}");
+        assert!(at(&above) < at("Verdict:"), "{text}");
+        assert!(at("Verdict:") < at("note: another note"), "{text}");
+        assert_eq!(text.matches(&above).count(), 1, "{text}");
     }
 
     /// A run on the fake engine: the CSV has one row per lock × scenario × thread, with raw
@@ -1703,7 +2027,121 @@ mod tests {
                 Thresholds::SLOWDOWN,
                 0.95,
             );
+            // As a file written before the scanner's progress was recorded.
+            s.scan_bytes_per_sec.clear();
+            s.scan_alone_bytes_per_sec.clear();
+            s.scan_ratios.clear();
+            s.core_yield_ratios.clear();
+            s.core_yield = None;
             l.result.results.push(s);
+        }
+    }
+
+    /// Gives every scanner scenario the scanner's per-round rate ÷ its one-per-core run,
+    /// `scan`, and the core yield it makes with the lock thread's own-baseline ratios.
+    fn with_scanner(l: &mut LockscanSection, scan: &[f64]) {
+        for s in l
+            .result
+            .results
+            .iter_mut()
+            .filter(|s| !s.scenario.scan_cpus.is_empty())
+        {
+            s.scan_alone_bytes_per_sec = vec![8e9; scan.len()];
+            s.scan_bytes_per_sec = scan.iter().map(|x| x * 8e9).collect();
+            s.scan_ratios = scan.to_vec();
+            s.core_yield_ratios = s
+                .sharing_ratios
+                .iter()
+                .zip(scan)
+                .map(|(a, b)| a + b)
+                .collect();
+            s.core_yield =
+                Comparison::of_paired_ratios(&s.core_yield_ratios, Thresholds::YIELD, 0.95);
+        }
+    }
+
+    /// The row of a section with these scanner scenarios, the scanner at `scan` of its
+    /// one-per-core rate each round; `control: false` leaves no lock thread on another
+    /// core (a one-core machine).
+    fn judged_core(scenarios: &[(Comparison, Vec<f64>)], scan: &[f64], control: bool) -> Answer {
+        let mut l = section();
+        sibling_scenarios(&mut l, scenarios, None);
+        with_scanner(&mut l, scan);
+        if !control {
+            for s in &mut l.result.results {
+                s.cross_core_ratios.clear();
+                s.cross_core_vs_own_baseline = None;
+                s.sharing_vs_cross_core_ratios.clear();
+                s.sharing_vs_cross_core = None;
+            }
+        }
+        answer(Some(&l), true, NO_SMT, PHASE)
+    }
+
+    /// At a core yield of 1.25 each sibling runs at 0.625× of its rate one per core: the
+    /// lock thread is below the 0.8 loss line, but the core did a quarter more work than
+    /// either thread alone on it. That is no reason to turn HT off.
+    #[test]
+    fn a_core_that_gains_while_each_sibling_loses_keeps_ht_on() {
+        let lock = [0.62, 0.63, 0.625, 0.62, 0.63];
+        let scan = [0.63, 0.62, 0.625, 0.63, 0.62];
+        let a = judged_core(&[paired(&lock)], &scan, true);
+        assert_ne!(a.answer, HtAnswer::TurnHtOff, "{}", a.reason);
+        assert_eq!(a.answer, HtAnswer::KeepHtOn, "{}", a.reason);
+        let e = a.evidence.as_ref().unwrap();
+        assert!((e.comparison.estimate - 1.25).abs() < 0.01, "{e:?}");
+        assert!(e.what.contains("plus the scanner's bytes/s"), "{}", e.what);
+        assert!(
+            a.reason.contains("the lock thread kept 0.62") && a.reason.contains("the scanner 0.62"),
+            "{}",
+            a.reason
+        );
+        let mut l = section();
+        sibling_scenarios(&mut l, &[paired(&lock)], None);
+        with_scanner(&mut l, &scan);
+        let f = finding(&l, true);
+        assert!(
+            f.observed
+                .contains("the core it shared with the scanner did 1.25×"),
+            "{}",
+            f.observed
+        );
+        assert!(
+            f.meaning.contains("HT on serves this mix's throughput"),
+            "{}",
+            f.meaning
+        );
+        assert!(!f.meaning.contains("turn HT off"), "{}", f.meaning);
+        // The same lock loss beside a scanner that kept only a fifth of its rate is a core
+        // that lost: 0.625 + 0.2 = 0.83.
+        let a = judged_core(&[paired(&lock)], &[0.2; 5], true);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff, "{}", a.reason);
+        // A file without the scanner's progress: the lock thread's loss alone answers
+        // nothing.
+        let (a, _) = judged(&[paired(&lock)], None);
+        assert_eq!(a.answer, HtAnswer::Inconclusive, "{}", a.reason);
+        assert!(
+            a.reason
+                .contains("scanner's own progress is not in this file"),
+            "{}",
+            a.reason
+        );
+    }
+
+    /// One core (no lock thread on another core, no cross-core control): whatever the
+    /// core yield, the row is held back and says what to run.
+    #[test]
+    fn without_a_lock_thread_on_another_core_the_core_yield_is_held_back() {
+        let lock = [0.62, 0.63, 0.625, 0.62, 0.63];
+        for scan in [[0.625; 5], [0.2; 5]] {
+            let a = judged_core(&[paired(&lock)], &scan, false);
+            assert_eq!(a.answer, HtAnswer::Inconclusive, "{}", a.reason);
+            assert!(
+                a.reason.contains("held back")
+                    && a.reason.contains("--lock-cpus 0,2 --scan-cpus 1"),
+                "{}",
+                a.reason
+            );
         }
     }
 
@@ -1803,8 +2241,10 @@ mod tests {
 
     #[test]
     fn a_sibling_loss_names_the_lock_that_lost() {
-        let (a, f) = judged(&vec![paired(&[0.5, 0.52, 0.48, 0.5, 0.49]); 3], None);
-        assert_eq!(a.answer, HtAnswer::TurnHtOff);
+        let lost = vec![paired(&[0.5, 0.52, 0.48, 0.5, 0.49]); 3];
+        let (_, f) = judged(&lost, None);
+        let a = judged_core(&lost, &[0.2; 5], true);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff, "{}", a.reason);
         assert!(
             f.meaning.starts_with(
                 "`ttas` lost beside a scanning sibling and more than lock threads on other cores"
@@ -1873,9 +2313,18 @@ mod tests {
     /// wide to call; more runs needed": it is a measured 10–15 % loss.
     #[test]
     fn a_narrow_slowdown_above_the_loss_line_is_a_small_loss() {
-        let (a, f) = judged(&[paired(&[0.85, 0.87, 0.89, 0.86, 0.88])], None);
-        assert_eq!(a.answer, HtAnswer::SmallLoss, "{}", a.reason);
-        assert!(a.reason.contains("small loss"), "{}", a.reason);
+        let small = [paired(&[0.85, 0.87, 0.89, 0.86, 0.88])];
+        let (_, f) = judged(&small, None);
+        // The scanner adds 0.02–0.04 of its rate: the core did 0.88–0.92 of one thread's
+        // work, below the yield's 0.95 loss line; the lock thread's own ratio is the small
+        // loss it is.
+        let a = judged_core(&small, &[0.03, 0.02, 0.03, 0.04, 0.03], true);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff, "{}", a.reason);
+        assert!(
+            a.reason.contains("the lock thread kept 0.87× of its rate without a scanner (95 % CI 0.85–0.89: small loss)"),
+            "{}",
+            a.reason
+        );
         assert!(!f.meaning.contains("too wide"), "{}", f.meaning);
     }
 
@@ -1886,7 +2335,11 @@ mod tests {
     fn a_sibling_loss_matched_on_other_cores_is_not_blamed_on_core_sharing() {
         let sharing = [0.69, 0.70, 0.71, 0.70, 0.695];
         let cross = [0.71, 0.72, 0.73, 0.72, 0.715];
-        let (a, f) = judged(&[paired(&sharing)], Some(&cross));
+        let (_, f) = judged(&[paired(&sharing)], Some(&cross));
+        let mut l = section();
+        sibling_scenarios(&mut l, &[paired(&sharing)], Some(&cross));
+        with_scanner(&mut l, &[0.05; 5]);
+        let a = answer(Some(&l), true, NO_SMT, PHASE);
         assert_eq!(a.answer, HtAnswer::Inconclusive, "{}", a.reason);
         assert!(
             a.reason.contains("not shown to come from sharing the core"),
@@ -1900,8 +2353,8 @@ mod tests {
         );
         assert!(f.meaning.contains("slowed every core"), "{}", f.meaning);
         // With the other cores unaffected, the same loss does come with sharing the core.
-        let (a, _) = judged(&[paired(&sharing)], None);
-        assert_eq!(a.answer, HtAnswer::TurnHtOff);
+        let a = judged_core(&[paired(&sharing)], &[0.05; 5], true);
+        assert_eq!(a.answer, HtAnswer::TurnHtOff, "{}", a.reason);
     }
 
     /// "(no hardware counters)" was printed beside a sibling loss when counters ran.
@@ -1920,5 +2373,62 @@ mod tests {
             f.meaning
         );
         assert!(!f.meaning.contains("no hardware counters"), "{}", f.meaning);
+    }
+}
+
+#[cfg(test)]
+mod control_tests {
+    use super::*;
+
+    fn ctrl(x: f64, low: f64, high: f64) -> Comparison {
+        let t = Thresholds::SLOWDOWN;
+        Comparison {
+            estimate: x,
+            low,
+            high,
+            confidence: 0.95,
+            n: 5,
+            indicative: false,
+            effect: crate::stats::classify(low, high, t),
+            thresholds: t,
+            method: crate::stats::IntervalMethod::StudentTLog,
+        }
+    }
+
+    /// "Lost about as much … the scanner slowed the other cores too" is a measured
+    /// equivalence: an undecided control (0.80×, 0.50–1.30) shows neither it nor its
+    /// opposite, and the answer stays held back without naming a mechanism.
+    #[test]
+    fn the_every_core_mechanism_is_named_only_from_a_no_difference_control() {
+        let undecided = ctrl(0.80, 0.50, 1.30);
+        assert_eq!(undecided.effect, Effect::Inconclusive);
+        let (clause, shown) = control_clause(Some(&undecided));
+        assert!(!shown, "{clause}");
+        assert!(
+            !clause.contains("about as much") && !clause.contains("memory bandwidth"),
+            "{clause}"
+        );
+        assert!(clause.contains("could not tell"), "{clause}");
+        let same = ctrl(0.99, 0.97, 1.02);
+        assert_eq!(same.effect, Effect::NoEffect);
+        let (clause, shown) = control_clause(Some(&same));
+        assert!(!shown && clause.contains("lost about as much"), "{clause}");
+        let (clause, shown) = control_clause(Some(&ctrl(0.6, 0.55, 0.65)));
+        assert!(
+            shown && clause.contains("comes with sharing the core"),
+            "{clause}"
+        );
+    }
+
+    /// A one-core machine has no lock thread on another core: a loss beside the sibling is
+    /// inconclusive there, and the row says what to run.
+    #[test]
+    fn without_the_cross_core_control_a_loss_is_held_back_saying_what_to_run() {
+        let (clause, shown) = control_clause(None);
+        assert!(!shown, "{clause}");
+        assert!(
+            clause.contains("held back") && clause.contains("--lock-cpus 0,2 --scan-cpus 1"),
+            "{clause}"
+        );
     }
 }

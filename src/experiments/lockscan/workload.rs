@@ -28,6 +28,9 @@ pub struct LockScan {
     live: Mutex<Vec<Option<Arc<LockCounters>>>>,
     /// Final stats of each lock thread (measurement phase only).
     finals: Mutex<Vec<Option<ThreadStats>>>,
+    /// Bytes each scan thread wrote in the measurement phase (whole 16 MiB chunks and the
+    /// pass's tail), None until it has run one.
+    scanned: Mutex<Vec<Option<u64>>>,
 }
 
 impl LockScan {
@@ -46,7 +49,18 @@ impl LockScan {
             scan_bytes,
             live: Mutex::new(vec![None; lock_threads]),
             finals: Mutex::new(vec![None; lock_threads]),
+            scanned: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Takes the bytes each scan thread (in plan order after the lock threads) wrote in
+    /// the last run's measurement phase; None for a thread that did not run one (the fake
+    /// engine runs no workload).
+    pub fn take_scanned(&self, scan_threads: usize) -> Vec<Option<u64>> {
+        let mut f = self.scanned.lock().expect("not poisoned");
+        let mut out = std::mem::take(&mut *f);
+        out.resize(scan_threads, None);
+        out
     }
 
     /// Takes the final per-lock-thread stats of the last run.
@@ -107,6 +121,10 @@ impl Workload for LockScan {
         } else {
             let mut buf = vec![0u8; self.scan_bytes];
             let mut v = 0u8;
+            // Bytes written, counted per chunk: a pass over gigabytes is too coarse a unit
+            // for the scanner's rate in a run of a few seconds.
+            let mut bytes = 0u64;
+            let measuring = ctx.phase() == Phase::Measure;
             // A pass over gigabytes (the first one faulting every page in) takes seconds:
             // look at the stop flag every 16 MiB; only whole passes count.
             'passes: while !ctx.should_stop() {
@@ -117,9 +135,18 @@ impl Workload for LockScan {
                     }
                     // SAFETY: writes exactly chunk.len() bytes into chunk.
                     unsafe { std::ptr::write_bytes(chunk.as_mut_ptr(), v, chunk.len()) };
+                    bytes += chunk.len() as u64;
                 }
                 std::hint::black_box(&mut buf);
                 ctx.add_progress(1);
+            }
+            if measuring {
+                let i = ctx.thread - self.lock_threads;
+                let mut f = self.scanned.lock().expect("not poisoned");
+                if f.len() <= i {
+                    f.resize(i + 1, None);
+                }
+                f[i] = Some(bytes);
             }
         }
     }

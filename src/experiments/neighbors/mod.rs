@@ -30,6 +30,7 @@ pub mod diagnosis;
 mod model;
 mod plan;
 mod run;
+pub mod verdict;
 pub mod view;
 mod workload;
 

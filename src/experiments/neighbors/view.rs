@@ -1,59 +1,59 @@
-//! neighbors' view: everything that turns its model into tables and sentences — the
-//! terminal text ([`text`]), the study section's table ([`series`]), its finding and the
-//! headline's largest loss ([`finding`], [`largest_loss`]), and the export document
-//! ([`document`]). Pure.
+//! neighbors' view: its one document ([`blocks`]), drawn on the terminal and written by
+//! [`export`], the study section's table ([`series`]) and the CSV rows ([`data`]); its
+//! finding and the headline's largest loss are in `verdict`. Pure.
 
 use super::diagnosis::Diagnosis;
-use super::model::{
-    NeighborsReport, NeighborsSection, NeighborsSeries, SeriesPlacement, SeriesStep, Step,
-};
-use crate::conclusion::{Evidence, Finding, PhaseName, SectionCtx, StudySection};
+use super::model::{NeighborsReport, NeighborsSection, SeriesPlacement, Step};
+use crate::conclusion::{Finding, PhaseName, SectionCtx, StudySection};
 use crate::render::blocks::Block;
-use crate::render::count;
-use crate::render::export::{Document, Section};
-use crate::render::{self, NONE, Table, duration_ns, si};
-use crate::stats::Effect;
 
-/// The phase that fills this section; results.json names it `"neighbors"`.
-pub const PHASE: PhaseName = PhaseName::new("neighbors");
+pub use super::verdict::PHASE;
+use crate::render::count;
+use crate::render::export::Document;
+use crate::render::{self, NONE, Table, duration_ns, si};
+
 /// The section's heading in report.html and summary.md.
 pub const TITLE: &str = "Noisy neighbours: a hot lock vs CPU burners (neighbors)";
 
 // ---------------------------------------------------------------------------------------
 // The terminal.
 
-/// One row per step (burners → ops/s and the evidence), then one diagnosis line per step;
-/// with several rounds, also one row per burner count over them, its ratio paired with
-/// each round's first step.
-pub fn text(r: &NeighborsReport) -> String {
-    let mut o = String::new();
-    o.push_str(&header(r));
-    o.push('\n');
-    o.push_str(&steps(r).text());
-    for l in legend(r) {
-        o.push_str(&l);
-        o.push('\n');
-    }
-    if let Some(t) = rounds(r) {
-        o.push_str(&format!("\n{}:\n", rounds_title(r)));
-        o.push_str(&t.text());
-        o.push_str("\nDiagnosis (most rounds; evidence of the round nearest the median):\n");
-    } else {
-        o.push_str("\nDiagnosis:\n");
-    }
-    for l in diagnosis_lines(r) {
-        o.push_str(&format!("  {l}\n"));
-    }
-    o.push_str(&counters_text(r));
-    for n in notes(r) {
-        o.push_str(&format!("note: {n}\n"));
-    }
-    if let Some(st) = &r.counters {
-        for l in crate::counters::view::status_lines(st) {
-            o.push_str(&format!("{l}\n"));
+/// The run as one document, in the terminal's order: what ran, one row per step and what
+/// its columns mean; with several rounds one row per burner count over them; one
+/// diagnosis line per step; the workers' counters; the notes. `smtlab neighbors` draws
+/// it, `--export-markdown` writes it.
+pub fn blocks(r: &NeighborsReport) -> Vec<Block> {
+    let mut b = vec![
+        Block::Intro(header(r)),
+        Block::Heading("Steps".into()),
+        Block::Table(steps(r)),
+        Block::List(legend(r)),
+    ];
+    let diagnosis = match rounds(r) {
+        Some(t) => {
+            b.push(Block::Heading(rounds_title(r)));
+            b.push(Block::Table(t));
+            "Diagnosis (most rounds; evidence of the round nearest the median)"
         }
+        None => "Diagnosis",
+    };
+    b.push(Block::Heading(diagnosis.into()));
+    b.push(Block::List(diagnosis_lines(r)));
+    b.extend(counters_blocks(r));
+    let mut notes: Vec<String> = notes(r).into_iter().map(|n| format!("note: {n}")).collect();
+    if let Some(st) = &r.counters {
+        notes.extend(crate::counters::view::status_lines(st));
     }
-    o
+    if !notes.is_empty() {
+        b.push(Block::Heading("Notes".into()));
+        b.push(Block::List(notes));
+    }
+    b
+}
+
+/// What `--export-*` writes: [`blocks`] as Markdown, [`data`] as CSV, the model as JSON.
+pub fn export(r: &NeighborsReport) -> Document {
+    Document::of("smtlab neighbors", r, data(r), &blocks(r))
 }
 
 /// What ran, in one line.
@@ -217,8 +217,8 @@ fn notes(r: &NeighborsReport) -> Vec<String> {
     v
 }
 
-/// The workers' counters per step, summed over the workers; empty when no step counted.
-fn counters_text(r: &NeighborsReport) -> String {
+/// The workers' counters per step, summed over the workers; nothing when no step counted.
+fn counters_blocks(r: &NeighborsReport) -> Vec<Block> {
     use crate::counters::view as counters;
     let steps: Vec<(String, &Step)> = r
         .reference
@@ -228,7 +228,7 @@ fn counters_text(r: &NeighborsReport) -> String {
         .collect();
     let counts = || steps.iter().map(|(_, s)| s.worker_counters.as_ref());
     if counts().all(|c| c.is_none()) {
-        return String::new();
+        return Vec::new();
     }
     let hw = counters::any_hardware(counts());
     let rounds = r.repeat > 1;
@@ -249,12 +249,12 @@ fn counters_text(r: &NeighborsReport) -> String {
         row.extend(counters::cells(s.worker_counters.as_ref(), hw));
         table.push(row);
     }
-    let mut o = String::from("\nWorker counters per step (summed over the workers):\n");
-    o.push_str(&table.text());
-    if let Some(n) = counters::multiplexing_note(counts()) {
-        o.push_str(&format!("note: {n}\n"));
-    }
-    o
+    let mut b = vec![
+        Block::Heading("Worker counters per step (summed over the workers)".into()),
+        Block::Table(table),
+    ];
+    b.extend(counters::multiplexing_note(counts()).map(|n| Block::Note(format!("note: {n}"))));
+    b
 }
 
 // ---------------------------------------------------------------------------------------
@@ -388,323 +388,6 @@ pub fn data(r: &NeighborsReport) -> Table {
     t
 }
 
-/// The export document: the model, one row per step, and the terminal's tables.
-pub fn document(r: &NeighborsReport) -> Document {
-    let mut sections = vec![Section {
-        heading: "Steps".into(),
-        text: std::iter::once(header(r)).chain(legend(r)).collect(),
-        table: Some(steps(r)),
-    }];
-    if let Some(t) = rounds(r) {
-        sections.push(Section {
-            heading: rounds_title(r),
-            text: Vec::new(),
-            table: Some(t),
-        });
-    }
-    sections.push(Section {
-        heading: "Diagnosis".into(),
-        text: diagnosis_lines(r)
-            .into_iter()
-            .chain(notes(r).into_iter().map(|n| format!("Note: {n}")))
-            .collect(),
-        table: None,
-    });
-    Document {
-        title: "smtlab neighbors".into(),
-        json: serde_json::to_value(r).unwrap_or(serde_json::Value::Null),
-        data: data(r),
-        sections,
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// The study's finding and the headline's largest loss.
-
-/// What neighbors showed, for the study's findings: per series its unloaded rate and its
-/// lowest step, which locks lost once runnable threads outnumbered the CPUs, and what the
-/// controlled sibling series says.
-pub fn finding(n: &NeighborsSection) -> Finding {
-    let mut obs = Vec::new();
-    let mut evidence = Vec::new();
-    for s in &n.series {
-        let Some(first) = s.steps.first() else {
-            continue;
-        };
-        let placement = match s.placement {
-            SeriesPlacement::Unpinned => "unpinned".to_string(),
-            SeriesPlacement::SiblingBurners => "burners on the workers' siblings".to_string(),
-        };
-        let mut line = format!(
-            "`{}` ({placement}) with {}: {} ops/s with {}",
-            s.lock,
-            placed_workers(s.placement, s.workers_in(n)),
-            crate::render::pm_n(&first.ops_per_sec),
-            count(first.burners, "burner"),
-        );
-        if let Some((worst, c)) = s
-            .steps
-            .iter()
-            .filter(|st| st.burners != first.burners)
-            .filter_map(|st| Some((st, st.ratio?)))
-            .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate))
-        {
-            line.push_str(&format!(
-                "; lowest at {} ({} runnable on {}): {}, diagnosis `{}`",
-                count(worst.burners, "burner"),
-                worst.runnable_threads,
-                count(worst.cpus, "CPU"),
-                c.ratio_of("the 0-burner rate"),
-                worst.diagnosis.label()
-            ));
-            evidence.push(Evidence {
-                what: format!(
-                    "`{}` ops/s with {} ÷ with {}",
-                    s.lock,
-                    placed_burners(s.placement, worst.burners),
-                    count(first.burners, "burner")
-                ),
-                runs: format!("neighbors ({placement}), {} rounds", c.n),
-                comparison: c,
-            });
-        }
-        obs.push(line);
-    }
-    // Which locks lost at a step with more runnable threads than CPUs, and which did not.
-    let mut lost = Vec::new();
-    let mut slowed = Vec::new();
-    let mut kept = Vec::new();
-    for s in &n.series {
-        if let Some(c) = s
-            .steps
-            .iter()
-            .filter(|st| st.runnable_threads > st.cpus)
-            .filter_map(|st| st.ratio)
-            .min_by(|a, b| a.estimate.total_cmp(&b.estimate))
-        {
-            match c.effect {
-                Effect::Loss => lost.push(format!("`{}`", s.lock)),
-                Effect::SmallLoss => slowed.push(format!("`{}`", s.lock)),
-                Effect::NoEffect | Effect::Gain => kept.push(format!("`{}`", s.lock)),
-                Effect::Inconclusive => {}
-            }
-        }
-    }
-    let mut meaning = if !lost.is_empty() && !kept.is_empty() {
-        format!(
-            "With more runnable threads than CPUs, {} lost while {} did not: the lock, not only the thread count, decides what oversubscription costs; keep runnable lock-heavy threads at or below the CPUs they may use, or use the lock that kept its rate.",
-            lost.join(", "),
-            kept.join(", ")
-        )
-    } else if !lost.is_empty() {
-        format!(
-            "With more runnable threads than CPUs, {} lost: keep runnable lock-heavy threads at or below the CPUs they may use.",
-            lost.join(", ")
-        )
-    } else if !kept.is_empty() && slowed.is_empty() {
-        "No lock lost with more runnable threads than CPUs at these step lengths.".into()
-    } else if slowed.is_empty() {
-        "No step oversubscribed the CPUs with an interval narrow enough to call.".into()
-    } else {
-        String::new()
-    };
-    // At most two sentences: oversubscription (with any small loss as a clause of it), then
-    // the controlled sibling series.
-    if !slowed.is_empty() {
-        let small = format!(
-            "{} slowed by a measured amount smaller than the loss line (a small loss; see its interval)",
-            slowed.join(", ")
-        );
-        meaning = match meaning.strip_suffix('.') {
-            Some(m) => format!("{m}; {small}."),
-            None => format!("With more runnable threads than CPUs, {small}."),
-        };
-    }
-    if let Some(m) = sibling_meaning(n) {
-        if !meaning.is_empty() {
-            meaning.push(' ');
-        }
-        meaning.push_str(&m);
-    }
-    Finding {
-        topic: "noisy neighbours (neighbors)".into(),
-        observed: obs.join(". ") + ".",
-        meaning,
-        evidence,
-    }
-}
-
-/// What the controlled sibling series says: per lock, its rate with every worker's sibling
-/// busy (the last step) against the same round's rate without burners. Only this series
-/// may name SMT sharing, the placement, not the scheduler, having put the burners there;
-/// and only where that step's own diagnosis says so: a step diagnosed otherwise (other
-/// processes competing for the CPUs, say) is named by its diagnosis.
-fn sibling_meaning(n: &NeighborsSection) -> Option<String> {
-    let mut lost = Vec::new();
-    let mut lost_other = Vec::new();
-    let mut kept = Vec::new();
-    let mut unclear = Vec::new();
-    for s in n
-        .series
-        .iter()
-        .filter(|s| s.placement == SeriesPlacement::SiblingBurners)
-    {
-        let Some((st, c)) = s
-            .steps
-            .iter()
-            .filter(|st| st.burners > 0)
-            .max_by_key(|st| st.burners)
-            .and_then(|st| Some((st, st.ratio?)))
-        else {
-            continue;
-        };
-        let what = format!(
-            "`{}` ({} with {})",
-            s.lock,
-            c.ratio_of("of its rate without burners"),
-            count(st.burners, "busy sibling")
-        );
-        match c.effect {
-            Effect::Loss | Effect::SmallLoss if st.diagnosis == Diagnosis::SmtSharing => {
-                lost.push(what)
-            }
-            Effect::Loss | Effect::SmallLoss => lost_other.push(format!(
-                "{what}, diagnosed `{}` from {}",
-                st.diagnosis.label(),
-                st.reason
-            )),
-            Effect::NoEffect | Effect::Gain => kept.push(what),
-            Effect::Inconclusive => unclear.push(what),
-        }
-    }
-    if lost.is_empty() && lost_other.is_empty() && kept.is_empty() && unclear.is_empty() {
-        return None;
-    }
-    let mut parts = Vec::new();
-    if !lost.is_empty() {
-        parts.push(format!(
-            "{} lost: SMT sharing, since each thread had a CPU of its own and only the core was shared",
-            lost.join(", ")
-        ));
-    }
-    if !lost_other.is_empty() {
-        parts.push(format!(
-            "{} lost, but that step's diagnosis is not SMT sharing, so the loss is not put down to the busy siblings",
-            lost_other.join("; ")
-        ));
-    }
-    if !kept.is_empty() {
-        parts.push(format!(
-            "{} kept {} rate within its interval: a busy sibling did not slow {} beyond the ±5 % band",
-            kept.join(", "),
-            if kept.len() == 1 { "its" } else { "their" },
-            if kept.len() == 1 { "it" } else { "them" }
-        ));
-    }
-    if !unclear.is_empty() {
-        parts.push(format!(
-            "the interval was too wide to call for {}",
-            unclear.join(", ")
-        ));
-    }
-    Some(format!(
-        "With one worker per core and burners pinned to their SMT siblings, {}.",
-        parts.join("; ")
-    ))
-}
-
-/// The neighbors step whose paired interval lies lowest, when it is a loss: what it cost,
-/// what the diagnosis measured, and what the other locks of the same placement kept at the
-/// same burner count.
-pub fn largest_loss(n: &NeighborsSection) -> Option<String> {
-    let (series, st, c) = n
-        .series
-        .iter()
-        .flat_map(|s| {
-            s.steps
-                .iter()
-                .filter(|st| st.burners > 0)
-                .filter_map(move |st| Some((s, st, st.ratio?)))
-        })
-        .filter(|(_, _, c)| c.effect == Effect::Loss)
-        .min_by(|a, b| a.2.high.total_cmp(&b.2.high))?;
-    let others: Vec<String> = n
-        .series
-        .iter()
-        .filter(|s| s.lock != series.lock && s.placement == series.placement)
-        .filter_map(|s| {
-            let o = s.steps.iter().find(|o| o.burners == st.burners)?;
-            Some(format!("`{}` was at {}", s.lock, o.ratio?.ratio_of("")))
-        })
-        .collect();
-    Some(format!(
-        "Largest measured loss: with {} and {} the `{}` lock ran at {}{}{}.",
-        placed_burners(series.placement, st.burners),
-        placed_workers(series.placement, series.workers_in(n)),
-        series.lock,
-        c.ratio_of("its unloaded rate"),
-        mechanism(series, st),
-        if others.is_empty() {
-            String::new()
-        } else {
-            format!("; at the same step {}", others.join(", "))
-        }
-    ))
-}
-
-/// `2 burners` (unpinned) or `2 burners pinned to the workers' SMT siblings`.
-fn placed_burners(p: SeriesPlacement, b: usize) -> String {
-    match p {
-        SeriesPlacement::Unpinned => count(b, "burner"),
-        SeriesPlacement::SiblingBurners => {
-            format!("{} pinned to the workers' SMT siblings", count(b, "burner"))
-        }
-    }
-}
-
-/// `4 workers` (unpinned) or `2 workers one per core`.
-fn placed_workers(p: SeriesPlacement, w: usize) -> String {
-    match p {
-        SeriesPlacement::Unpinned => count(w, "worker"),
-        SeriesPlacement::SiblingBurners => format!("{} one per core", count(w, "worker")),
-    }
-}
-
-/// The diagnosis as a clause, only where the run measured its signs. SMT sharing is named
-/// only for the controlled series (burners pinned to the workers' siblings); with unpinned
-/// threads the scheduler, not the run, chose who shared a core, so it is at most possible
-/// (files written before `possibly-smt-sharing` existed may say `smt-sharing` there).
-fn mechanism(s: &NeighborsSeries, st: &SeriesStep) -> String {
-    match st.diagnosis {
-        Diagnosis::None => String::new(),
-        Diagnosis::SmtSharing | Diagnosis::PossiblySmtSharing
-            if s.placement == SeriesPlacement::Unpinned =>
-        {
-            format!(
-                " — possibly SMT sharing, but the workers and burners were unpinned, so the \
-                 run did not control it ({})",
-                st.reason
-            )
-        }
-        Diagnosis::SmtSharing => format!(
-            " — SMT sharing: the burners were pinned to the workers' siblings and the threads \
-             had a CPU each ({})",
-            st.reason
-        ),
-        d => format!(" — diagnosed `{}` from {}", d.label(), st.reason),
-    }
-}
-
-/// Other processes competed for the CPUs: some series' first step (no burners) was
-/// diagnosed external load.
-pub fn disturbed(n: &NeighborsSection) -> bool {
-    n.series.iter().any(|s| {
-        s.steps
-            .first()
-            .is_some_and(|st| st.diagnosis == Diagnosis::ExternalLoad)
-    })
-}
-
 /// The study's neighbors section: what was measured, throughput against burners per series
 /// (markers coloured by diagnosis), the series table, and the runs' notes once each.
 impl StudySection for NeighborsSection {
@@ -731,7 +414,7 @@ impl StudySection for NeighborsSection {
     }
 
     fn finding(&self, _smt: bool) -> Option<Finding> {
-        Some(finding(self))
+        Some(super::verdict::finding(self))
     }
 }
 
@@ -846,7 +529,8 @@ mod tests {
     fn exports_write_csv_and_markdown_that_parse_back() {
         use crate::render::export::Exports;
         let r = fake_run();
-        assert!(text(&r).contains("Over 2 rounds"), "{}", text(&r));
+        let text = crate::render::terminal::draw(&blocks(&r));
+        assert!(text.contains("Over 2 rounds"), "{text}");
         let d = tempfile::tempdir().unwrap();
         let ex = Exports {
             json: None,
@@ -854,7 +538,7 @@ mod tests {
             markdown: Some(d.path().join("n.md")),
         };
         ex.check().unwrap();
-        ex.write(|| document(&r)).unwrap();
+        ex.write(|| export(&r)).unwrap();
         let mut rd = csv::Reader::from_path(d.path().join("n.csv")).unwrap();
         let header = rd.headers().unwrap().clone();
         let col = |name: &str| header.iter().position(|h| h == name).unwrap();
@@ -872,199 +556,5 @@ mod tests {
         let md = std::fs::read_to_string(d.path().join("n.md")).unwrap();
         assert!(md.starts_with("# smtlab neighbors\n"), "{md}");
         assert!(md.contains("| ROUND | BURNERS | WORKERS |"), "{md}");
-    }
-
-    // -----------------------------------------------------------------------------------
-    // The study's finding and the headline's largest loss, on a made-up section: per lock
-    // an unpinned series (2 workers, 0–4 burners on 4 CPUs) and a controlled one (4
-    // workers one per core, 0–4 burners on their siblings, 8 CPUs), every step at its
-    // unloaded rate.
-
-    fn section() -> NeighborsSection {
-        use crate::locks::LockKind;
-        use crate::stats::{Summary, Thresholds};
-        let step = |burners: usize, workers: usize, cpus: usize| SeriesStep {
-            burners,
-            runnable_threads: workers + burners,
-            cpus,
-            ops_per_sec: Summary::of(&[1e6, 1.01e6, 0.99e6]).unwrap(),
-            ratio_to_first: 1.0,
-            latency_p99_ns: 1_000,
-            diagnosis: Diagnosis::None,
-            reason: "no sign of contention".into(),
-            ratio: (burners > 0)
-                .then(|| {
-                    crate::stats::Comparison::of_paired_ratios(
-                        &[0.99, 1.0, 1.01, 1.0, 0.995],
-                        Thresholds::SLOWDOWN,
-                        0.95,
-                    )
-                })
-                .flatten(),
-        };
-        let locks = vec![LockKind::Ticket, LockKind::Adaptive];
-        let mut series = Vec::new();
-        for &lock in &locks {
-            series.push(NeighborsSeries {
-                lock,
-                placement: SeriesPlacement::Unpinned,
-                workers: Some(2),
-                steps: (0..=4).map(|b| step(b, 2, 4)).collect(),
-            });
-            series.push(NeighborsSeries {
-                lock,
-                placement: SeriesPlacement::SiblingBurners,
-                workers: Some(4),
-                steps: (0..=4).map(|b| step(b, 4, 8)).collect(),
-            });
-        }
-        NeighborsSection {
-            workers: 2,
-            locks,
-            burner_steps: (0..=4).collect(),
-            burner_kind: "prime".into(),
-            burner_mode: super::super::BurnerMode::Thread,
-            warmup_ns: 0,
-            duration_ns: 10_000_000,
-            repeat: 5,
-            series,
-            sibling_skipped: None,
-            runs: Vec::new(),
-        }
-    }
-
-    /// Makes the `placement` series' step with `burners` of the first lock a deep loss.
-    fn deep_loss(
-        n: &mut NeighborsSection,
-        placement: SeriesPlacement,
-        burners: usize,
-        d: Diagnosis,
-        reason: &str,
-    ) {
-        let s = n
-            .series
-            .iter_mut()
-            .find(|s| s.placement == placement)
-            .unwrap();
-        let st = s.steps.iter_mut().find(|st| st.burners == burners).unwrap();
-        st.diagnosis = d;
-        st.reason = reason.into();
-        st.ratio = Some(crate::stats::Comparison::from_ci(
-            crate::stats::Ci {
-                estimate: 0.2,
-                low: 0.15,
-                high: 0.25,
-                confidence: 0.95,
-            },
-            5,
-            crate::stats::Thresholds::SLOWDOWN,
-        ));
-    }
-
-    #[test]
-    fn the_worst_neighbours_step_not_oversubscribed_is_not_called_oversubscription() {
-        let mut n = section();
-        n.series
-            .retain(|s| s.placement == SeriesPlacement::Unpinned);
-        for s in &mut n.series {
-            for st in &mut s.steps {
-                st.runnable_threads = st.cpus;
-                if st.burners > 0 {
-                    st.diagnosis = Diagnosis::SharedResources;
-                    st.reason = "2 runnable on 2 CPUs, 0% of time waiting for a CPU".into();
-                    st.ratio = Some(crate::stats::Comparison::from_ci(
-                        crate::stats::Ci {
-                            estimate: 0.6,
-                            low: 0.55,
-                            high: 0.65,
-                            confidence: 0.95,
-                        },
-                        5,
-                        crate::stats::Thresholds::SLOWDOWN,
-                    ));
-                }
-            }
-        }
-        let loss = largest_loss(&n).expect("a loss");
-        assert!(loss.starts_with("Largest measured loss"), "{loss}");
-        assert!(loss.contains("`shared-resources`"), "{loss}");
-        let f = finding(&n);
-        for s in [&loss, &f.observed, &f.meaning] {
-            assert!(!s.contains("oversubscription"), "{s}");
-            assert!(!s.contains("more runnable threads than CPUs"), "{s}");
-        }
-    }
-
-    #[test]
-    fn a_controlled_sibling_loss_names_smt_sharing_and_an_unpinned_one_does_not() {
-        // Controlled: burners pinned to the workers' siblings.
-        let mut n = section();
-        deep_loss(
-            &mut n,
-            SeriesPlacement::SiblingBurners,
-            4,
-            Diagnosis::SmtSharing,
-            "burners pinned to the workers' SMT siblings; 4 runnable on 4 CPUs",
-        );
-        let loss = largest_loss(&n).unwrap();
-        assert!(
-            loss.contains(
-                "with 4 burners pinned to the workers' SMT siblings and 4 workers one per core"
-            ),
-            "{loss}"
-        );
-        assert!(
-            loss.contains("— SMT sharing: the burners were pinned"),
-            "{loss}"
-        );
-        let f = finding(&n);
-        assert!(
-            f.meaning
-                .contains("SMT sharing, since each thread had a CPU of its own"),
-            "{}",
-            f.meaning
-        );
-        // At a glance: at most two sentences.
-        assert!(f.meaning.matches(". ").count() <= 1, "{}", f.meaning);
-        // Unpinned: at most possibly, whether the step says so or an old file says
-        // `smt-sharing`.
-        for d in [Diagnosis::PossiblySmtSharing, Diagnosis::SmtSharing] {
-            let mut n = section();
-            deep_loss(
-                &mut n,
-                SeriesPlacement::Unpinned,
-                2,
-                d,
-                "6 runnable on 8 CPUs",
-            );
-            let loss = largest_loss(&n).unwrap();
-            assert!(loss.contains("possibly SMT sharing"), "{loss}");
-            assert!(!loss.contains("— SMT sharing"), "{loss}");
-        }
-    }
-
-    /// The neighbours finding said "lost: SMT sharing" for a sibling-series step whose own
-    /// diagnosis was `external-load` (the headline of the same report said external load).
-    #[test]
-    fn a_sibling_series_loss_diagnosed_external_load_is_not_called_smt_sharing() {
-        let mut n = section();
-        deep_loss(
-            &mut n,
-            SeriesPlacement::SiblingBurners,
-            4,
-            Diagnosis::ExternalLoad,
-            "workers waited for a CPU 40 % of the time with no burner",
-        );
-        let f = finding(&n);
-        assert!(!f.meaning.contains("lost: SMT sharing"), "{}", f.meaning);
-        assert!(f.meaning.contains("external-load"), "{}", f.meaning);
-    }
-
-    #[test]
-    fn disturbed_only_when_an_unloaded_step_saw_external_load() {
-        let mut n = section();
-        assert!(!disturbed(&n));
-        n.series[0].steps[0].diagnosis = Diagnosis::ExternalLoad;
-        assert!(disturbed(&n));
     }
 }

@@ -17,6 +17,8 @@ pub(super) struct Measured {
     pub involuntary_ctx_switches: u64,
     pub cpu_time_ns: u64,
     pub pinning_violations: usize,
+    /// Hypervisor steal on the run's CPUs, 0–1, where measured.
+    pub steal_share: Option<f64>,
     /// Each plan thread's counters.
     pub counters: Vec<Option<crate::counters::Measurement>>,
     /// What the run's counters could not count, and why.
@@ -66,6 +68,7 @@ pub(super) fn layout_run(
         involuntary_ctx_switches: res.involuntary_ctx_switches,
         client_cpu_time_ns: res.cpu_time_ns,
         pinning_violations: res.pinning_violations,
+        steal_share: res.steal_share,
         per_thread: outcome
             .threads
             .iter()
@@ -212,6 +215,7 @@ mod tests {
             involuntary_ctx_switches: 3,
             cpu_time_ns: 5,
             pinning_violations: 0,
+            steal_share: None,
             counters: Vec::new(),
             status: None,
         }

@@ -15,6 +15,7 @@
 mod analysis;
 pub mod model;
 mod run;
+pub mod verdict;
 pub mod view;
 
 pub use analysis::{median, per_sec, row_check_failure, same_placements};

@@ -78,7 +78,8 @@ pub fn run(
         .iter()
         .flat_map(|l| &l.plan.threads)
         .fold(crate::cpuset::CpuSet::new(), |a, t| a.union(&t.cpus));
-    for w in engine.hygiene(&clients) {
+    let hygiene = engine.hygiene(&clients);
+    for w in &hygiene {
         say(&format!("warning: {w}"));
     }
     let max_threads = plans
@@ -93,6 +94,7 @@ pub fn run(
         say(&format!("{why}; only the client threads are pinned"));
     }
     let mut rep = empty_report(cfg, &db, &plans, skipped);
+    rep.hygiene = hygiene;
     let result = run_all(engine, cfg, &db, &plans, &mut rep, say);
     if matches!(cfg.db, DbTarget::Postgres { .. })
         && let Err(e) = db.drop_table(&cfg.table)
@@ -146,6 +148,7 @@ fn empty_report(
         scope: plans.iter().find_map(|l| l.plan.scope.clone()),
         interrupted: false,
         counters: None,
+        hygiene: Vec::new(),
         interrupted_by: None,
     }
 }
@@ -237,6 +240,7 @@ fn run_layout(
         involuntary_ctx_switches: r.threads.iter().map(|t| t.involuntary_ctx_switches).sum(),
         cpu_time_ns: r.cpu_time_ns(),
         pinning_violations: r.pinning_violations.len(),
+        steal_share: r.steal_share,
     });
     // Restore backend affinity and close sessions before looking at the result.
     let outcome = w.finish();

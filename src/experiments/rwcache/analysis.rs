@@ -9,15 +9,16 @@
 //! sharing costs: cache-line transfers, waits, and a sibling's competition for the core.
 
 use super::model::{
-    BeforeAfter, BeforeAfterRow, Best, BestAt, ReadCost, ReadCostAt, ReferenceResult, SchemeResult,
+    BeforeAfter, BeforeAfterRow, Best, BestAt, Caution, ON_CPU_WARN, ReadCost, ReadCostAt,
+    ReferenceResult, SchemeResult,
 };
 use crate::engine::RunResult;
 use crate::placement::Plan;
 use crate::rwcache::{RwThreadStats, SchemeKind, lock_cost};
-use crate::stats::{self, Better, Summary};
+use crate::stats::{self, Summary, Thresholds};
 
 /// Noise threshold for verdicts: a change is called only beyond ±2 %.
-const NOISE: f64 = 0.02;
+pub(super) const NOISE: f64 = 0.02;
 
 /// One run: the engine's result and each thread's stats.
 pub struct RunOutcome {
@@ -180,6 +181,10 @@ pub fn summarise(
             .map(|t| t.involuntary_ctx_switches)
             .sum(),
         pinning_ok: runs.iter().all(|r| r.run.pinning_ok()),
+        steal_share_max: runs
+            .iter()
+            .filter_map(|r| r.run.steal_share)
+            .reduce(f64::max),
         run_requests_per_sec: rps,
         counters: {
             let per_run: Option<Vec<crate::counters::Counts>> = runs
@@ -196,6 +201,31 @@ pub fn summarise(
             per_run.and_then(|v| crate::counters::Counts::median(&v))
         },
     }
+}
+
+/// The caution a disturbed run carries: results (not oversubscribed, where sharing a CPU
+/// is the design) whose threads were on their CPUs less than `ON_CPU_WARN` of the run,
+/// and steal above [`STEAL_WARN`](crate::hygiene::STEAL_WARN) in any run. None when
+/// neither was seen.
+pub fn caution(results: &[SchemeResult]) -> Option<Caution> {
+    let measured = measured(results);
+    let starved: Vec<f64> = measured
+        .iter()
+        .filter(|r| !r.oversubscribed && r.cpu_share < ON_CPU_WARN)
+        .map(|r| r.cpu_share)
+        .collect();
+    let steal = measured
+        .iter()
+        .filter_map(|r| r.steal_share_max)
+        .reduce(f64::max)
+        .filter(|&s| s > crate::hygiene::STEAL_WARN);
+    (!starved.is_empty() || steal.is_some()).then(|| Caution {
+        starved_results: starved.len(),
+        results: measured.len(),
+        on_cpu_low: starved.iter().copied().reduce(f64::min),
+        on_cpu_high: starved.iter().copied().reduce(f64::max),
+        steal_max: steal,
+    })
 }
 
 /// The median requests/s of a measured result. Callers keep to [`measured`] results, so
@@ -256,7 +286,7 @@ pub fn before_after(results: &[SchemeResult]) -> Vec<BeforeAfter> {
                 * 100.0,
             verdict: ci
                 .filter(|_| a.runs > 1 && b.runs > 1)
-                .map(|c| stats::verdict(&c, NOISE, Better::Higher)),
+                .map(|c| stats::classify(c.low, c.high, Thresholds::band(NOISE))),
             requests_ratio: ci.filter(|_| a.runs > 1 && b.runs > 1),
             before,
             after,
@@ -328,7 +358,7 @@ pub fn best(results: &[SchemeResult]) -> Option<Best> {
             requests_per_sec: median_rps(first),
             runner_up: second.map(|s| s.scheme),
             over_runner_up: ci,
-            verdict: ci.map(|c| stats::verdict(&c, NOISE, Better::Higher)),
+            verdict: ci.map(|c| stats::classify(c.low, c.high, Thresholds::band(NOISE))),
         });
     }
     let mut schemes: Vec<SchemeKind> = results.iter().map(|r| r.scheme).collect();
@@ -365,7 +395,7 @@ pub(super) mod tests {
     use crate::cpuset::CpuSet;
     use crate::engine::{RunSpec, ThreadResult};
     use crate::placement::ThreadPlacement;
-    use crate::stats::Verdict;
+    use crate::stats::Effect;
     use std::time::Duration;
 
     fn close(a: f64, b: f64) -> bool {
@@ -443,6 +473,18 @@ pub(super) mod tests {
             .map(|&r| outcome(threads, r, threads as u64 * 1_000_000_000))
             .collect();
         summarise(kind, threads, &plan(threads), &runs, Some(100.0))
+    }
+
+    /// The largest steal of a scheme's runs is kept with its result.
+    #[test]
+    fn the_largest_steal_of_the_runs_is_kept() {
+        let mut runs: Vec<RunOutcome> = (0..3).map(|_| outcome(1, 1_000, 1_000_000_000)).collect();
+        runs[0].run.steal_share = Some(0.02);
+        runs[1].run.steal_share = Some(0.13);
+        let r = summarise(SchemeKind::Spin, 1, &plan(1), &runs, Some(100.0));
+        assert_eq!(r.steal_share_max, Some(0.13));
+        let none = summarise(SchemeKind::Spin, 1, &plan(1), &runs[2..], Some(100.0));
+        assert_eq!(none.steal_share_max, None);
     }
 
     #[test]
@@ -530,7 +572,7 @@ pub(super) mod tests {
         assert!(close(b.cpu_per_request_change_pct, -100.0 / 9.0));
         assert!(close(b.before.cpu_pct, 100.0));
         assert!(close(b.requests_ratio.unwrap().estimate, 1.125));
-        assert_eq!(b.verdict, Some(Verdict::Faster));
+        assert_eq!(b.verdict, Some(Effect::Gain));
         // One run each: the figures, but no interval and no verdict.
         let one = before_after(&[
             result(SchemeKind::Spin, 1, &[8_000_000]),
@@ -573,7 +615,7 @@ pub(super) mod tests {
             (1, SchemeKind::RwSpin, Some(SchemeKind::Spin))
         );
         assert!(close(at1.over_runner_up.unwrap().estimate, 1.125));
-        assert_eq!(at1.verdict, Some(Verdict::Faster));
+        assert_eq!(at1.verdict, Some(Effect::Gain));
         assert_eq!(
             (b.per_threads[1].threads, b.per_threads[1].scheme),
             (4, SchemeKind::Spin)
@@ -598,7 +640,7 @@ pub(super) mod tests {
         ];
         let at = &best(&results).unwrap().per_threads[0];
         assert_eq!(at.scheme, SchemeKind::RwSpin);
-        assert_eq!(at.verdict, Some(Verdict::NoDifference));
+        assert_eq!(at.verdict, Some(Effect::NoEffect));
         // One run each: a winner, no verdict.
         let one = [
             result(SchemeKind::Spin, 1, &[8_000_000]),

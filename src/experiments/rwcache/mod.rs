@@ -33,10 +33,12 @@ mod run;
 pub mod view;
 mod workload;
 
-pub use analysis::{RunOutcome, before_after, best, read_cost, summarise, summarise_reference};
+pub use analysis::{
+    RunOutcome, before_after, best, caution, read_cost, summarise, summarise_reference,
+};
 pub use config::{MAX_LOOKUPS, MAX_THREADS, RwcacheConfig, TableSpec};
 pub use model::{
-    BeforeAfter, BeforeAfterRow, Best, BestAt, ReadCost, ReadCostAt, ReferenceResult,
+    BeforeAfter, BeforeAfterRow, Best, BestAt, Caution, ReadCost, ReadCostAt, ReferenceResult,
     RwcacheReport, RwcacheRow, RwcacheSection, SCHEMA_VERSION, SchemeResult,
 };
 pub use run::{OnRun, run};

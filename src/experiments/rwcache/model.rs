@@ -5,7 +5,7 @@ use crate::cpuset::CpuSet;
 use crate::locks::LockSummary;
 use crate::placement;
 use crate::rwcache::SchemeKind;
-use crate::stats::{Ci, Summary, Verdict};
+use crate::stats::{Ci, Effect, Summary};
 use serde::{Deserialize, Serialize};
 
 use super::TableSpec;
@@ -69,6 +69,11 @@ pub struct SchemeResult {
     pub involuntary_ctx_switches: u64,
     /// Pinning held in every run.
     pub pinning_ok: bool,
+    /// The largest share of the measured CPUs' time the hypervisor took during a run
+    /// (steal, from `/proc/stat`), 0–1; None (and left out) where it was not sampled, and
+    /// in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_share_max: Option<f64>,
     /// Per-run requests/s, in run order.
     pub run_requests_per_sec: Vec<f64>,
     /// Per event, the median over runs of all threads' counters summed (task-clock,
@@ -124,8 +129,10 @@ pub struct BeforeAfter {
     pub cpu_per_request_change_pct: f64,
     /// Bootstrap 95 % CI of requests/s after ÷ before (None with one run each).
     pub requests_ratio: Option<Ci>,
-    /// Faster / slower / no difference (beyond ±2 %).
-    pub verdict: Option<Verdict>,
+    /// The ratio's effect against a ±2 % band (gain, loss, no effect or inconclusive),
+    /// stored in the words of `lead_words`.
+    #[serde(default, with = "lead_words")]
+    pub verdict: Option<Effect>,
 }
 
 /// One scheme's read-side cost across thread counts.
@@ -158,8 +165,9 @@ pub struct BestAt {
     pub runner_up: Option<SchemeKind>,
     /// Bootstrap 95 % CI of best ÷ runner-up requests/s.
     pub over_runner_up: Option<Ci>,
-    /// Whether the lead is beyond noise.
-    pub verdict: Option<Verdict>,
+    /// Whether the lead is beyond a ±2 % band, stored in the words of `lead_words`.
+    #[serde(default, with = "lead_words")]
+    pub verdict: Option<Effect>,
 }
 
 /// The best scheme overall and per thread count.
@@ -202,7 +210,11 @@ pub struct RwcacheReport {
     pub before_after: Vec<BeforeAfter>,
     pub read_cost: Vec<ReadCost>,
     pub best: Option<Best>,
-    /// Plain-words conclusions.
+    /// Other work took these CPUs during the runs: the verdict opens with this caution.
+    /// None on a quiet machine and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caution: Option<Caution>,
+    /// Plain-words conclusions (the caution first, when there is one).
     pub verdict: Vec<String>,
     /// What could not be measured or run here, and why (`Note`s, and the look at the
     /// CPUs' warnings).
@@ -213,6 +225,64 @@ pub struct RwcacheReport {
     /// `--counters off`, on the fake engine and in older files.
     #[serde(default)]
     pub counters: Option<crate::counters::Status>,
+}
+
+/// Signs that other work shared the measured CPUs, with the figures that show it. A
+/// pinned thread that is runnable the whole run is on its CPU the whole run, so CPU time
+/// below wall time means something else ran there (getrusage(2) CPU time against the run's
+/// wall time); steal is time the hypervisor gave the vCPU's host CPU to another guest
+/// (proc(5), `/proc/stat`). Either way the rates are low and noisy, and a comparison between
+/// schemes measured at different moments can reflect the load, not the schemes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Caution {
+    /// Results (scheme × thread count, not oversubscribed) whose threads were on their CPUs
+    /// less than `ON_CPU_WARN` of the run (median over runs), and how many results there
+    /// were.
+    pub starved_results: usize,
+    pub results: usize,
+    /// The lowest and highest on-CPU share among the starved results, 0–1.
+    pub on_cpu_low: Option<f64>,
+    pub on_cpu_high: Option<f64>,
+    /// The largest steal share of any run, 0–1, when above
+    /// [`STEAL_WARN`](crate::hygiene::STEAL_WARN).
+    pub steal_max: Option<f64>,
+}
+
+/// Pinned threads on their CPUs less than this share of the run were starved.
+pub const ON_CPU_WARN: f64 = 0.9;
+
+impl Caution {
+    /// What was seen, with its figures: "pinned threads were on their CPUs only 42–85 % of
+    /// the time in 2 of 4 results and the hypervisor took up to 13 % of their time (steal)".
+    pub fn figures(&self) -> String {
+        let mut parts = Vec::new();
+        if let (Some(lo), Some(hi)) = (self.on_cpu_low, self.on_cpu_high) {
+            parts.push(format!(
+                "pinned threads were on their CPUs only {} of the time in {} of {}",
+                crate::render::percent_bounds(lo, hi),
+                self.starved_results,
+                crate::render::count(self.results, "result")
+            ));
+        }
+        if let Some(s) = self.steal_max {
+            parts.push(format!(
+                "the hypervisor took up to {} of their time (steal)",
+                crate::render::percent_bounds(s, s)
+            ));
+        }
+        parts.join(" and ")
+    }
+}
+
+impl std::fmt::Display for Caution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "caution: other work shared these CPUs: {}, so the rates are low and noisy and the comparisons below may not hold on a quiet \
+             machine; rerun there before acting on them",
+            self.figures()
+        )
+    }
 }
 
 /// What an rwcache run could not measure or run, and how it measured; kept in
@@ -228,9 +298,6 @@ pub enum Note {
     /// CPU in the lock is the scheme's CPU per request less the `none` reference's
     /// `reference_ns`.
     BySubtraction { reference_ns: f64 },
-    /// Pinned runs (scheme, threads, share of the run on their CPUs) that were on their
-    /// CPUs less than 90 % of the time.
-    Starved { runs: Vec<(SchemeKind, usize, f64)> },
     /// This thread count could not be placed.
     ThreadsSkipped { threads: usize, why: String },
     /// The 1-thread `none` reference could not be placed.
@@ -262,17 +329,6 @@ impl std::fmt::Display for Note {
                  time",
                 crate::render::ns_figure(*reference_ns)
             ),
-            Note::Starved { runs } => {
-                f.write_str("pinned threads were on their CPUs for less than 90 % of the run (")?;
-                for (i, (scheme, threads, share)) in runs.iter().enumerate() {
-                    let sep = if i == 0 { "" } else { ", " };
-                    write!(f, "{sep}{scheme}@{threads} {:.0} %", share * 100.0)?;
-                }
-                f.write_str(
-                    "): another process competed for these CPUs, so rates are low and noisy; \
-                     rerun on a quiet machine",
-                )
-            }
             Note::ThreadsSkipped { threads, why } => write!(f, "{threads} threads skipped: {why}"),
             Note::NoReference { why } => write!(
                 f,
@@ -288,19 +344,10 @@ crate::note::text_note!(Note);
 
 #[cfg(test)]
 mod note_tests {
-    use super::{Note, SchemeKind};
+    use super::Note;
 
     #[test]
     fn notes_say_the_sentences_rwcache_printed() {
-        let starved = Note::Starved {
-            runs: vec![(SchemeKind::Spin, 2, 0.5), (SchemeKind::RwSpin, 4, 0.804)],
-        };
-        assert_eq!(
-            starved,
-            "pinned threads were on their CPUs for less than 90 % of the run (spin@2 50 %, \
-             rwspin@4 80 %): another process competed for these CPUs, so rates are low and \
-             noisy; rerun on a quiet machine"
-        );
         let skipped = Note::ThreadsSkipped {
             threads: 8,
             why: "too few CPUs".into(),
@@ -329,4 +376,72 @@ pub struct RwcacheRow {
     pub requests_per_sec: Summary,
     /// Median share of the threads' time spent in the lock code, 0–1, when measured.
     pub lock_cpu_share: Option<f64>,
+}
+
+/// The words results.json has always stored for a ratio against rwcache's ±2 % band:
+/// `faster` (a gain), `slower` (a loss) and `no-difference`, which covered both an interval
+/// inside the band and one straddling its edge. Written so, so that the file does not
+/// change; read back, `no-difference` is inconclusive, since it cannot say which it was.
+pub(crate) mod lead_words {
+    use crate::stats::Effect;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Effect>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            None => s.serialize_none(),
+            Some(Effect::Gain) => s.serialize_some("faster"),
+            Some(Effect::Loss | Effect::SmallLoss) => s.serialize_some("slower"),
+            Some(Effect::NoEffect | Effect::Inconclusive) => s.serialize_some("no-difference"),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Effect>, D::Error> {
+        match Option::<String>::deserialize(d)?.as_deref() {
+            None => Ok(None),
+            Some("faster") => Ok(Some(Effect::Gain)),
+            Some("slower") => Ok(Some(Effect::Loss)),
+            Some("no-difference") => Ok(Some(Effect::Inconclusive)),
+            Some(other) => Err(serde::de::Error::custom(format!(
+                "verdict `{other}`: expected faster, slower or no-difference"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Lead {
+        #[serde(default, with = "lead_words")]
+        verdict: Option<Effect>,
+    }
+
+    /// The stored words do not change with the enum behind them, and a word that cannot
+    /// tell a tie from an interval straddling the band reads back as inconclusive.
+    #[test]
+    fn lead_words_keep_the_file_and_never_read_back_firmer() {
+        let json = |e| serde_json::to_string(&Lead { verdict: e }).unwrap();
+        assert_eq!(json(Some(Effect::Gain)), r#"{"verdict":"faster"}"#);
+        assert_eq!(json(Some(Effect::Loss)), r#"{"verdict":"slower"}"#);
+        assert_eq!(
+            json(Some(Effect::NoEffect)),
+            r#"{"verdict":"no-difference"}"#
+        );
+        assert_eq!(
+            json(Some(Effect::Inconclusive)),
+            r#"{"verdict":"no-difference"}"#
+        );
+        assert_eq!(json(None), r#"{"verdict":null}"#);
+        let read = |s: &str| serde_json::from_str::<Lead>(s).map(|l| l.verdict);
+        assert_eq!(read(r#"{"verdict":"faster"}"#).unwrap(), Some(Effect::Gain));
+        assert_eq!(
+            read(r#"{"verdict":"no-difference"}"#).unwrap(),
+            Some(Effect::Inconclusive)
+        );
+        assert_eq!(read("{}").unwrap(), None);
+        let e = read(r#"{"verdict":"maybe"}"#).unwrap_err().to_string();
+        assert!(e.contains("maybe") && e.contains("no-difference"), "{e}");
+    }
 }

@@ -30,10 +30,6 @@ pub fn run(
 ) -> Result<RwcacheReport> {
     let (plans, trials, mut notes) = plan_trials(topo, cfg)?;
     let (runs, interrupted) = run_rounds(engine, cfg, &plans, &trials, on_run)?;
-    notes.extend(crate::hygiene::steal_note(
-        "the runs",
-        runs.iter().flatten().map(|r| r.run.steal_share),
-    ));
     let reference = trials
         .iter()
         .zip(&runs)
@@ -58,7 +54,15 @@ pub fn run(
     let before_after = analysis::before_after(&results);
     let read_cost = analysis::read_cost(&results, &cfg.schemes);
     let best = analysis::best(&results);
-    let verdict = view::lines(&results, &before_after, &read_cost, best.as_ref());
+    // Steal and starved threads are said once, as the verdict's caution, not as notes.
+    let caution = analysis::caution(&results);
+    let verdict = view::lines(
+        &results,
+        &before_after,
+        &read_cost,
+        best.as_ref(),
+        caution.as_ref(),
+    );
     let layout = Layout::new(cfg.table.entries);
     Ok(RwcacheReport {
         schema_version: SCHEMA_VERSION,
@@ -80,6 +84,7 @@ pub fn run(
         before_after,
         read_cost,
         best,
+        caution,
         verdict,
         notes,
         interrupted,

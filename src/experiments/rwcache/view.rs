@@ -4,7 +4,7 @@
 //! export document ([`document`]). Pure.
 
 use super::model::{
-    BeforeAfter, Best, Note, ReadCost, RwcacheReport, RwcacheSection, SchemeResult,
+    BeforeAfter, Best, Caution, Note, ReadCost, RwcacheReport, RwcacheSection, SchemeResult,
 };
 use crate::conclusion::{
     Answer, Finding, PhaseName, SectionCtx, StudySection, WorkloadClass, not_answered,
@@ -13,7 +13,7 @@ use crate::render::blocks::Block;
 use crate::render::export::{Document, Section};
 use crate::render::{self, NONE, Table, count, ns_figure, si, thousands};
 use crate::rwcache::SchemeKind;
-use crate::stats::{Thresholds, Verdict};
+use crate::stats::{Effect, Thresholds};
 
 /// The phase that fills this section; results.json names it `"rwcache"`.
 pub const PHASE: PhaseName = PhaseName::new("rwcache");
@@ -257,12 +257,39 @@ pub fn before_after(b: &BeforeAfter) -> (String, Table) {
     )
 }
 
+/// What rwcache has always printed for a ratio against its ±2 % band: `faster`, `slower`,
+/// `no difference` (inside the band or straddling its edge; the stored word cannot tell).
+fn lead_word(e: Effect) -> String {
+    match e {
+        Effect::Gain => "faster".into(),
+        Effect::Loss | Effect::SmallLoss => "slower".into(),
+        Effect::NoEffect => "no difference".into(),
+        Effect::Inconclusive => format!(
+            "inconclusive, the interval reaches into the {} band",
+            render::band(super::analysis::NOISE)
+        ),
+    }
+}
+
+/// A ratio's effect against rwcache's ±2 % band, from its interval. The stored word
+/// (`lead_words`) cannot tell a tie from an interval across the band's edge, so the
+/// sentence is read from the interval, which is stored too: the same before and after a
+/// re-render.
+fn effect_of(c: &crate::stats::Ci) -> Effect {
+    crate::stats::classify(c.low, c.high, Thresholds::band(super::analysis::NOISE))
+}
+
 /// `requests/s ratio 1.125 (95% CI 1.100–1.150): faster`, when the runs gave an interval.
 fn before_after_ratio(b: &BeforeAfter) -> Option<String> {
-    let (c, v) = (b.requests_ratio?, b.verdict?);
+    let (c, _) = (b.requests_ratio?, b.verdict?);
+    let v = effect_of(&c);
     Some(format!(
-        "requests/s ratio {:.3} (95% CI {:.3}–{:.3}): {v}",
-        c.estimate, c.low, c.high
+        "requests/s ratio {:.3} ({} {:.3}–{:.3}): {}",
+        c.estimate,
+        crate::render::ci_label(c.confidence),
+        c.low,
+        c.high,
+        lead_word(v)
     ))
 }
 
@@ -317,7 +344,13 @@ pub fn read_cost(r: &RwcacheReport) -> Option<(String, Table)> {
 
 /// The verdict lines, derived from the results as the model's `verdict` field stores them.
 pub fn verdict(r: &RwcacheReport) -> Vec<String> {
-    lines(&r.results, &r.before_after, &r.read_cost, r.best.as_ref())
+    lines(
+        &r.results,
+        &r.before_after,
+        &r.read_cost,
+        r.best.as_ref(),
+        r.caution.as_ref(),
+    )
 }
 
 /// The settings in one sentence.
@@ -498,14 +531,6 @@ pub fn notes(
     if let Some(reference_ns) = reference_cpu_ns_per_request {
         notes.push(Note::BySubtraction { reference_ns });
     }
-    let starved: Vec<(SchemeKind, usize, f64)> = results
-        .iter()
-        .filter(|r| !r.oversubscribed && r.cpu_share < 0.9)
-        .map(|r| (r.scheme, r.threads, r.cpu_share))
-        .collect();
-    if !starved.is_empty() {
-        notes.push(Note::Starved { runs: starved });
-    }
     notes.into_iter().map(String::from).collect()
 }
 
@@ -516,8 +541,19 @@ pub fn lines(
     ba: &[BeforeAfter],
     cost: &[ReadCost],
     best: Option<&Best>,
+    caution: Option<&Caution>,
 ) -> Vec<String> {
-    let mut out: Vec<String> = ba.iter().map(before_after_line).collect();
+    let mut out: Vec<String> = caution.map(Caution::to_string).into_iter().collect();
+    out.extend(ba.iter().map(before_after_line));
+    // The published case, once, and as what it is: another system's figures, not these runs.
+    if !ba.is_empty() {
+        out.push(
+            "for comparison, not measured here: SQL Server 2016 CU2 made the same change \
+             (spinlock → reader/writer spinlock) and gained 12.5 % batches/s; its spinlock had \
+             taken 31.8 % of the CPU"
+                .into(),
+        );
+    }
     let most = results.iter().map(|r| r.threads).max().unwrap_or(0);
     if most > 1 {
         out.extend(read_cost_lines(cost, most));
@@ -530,12 +566,13 @@ pub fn lines(
 
 fn before_after_line(b: &BeforeAfter) -> String {
     format!(
-        "spin → rwspin at {}: requests/s {:+.1} %{}, {}, CPU per request {:+.1} % (SQL Server 2016 CU2 made this change: +12.5 % batches/s; its spinlock had taken 31.8 % of the CPU)",
+        "spin → rwspin at {}: requests/s {:+.1} %{}, {}, CPU per request {:+.1} %",
         count(b.threads, "thread"),
         b.requests_change_pct,
         b.requests_ratio
             .map(|c| format!(
-                " (95% CI {:+.1}…{:+.1} %)",
+                " ({} {:+.1}…{:+.1} %)",
+                crate::render::ci_label(c.confidence),
                 (c.low - 1.0) * 100.0,
                 (c.high - 1.0) * 100.0
             ))
@@ -599,7 +636,8 @@ fn read_cost_lines(cost: &[ReadCost], most: usize) -> Vec<String> {
 }
 
 /// The best scheme overall, then per thread count with its lead over the runner-up: ahead
-/// when the bootstrap CI clears the noise threshold, within noise (a tie) when it does not.
+/// when the bootstrap CI clears the noise band, within noise (a tie) when it lies inside
+/// it, inconclusive when it reaches across the band's edge.
 fn best_lines(b: &Best) -> Vec<String> {
     let mut out = vec![format!(
         "best overall: {} (geometric mean {:.0} % of the best at each thread count)",
@@ -613,15 +651,20 @@ fn best_lines(b: &Best) -> Vec<String> {
             p.scheme,
             crate::render::si(p.requests_per_sec),
             match (p.runner_up, p.over_runner_up, p.verdict) {
-                (Some(r), Some(c), Some(v)) => format!(
-                    ", {:.2}× {r} (95% CI {:.2}–{:.2}: {})",
+                (Some(r), Some(c), Some(_)) => format!(
+                    ", {:.2}× {r} ({} {:.2}–{:.2}: {})",
                     c.estimate,
+                    crate::render::ci_label(c.confidence),
                     c.low,
                     c.high,
-                    if v == Verdict::Faster {
-                        "ahead"
-                    } else {
-                        "within noise"
+                    match effect_of(&c) {
+                        Effect::Gain => "ahead".to_string(),
+                        Effect::NoEffect => "within noise".to_string(),
+                        // The interval reaches past the band's edge: neither a lead nor a tie.
+                        _ => format!(
+                            "inconclusive, the interval reaches into the {} band",
+                            render::band(super::analysis::NOISE)
+                        ),
                     }
                 ),
                 (Some(r), _, _) => format!(", ahead of {r} (one run: no CI)"),
@@ -709,6 +752,14 @@ pub fn finding(w: &RwcacheSection) -> Finding {
     } else {
         "Too few schemes ran to compare readers that write a shared line with readers that do not."
             .into()
+    };
+    // A disturbed run says so where its meaning is read, not only in a note far below.
+    let meaning = match &w.result.caution {
+        Some(c) => format!(
+            "{}. {meaning}",
+            c.to_string().replacen("caution:", "Caution:", 1)
+        ),
+        None => meaning,
     };
     Finding {
         topic: "read-mostly cache (rwcache)".into(),
@@ -803,7 +854,7 @@ mod tests {
             result(SchemeKind::Spin, 1, &[8_990_000, 8_950_000, 9_050_000]),
             result(SchemeKind::RwSpin, 1, &[9_000_000, 9_100_000, 8_950_000]),
         ];
-        let l = lines(&tie, &[], &[], best(&tie).as_ref());
+        let l = lines(&tie, &[], &[], best(&tie).as_ref(), None);
         assert!(l[0].starts_with("best overall: rwspin"), "{l:?}");
         assert!(
             l[1].contains("1.00× spin") && l[1].ends_with(": within noise)"),
@@ -813,7 +864,7 @@ mod tests {
             result(SchemeKind::Spin, 1, &[8_000_000; 3]),
             result(SchemeKind::RwSpin, 1, &[9_000_000; 3]),
         ];
-        let l = lines(&lead, &[], &[], best(&lead).as_ref());
+        let l = lines(&lead, &[], &[], best(&lead).as_ref(), None);
         assert!(
             l[1].contains("1.12× spin") && l[1].ends_with(": ahead)"),
             "{l:?}"
@@ -822,25 +873,144 @@ mod tests {
             result(SchemeKind::Spin, 1, &[8_000_000]),
             result(SchemeKind::RwSpin, 1, &[9_000_000]),
         ];
-        let l = lines(&one, &[], &[], best(&one).as_ref());
+        let l = lines(&one, &[], &[], best(&one).as_ref(), None);
         assert!(l[1].ends_with("ahead of spin (one run: no CI)"), "{l:?}");
+    }
+
+    /// A lead whose interval reaches into the ±2 % band (1.47×, 95 % CI 1.01–2.55, as a
+    /// loaded machine measured it) is inconclusive, not a tie: no evidence of a lead is
+    /// not evidence of none.
+    #[test]
+    fn a_lead_whose_interval_reaches_the_band_is_inconclusive_not_a_tie() {
+        // The word stored in the file, `no-difference`, reads back as inconclusive for a
+        // tie too: the sentence comes from the stored interval, so a re-render says the same.
+        let b = |estimate, low, high| Best {
+            overall: SchemeKind::RwSpin,
+            overall_score: 1.0,
+            per_threads: vec![super::super::model::BestAt {
+                threads: 2,
+                scheme: SchemeKind::RwSpin,
+                requests_per_sec: 365_240.0,
+                runner_up: Some(SchemeKind::Spin),
+                over_runner_up: Some(crate::stats::Ci {
+                    estimate,
+                    low,
+                    high,
+                    confidence: 0.95,
+                }),
+                verdict: Some(Effect::Inconclusive),
+            }],
+        };
+        let l = best_lines(&b(1.47, 1.01, 2.55));
+        assert!(
+            l[1].ends_with(
+                "1.47× spin (95% CI 1.01–2.55: inconclusive, the interval reaches into the ±2 % band)"
+            ),
+            "{l:?}"
+        );
+        assert!(best_lines(&b(1.0, 0.99, 1.01))[1].ends_with(": within noise)"));
+        assert!(best_lines(&b(1.1, 1.05, 1.15))[1].ends_with(": ahead)"));
+    }
+
+    /// The published SQL Server figures are said once, as not measured here, not as a
+    /// parenthesis on every before/after row as if each row had measured them.
+    #[test]
+    fn the_sql_server_aside_is_said_once() {
+        let rs = [
+            result(SchemeKind::Spin, 1, &[8_000_000, 8_100_000]),
+            result(SchemeKind::RwSpin, 1, &[9_000_000, 9_100_000]),
+            result(SchemeKind::Spin, 2, &[15_000_000, 15_100_000]),
+            result(SchemeKind::RwSpin, 2, &[17_000_000, 17_100_000]),
+        ];
+        let ba = super::super::analysis::before_after(&rs);
+        assert_eq!(ba.len(), 2);
+        let l = lines(&rs, &ba, &[], None, None);
+        let asides: Vec<&String> = l.iter().filter(|x| x.contains("SQL Server")).collect();
+        assert_eq!(asides.len(), 1, "{l:#?}");
+        assert!(
+            asides[0].starts_with("for comparison, not measured here:"),
+            "{l:#?}"
+        );
+    }
+
+    /// A run where pinned threads were on their CPUs only 42–85 % of the time and the
+    /// hypervisor took up to 13 %: the verdict opens with the caution, with those figures,
+    /// and the study's finding on rwcache says it where its meaning is read.
+    #[test]
+    fn a_disturbed_run_s_verdict_opens_with_the_caution_and_its_figures() {
+        let mut rs = [
+            result(SchemeKind::Spin, 1, &[8_000_000, 8_100_000]),
+            result(SchemeKind::RwSpin, 1, &[9_000_000, 9_100_000]),
+            result(SchemeKind::Spin, 2, &[15_000_000, 15_100_000]),
+            result(SchemeKind::RwSpin, 2, &[17_000_000, 17_100_000]),
+        ];
+        rs[0].cpu_share = 0.42;
+        rs[2].cpu_share = 0.85;
+        rs[3].steal_share_max = Some(0.13);
+        let c = super::super::analysis::caution(&rs).expect("a caution");
+        assert_eq!((c.starved_results, c.results), (2, 4));
+        assert_eq!(
+            (c.on_cpu_low, c.on_cpu_high, c.steal_max),
+            (Some(0.42), Some(0.85), Some(0.13))
+        );
+        let ba = super::super::analysis::before_after(&rs);
+        let l = lines(&rs, &ba, &[], best(&rs).as_ref(), Some(&c));
+        assert_eq!(
+            l[0],
+            "caution: other work shared these CPUs: pinned threads were on their CPUs only \
+             42–85 % of the time in 2 of 4 results and the hypervisor took up to 13 % of their \
+             time (steal), so the rates are low and noisy and the comparisons below may not \
+             hold on a quiet machine; rerun there before acting on them"
+        );
+        assert!(l[1].starts_with("spin → rwspin at 1 thread"), "{l:#?}");
+        // Stored with the result, and read by the study from there.
+        let mut r = fake_run(false);
+        r.caution = Some(c);
+        assert!(verdict(&r)[0].starts_with("caution: "), "{:?}", verdict(&r));
+        assert!(
+            text(&r).contains("Verdict:\n  caution: other work shared these CPUs"),
+            "{}",
+            text(&r)
+        );
+        let w = RwcacheSection {
+            rows: Vec::new(),
+            result: r,
+        };
+        let f = finding(&w);
+        assert!(
+            f.meaning.starts_with("Caution: other work shared these CPUs: pinned threads were on their CPUs only 42–85 %"),
+            "{}",
+            f.meaning
+        );
+        let j = serde_json::to_value(&w.result).unwrap();
+        assert_eq!(j["caution"]["on_cpu_low"], 0.42);
+        assert_eq!(j["caution"]["steal_max"], 0.13);
+        // Quiet runs: no caution, and none stored.
+        let quiet = fake_run(false);
+        assert_eq!(super::super::analysis::caution(&quiet.results), None);
+        assert!(
+            serde_json::to_value(&quiet)
+                .unwrap()
+                .get("caution")
+                .is_none()
+        );
     }
 
     #[test]
     fn notes_say_what_distorts_or_was_not_measured() {
         let mut starved = result(SchemeKind::Spin, 1, &[8_000_000]);
         starved.cpu_share = 0.5;
+        // Starved threads are the verdict's caution, not a note.
         let n = notes(
             true,
             &[starved],
             &[SchemeKind::Spin, SchemeKind::RwLock],
             Some(99.94),
         );
-        assert_eq!(n.len(), 4, "{n:?}");
+        assert_eq!(n.len(), 3, "{n:?}");
         assert!(n[0].contains("hypervisor"));
         assert!(n[1].contains("rwlock and parking_lot-rw"));
         assert!(n[2].contains("− 99.9 ns of `none`"), "{}", n[2]);
-        assert!(n[3].contains("(spin@1 50 %)"), "{}", n[3]);
         let quiet = notes(
             false,
             &[result(SchemeKind::Spin, 1, &[1])],

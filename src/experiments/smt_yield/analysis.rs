@@ -11,9 +11,9 @@ pub const CONFIDENCE: f64 = 0.95;
 /// Bootstrap resamples per interval.
 pub const RESAMPLES: usize = 2000;
 
-/// Runs that count: completed (not cut short by Ctrl-C).
+/// Runs that count: completed (not cut short by Ctrl-C) and not disturbed while they ran.
 fn complete(r: &RunRecord) -> bool {
-    !r.interrupted
+    !r.interrupted && r.disturbed.is_none()
 }
 
 /// One summary per layout that has runs, in `layouts` order.
@@ -69,7 +69,20 @@ pub fn ratio(
     rounds.dedup();
     let mut used = Vec::new();
     let mut ratios = Vec::new();
+    let mut dropped = Vec::new();
     for round in rounds {
+        // A round whose run of either layout was disturbed gives no ratio: the noise it
+        // carries is one-sided (another task can only slow a run), which no symmetric
+        // interval allows for.
+        if let Some(why) = [numerator, denominator].iter().find_map(|&l| {
+            records
+                .iter()
+                .find(|r| r.round == round && r.layout == l && !r.interrupted)
+                .and_then(|r| r.disturbed.as_ref().map(|w| format!("{l}: {w}")))
+        }) {
+            dropped.push((round, why));
+            continue;
+        }
         // A run that completed no operation measured nothing (one operation outlasted
         // it), not a rate of zero: its round gives no ratio.
         if let (Some(a), Some(b)) = (find(round, numerator), find(round, denominator))
@@ -92,6 +105,7 @@ pub fn ratio(
         denominator,
         per_thread,
         rounds: used,
+        dropped,
         comparison,
     })
 }
@@ -161,10 +175,15 @@ pub fn yield_split(records: &[RunRecord]) -> Option<YieldSplit> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cpuset::CpuSet;
     use crate::stats::Effect;
+
+    /// A clean `all` run of round `round`, for other modules' tests.
+    pub(crate) fn record(round: usize) -> RunRecord {
+        rec(round, Layout::All, 2, 100.0)
+    }
 
     fn rec(round: usize, layout: Layout, threads: usize, ops: f64) -> RunRecord {
         RunRecord {
@@ -183,6 +202,7 @@ mod tests {
             pinning_ok: true,
             steal_share: None,
             interrupted: false,
+            disturbed: None,
             rows_verified: None,
             synthetic: true,
             measured_ns: 1_000_000_000,
@@ -283,6 +303,34 @@ mod tests {
         assert_eq!(
             smt_yield(&runs(5, 0.7, 0.5)).unwrap().comparison.effect,
             Effect::Loss
+        );
+    }
+
+    /// A neighbour that took CPU time from round 2's `all` run slowed it by a quarter:
+    /// kept, that round pulled the yield down one-sidedly. It is left out, with its reason.
+    #[test]
+    fn a_round_disturbed_while_it_ran_is_dropped_with_its_reason() {
+        let mut r = runs(5, 1.3, 0.65);
+        for x in r
+            .iter_mut()
+            .filter(|x| x.round == 2 && x.layout == Layout::All)
+        {
+            x.ops_per_sec *= 0.75;
+            x.disturbed = Some("thread 0 on CPU 0 was kept off its CPU by other work".into());
+        }
+        let y = smt_yield(&r).unwrap();
+        assert_eq!(y.rounds, [0, 1, 3, 4]);
+        assert_eq!(y.dropped.len(), 1);
+        assert_eq!(y.dropped[0].0, 2);
+        assert!(
+            y.dropped[0].1.starts_with("all: thread 0"),
+            "{:?}",
+            y.dropped
+        );
+        assert!(
+            (y.comparison.estimate - 1.3).abs() < 0.02,
+            "{:?}",
+            y.comparison
         );
     }
 

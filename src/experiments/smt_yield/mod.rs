@@ -3,7 +3,7 @@
 //! SMT on, full) and `pairs` (N threads on N/2 cores), interleaved round by round in
 //! counterbalanced order (A B C, C B A, B C A, …) so that no layout always runs first. The
 //! **SMT yield** is throughput(all) ÷ throughput(one-per-core): above 1 the siblings add
-//! capacity, near 1 they add nothing, below 1 they cost. The **shared-core speed** is a
+//! capacity, within the noise band around 1 any change is too small to tell, below it they cost. The **shared-core speed** is a
 //! thread's rate in `pairs` ÷ its rate in `one-per-core`. Both are paired per round, with
 //! a bootstrap interval and a three-way class ([`crate::stats::Effect`]).
 //!
@@ -22,6 +22,7 @@ pub mod config;
 pub mod layouts;
 pub mod model;
 pub mod run;
+pub mod verdict;
 pub mod view;
 
 pub use config::{Config, DEFAULT_WORKLOADS, InsertTarget, Subject, WORKLOAD_NAMES};

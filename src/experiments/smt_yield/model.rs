@@ -147,6 +147,12 @@ pub struct RunRecord {
     pub steal_share: Option<f64>,
     /// Ctrl-C cut the run short (it is left out of the comparisons).
     pub interrupted: bool,
+    /// Why the run was disturbed while it ran (steal, a measured thread kept off its CPU
+    /// by other work: [`crate::engine::disturbance`]); its round is left out of the
+    /// comparisons and run again once where the rounds allow. None when its records show
+    /// nothing, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<String>,
     /// Inserts only: the table gained exactly the committed rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows_verified: Option<bool>,
@@ -209,6 +215,10 @@ pub struct LayoutRatio {
     pub per_thread: bool,
     /// The rounds whose two runs both completed: the pairs behind the interval.
     pub rounds: Vec<usize>,
+    /// Rounds left out because a run of theirs was disturbed while it ran, each with the
+    /// reason. Empty when none was, and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<(usize, String)>,
     /// Value, interval, n and class.
     pub comparison: Comparison,
 }
@@ -293,6 +303,9 @@ pub enum Note {
     Strayed { runs: usize },
     /// Runs that completed no operation.
     NoOperation { runs: usize },
+    /// Runs disturbed while they ran (another task took CPU time from a measured thread),
+    /// left out of the comparisons; `first` is the first one's reason.
+    Disturbed { runs: usize, first: String },
     /// Runs cut short by a signal, left out of the comparisons.
     CutShort {
         runs: usize,
@@ -345,6 +358,12 @@ impl std::fmt::Display for Note {
                  append) took longer than the run, so those rounds give no ratio; lengthen \
                  --duration",
                 count(*runs, "run")
+            ),
+            Note::Disturbed { runs, first } => write!(
+                f,
+                "{} disturbed while {} ran, left out of the comparisons: {first}",
+                count(*runs, "run"),
+                if *runs == 1 { "it" } else { "they" }
             ),
             Note::CutShort { runs, signal } => write!(
                 f,

@@ -119,19 +119,28 @@ fn run_rounds(
     say: &mut Say<'_>,
     counted: &mut Vec<crate::counters::Measurement>,
 ) -> Result<(Vec<Vec<RunRecord>>, bool)> {
-    let order = run_order(planned.subjects.len(), planned.layouts.len(), cfg.repeat);
-    let total = order.len();
+    let mut order = run_order(planned.subjects.len(), planned.layouts.len(), cfg.repeat);
+    let planned_runs = order.len();
+    let mut total = order.len();
     let mut records: Vec<Vec<RunRecord>> = planned.subjects.iter().map(|_| Vec::new()).collect();
-    for (
-        k,
-        Slot {
+    let mut k = 0;
+    loop {
+        if k == planned_runs {
+            // Each workload's rounds disturbed while they ran, run again once at the end
+            // (at most half as many again), so that dropping them leaves the rounds asked
+            // for where the machine calms down.
+            order.extend(repeats(&records, planned.layouts.len(), cfg.repeat));
+            total = order.len();
+        }
+        if k >= order.len() {
+            break;
+        }
+        let Slot {
             round,
             subject: si,
             layout: li,
             position,
-        },
-    ) in order.into_iter().enumerate()
-    {
+        } = order[k];
         if crate::interrupt::requested() {
             return Ok((records, true));
         }
@@ -159,12 +168,53 @@ fn run_rounds(
             subject.unit()
         ));
         let stop = rec.interrupted;
+        if let Some(why) = &rec.disturbed {
+            say(&format!(
+                "  round {} of {} disturbed ({why}): left out{}",
+                round + 1,
+                subject.name(),
+                if k < planned_runs {
+                    ", to be run again at the end"
+                } else {
+                    ""
+                }
+            ));
+        }
         records[si].push(RunRecord { position, ..rec });
         if stop {
             return Ok((records, true));
         }
+        k += 1;
     }
     Ok((records, false))
+}
+
+/// The extra rounds for rounds a run of which was disturbed: per workload one new round
+/// (numbered after the last) per disturbed round, at most `repeat / 2` (rounded up), its
+/// layouts in the counterbalanced order of its number.
+fn repeats(records: &[Vec<RunRecord>], layouts: usize, repeat: usize) -> Vec<Slot> {
+    let mut out = Vec::new();
+    for (subject, recs) in records.iter().enumerate() {
+        let mut disturbed: Vec<usize> = recs
+            .iter()
+            .filter(|r| r.disturbed.is_some())
+            .map(|r| r.round)
+            .collect();
+        disturbed.sort_unstable();
+        disturbed.dedup();
+        for j in 0..disturbed.len().min(repeat.div_ceil(2)) {
+            let round = repeat + j;
+            for (i, layout) in counterbalanced(layouts, round).into_iter().enumerate() {
+                out.push(Slot {
+                    round,
+                    subject,
+                    layout,
+                    position: i + 1,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// One run in the order they are made.
@@ -358,6 +408,7 @@ fn run_one(
         pinning_ok: r.pinning_ok(),
         steal_share: r.steal_share,
         interrupted: r.interrupted,
+        disturbed: crate::engine::disturbance::of_run(&r),
         rows_verified: fin.rows_verified,
         synthetic: r.synthetic,
         measured_ns: r.measured_ns,
@@ -390,6 +441,13 @@ fn workload_result(planned: &Planned, subject: Subject, runs: Vec<RunRecord>) ->
     if idle > 0 {
         notes.push(Note::NoOperation { runs: idle });
     }
+    let disturbed: Vec<&String> = runs.iter().filter_map(|r| r.disturbed.as_ref()).collect();
+    if let Some(first) = disturbed.first() {
+        notes.push(Note::Disturbed {
+            runs: disturbed.len(),
+            first: first.to_string(),
+        });
+    }
     let cut = runs.iter().filter(|r| r.interrupted).count();
     if cut > 0 {
         notes.push(Note::CutShort {
@@ -421,6 +479,26 @@ fn workload_result(planned: &Planned, subject: Subject, runs: Vec<RunRecord>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disturbed_rounds_are_run_again_once_at_most_half_as_many_again() {
+        let rec = |round: usize, disturbed: bool| super::super::model::RunRecord {
+            disturbed: disturbed.then(|| "steal".to_string()),
+            ..super::super::analysis::tests::record(round)
+        };
+        // Workload 0: rounds 1 and 3 of 4 disturbed (both layouts of round 1): two more
+        // rounds, numbered 4 and 5; workload 1: none.
+        let records = vec![
+            vec![rec(0, false), rec(1, true), rec(1, true), rec(3, true)],
+            vec![rec(0, false), rec(1, false)],
+        ];
+        let extra = repeats(&records, 2, 4);
+        let rounds: Vec<(usize, usize)> = extra.iter().map(|s| (s.subject, s.round)).collect();
+        assert_eq!(rounds, [(0, 4), (0, 4), (0, 5), (0, 5)]);
+        // Never more than half the rounds again: 5 of 5 disturbed gives 3.
+        let all: Vec<_> = (0..5).map(|r| rec(r, true)).collect();
+        assert_eq!(repeats(&[all], 1, 5).len(), 3);
+    }
 
     #[test]
     fn each_workloads_layouts_run_in_counterbalanced_order() {

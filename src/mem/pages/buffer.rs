@@ -256,7 +256,10 @@ pub fn backing_in(smaps: &str, addr: usize) -> Option<Backing> {
 
 /// [`backing_in`] of this process.
 pub fn backing(addr: usize) -> Option<Backing> {
-    backing_in(&std::fs::read_to_string("/proc/self/smaps").ok()?, addr)
+    backing_in(
+        &crate::fsutil::read_kernel_text("/proc/self/smaps").ok()?,
+        addr,
+    )
 }
 
 #[cfg(test)]

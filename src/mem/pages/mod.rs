@@ -161,12 +161,16 @@ fn hugetlb_pages(kind: PageKind, max: u64) -> u64 {
 }
 
 fn read_num(path: &Path) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    crate::fsutil::read_kernel_text(path)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The first bracketed word of a sysfs selector.
 fn selected(path: &Path) -> Option<String> {
-    let t = std::fs::read_to_string(path).ok()?;
+    let t = crate::fsutil::read_kernel_text(path).ok()?;
     t.split_whitespace()
         .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
         .map(str::to_string)
@@ -197,7 +201,7 @@ fn hugetlb_shortfall(kind: PageKind, max: u64) -> Option<String> {
     }
     let want = nr + (need - free);
     let default_2m = read_num(Path::new("/proc/sys/vm/nr_hugepages")).is_some()
-        && std::fs::read_to_string("/proc/meminfo").is_ok_and(|m| {
+        && crate::fsutil::read_kernel_text("/proc/meminfo").is_ok_and(|m| {
             m.lines()
                 .any(|l| l.starts_with("Hugepagesize:") && l.contains(" 2048 kB"))
         });
@@ -398,7 +402,7 @@ pub fn run(cfg: &PagesConfig, progress: &dyn Progress) -> Result<PagesReport> {
 }
 
 fn is_vm() -> bool {
-    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+    crate::fsutil::read_kernel_text("/proc/cpuinfo").is_ok_and(|c| {
         c.lines()
             .any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor"))
     })

@@ -12,6 +12,7 @@
 //! buffers are unmapped before the restore anyway.
 
 use crate::error::{BadInput, NeedsPrivilege};
+use std::os::unix::fs::OpenOptionsExt as _;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -65,8 +66,8 @@ pub struct Reservation {
 }
 
 fn read_u64(path: &Path) -> Result<u64> {
-    let t =
-        std::fs::read_to_string(path).with_context(|| format!("reading `{}`", path.display()))?;
+    let t = crate::fsutil::read_kernel_text(path)
+        .with_context(|| format!("reading `{}`", path.display()))?;
     t.trim()
         .parse()
         .with_context(|| format!("`{}` holds `{}`, not a number", path.display(), t.trim()))
@@ -78,6 +79,8 @@ fn write_u64(path: &Path, v: u64) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .truncate(true)
+        // Never blocking on a FIFO planted in a copied tree (ENXIO at once, fifo(7)).
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
     f.write_all(format!("{v}\n").as_bytes())
 }
@@ -90,7 +93,7 @@ pub fn pool_file(root: &Path, pool: &str) -> PathBuf {
 }
 
 fn boot_id(root: &Path) -> Option<String> {
-    std::fs::read_to_string(root.join("proc/sys/kernel/random/boot_id"))
+    crate::fsutil::read_kernel_text(root.join("proc/sys/kernel/random/boot_id"))
         .ok()
         .map(|s| s.trim().to_string())
 }
@@ -276,7 +279,7 @@ pub fn check(root: &Path, j: &Journal) -> Result<(), String> {
             j.schema_version
         ));
     }
-    let mem_total = std::fs::read_to_string(root.join("proc/meminfo"))
+    let mem_total = crate::fsutil::read_kernel_text(root.join("proc/meminfo"))
         .ok()
         .and_then(|m| {
             let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
@@ -356,7 +359,11 @@ impl Reservation {
                 continue;
             }
             let file = pool_file(root, pool);
-            if let Err(e) = std::fs::OpenOptions::new().write(true).open(&file) {
+            if let Err(e) = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(&file)
+            {
                 return Err(NeedsPrivilege(format!(
                     "--reserve writes `{}` ({e}): run as root (sudo smtlab mem pages --reserve), \
                      or reserve the pages beforehand: `sudo sysctl vm.nr_hugepages=N` for the \

@@ -62,6 +62,22 @@ fn label(c: &PlacementChoice) -> String {
     }
 }
 
+/// Why the phase skips without a command, and what a command would get on this machine:
+/// a comparison on siblings where it has them, or `smtlab compare`'s CPU sets where it has
+/// none (the phase compares placements on siblings only).
+fn no_command(topo: &crate::topology::Topology) -> String {
+    if topo.threads_per_core() > 1 {
+        "no command was given: `smtlab study [OPTIONS] -- CMD [ARGS…]` compares yours with one \
+         thread per core against every sibling of the same cores"
+            .into()
+    } else {
+        "no command was given, and this machine has no SMT siblings to compare one on: \
+         `smtlab compare --cpus 0 --cpus 0-1 -- CMD [ARGS…]` compares yours on one CPU and on \
+         two"
+        .into()
+    }
+}
+
 impl ComparePhase {
     pub fn size(ctx: &SizeCtx<'_>) -> Result<Self> {
         let skipped = |why: String| ComparePhase {
@@ -72,11 +88,7 @@ impl ComparePhase {
             planned_runs: 0,
         };
         let Some(given) = &ctx.cfg.compare else {
-            return Ok(skipped(
-                "no command was given; `smtlab study [OPTIONS] -- CMD [ARGS…]` runs your own \
-                 command with one thread per core and on every sibling of the same cores"
-                    .into(),
-            ));
+            return Ok(skipped(no_command(ctx.topo)));
         };
         let mut cfg = given.clone();
         // `smtlab compare` alone measures the command anyway; the study's phase is there to
@@ -270,6 +282,25 @@ mod tests {
         let mut c = compare::Config::new(vec!["true".into()]);
         c.placements = placements;
         c
+    }
+
+    /// Without a command the reason says how to give one, and only what this machine can
+    /// do with it: siblings to compare it on, or none, and then `smtlab compare`'s CPU sets.
+    #[test]
+    fn without_a_command_the_reason_fits_the_machine() {
+        let smt = sized(4, 2, None).unwrap().skip.unwrap();
+        assert_eq!(
+            smt,
+            "no command was given: `smtlab study [OPTIONS] -- CMD [ARGS…]` compares yours with \
+             one thread per core against every sibling of the same cores"
+        );
+        let no_smt = sized(2, 1, None).unwrap().skip.unwrap();
+        assert_eq!(
+            no_smt,
+            "no command was given, and this machine has no SMT siblings to compare one on: \
+             `smtlab compare --cpus 0 --cpus 0-1 -- CMD [ARGS…]` compares yours on one CPU and \
+             on two"
+        );
     }
 
     #[test]

@@ -16,7 +16,8 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct LockscanPhase {
     pub config: LockscanConfig,
-    /// Scenarios of the sweep (baseline included).
+    /// Runs per lock and round: the sweep's scenarios (baseline included) and each
+    /// scanner scenario's one-per-core run of its scanners.
     pub scenarios: usize,
 }
 
@@ -28,7 +29,15 @@ impl LockscanPhase {
     pub fn size(ctx: &SizeCtx<'_>) -> Result<Self> {
         let layout = Layout::Sweep(ctx.cfg.within);
         let locks = vec![LockKind::Ttas, LockKind::Ticket, LockKind::Mutex];
-        let scenarios = lockscan::scenarios(ctx.topo, &layout, true)?.len();
+        let scen = lockscan::scenarios(ctx.topo, &layout, true)?;
+        // Each scanner scenario also runs its scanners one per core (their cores' lock
+        // threads left out) every round.
+        let scenarios = scen.len()
+            + scen
+                .iter()
+                .skip(1)
+                .filter(|s| s.scanner_alone(ctx.topo).is_some())
+                .count();
         let runs = (scenarios * locks.len() * ctx.repeat) as u32;
         let per_run = (ctx.budget / runs.max(1)).saturating_sub(RUN_OVERHEAD);
         let (warm, measure) = split_run(

@@ -1135,8 +1135,10 @@ const PAIRS_ARGS: &str = "--workloads int,prime,mul,l1 --rulers int,prime,mul,l1
 /// with a floor no shared core meets (siblings taking turns run at about 0.5 each).
 const PAIRS_ADVICE: &str = "--advise int=1,prime=1,mul=1 --floor int=0.7";
 
-/// How far a pair's predicted speed may be from the same pair measured (perfect SMT).
-const PAIRS_TOLERANCE: f64 = 0.1;
+/// How far the mean predicted speed may be from the mean measured over the 16 pairs
+/// (perfect SMT), and how far any one pair may be: a grossly wrong prediction.
+const PAIRS_BIAS: f64 = 0.05;
+const PAIRS_WORST: f64 = 0.3;
 
 /// The compute rulers whose yield is checked.
 const COMPUTE: [&str; 2] = ["prime", "int"];
@@ -1454,8 +1456,9 @@ fn judge(m: &Machine, run: &GuestRun) -> Boot {
     b
 }
 
-/// `pairs` against the truth. Perfect SMT: every predicted sibling pair within
-/// [`PAIRS_TOLERANCE`] of the same pair measured. Zero-yield: the predicted speeds near
+/// `pairs` against the truth. Perfect SMT: the predicted sibling pairs as a whole agree
+/// with the same pairs measured (mean within [`PAIRS_BIAS`], at least 3 in 4 inside the
+/// measured 90 % interval, none off by more than [`PAIRS_WORST`]). Zero-yield: the predicted speeds near
 /// 0.5 (siblings taking turns: the mean in 0.40–0.60, 0.5 inside at least 3 in 4 of their
 /// 90 % intervals), and the advice never shares the core of a workload whose floor is
 /// above 0.6.
@@ -1479,6 +1482,7 @@ fn judge_pairs(m: &Machine, run: &GuestRun, b: &mut Boot) {
         format!("pairs: {} ordered pairs, should be 16", pairs.len()),
     );
     let mut zero_yield = Vec::new();
+    let mut perfect = Vec::new();
     for p in &pairs {
         let (a, o) = (
             p["a"].as_str().unwrap_or("?"),
@@ -1498,15 +1502,54 @@ fn judge_pairs(m: &Machine, run: &GuestRun, b: &mut Boot) {
         };
         match m.truth {
             Truth::PerfectSmt => match meas {
-                Some(meas) => b.check(
-                    (pred.estimate - meas.estimate).abs() <= PAIRS_TOLERANCE,
-                    format!(
-                        "pairs {a} beside {o}: predicted {pred}, measured {meas}: should be within {PAIRS_TOLERANCE}"
-                    ),
-                ),
+                Some(meas) => perfect.push((format!("{a} beside {o}"), pred, meas)),
                 None => b.check(false, format!("pairs {a} beside {o}: not measured")),
             },
             Truth::ZeroYield => zero_yield.push((format!("{a} beside {o}"), pred)),
+        }
+    }
+    if !perfect.is_empty() {
+        // Each measured pair is 3 rounds of 0.5 s under TCG, its 90 % interval often
+        // ±0.3 wide, so a check of each point estimate against its prediction judges that
+        // noise (one CI boot: 7 of 16 pairs more than 0.1 apart, mean prediction 0.89×
+        // against 0.90× measured, 14 of 16 predictions inside the measured interval).
+        // The model is judged as a whole instead: its mean within 0.05 of the measured
+        // mean, the prediction inside at least 12 of 16 measured 90 % intervals (more than
+        // 4 misses has a chance of 0.017 for honest intervals, Bin(16, 0.1)), and no pair
+        // off by more than 0.3.
+        let n = perfect.len() as f64;
+        let mean_pred = perfect.iter().map(|(_, p, _)| p.estimate).sum::<f64>() / n;
+        let mean_meas = perfect.iter().map(|(_, _, m)| m.estimate).sum::<f64>() / n;
+        let misses: Vec<String> = perfect
+            .iter()
+            .filter(|(_, p, m)| !(m.low..=m.high).contains(&p.estimate))
+            .map(|(pair, p, m)| format!("{pair}: predicted {p}, measured {m}"))
+            .collect();
+        b.say(format!(
+            "pairs perfect SMT: mean prediction {mean_pred:.2}×, mean measured {mean_meas:.2}× over {} pairs; {} predictions outside the measured interval",
+            perfect.len(),
+            misses.len()
+        ));
+        b.check(
+            (mean_pred - mean_meas).abs() <= PAIRS_BIAS,
+            format!(
+                "pairs: mean prediction {mean_pred:.2}× against {mean_meas:.2}× measured, should be within {PAIRS_BIAS}"
+            ),
+        );
+        b.check(
+            misses.len() * 4 <= perfect.len(),
+            format!(
+                "pairs: {} of {} predictions outside the measured pair's 90 % interval, at most {} may be: {misses:?}",
+                misses.len(),
+                perfect.len(),
+                perfect.len() / 4
+            ),
+        );
+        for (pair, p, m) in &perfect {
+            b.check(
+                (p.estimate - m.estimate).abs() <= PAIRS_WORST,
+                format!("pairs {pair}: predicted {p}, measured {m}: more than {PAIRS_WORST} apart"),
+            );
         }
     }
     if m.truth == Truth::ZeroYield && !zero_yield.is_empty() {
@@ -1565,9 +1608,15 @@ fn judge_pairs(m: &Machine, run: &GuestRun, b: &mut Boot) {
     }
 }
 
-/// How long a known-answer test goes on booting again after boots it could not judge: a
-/// boot takes 3–5 minutes on a quiet 2-CPU host, and CI must end well inside its limit.
-const RETRY_BUDGET: Duration = Duration::from_secs(20 * 60);
+/// How long into a known-answer test a boot that could not be judged is still booted
+/// again: a boot takes 3–5 minutes on a quiet 2-CPU host.
+const RETRY_BUDGET: Duration = Duration::from_secs(12 * 60);
+
+/// How long a known-answer test may take in all, every boot and every freeze's second try
+/// included: QEMU is killed at this time and the boot is not judged. CI runs both tests
+/// and must end well inside its 90 minutes on a host that is slow all along (seen: 56
+/// minutes in all when boots were allowed 20 minutes each and two were taken).
+const TEST_BUDGET: Duration = Duration::from_secs(20 * 60);
 
 /// The wall-time limit of one known-answer boot: a quiet host needs 3–5 minutes. A host
 /// that gives QEMU less CPU gets more (see `guest::try_run_pinned_guest`); a guest that
@@ -1578,7 +1627,8 @@ const BOOT_LIMIT: Duration = Duration::from_secs(600);
 /// running, prints what each boot measured and a pass/fail count, and fails if any boot
 /// it judged failed. A boot is not judged when the host was busy during a measured command
 /// or the emulated machine froze twice (no answer was seen); without a repeat count such
-/// a boot is booted again, twice at most and within [`RETRY_BUDGET`]. With no boot judged
+/// a boot is booted again, twice at most, while within [`RETRY_BUDGET`], and every boot
+/// ends by [`TEST_BUDGET`] (a repeat count sets no budget). With no boot judged
 /// the test says so and skips ([`skip::Need::QuietHost`]). A boot that panics otherwise
 /// (a check of the guest's own topology) counts as failed.
 fn known_answer(m: Machine) {
@@ -1600,6 +1650,7 @@ fn known_answer(m: Machine) {
     };
     let cmds = m.commands();
     let t0 = std::time::Instant::now();
+    let deadline = (repeat == 1).then(|| t0 + TEST_BUDGET);
     let (mut passed, mut failed, mut unjudged) = (0, Vec::new(), Vec::new());
     let (mut counted, mut k) = (0, 0);
     while counted < repeat {
@@ -1613,14 +1664,12 @@ fn known_answer(m: Machine) {
                 &cmds,
                 &["/tmp/study/results.json"],
                 BOOT_LIMIT,
+                deadline,
             )
             .map(|run| match run {
                 Ok(run) => judge(&m, &run),
                 Err(froze) => Boot {
-                    busy: Some(format!(
-                        "the emulated machine froze on both tries: {}",
-                        froze.lines().next().unwrap_or("")
-                    )),
+                    busy: Some(froze.lines().next().unwrap_or("").to_string()),
                     ..Default::default()
                 },
             })
@@ -1701,8 +1750,8 @@ fn known_answer(m: Machine) {
 /// 1 socket × 1 core × 2 threads, each vCPU on its own host CPU: the two siblings run at
 /// full speed each. `yield` must find each compute ruler's yield interval above 1.2, the
 /// quick study's c2c sibling handoffs under 10 µs, the study must answer keep HT on
-/// for compute, and every pair `pairs` predicts must be within 0.1 of the same pair
-/// measured.
+/// for compute, and the speeds `pairs` predicts must average within 0.05 of the same
+/// pairs measured, at least 3 in 4 inside the measured pair's 90 % interval.
 #[test]
 fn known_answer_perfect_smt() {
     known_answer(PERFECT_SMT);

@@ -538,8 +538,8 @@ pub fn run_guest(
     files: &[&str],
     limit: Duration,
 ) -> GuestRun {
-    boot(p, shape, None, cmds, files, limit).unwrap_or_else(|f| match f {
-        Failed::Unpinned(why) | Failed::FrozeTwice(why) => panic!("{why}"),
+    boot(p, shape, None, cmds, files, limit, None).unwrap_or_else(|f| match f {
+        Failed::Unpinned(why) | Failed::Froze(why) => panic!("{why}"),
     })
 }
 
@@ -556,14 +556,17 @@ pub fn run_pinned_guest(
     files: &[&str],
     limit: Duration,
 ) -> Option<GuestRun> {
-    try_run_pinned_guest(host, p, shape, pins, cmds, files, limit)
+    try_run_pinned_guest(host, p, shape, pins, cmds, files, limit, None)
         .map(|r| r.unwrap_or_else(|why| panic!("{why}")))
 }
 
 /// As [`run_pinned_guest`], but a guest whose emulated machine froze or reported a soft
-/// lockup on both tries is `Err` with what the console showed, for a caller that counts
-/// such a boot as not judged rather than failed: the emulator stalled, so no command's
-/// answer was seen, right or wrong (a hung command is stopped at its own limit instead).
+/// lockup on both tries, or was still running at `deadline` (QEMU is killed then, and a
+/// freeze is not booted again when a second boot could not end by it), is `Err` with
+/// what the console showed, for a caller that counts such a boot as not judged rather
+/// than failed: the emulator stalled or the host was too slow, so no command's answer was
+/// seen, right or wrong (a hung command is stopped at its own limit instead).
+#[allow(clippy::too_many_arguments)]
 pub fn try_run_pinned_guest(
     _host: &Exclusive,
     p: &Prereqs,
@@ -572,11 +575,12 @@ pub fn try_run_pinned_guest(
     cmds: &[GuestCommand],
     files: &[&str],
     limit: Duration,
+    deadline: Option<Instant>,
 ) -> Option<Result<GuestRun, String>> {
-    match boot(p, shape, Some(pins), cmds, files, limit) {
+    match boot(p, shape, Some(pins), cmds, files, limit, deadline) {
         Ok(run) => Some(Ok(run)),
         Err(Failed::Unpinned(why)) => skip(&why),
-        Err(Failed::FrozeTwice(why)) => Some(Err(why)),
+        Err(Failed::Froze(why)) => Some(Err(why)),
     }
 }
 
@@ -584,8 +588,9 @@ pub fn try_run_pinned_guest(
 enum Failed {
     /// The vCPU threads could not be pinned.
     Unpinned(String),
-    /// A soft lockup or a freeze, then another on the second boot.
-    FrozeTwice(String),
+    /// A soft lockup or a freeze, then another on the second boot; or a guest still running
+    /// at the caller's deadline.
+    Froze(String),
 }
 
 /// Why a boot stopped before the end.
@@ -599,11 +604,14 @@ enum Stop {
     Frozen(String),
     /// The vCPU threads could not be pinned.
     Unpinned(String),
+    /// The guest was still running at the caller's deadline: progress and tail.
+    OutOfTime(String),
 }
 
 /// One guest, booted once more after a soft lockup or a freeze (the emulated machine's,
 /// not the commands': a hung command is stopped at its own limit). Twice is
-/// [`Failed::FrozeTwice`].
+/// [`Failed::Froze`], as is a guest still running at `deadline`, or one that froze when a
+/// second boot's `limit` would run past it.
 fn boot(
     p: &Prereqs,
     shape: Shape,
@@ -611,20 +619,28 @@ fn boot(
     cmds: &[GuestCommand],
     files: &[&str],
     limit: Duration,
+    deadline: Option<Instant>,
 ) -> Result<GuestRun, Failed> {
     let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
-    match attempt(p, shape, pins, cmds, files, limit) {
+    match attempt(p, shape, pins, cmds, files, limit, deadline) {
         Ok(run) => Ok(run),
         Err(Stop::Unpinned(why)) => Err(Failed::Unpinned(why)),
+        Err(Stop::OutOfTime(why)) => Err(Failed::Froze(why)),
         Err(Stop::SoftLockup(first) | Stop::Frozen(first)) => {
+            if deadline.is_some_and(|d| Instant::now() + limit > d) {
+                return Err(Failed::Froze(format!(
+                    "the {shape} guest's kernel reported a soft lockup or froze, and another boot could not end within the time left\n{first}"
+                )));
+            }
             eprintln!(
                 "the {shape} guest's kernel reported a soft lockup or froze; booting it once more\n{first}"
             );
-            match attempt(p, shape, pins, cmds, files, limit) {
+            match attempt(p, shape, pins, cmds, files, limit, deadline) {
                 Ok(run) => Ok(run),
                 Err(Stop::Unpinned(why)) => Err(Failed::Unpinned(why)),
+                Err(Stop::OutOfTime(why)) => Err(Failed::Froze(why)),
                 Err(Stop::SoftLockup(second) | Stop::Frozen(second)) => {
-                    Err(Failed::FrozeTwice(format!(
+                    Err(Failed::Froze(format!(
                         "the {shape} guest's kernel reported a soft lockup or froze twice\nfirst boot:\n{first}\nsecond boot:\n{second}"
                     )))
                 }
@@ -680,7 +696,8 @@ fn connect_monitor(
     }
 }
 
-/// One boot: the run, or (Err) what stopped it.
+/// One boot: the run, or (Err) what stopped it. QEMU is killed at `deadline` whatever the
+/// guest is doing.
 fn attempt(
     p: &Prereqs,
     shape: Shape,
@@ -688,6 +705,7 @@ fn attempt(
     cmds: &[GuestCommand],
     files: &[&str],
     limit: Duration,
+    deadline: Option<Instant>,
 ) -> Result<GuestRun, Stop> {
     let base = base_initramfs(p).unwrap_or_else(|e| panic!("building the initramfs: {e}"));
     let work = tempfile::tempdir().unwrap();
@@ -872,6 +890,17 @@ fn attempt(
         // build, `stress-ng`) QEMU gets less CPU and the same work takes longer, so the
         // guest is stopped only once QEMU has also had `limit` of CPU time, or at four
         // times the limit whatever it had (a guest hung with idle vCPUs uses little CPU).
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            drop(kill);
+            let so_far = console.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let serial = clean(&String::from_utf8_lossy(&so_far));
+            return Err(Stop::OutOfTime(format!(
+                "the {shape} guest was still running after {:?} of wall time, at the caller's deadline: QEMU killed\n{}\nserial tail:\n{}",
+                t0.elapsed(),
+                progress(&serial, cmds, true),
+                tail(&serial, 20)
+            )));
+        }
         if t0.elapsed() >= limit {
             let starved = pin::process_cpu_time(pid).is_some_and(|cpu| cpu < limit);
             if !starved || t0.elapsed() >= limit * 4 {

@@ -448,7 +448,16 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         let runs = w["runs"].as_array().unwrap();
         let ran: BTreeSet<&str> = runs.iter().map(|r| r["layout"].as_str().unwrap()).collect();
         assert_eq!(ran, BTreeSet::from(["one-per-core", "all", "pairs"]), "{w}");
-        assert_eq!(runs.len(), 6, "3 layouts × 2 rounds: {w}");
+        // 3 layouts × 2 rounds, and a round with a disturbed run (steal, or a thread kept
+        // off its CPU: seen in this TCG guest at 95 % on-CPU, preempted 10 times) run once
+        // more at the end, all 3 layouts, the disturbed run kept with its reason.
+        let disturbed = runs.iter().filter(|r| !r["disturbed"].is_null()).count();
+        let again = runs.len().saturating_sub(6);
+        assert!(
+            runs.len() >= 6 && again % 3 == 0 && again / 3 <= disturbed.min(2),
+            "3 layouts × 2 rounds, plus 3 for each round run again ({disturbed} disturbed): {} runs: {w}",
+            runs.len()
+        );
         for r in runs {
             let seen = cpus(&r["observed_cpus"]);
             assert!(

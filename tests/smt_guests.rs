@@ -483,8 +483,16 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
         }
         assert_eq!(y["counters"]["mode"], "all", "{y}");
         let c = &w["smt_yield"]["comparison"];
-        assert_eq!(c["n"], 2, "a yield from both rounds: {w}");
-        assert_eq!(c["indicative"], true, "{w}");
+        // Both rounds, or one where a disturbed round could not be made up (its rerun
+        // disturbed too: yield runs again at most half the rounds).
+        let n = c["n"].as_u64().unwrap_or(0);
+        assert!(
+            n == 2 || (n == 1 && disturbed > 0),
+            "a yield from both rounds ({disturbed} runs disturbed): {w}"
+        );
+        if n == 2 {
+            assert_eq!(c["indicative"], true, "{w}");
+        }
         assert!(c["estimate"].as_f64().unwrap() > 0.0, "{w}");
         assert!(
             w["shared_core_speed"]["comparison"]["estimate"].is_number(),

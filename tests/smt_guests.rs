@@ -1152,10 +1152,16 @@ const PAIRS_ARGS: &str = "--workloads int,prime,mul,l1 --rulers int,prime,mul,l1
 /// with a floor no shared core meets (siblings taking turns run at about 0.5 each).
 const PAIRS_ADVICE: &str = "--advise int=1,prime=1,mul=1 --floor int=0.7";
 
-/// How far the mean predicted speed may be from the mean measured over the 16 pairs
-/// (perfect SMT), and how far any one pair may be: a grossly wrong prediction.
-const PAIRS_BIAS: f64 = 0.05;
-const PAIRS_WORST: f64 = 0.3;
+/// Perfect SMT's known answer for a pair of siblings: each runs at its speed alone. QEMU's
+/// other threads share the vCPUs' host CPUs (no spare one on a 2-CPU host), so "alone" is
+/// 1.0 within this band, the same ±20 % of the known answer that zero-yield's 0.40–0.60
+/// allows around 0.5.
+const PERFECT_PAIR: std::ops::RangeInclusive<f64> = 0.8..=1.2;
+/// The measured pairs' mean: wider, for TCG's cost of an idle sibling vCPU (see
+/// [`judge_pairs`]).
+const PERFECT_MEASURED: std::ops::RangeInclusive<f64> = 0.7..=1.3;
+/// An interval that reaches this band around 1.0 holds the known answer.
+const PERFECT_BAND: std::ops::RangeInclusive<f64> = 0.9..=1.1;
 
 /// The compute rulers whose yield is checked.
 const COMPUTE: [&str; 2] = ["prime", "int"];
@@ -1473,12 +1479,13 @@ fn judge(m: &Machine, run: &GuestRun) -> Boot {
     b
 }
 
-/// `pairs` against the truth. Perfect SMT: the predicted sibling pairs as a whole agree
-/// with the same pairs measured (mean within [`PAIRS_BIAS`], at least 3 in 4 inside the
-/// measured 90 % interval, none off by more than [`PAIRS_WORST`]). Zero-yield: the predicted speeds near
-/// 0.5 (siblings taking turns: the mean in 0.40–0.60, 0.5 inside at least 3 in 4 of their
-/// 90 % intervals), and the advice never shares the core of a workload whose floor is
-/// above 0.6.
+/// `pairs` against the truth. Perfect SMT: siblings run at their speed alone, so the
+/// predictions as a whole lie near 1.0 (their mean in [`PERFECT_PAIR`], at least 3 in 4
+/// of their 90 % intervals reaching [`PERFECT_BAND`]) and so do the measured pairs (their
+/// mean in [`PERFECT_MEASURED`]).
+/// Zero-yield: the predicted speeds near 0.5 (siblings taking turns: the mean in
+/// 0.40–0.60, 0.5 inside at least 3 in 4 of their 90 % intervals), and the advice never
+/// shares the core of a workload whose floor is above 0.6.
 fn judge_pairs(m: &Machine, run: &GuestRun, b: &mut Boot) {
     let out = run.cmd("pairs");
     b.check(
@@ -1526,47 +1533,62 @@ fn judge_pairs(m: &Machine, run: &GuestRun, b: &mut Boot) {
         }
     }
     if !perfect.is_empty() {
-        // Each measured pair is 3 rounds of 0.5 s under TCG, its 90 % interval often
-        // ±0.3 wide, so a check of each point estimate against its prediction judges that
-        // noise (one CI boot: 7 of 16 pairs more than 0.1 apart, mean prediction 0.89×
-        // against 0.90× measured, 14 of 16 predictions inside the measured interval).
-        // The model is judged as a whole instead: its mean within 0.05 of the measured
-        // mean, the prediction inside at least 12 of 16 measured 90 % intervals (more than
-        // 4 misses has a chance of 0.017 for honest intervals, Bin(16, 0.1)), and no pair
-        // off by more than 0.3.
-        let n = perfect.len() as f64;
-        let mean_pred = perfect.iter().map(|(_, p, _)| p.estimate).sum::<f64>() / n;
-        let mean_meas = perfect.iter().map(|(_, _, m)| m.estimate).sum::<f64>() / n;
-        let misses: Vec<String> = perfect
-            .iter()
-            .filter(|(_, p, m)| !(m.low..=m.high).contains(&p.estimate))
-            .map(|(pair, p, m)| format!("{pair}: predicted {p}, measured {m}"))
-            .collect();
-        b.say(format!(
-            "pairs perfect SMT: mean prediction {mean_pred:.2}×, mean measured {mean_meas:.2}× over {} pairs; {} predictions outside the measured interval",
-            perfect.len(),
-            misses.len()
-        ));
-        b.check(
-            (mean_pred - mean_meas).abs() <= PAIRS_BIAS,
-            format!(
-                "pairs: mean prediction {mean_pred:.2}× against {mean_meas:.2}× measured, should be within {PAIRS_BIAS}"
-            ),
-        );
-        b.check(
-            misses.len() * 4 <= perfect.len(),
-            format!(
-                "pairs: {} of {} predictions outside the measured pair's 90 % interval, at most {} may be: {misses:?}",
-                misses.len(),
-                perfect.len(),
-                perfect.len() / 4
-            ),
-        );
-        for (pair, p, m) in &perfect {
+        // Both sides are judged against the known answer, not against each other: each
+        // measured pair is 3 rounds of 0.5 s under TCG, its 90 % interval often ±0.3
+        // wide, and the host's noise moves a workload's alone runs as a block (one CI
+        // boot measured mul beside int, prime, mul and l1 at 1.26–1.42×, all from mul's
+        // slow alone runs, while every prediction was 0.84–1.00× and 1.0 lay inside all
+        // 16 prediction intervals). Checking the predictions against those measurements
+        // judged the host, not the model. As for zero-yield: the mean within ±20 % of the
+        // answer, and the answer's band reached by at least 12 of 16 90 % intervals (more
+        // than 4 misses has a chance of 0.017 for honest intervals, Bin(16, 0.1)).
+        //
+        // The measured side is held to a wider band and its intervals are reported, not
+        // counted: under TCG a workload alone beside an idle sibling vCPU often runs
+        // slower than beside a busy one (one quiet boot: l1 beside int 1.43×, 1.24–1.66;
+        // the measured mean over four boots 0.90–1.10×), an emulator's cost the model,
+        // whose losses are never below 0, does not predict. The band still fails a
+        // measurement that took perfect siblings for siblings taking turns (0.5×).
+        let summary = |cmps: &[(&String, &Cmp)]| {
+            let n = cmps.len();
+            let mean = cmps.iter().map(|(_, c)| c.estimate).sum::<f64>() / n as f64;
+            let misses: Vec<String> = cmps
+                .iter()
+                .filter(|(_, c)| c.high < *PERFECT_BAND.start() || c.low > *PERFECT_BAND.end())
+                .map(|(pair, c)| format!("{pair} {c}"))
+                .collect();
+            (n, mean, misses)
+        };
+        let predicted: Vec<(&String, &Cmp)> =
+            perfect.iter().map(|(pair, p, _)| (pair, p)).collect();
+        let measured: Vec<(&String, &Cmp)> = perfect.iter().map(|(pair, _, m)| (pair, m)).collect();
+        for (side, cmps, band) in [
+            ("predicted", &predicted, PERFECT_PAIR),
+            ("measured", &measured, PERFECT_MEASURED),
+        ] {
+            let (n, mean, misses) = summary(cmps);
+            b.say(format!(
+                "pairs perfect SMT, {side}: mean {mean:.2}× over {n} pairs; {} of {n} intervals miss 0.9–1.1",
+                misses.len()
+            ));
             b.check(
-                (p.estimate - m.estimate).abs() <= PAIRS_WORST,
-                format!("pairs {pair}: predicted {p}, measured {m}: more than {PAIRS_WORST} apart"),
+                band.contains(&mean),
+                format!(
+                    "pairs: mean {side} {mean:.2}× over {n} pairs, should be {:.2}–{:.2}",
+                    band.start(),
+                    band.end()
+                ),
             );
+            if side == "predicted" {
+                b.check(
+                    misses.len() * 4 <= n,
+                    format!(
+                        "pairs: {} of {n} predicted 90 % intervals miss 0.9–1.1, at most {} may: {misses:?}",
+                        misses.len(),
+                        n / 4
+                    ),
+                );
+            }
         }
     }
     if m.truth == Truth::ZeroYield && !zero_yield.is_empty() {

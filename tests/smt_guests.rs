@@ -502,7 +502,16 @@ fn one_package_two_cores_two_threads_runs_every_experiment() {
     let text = &run.cmd("yield text").ok().stdout;
     eprintln!("yield in the 1x2x2 guest:\n{text}");
     assert!(text.contains("SMT yield on the same 2 cores"), "{text}");
-    assert!(text.contains("indicative (n = 2)"), "{text}");
+    // Both rounds, or one round where a disturbed run's round could not be made up, which
+    // the notes then say (one CI boot: "int: 2 runs disturbed while they ran, left out of
+    // the comparisons: thread 3 on CPU 3 was kept off its CPU by other work (94 % of the
+    // run on a CPU, preempted 8 times)", the yield "no interval (n = 1)").
+    assert!(
+        text.contains("indicative (n = 2)")
+            || (text.contains("no interval (n = 1)")
+                && text.contains("disturbed while they ran, left out of the comparisons")),
+        "{text}"
+    );
 
     // The study took its SMT branch: sibling measurements, not "cannot be tested".
     let study = run.cmd("study").ok();

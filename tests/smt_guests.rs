@@ -1171,6 +1171,9 @@ const PERFECT_PAIR: std::ops::RangeInclusive<f64> = 0.8..=1.2;
 const PERFECT_MEASURED: std::ops::RangeInclusive<f64> = 0.7..=1.3;
 /// An interval that reaches this band around 1.0 holds the known answer.
 const PERFECT_BAND: std::ops::RangeInclusive<f64> = 0.9..=1.1;
+/// Zero-yield's known answer for a pair of siblings: 0.5, or a little below it for the
+/// host's switching between the two vCPU threads on one CPU (see [`judge_pairs`]).
+const ZERO_BAND: std::ops::RangeInclusive<f64> = 0.40..=0.55;
 
 /// The compute rulers whose yield is checked.
 const COMPUTE: [&str; 2] = ["prime", "int"];
@@ -1493,7 +1496,7 @@ fn judge(m: &Machine, run: &GuestRun) -> Boot {
 /// of their 90 % intervals reaching [`PERFECT_BAND`]) and so do the measured pairs (their
 /// mean in [`PERFECT_MEASURED`]).
 /// Zero-yield: the predicted speeds near 0.5 (siblings taking turns: the mean in
-/// 0.40–0.60, 0.5 inside at least 3 in 4 of their 90 % intervals), and the advice never
+/// 0.40–0.60, at least 3 in 4 of their 90 % intervals reaching [`ZERO_BAND`]), and the advice never
 /// shares the core of a workload whose floor is above 0.6.
 fn judge_pairs(m: &Machine, run: &GuestRun, b: &mut Boot) {
     let out = run.cmd("pairs");
@@ -1601,23 +1604,26 @@ fn judge_pairs(m: &Machine, run: &GuestRun, b: &mut Boot) {
         }
     }
     if m.truth == Truth::ZeroYield && !zero_yield.is_empty() {
-        // Siblings taking turns run at 0.5× whatever they run. Each prediction is an
-        // estimate with a 90 % interval, so about 1 in 10 may miss 0.5 by chance: the
-        // check asks the predictions as a whole to be right, the mean in 0.40–0.60 and
-        // 0.5 inside at least 12 of 16 intervals (more than 4 misses of 16 has a chance
-        // of 0.017 for honest 90 % intervals, Bin(16, 0.1)). One boot in CI missed 0.5
-        // with 3 of 16 (mul beside int 0.33×, 0.22–0.43; beside mul 0.38×, 0.27–0.49;
-        // beside l1 0.36×, 0.26–0.47), which a check of each estimate against 0.40–0.60
-        // failed.
+        // Siblings taking turns run at 0.5× whatever they run, less what the host spends
+        // switching between the two vCPU threads on one CPU (one quiet boot measured its
+        // 16 pairs at 0.37–0.51×, mean 0.43×, and predicted them at 0.38–0.46×: the model
+        // right, the answer below 0.5). Each prediction is an estimate with a 90 %
+        // interval, so about 1 in 10 may miss by chance: the check asks the predictions
+        // as a whole to be right, the mean in 0.40–0.60 and at least 12 of 16 intervals
+        // reaching [`ZERO_BAND`] (more than 4 misses of 16 has a chance of 0.017 for
+        // honest 90 % intervals, Bin(16, 0.1)). That boot failed a check of 0.5 inside
+        // each interval with 7 of 16 (prime beside mul 0.38×, 0.31–0.45); an earlier CI
+        // boot failed a check of each estimate against 0.40–0.60 with 3 of 16 (mul beside
+        // int 0.33×, 0.22–0.43).
         let n = zero_yield.len();
         let mean = zero_yield.iter().map(|(_, p)| p.estimate).sum::<f64>() / n as f64;
         let misses: Vec<String> = zero_yield
             .iter()
-            .filter(|(_, p)| !(p.low..=p.high).contains(&0.5))
+            .filter(|(_, p)| p.high < *ZERO_BAND.start() || p.low > *ZERO_BAND.end())
             .map(|(pair, p)| format!("{pair} {p}"))
             .collect();
         b.say(format!(
-            "pairs zero-yield: mean prediction {mean:.2}× over {n} pairs; 0.5 outside {} of {n} intervals",
+            "pairs zero-yield: mean prediction {mean:.2}× over {n} pairs; {} of {n} intervals miss 0.40–0.55",
             misses.len()
         ));
         b.check(
@@ -1627,7 +1633,7 @@ fn judge_pairs(m: &Machine, run: &GuestRun, b: &mut Boot) {
         b.check(
             misses.len() * 4 <= n,
             format!(
-                "pairs: 0.5 outside {} of {n} predictions' 90 % intervals, at most {} may miss: {misses:?}",
+                "pairs: {} of {n} predictions' 90 % intervals miss 0.40–0.55, at most {} may: {misses:?}",
                 misses.len(),
                 n / 4
             ),
@@ -1809,7 +1815,7 @@ fn known_answer_perfect_smt() {
 /// turns. `yield` must find each compute ruler's yield interval reaching 0.95–1.05 and a
 /// thread on a shared core below 0.75×, the quick study's c2c sibling handoffs over 10 µs,
 /// the study must never answer keep HT on for compute, the speeds `pairs` predicts must
-/// average 0.40–0.60 with 0.5 inside at least 3 in 4 of their 90 % intervals, and its
+/// average 0.40–0.60 with at least 3 in 4 of their 90 % intervals reaching 0.40–0.55, and its
 /// advice must give `int` (floor 0.7) a core of its own.
 #[test]
 fn known_answer_zero_yield_smt() {

@@ -42,14 +42,14 @@ pub fn ratio_text(x: f64) -> String {
     }
 }
 
-/// The label of an interval at `confidence`, written as this crate's older one-line
-/// findings write it: `95% CI`, `99.2% CI`.
+/// The label of an interval at `confidence`, written as [`Comparison::interval_kind`]
+/// writes it, so that one report spells every level alike: `95 % CI`, `99.2 % CI`.
 pub fn ci_label(confidence: f64) -> String {
-    format!("{}% CI", level_text(confidence))
+    format!("{} % CI", level_text(confidence))
 }
 
 /// A bootstrap ratio with its interval at the interval's own level, or with the reason it
-/// has none (fewer than three runs): `0.52× (95% CI 0.48–0.55)`, `1.10× (90% CI 1.05–1.15)`.
+/// has none (fewer than three runs): `0.52× (95 % CI 0.48–0.55)`, `1.10× (90 % CI 1.05–1.15)`.
 pub fn ci_with_runs(c: &Ci, runs: usize) -> String {
     if runs < 3 {
         format!(
@@ -197,11 +197,11 @@ mod tests {
             high: 1.15,
             confidence,
         };
-        assert_eq!(ci_with_runs(&at(0.95), 5), "1.10× (95% CI 1.05–1.15)");
-        assert_eq!(ci_with_runs(&at(0.90), 5), "1.10× (90% CI 1.05–1.15)");
+        assert_eq!(ci_with_runs(&at(0.95), 5), "1.10× (95 % CI 1.05–1.15)");
+        assert_eq!(ci_with_runs(&at(0.90), 5), "1.10× (90 % CI 1.05–1.15)");
         assert_eq!(
             ci_with_runs(&at(1.0 - 0.05 / 6.0), 5),
-            "1.10× (99.2% CI 1.05–1.15)"
+            "1.10× (99.2 % CI 1.05–1.15)"
         );
         assert!(ci_with_runs(&at(0.90), 2).contains("2 runs: too few"));
         let r = [1.08, 1.15, 1.20, 1.24, 1.31];

@@ -1631,7 +1631,7 @@ mod tests {
         );
         assert!(v[0].contains(", n = 5: no effect)"), "{v:?}");
         assert!(
-            v[0].ends_with("against the other lock threads of the same runs 0.10× (95% CI 0.08–0.12), a comparison an unfair lock biases by position"),
+            v[0].ends_with("against the other lock threads of the same runs 0.10× (95 % CI 0.08–0.12), a comparison an unfair lock biases by position"),
             "{v:?}"
         );
     }
@@ -1642,7 +1642,7 @@ mod tests {
         assert_eq!(
             verdict_lines(&[r], true),
             [
-                "ttas / s: lock threads sharing a core with a scanner acquired at 0.10× (95% CI 0.08–0.12) the rate of the other lock threads of the same runs — an unfair lock favours some positions even without a scanner"
+                "ttas / s: lock threads sharing a core with a scanner acquired at 0.10× (95 % CI 0.08–0.12) the rate of the other lock threads of the same runs — an unfair lock favours some positions even without a scanner"
             ]
         );
         let r = result(&[1], 1, Some(ci(0.5, 0.5, 0.5)), None);

@@ -279,7 +279,7 @@ fn effect_of(c: &crate::stats::Ci) -> Effect {
     crate::stats::classify(c.low, c.high, Thresholds::band(super::analysis::NOISE))
 }
 
-/// `requests/s ratio 1.125 (95% CI 1.100–1.150): faster`, when the runs gave an interval.
+/// `requests/s ratio 1.125 (95 % CI 1.100–1.150): faster`, when the runs gave an interval.
 fn before_after_ratio(b: &BeforeAfter) -> Option<String> {
     let (c, _) = (b.requests_ratio?, b.verdict?);
     let v = effect_of(&c);
@@ -904,7 +904,7 @@ mod tests {
         let l = best_lines(&b(1.47, 1.01, 2.55));
         assert!(
             l[1].ends_with(
-                "1.47× spin (95% CI 1.01–2.55: inconclusive, the interval reaches into the ±2 % band)"
+                "1.47× spin (95 % CI 1.01–2.55: inconclusive, the interval reaches into the ±2 % band)"
             ),
             "{l:?}"
         );

@@ -198,6 +198,19 @@ fn set_subreaper() {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
 }
 
+/// The leaders of the commands this process runs now. `pairs` runs a command while its
+/// partner runs again and again on another thread, and a run's clean-up must not take the
+/// other's leader for a leftover: between fork and exec the child still has smtlab's
+/// environment (no mark) and already its own process group, and once exited its
+/// environment can no longer be read (proc(5), `/proc/PID/environ`) — killed, or reaped
+/// by the wrong `wait4`, it would fail the other run. The lock is held from before the
+/// fork until the pid is listed, and while [`reap_adopted`] picks its children.
+static LIVE: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Numbers the executions of this process, for their marks.
 static EXECUTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -228,14 +241,15 @@ impl GroupGuard {
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if self.disarmed {
-            return;
+        if !self.disarmed {
+            kill_group(self.pid, libc::SIGKILL);
+            if !self.reaped {
+                let _ = wait4_blocking(self.pid);
+            }
+            self.clear();
         }
-        kill_group(self.pid, libc::SIGKILL);
-        if !self.reaped {
-            let _ = wait4_blocking(self.pid);
-        }
-        self.clear();
+        // Reaped: no longer a child for another run's clean-up to see.
+        live().retain(|&p| p != self.pid);
     }
 }
 
@@ -279,11 +293,14 @@ fn reap_adopted(before: &[(i32, u64)], mark: &str, pgid: i32) -> (usize, Usage) 
     let deadline = Instant::now() + REAP_WAIT;
     loop {
         let procs = proctree::all();
-        let left: Vec<Proc> = proctree::children_of(&procs, me_pid)
-            .into_iter()
-            .filter(|c| !before.contains(&(c.pid, c.start)))
-            .filter(|c| left_by_the_command(c, mark, pgid, &me))
-            .collect();
+        let left: Vec<Proc> = {
+            let running = live();
+            proctree::children_of(&procs, me_pid)
+                .into_iter()
+                .filter(|c| !before.contains(&(c.pid, c.start)) && !running.contains(&c.pid))
+                .filter(|c| left_by_the_command(c, mark, pgid, &me))
+                .collect()
+        };
         if left.is_empty() {
             return (n, usage);
         }
@@ -671,12 +688,15 @@ pub fn run(l: &Launch<'_>, guard: Option<&Guard>) -> Result<Finished> {
     // Opened on this thread just before it forks: the child inherits them and its exec
     // starts them. Dropped on every return below, before this thread forks again.
     let counters = crate::counters::Counters::open_for_exec(l.counters);
+    let mut running = live();
     let before = children_now();
     let t0 = Instant::now();
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting `{}`", l.argv.join(" ")))?;
     let pid = child.id() as i32;
+    running.push(pid);
+    drop(running);
     let mut group = GroupGuard {
         pid,
         reaped: false,

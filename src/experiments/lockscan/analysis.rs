@@ -8,7 +8,7 @@
 //! Backoff Locks for Nonuniform Communication Architectures", HPCA 2003), so comparing
 //! with the other lock threads of the same run measures that unfairness as well.
 
-use super::model::{ScenarioResult, ThreadRole, ThreadRow};
+use super::model::{DisturbedRound, DisturbedRun, ScenarioResult, ThreadRole, ThreadRow};
 use super::scenario::Scenario;
 use crate::cpuset::CpuSet;
 use crate::engine::RunResult;
@@ -27,6 +27,33 @@ pub struct Run {
     /// Bytes each scan thread (in `scan_cpus` order) wrote in the measured time: counted
     /// by the workload, or passes × buffer size where it did not run (the fake engine).
     pub scanned: Vec<u64>,
+    /// Why the run was disturbed while it ran (`engine::disturbance::of_run`); None when
+    /// its records show nothing. Its round is left out of every paired comparison: the
+    /// disturbance can only slow the run, so keeping it biases the ratio one way.
+    pub disturbed: Option<String>,
+}
+
+/// Per round, the first disturbed run among the scenario's (`runs[r]`), its baseline's
+/// and its scanners' one-per-core run of the same round: the rounds the paired
+/// comparisons leave out, with why.
+pub fn disturbed_rounds(
+    runs: &[Run],
+    baseline: Option<&[Run]>,
+    alone: Option<&[Run]>,
+) -> Vec<DisturbedRound> {
+    let at = |v: Option<&[Run]>, r: usize| v.and_then(|v| v.get(r)?.disturbed.clone());
+    (0..runs.len())
+        .filter_map(|r| {
+            let (run, why) = [
+                (DisturbedRun::Scenario, runs[r].disturbed.clone()),
+                (DisturbedRun::Baseline, at(baseline, r)),
+                (DisturbedRun::ScannersAlone, at(alone, r)),
+            ]
+            .into_iter()
+            .find_map(|(k, w)| Some((k, w?)))?;
+            Some(DisturbedRound { round: r, run, why })
+        })
+        .collect()
 }
 
 /// The one-way latency a run's handoffs met on average: each class's latency weighted by
@@ -112,9 +139,9 @@ fn handoffs_by_proximity(
 
 /// Per round, the summed acquisition rate of the lock threads flagged in `sharing` ÷ the
 /// summed rate of the baseline's lock threads on the same CPUs in the same round (`runs[r]`
-/// and `base_runs[r]` ran in round r). Rounds whose baseline acquired nothing give no
-/// ratio; empty when no thread is flagged or a flagged thread's CPU has no lock thread in
-/// the baseline.
+/// and `base_runs[r]` ran in round r). Rounds whose baseline acquired nothing, or either
+/// of whose runs was disturbed, give no ratio; empty when no thread is flagged or a flagged
+/// thread's CPU has no lock thread in the baseline.
 pub fn own_baseline_ratios(
     s: &Scenario,
     sharing: &[bool],
@@ -162,7 +189,8 @@ fn per_round_ratios(
             let num: f64 = pairs.iter().map(|&(i, _)| rate(a, i)).sum();
             let den: f64 = pairs.iter().map(|&(_, j)| rate(b, j)).sum();
             let x = num / den;
-            (den > 0.0 && x.is_finite()).then_some(x)
+            let clean = a.disturbed.is_none() && b.disturbed.is_none();
+            (clean && den > 0.0 && x.is_finite()).then_some(x)
         })
         .collect()
 }
@@ -267,7 +295,11 @@ pub fn core_progress(
     let scan_slots: Vec<Option<f64>> = shared
         .iter()
         .zip(&alone)
-        .map(|(a, b)| {
+        .zip(runs.iter().zip(idle))
+        .map(|((a, b), (r, i))| {
+            if r.disturbed.is_some() || i.disturbed.is_some() {
+                return None;
+            }
             let x = (*a)? / (*b)?;
             (x.is_finite() && x >= 0.0).then_some(x)
         })
@@ -320,8 +352,18 @@ pub fn summarise(
     // Per run: mean rate of the sharing lock threads and of the others.
     let lock_sharing = &sharing[..nl];
     let group = |r: &Run, want: bool| group_mean(&lock_rates(&r.result, nl), lock_sharing, want);
-    let a: Vec<f64> = runs.iter().filter_map(|r| group(r, true)).collect();
-    let b: Vec<f64> = runs.iter().filter_map(|r| group(r, false)).collect();
+    // Disturbed runs are left out of the comparisons over runs as of the paired ones.
+    let clean = |r: &&Run| r.disturbed.is_none();
+    let a: Vec<f64> = runs
+        .iter()
+        .filter(clean)
+        .filter_map(|r| group(r, true))
+        .collect();
+    let b: Vec<f64> = runs
+        .iter()
+        .filter(clean)
+        .filter_map(|r| group(r, false))
+        .collect();
     let sharing_vs_others = stats::bootstrap_ratio_of_medians(&a, &b, 0.95, 2000, 42);
     let sharing_ratios = match baseline {
         Some((bs, br)) if !s.scan_cpus.is_empty() => {
@@ -342,7 +384,11 @@ pub fn summarise(
     let sharing_vs_cross_core =
         Comparison::of_paired_ratios(&sharing_vs_cross_core_ratios, Thresholds::SLOWDOWN, 0.95);
     let cross_core_vs_baseline = baseline.map(|(_, br)| br).and_then(|base| {
-        let base_rates: Vec<f64> = base.iter().filter_map(|r| group(r, false)).collect();
+        let base_rates: Vec<f64> = base
+            .iter()
+            .filter(clean)
+            .filter_map(|r| group(r, false))
+            .collect();
         stats::bootstrap_ratio_of_medians(&b, &base_rates, 0.95, 2000, 43)
     });
     let median_run = &runs[mid];
@@ -393,6 +439,7 @@ pub fn summarise(
             .reduce(f64::max),
         interrupted,
         core_cpi: crate::counters::per_core(rows_counts(s, topo, &median_run.result)),
+        disturbed_rounds: disturbed_rounds(runs, baseline.map(|(_, br)| br), None),
     }
 }
 
@@ -509,6 +556,7 @@ fn thread_rows(
 mod tests {
     use super::*;
     use crate::engine::{RunSpec, ThreadResult};
+    use crate::stats::Effect;
     use crate::topology::fixture::topology;
 
     #[test]
@@ -583,6 +631,7 @@ mod tests {
             stats,
             latencies: vec![(Proximity::SmtSibling, 10.0), (Proximity::SameL3, 50.0)],
             scanned: Vec::new(),
+            disturbed: None,
         }
     }
 
@@ -771,6 +820,100 @@ mod tests {
         let zero = [run(&[0, 0, 0], none())];
         let runs = [run(&[100, 300, 1000, 7], none())];
         assert!(own_baseline_ratios(&s, &sharing, &runs, &base_s, &zero).is_empty());
+    }
+
+    #[test]
+    fn a_round_disturbed_while_it_ran_is_left_out_of_the_paired_comparisons() {
+        // Thread 0 beside the scanner kept 0.60, 0.62, 0.61 and 0.62 of its own baseline
+        // in rounds 1–4; in round 5 another task took its CPU and it kept 0.25. Kept, that
+        // round makes the ratio 0.51× (95 % CI 0.31–0.84): not wholly below the 0.8 loss
+        // line, so inconclusive. Left out, the four clean rounds give 0.61× (0.60–0.63).
+        let base_s = Scenario {
+            label: "baseline (no scanner)".into(),
+            lock_cpus: vec![0, 1, 2],
+            scan_cpus: Vec::new(),
+        };
+        let s = scenario();
+        let topo = topology(3, 2, false);
+        let none = || lock_stats([0; 3], [[0; 3]; 3]);
+        let mut runs: Vec<Run> = [600, 620, 610, 620, 250]
+            .iter()
+            .map(|&a| run(&[a, 1000, 1000, 7], none()))
+            .collect();
+        let mut base: Vec<Run> = (0..5).map(|_| run(&[1000, 1000, 1000], none())).collect();
+        let sum = |runs: &[Run], base: &[Run]| {
+            summarise(
+                &topo,
+                &s,
+                LockKind::Ttas,
+                runs,
+                Some((&base_s, base)),
+                StatsMode::Off,
+                false,
+            )
+        };
+        let kept = sum(&runs, &base).sharing_vs_own_baseline.unwrap();
+        assert_eq!((kept.n, kept.effect), (5, Effect::Inconclusive), "{kept}");
+        assert!(
+            (kept.estimate - 0.512).abs() < 0.005
+                && (kept.low - 0.311).abs() < 0.005
+                && (kept.high - 0.842).abs() < 0.005,
+            "{kept}"
+        );
+        let why = "thread 0 on CPU 0 was kept off its CPU by other work (61 % of the run on a CPU, preempted 900 times)";
+        runs[4].disturbed = Some(why.into());
+        let r = sum(&runs, &base);
+        let c = r.sharing_vs_own_baseline.unwrap();
+        assert_eq!((c.n, c.effect), (4, Effect::Loss), "{c}");
+        assert!(
+            (c.estimate - 0.612).abs() < 0.005 && c.low > 0.59 && c.high < 0.635,
+            "{c}"
+        );
+        assert_eq!(r.sharing_ratios.len(), 4);
+        // The control pairs the same rounds: round 5 is out of it too.
+        assert_eq!(r.cross_core_ratios.len(), 4);
+        assert_eq!(r.sharing_vs_cross_core_ratios.len(), 4);
+        // The round is kept with its reason, numbered from 0 as the runs are.
+        assert_eq!(
+            r.disturbed_rounds,
+            [DisturbedRound {
+                round: 4,
+                run: DisturbedRun::Scenario,
+                why: why.into()
+            }]
+        );
+        // A disturbed baseline run leaves its round out the same way, and says which.
+        runs[4].disturbed = None;
+        base[4].disturbed = Some("steal".into());
+        let r = sum(&runs, &base);
+        assert_eq!(r.sharing_vs_own_baseline.unwrap().n, 4);
+        assert_eq!(r.disturbed_rounds[0].run, DisturbedRun::Baseline);
+        // The core's combined progress leaves out a round whose scanner-alone run was
+        // disturbed.
+        let runs = [
+            scanning(&[625, 1000, 1000, 1], &[5_000_000_000]),
+            scanning(&[600, 1000, 1000, 1], &[4_000_000_000]),
+        ];
+        let base = [
+            scanning(&[1000, 1000, 1000], &[]),
+            scanning(&[1000, 1000, 1000], &[]),
+        ];
+        let mut alone = [
+            scanning(&[1000, 1000, 1], &[8_000_000_000]),
+            scanning(&[1000, 1000, 1], &[8_000_000_000]),
+        ];
+        alone[1].disturbed = Some("steal".into());
+        let p = core_progress(&topo, &s, &runs, Some((&base_s, &base)), Some(&alone));
+        assert_eq!(p.scan_ratios, [0.625]);
+        assert_eq!(p.core_yield_ratios, [1.25]);
+        assert_eq!(
+            disturbed_rounds(&runs, Some(&base), Some(&alone)),
+            [DisturbedRound {
+                round: 1,
+                run: DisturbedRun::ScannersAlone,
+                why: "steal".into()
+            }]
+        );
     }
 
     /// A run whose scan threads wrote `bytes` each in its measured second.

@@ -34,7 +34,8 @@ pub use config::{
     auto_scan_bytes,
 };
 pub use model::{
-    LockscanReport, LockscanSection, SCHEMA_VERSION, ScenarioResult, ThreadRole, ThreadRow,
+    DisturbedRound, DisturbedRun, LockscanReport, LockscanSection, SCHEMA_VERSION, ScenarioResult,
+    ThreadRole, ThreadRow,
 };
 pub use run::{OnInterval, run};
 pub use scenario::{Scenario, scenarios, sweep_scope};

@@ -200,6 +200,52 @@ pub struct ScenarioResult {
     /// counted cycles and instructions (see the report's `counters`).
     #[serde(default)]
     pub core_cpi: Vec<crate::counters::CoreCpi>,
+    /// The rounds left out of this scenario's paired comparisons (own baseline, the
+    /// cross-core control, the core's combined progress) because one of their runs was
+    /// disturbed while it ran, each with its reason; empty when none was and in files
+    /// written before rounds were checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed_rounds: Vec<DisturbedRound>,
+}
+
+/// Which of a round's runs was disturbed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DisturbedRun {
+    /// The scenario's own run.
+    Scenario,
+    /// The same round's run of the baseline (no scanner) its lock threads are paired with.
+    Baseline,
+    /// The same round's run of its scanners one per core (their cores' lock threads left
+    /// out).
+    ScannersAlone,
+}
+
+impl fmt::Display for DisturbedRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DisturbedRun::Scenario => "its own run",
+            DisturbedRun::Baseline => "the baseline's run",
+            DisturbedRun::ScannersAlone => "the scanners' one-per-core run",
+        })
+    }
+}
+
+/// A round left out of a scenario's paired comparisons: another task, or the hypervisor,
+/// took CPU time from a measured thread of one of its runs (`engine::disturbance`), which
+/// can only slow that run and so biases a ratio one way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DisturbedRound {
+    /// From 0, as the runs are numbered.
+    pub round: usize,
+    pub run: DisturbedRun,
+    pub why: String,
+}
+
+impl fmt::Display for DisturbedRound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "round {}, {}: {}", self.round + 1, self.run, self.why)
+    }
 }
 
 /// The whole lockscan result.
@@ -273,6 +319,13 @@ pub enum Note {
     StatsCost { cs_ns: u64 },
     /// `--lock-stats off`.
     StatsOff,
+    /// Rounds left out of the paired comparisons because a run of theirs was disturbed
+    /// while it ran: per scenario (`lock / scenario`), its rounds; `again` rounds were run
+    /// at the end in their place.
+    Disturbed {
+        scenarios: Vec<(String, Vec<DisturbedRound>)>,
+        again: usize,
+    },
     /// Any other text.
     Other(String),
 }
@@ -334,6 +387,37 @@ impl fmt::Display for Note {
                  the absolute rate; every thread pays it, so ratios compare like with like; \
                  `smtlab lockscan --lock-stats off` runs the bare lock (README: measured cost)"
             ),
+            Note::Disturbed { scenarios, again } => {
+                f.write_str(
+                    "rounds disturbed while they ran (another task or the hypervisor took CPU \
+                     time from a measured thread, which can only slow a run), left out of the \
+                     paired comparisons: ",
+                )?;
+                for (i, (label, rounds)) in scenarios.iter().enumerate() {
+                    let numbers: Vec<String> =
+                        rounds.iter().map(|r| (r.round + 1).to_string()).collect();
+                    write!(
+                        f,
+                        "{}{label}: {} {} (first: {})",
+                        if i > 0 { "; " } else { "" },
+                        if rounds.len() == 1 { "round" } else { "rounds" },
+                        numbers.join(", "),
+                        rounds[0]
+                    )?;
+                }
+                if *again > 0 {
+                    write!(
+                        f,
+                        "; {again} more {} run at the end in their place",
+                        if *again == 1 {
+                            "round was"
+                        } else {
+                            "rounds were"
+                        }
+                    )?;
+                }
+                Ok(())
+            }
             Note::StatsOff => f.write_str(
                 "lock stats off: the bare lock algorithms ran; acquisitions are the workload's \
                  own count, and spins and handoffs were not recorded",

@@ -3,9 +3,11 @@
 //!
 //! Each round runs every trial once, the baseline (no scanner) first, so that a scenario's
 //! run r and the baseline's run r are neighbours in time: the own-baseline ratio pairs
-//! them, and drift between rounds (frequency, temperature, other load) cancels.
+//! them, and drift between rounds (frequency, temperature, other load) cancels. A round
+//! with a run disturbed while it ran is left out of the paired comparisons and run again
+//! at the end (at most half as many rounds again).
 
-use super::analysis::{Run, core_progress, summarise};
+use super::analysis::{Run, core_progress, disturbed_rounds, summarise};
 use super::config::LockscanConfig;
 use super::model::{LockscanReport, SCHEMA_VERSION};
 use super::scenario::{Scenario, sweep_scope};
@@ -51,7 +53,20 @@ pub fn run(
         .collect();
     let mut alone_runs: Vec<Vec<Run>> = trials.iter().map(|_| Vec::new()).collect();
     let mut interrupted = false;
-    'outer: for _ in 0..cfg.repeat {
+    let mut rounds = cfg.repeat;
+    let mut extended = false;
+    let mut round = 0;
+    'outer: loop {
+        if round == rounds && !extended {
+            // Rounds with a run disturbed while it ran, run again once at the end (at most
+            // half as many again), so that leaving them out of the paired comparisons
+            // leaves the rounds asked for where the machine calms down.
+            extended = true;
+            rounds += again(&runs, &alone_runs, cfg.repeat);
+        }
+        if round == rounds {
+            break;
+        }
         for (ti, &(si, kind)) in trials.iter().enumerate() {
             if crate::interrupt::requested() {
                 interrupted = true;
@@ -79,6 +94,7 @@ pub fn run(
                 }
             }
         }
+        round += 1;
     }
     let smt = topo.threads_per_core() > 1;
     let mut results = Vec::new();
@@ -115,6 +131,11 @@ pub fn run(
         r.scan_ratios = p.scan_ratios;
         r.core_yield_ratios = p.core_yield_ratios;
         r.core_yield = p.core_yield;
+        r.disturbed_rounds = disturbed_rounds(
+            &runs[ti],
+            baseline.map(|(_, br)| br),
+            alone[si].as_ref().map(|_| alone_runs[ti].as_slice()),
+        );
         r.pinning_ok &= alone_runs[ti].iter().all(|a| a.result.pinning_ok());
         r.steal_share = r
             .steal_share
@@ -210,11 +231,26 @@ fn run_once(
         })
         .collect();
     Ok(Run {
+        disturbed: crate::engine::disturbance::of_run(&result),
         result,
         stats: w.take_stats(),
         latencies,
         scanned,
     })
+}
+
+/// How many rounds to run again at the end: one per round of the first `repeat` in which
+/// any run (of any trial, or a scanners' one-per-core run) was disturbed, at most half of
+/// `repeat` (rounded up).
+fn again(runs: &[Vec<Run>], alone_runs: &[Vec<Run>], repeat: usize) -> usize {
+    let disturbed = (0..repeat)
+        .filter(|&r| {
+            runs.iter()
+                .chain(alone_runs)
+                .any(|t| t.get(r).is_some_and(|x| x.disturbed.is_some()))
+        })
+        .count();
+    disturbed.min(repeat.div_ceil(2))
 }
 
 /// One c2c latency per proximity class among `cpus` (the first pair of each class in
@@ -235,4 +271,59 @@ fn class_latencies(engine: &dyn Engine, topo: &Topology, cpus: &[u32]) -> Vec<(P
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{FakeEngine, RunSpec};
+    use crate::experiments::lockscan::config::Layout;
+    use std::time::Duration;
+
+    #[test]
+    fn rounds_with_a_disturbed_run_are_run_again_at_most_half_as_many_again() {
+        let topo = crate::topology::fixture::topology(2, 2, false);
+        let spec = RunSpec::new(Duration::ZERO, Duration::from_millis(10)).unwrap();
+        let cfg = LockscanConfig::new(
+            Layout::Sweep(crate::placement::Scope::Package),
+            vec![LockKind::Ttas],
+            spec,
+        )
+        .unwrap();
+        let s = Scenario {
+            label: "baseline (no scanner)".into(),
+            lock_cpus: vec![0, 1],
+            scan_cpus: Vec::new(),
+        };
+        let engine = FakeEngine::new(7).with_topology(&topo);
+        let one = run_once(
+            &engine,
+            &topo,
+            &cfg,
+            &s,
+            LockKind::Ttas,
+            &mut |_, _, _, _| {},
+        )
+        .unwrap();
+        assert_eq!(one.disturbed, None, "a synthetic run is never disturbed");
+        let mark = |d: bool| Run {
+            disturbed: d.then(|| "steal".into()),
+            ..one.clone()
+        };
+        // Two trials × 4 rounds: round 2 disturbed in both (one round again), round 4 in
+        // a scanners' one-per-core run (another).
+        let runs = vec![
+            vec![mark(false), mark(true), mark(false), mark(false)],
+            vec![mark(false), mark(true), mark(false), mark(false)],
+        ];
+        let alone = vec![
+            vec![mark(false), mark(false), mark(false), mark(true)],
+            vec![],
+        ];
+        assert_eq!(again(&runs, &alone, 4), 2);
+        // Never more than half as many again: 5 of 5 disturbed gives 3.
+        let all = vec![(0..5).map(|_| mark(true)).collect::<Vec<_>>()];
+        assert_eq!(again(&all, &[], 5), 3);
+        assert_eq!(again(&[vec![mark(false); 3]], &[], 3), 0);
+    }
 }

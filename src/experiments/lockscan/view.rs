@@ -4,7 +4,9 @@
 //! ([`verdict_lines`], [`notes`]), and the export document ([`document`]). Pure.
 
 use super::config::LockscanConfig;
-use super::model::{LockscanReport, LockscanSection, Note, ScenarioResult, ThreadRole};
+use super::model::{
+    DisturbedRound, LockscanReport, LockscanSection, Note, ScenarioResult, ThreadRole,
+};
 use super::scenario::Scenario;
 use crate::conclusion::{
     Aggregate, Answer, CONFIDENCE, Evidence, Finding, Gate, HtAnswer, Member, PhaseName,
@@ -759,6 +761,23 @@ pub fn notes(
     if cfg.stats == StatsMode::Off {
         notes.push(Note::StatsOff);
     }
+    let scenarios: Vec<(String, Vec<DisturbedRound>)> = results
+        .iter()
+        .filter(|r| !r.disturbed_rounds.is_empty())
+        .map(|r| {
+            (
+                format!("`{}`, {}", r.lock, r.scenario.label),
+                r.disturbed_rounds.clone(),
+            )
+        })
+        .collect();
+    if !scenarios.is_empty() {
+        let ran = results.iter().map(|r| r.runs).max().unwrap_or(0);
+        notes.push(Note::Disturbed {
+            scenarios,
+            again: ran.saturating_sub(cfg.repeat),
+        });
+    }
     notes.into_iter().map(String::from).collect()
 }
 
@@ -772,12 +791,13 @@ struct Sharing {
     label: String,
     lock: crate::locks::LockKind,
     comparison: Comparison,
-    /// The per-round ratios behind it (own-baseline comparisons only).
-    ratios: Vec<f64>,
+    /// The per-round ratios behind it, keyed by round ([`keyed`]; own-baseline
+    /// comparisons only).
+    ratios: Vec<(usize, f64)>,
     /// Per round, this ratio ÷ the same runs' lock threads on other cores against their
     /// own baseline: the control that separates sharing the core from whatever the scanner
-    /// does to every core. Empty without such threads and in older files.
-    control_ratios: Vec<f64>,
+    /// does to every core; keyed by round. Empty without such threads and in older files.
+    control_ratios: Vec<(usize, f64)>,
     /// Against the thread's own rate without a scanner (false: against the other lock
     /// threads of the same runs, from a file written before the own comparison existed).
     own: bool,
@@ -788,8 +808,23 @@ impl Sharing {
         Member {
             label: self.label.clone(),
             comparison: self.comparison,
-            ratios: self.ratios.iter().copied().enumerate().collect(),
+            ratios: self.ratios.clone(),
         }
+    }
+}
+
+/// A scenario's per-round ratios keyed by the round they came from, so that scenarios are
+/// paired round by round: with rounds left out as disturbed, the rounds kept, in order,
+/// when they account for every ratio; by position otherwise (no round left out, or one
+/// that gave no ratio for another reason).
+fn keyed(s: &ScenarioResult, ratios: &[f64]) -> Vec<(usize, f64)> {
+    let kept: Vec<usize> = (0..s.runs)
+        .filter(|r| !s.disturbed_rounds.iter().any(|d| d.round == *r))
+        .collect();
+    if !s.disturbed_rounds.is_empty() && kept.len() == ratios.len() {
+        kept.into_iter().zip(ratios.iter().copied()).collect()
+    } else {
+        ratios.iter().copied().enumerate().collect()
     }
 }
 
@@ -808,12 +843,12 @@ fn sibling_comparisons(l: &LockscanSection) -> Vec<Sharing> {
         lock: s.lock,
         comparison: c,
         ratios: if own {
-            s.sharing_ratios.clone()
+            keyed(s, &s.sharing_ratios)
         } else {
             Vec::new()
         },
         control_ratios: if own {
-            s.sharing_vs_cross_core_ratios.clone()
+            keyed(s, &s.sharing_vs_cross_core_ratios)
         } else {
             Vec::new()
         },
@@ -844,11 +879,14 @@ fn control_of(all: &[Sharing]) -> Option<Comparison> {
             Some(Member {
                 label: s.label.clone(),
                 comparison: Comparison::of_paired_ratios(
-                    &s.control_ratios,
+                    &s.control_ratios
+                        .iter()
+                        .map(|(_, x)| *x)
+                        .collect::<Vec<f64>>(),
                     Thresholds::SLOWDOWN,
                     CONFIDENCE,
                 )?,
-                ratios: s.control_ratios.iter().copied().enumerate().collect(),
+                ratios: s.control_ratios.clone(),
             })
         })
         .collect();
@@ -919,7 +957,7 @@ fn core_yield_members(l: &LockscanSection) -> Vec<(Member, Option<Comparison>)> 
                 Member {
                     label: format!("`{}`, {}", s.lock, s.scenario.label),
                     comparison: s.core_yield?,
-                    ratios: s.core_yield_ratios.iter().copied().enumerate().collect(),
+                    ratios: keyed(s, &s.core_yield_ratios),
                 },
                 Comparison::of_paired_ratios(&s.scan_ratios, Thresholds::SLOWDOWN, CONFIDENCE),
             ))
@@ -940,11 +978,37 @@ const SCANNER_NOT_RECORDED: &str = "the scanner's own progress is not in this fi
 /// the study's reasons for a machine without siblings and for a phase that gave no
 /// section.
 pub fn answer(l: Option<&LockscanSection>, smt: bool, no_smt: &str, phase: &str) -> Answer {
-    let a = ungated_answer(l, smt, no_smt, phase);
+    let mut a = ungated_answer(l, smt, no_smt, phase);
     match l {
-        Some(l) => a.gated(quality(l)),
+        Some(l) => {
+            if a.evidence.is_some()
+                && let Some(c) = disturbed_clause(l)
+            {
+                a.reason.push_str(&format!("; {c}"));
+            }
+            a.gated(quality(l))
+        }
         None => a,
     }
+}
+
+/// The rounds the row's comparisons left out because a run of theirs was disturbed while
+/// it ran, counted over the scanner scenarios, with the first reason; None when none was.
+fn disturbed_clause(l: &LockscanSection) -> Option<String> {
+    let mut all = l
+        .result
+        .results
+        .iter()
+        .filter(|r| !r.scenario.scan_cpus.is_empty())
+        .flat_map(|r| r.disturbed_rounds.iter().map(move |d| (r, d)));
+    let (r, first) = all.next()?;
+    let n = 1 + all.count();
+    Some(format!(
+        "{} with a run disturbed while it ran left out of the paired comparisons (first: `{}`, {}, {first})",
+        count(n, "round"),
+        r.lock,
+        r.scenario.label
+    ))
 }
 
 /// What in lockscan's own records makes its numbers unfit to answer from: a thread seen
@@ -1264,7 +1328,7 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
                 Some(Member {
                     label: s.scenario.label.clone(),
                     comparison: s.core_yield?,
-                    ratios: s.core_yield_ratios.iter().copied().enumerate().collect(),
+                    ratios: keyed(s, &s.core_yield_ratios),
                 })
             })
             .collect();
@@ -1301,7 +1365,7 @@ pub fn finding(l: &LockscanSection, smt: bool) -> Finding {
                 Some(Member {
                     label: s.scenario.label.clone(),
                     comparison: c,
-                    ratios: s.cross_core_ratios.iter().copied().enumerate().collect(),
+                    ratios: keyed(s, &s.cross_core_ratios),
                 })
             })
             .collect();
@@ -1600,6 +1664,7 @@ mod tests {
             steal_share: None,
             interrupted: false,
             core_cpi: Vec::new(),
+            disturbed_rounds: Vec::new(),
         }
     }
 
@@ -1826,7 +1891,44 @@ mod tests {
             steal_share: None,
             interrupted: true,
             core_cpi: Vec::new(),
+            disturbed_rounds: Vec::new(),
         }
+    }
+
+    #[test]
+    fn ratios_after_a_disturbed_round_keep_their_round_numbers() {
+        use super::super::model::DisturbedRun;
+        // Round 2 of 4 left out: the three ratios came from rounds 1, 3 and 4, and are
+        // paired with other scenarios' rounds 1, 3 and 4, not 1–3.
+        let mut s = scenario("s", None);
+        s.runs = 4;
+        assert_eq!(keyed(&s, &[0.5, 0.6, 0.7]), [(0, 0.5), (1, 0.6), (2, 0.7)]);
+        s.disturbed_rounds = vec![DisturbedRound {
+            round: 1,
+            run: DisturbedRun::Scenario,
+            why: "steal".into(),
+        }];
+        assert_eq!(keyed(&s, &[0.5, 0.6, 0.7]), [(0, 0.5), (2, 0.6), (3, 0.7)]);
+        // Fewer ratios than rounds kept (a round gave none for another reason): by position.
+        assert_eq!(keyed(&s, &[0.5, 0.6]), [(0, 0.5), (1, 0.6)]);
+        // The notes list the round with its reason, and the rounds run again.
+        let cfg = LockscanConfig::new(
+            Layout::Sweep(crate::placement::Scope::Package),
+            vec![LockKind::Ttas],
+            RunSpec::default(),
+        )
+        .unwrap()
+        .with_repeat(3)
+        .unwrap();
+        let notes = notes(&cfg, &[s], true, false, [None], Some(1 << 20));
+        let n = notes
+            .iter()
+            .find(|n| n.starts_with("rounds disturbed while they ran"))
+            .expect("a note for the disturbed round");
+        assert!(
+            n.contains("`ttas`, s: round 2 (first: round 2, its own run: steal); 1 more round was run at the end in their place"),
+            "{n}"
+        );
     }
 
     #[test]
@@ -2123,6 +2225,36 @@ mod tests {
         assert!(
             a.reason
                 .contains("scanner's own progress is not in this file"),
+            "{}",
+            a.reason
+        );
+    }
+
+    #[test]
+    fn the_row_says_which_rounds_it_left_out_as_disturbed() {
+        use super::super::model::DisturbedRun;
+        let mut l = section();
+        sibling_scenarios(&mut l, &[paired(&[0.99, 1.0, 1.01, 1.0])], None);
+        for s in l
+            .result
+            .results
+            .iter_mut()
+            .filter(|s| !s.scenario.scan_cpus.is_empty())
+        {
+            s.runs = 5;
+            s.disturbed_rounds = vec![DisturbedRound {
+                round: 4,
+                run: DisturbedRun::Baseline,
+                why: "steal".into(),
+            }];
+        }
+        let a = answer(Some(&l), true, NO_SMT, PHASE);
+        assert!(
+            a.reason.contains(
+                "1 round with a run disturbed while it ran left out of the paired comparisons (first: `"
+            ) && a
+                .reason
+                .contains("scenario 0, round 5, the baseline's run: steal)"),
             "{}",
             a.reason
         );

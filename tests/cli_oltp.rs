@@ -189,7 +189,22 @@ fn configs_run_interleaved_and_skip_impossible_layouts() {
         .iter()
         .map(|r| r["placement"].as_str().unwrap().to_string())
         .collect();
+    // A round with a run disturbed while it ran (another process took its CPUs) is run
+    // again at the end; only the rounds asked for keep the interleaved order.
+    let disturbed = j["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["disturbed"].is_string())
+        .count();
     let smt = order.iter().any(|p| p == "pairs");
+    let asked = if smt { 6 } else { 4 };
+    assert!(
+        order.len() == asked || disturbed > 0,
+        "{} runs for {asked} asked and none disturbed: {order:?}",
+        order.len()
+    );
+    let order = &order[..asked];
     if smt {
         assert_eq!(
             order,

@@ -116,6 +116,12 @@ pub struct LayoutRun {
     /// (no steal field in /proc/stat, the fake engine, older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_share: Option<f64>,
+    /// Why the run was disturbed while it ran (`engine::disturbance::of_run`: steal, or a
+    /// client thread kept off its CPU by other work); None when its records show nothing,
+    /// and in older files. Its round is left out of the layouts' paired comparisons. The
+    /// records are the clients' own: a PostgreSQL backend's lost CPU time is not seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<String>,
     /// Per client thread.
     pub per_thread: Vec<ThreadRun>,
 }
@@ -206,6 +212,7 @@ pub(crate) mod tests {
                 client_cpu_time_ns: 1_000_000_000,
                 pinning_violations: 0,
                 steal_share: None,
+                disturbed: None,
                 per_thread: vec![],
             }],
             skipped: vec![SkippedLayout {

@@ -19,6 +19,8 @@ pub(super) struct Measured {
     pub pinning_violations: usize,
     /// Hypervisor steal on the run's CPUs, 0–1, where measured.
     pub steal_share: Option<f64>,
+    /// Why the run was disturbed while it ran, where its records say so.
+    pub disturbed: Option<String>,
     /// Each plan thread's counters.
     pub counters: Vec<Option<crate::counters::Measurement>>,
     /// What the run's counters could not count, and why.
@@ -69,6 +71,7 @@ pub(super) fn layout_run(
         client_cpu_time_ns: res.cpu_time_ns,
         pinning_violations: res.pinning_violations,
         steal_share: res.steal_share,
+        disturbed: res.disturbed.clone(),
         per_thread: outcome
             .threads
             .iter()
@@ -216,6 +219,7 @@ mod tests {
             cpu_time_ns: 5,
             pinning_violations: 0,
             steal_share: None,
+            disturbed: None,
             counters: Vec::new(),
             status: None,
         }

@@ -153,7 +153,10 @@ fn empty_report(
     }
 }
 
-/// All layouts, interleaved: round 0 of every layout, then round 1, …
+/// All layouts, interleaved: round 0 of every layout, then round 1, … A round with a run
+/// disturbed while it ran is left out of the paired comparisons (`verdict`), and run again
+/// once at the end, at most half as many rounds again, so that leaving it out keeps the
+/// rounds asked for where the machine calms down.
 fn run_all(
     engine: &dyn Engine,
     cfg: &OltpConfig,
@@ -162,9 +165,18 @@ fn run_all(
     rep: &mut OltpReport,
     say: &mut Say<'_>,
 ) -> Result<()> {
-    let total = plans.len() * cfg.repeat;
+    let mut rounds = cfg.repeat;
+    let mut total = plans.len() * rounds;
     let mut k = 0;
-    for round in 0..cfg.repeat {
+    let mut round = 0;
+    loop {
+        if round == cfg.repeat && rounds == cfg.repeat {
+            rounds += again(&rep.runs, cfg.repeat);
+            total = plans.len() * rounds;
+        }
+        if round >= rounds {
+            return Ok(());
+        }
         for layout in plans {
             k += 1;
             crate::interrupt::check()?;
@@ -183,10 +195,35 @@ fn run_all(
                 render::thousands(run.rows_committed),
                 if run.rows_verified { "ok" } else { "FAILED" }
             ));
+            if let Some(why) = &run.disturbed {
+                say(&format!(
+                    "  round {} of {} disturbed ({why}): left out{}",
+                    round + 1,
+                    layout.request,
+                    if round < cfg.repeat {
+                        ", to be run again at the end"
+                    } else {
+                        ""
+                    }
+                ));
+            }
             rep.runs.push(run);
         }
+        round += 1;
     }
-    Ok(())
+}
+
+/// How many rounds to run again: one per round of the first `repeat` with a disturbed
+/// run, at most half of `repeat` (rounded up).
+fn again(runs: &[LayoutRun], repeat: usize) -> usize {
+    let mut disturbed: Vec<usize> = runs
+        .iter()
+        .filter(|r| r.disturbed.is_some() && r.round < repeat)
+        .map(|r| r.round)
+        .collect();
+    disturbed.sort_unstable();
+    disturbed.dedup();
+    disturbed.len().min(repeat.div_ceil(2))
 }
 
 /// The engine's spec for a `--duration` run: 100 ms progress intervals.
@@ -241,6 +278,7 @@ fn run_layout(
         cpu_time_ns: r.cpu_time_ns(),
         pinning_violations: r.pinning_violations.len(),
         steal_share: r.steal_share,
+        disturbed: crate::engine::disturbance::of_run(&r),
     });
     // Restore backend affinity and close sessions before looking at the result.
     let outcome = w.finish();
@@ -272,4 +310,41 @@ fn run_layout(
 
 fn nanos(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_with_a_disturbed_run_are_run_again_at_most_half_as_many_again() {
+        let template = crate::study::fixture::smt()
+            .oltp
+            .clone()
+            .unwrap()
+            .result
+            .runs[0]
+            .clone();
+        let run = |round: usize, disturbed: bool| LayoutRun {
+            round,
+            disturbed: disturbed.then(|| "steal".into()),
+            ..template.clone()
+        };
+        // Rounds 1 and 3 of 4 disturbed (round 1 in both layouts): two rounds again; a
+        // disturbed run of a round already run again adds none.
+        let runs = [
+            run(0, false),
+            run(0, false),
+            run(1, true),
+            run(1, true),
+            run(2, false),
+            run(3, true),
+            run(4, true),
+        ];
+        assert_eq!(again(&runs, 4), 2);
+        // Never more than half as many again: 5 of 5 disturbed gives 3.
+        let all: Vec<LayoutRun> = (0..5).map(|k| run(k, true)).collect();
+        assert_eq!(again(&all, 5), 3);
+        assert_eq!(again(&[run(0, false)], 1), 0);
+    }
 }

@@ -26,13 +26,16 @@ pub fn is_sqlite(o: &OltpSection) -> bool {
     o.result.db_version.starts_with("SQLite") || o.result.db.starts_with("sqlite")
 }
 
-/// Per round, layout `a`'s inserts/s ÷ layout `b`'s in the same round.
+/// Per round, layout `a`'s inserts/s ÷ layout `b`'s in the same round. A round either of
+/// whose runs was disturbed while it ran gives no ratio: the disturbance can only slow
+/// the run it hit, so keeping it biases the ratio one way.
 fn oltp_paired(o: &OltpSection, a: &Request, b: &Request, t: Thresholds) -> Option<Comparison> {
     let rate = |p: &Request, round: usize| {
         o.result
             .runs
             .iter()
             .find(|x| x.placement == *p && x.round == round)
+            .filter(|x| x.disturbed.is_none())
             .map(|x| x.inserts_per_sec)
     };
     let rounds: Vec<usize> = {
@@ -47,6 +50,27 @@ fn oltp_paired(o: &OltpSection, a: &Request, b: &Request, t: Thresholds) -> Opti
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
     Comparison::of_paired_ratios(&ratios, t, CONFIDENCE)
+}
+
+/// The runs of layouts `a` and `b` disturbed while they ran (left out of their paired
+/// comparison), counted, with the first: `2 runs … (first: round 5, `all`: why)`.
+fn disturbed_clause(o: &OltpSection, a: &Request, b: &Request) -> Option<String> {
+    let mut d = o
+        .result
+        .runs
+        .iter()
+        .filter(|r| (r.placement == *a || r.placement == *b) && r.disturbed.is_some());
+    let first = d.next()?;
+    let n = 1 + d.count();
+    Some(format!(
+        "{} disturbed while {} ran, {} left out (first: round {}, `{}`: {})",
+        render::count(n, "run"),
+        if n == 1 { "it" } else { "they" },
+        if n == 1 { "its round" } else { "their rounds" },
+        first.round + 1,
+        first.placement,
+        first.disturbed.as_deref().unwrap_or_default()
+    ))
 }
 
 /// The CPUs each thread of layout `p`'s first run was pinned to.
@@ -99,9 +123,12 @@ fn inserts_answer(o: Option<&OltpSection>, smt: bool, missing: &str, no_smt: &st
             answer: decide(&c, HtAnswer::from_yield),
             reason: format!(
                 "SMT yield for inserts: `all` (every sibling of the cores) ÷ `one-per-core` \
-                 (one thread per core), paired by round: {}{}; {POOL_ASSUMPTION}",
+                 (one thread per core), paired by round: {}{}{}; {POOL_ASSUMPTION}",
                 c,
-                indicative_note(&c)
+                indicative_note(&c),
+                disturbed_clause(o, &Request::All, &Request::OnePerCore)
+                    .map(|d| format!("; {d}"))
+                    .unwrap_or_default()
             ),
             evidence: Some(Evidence {
                 what: "inserts/s, all ÷ one-per-core on the same cores".into(),
@@ -297,6 +324,47 @@ pub(crate) mod tests {
             "{c:?}"
         );
         assert!(a.reason.contains("95 % CI"), "{}", a.reason);
+    }
+
+    #[test]
+    fn a_disturbed_round_is_left_out_of_the_inserts_row_with_its_reason() {
+        // Four rounds at 1.29–1.31 and a fifth whose `all` run lost CPU to another task
+        // (0.95): kept, the row is inconclusive at 1.22× (95 % CI 1.03–1.45); left out,
+        // the four clean rounds keep HT on at 1.30× (1.29–1.31).
+        let mut o = section();
+        postgres_with_yield(&mut o, &[1.29, 1.30, 1.31, 1.30, 0.95]);
+        let a = inserts_answer(Some(&o), true, "", "");
+        let c = a.evidence.as_ref().unwrap().comparison;
+        assert_eq!((a.answer, c.n), (HtAnswer::Inconclusive, 5), "{}", a.reason);
+        assert!(
+            (c.estimate - 1.22).abs() < 0.005
+                && (c.low - 1.03).abs() < 0.005
+                && (c.high - 1.45).abs() < 0.005,
+            "{c:?}"
+        );
+        let why = "thread 2 on CPU 3 was kept off its CPU by other work (70 % of the run on a CPU, preempted 800 times)";
+        let all = o
+            .result
+            .runs
+            .iter_mut()
+            .find(|r| r.placement == Request::All && r.round == 4)
+            .unwrap();
+        all.disturbed = Some(why.into());
+        let a = inserts_answer(Some(&o), true, "", "");
+        let c = a.evidence.as_ref().unwrap().comparison;
+        assert_eq!((a.answer, c.n), (HtAnswer::KeepHtOn, 4), "{}", a.reason);
+        assert!(
+            (c.estimate - 1.30).abs() < 0.005 && c.low > 1.285 && c.high < 1.315,
+            "{c:?}"
+        );
+        assert!(
+            a.reason.contains(&format!(
+                "1 run disturbed while it ran, its round left out (first: round 5, `all`: {why})"
+            )),
+            "{}",
+            a.reason
+        );
+        assert_cites_only_what_was_measured(&build(&report_with(o)));
     }
 
     #[test]

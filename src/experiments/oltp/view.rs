@@ -101,7 +101,9 @@ pub fn runs_table(r: &OltpReport) -> Table {
         table.push(vec![
             run.placement.to_string(),
             run.threads.to_string(),
-            run.round.to_string(),
+            // From 1, as every sentence counts rounds (the CSV keeps the file's 0-based
+            // number).
+            (run.round + 1).to_string(),
             thousands(run.inserts_per_sec.round() as u64),
             d(run.elapsed_ns),
             d(run.thread_elapsed_min_ns),
@@ -219,11 +221,19 @@ pub fn blocks(r: &OltpReport) -> Vec<Block> {
                 Block::Note(format!(
                     "warning: {} (round {}): {} seen outside their CPUs",
                     run.placement,
-                    run.round,
+                    run.round + 1,
                     count(run.pinning_violations, "thread")
                 ))
             }),
     );
+    b.extend(r.runs.iter().filter_map(|run| {
+        let why = run.disturbed.as_ref()?;
+        Some(Block::Note(format!(
+            "disturbed: {} (round {}): {why}; its round is left out of the layouts' paired comparisons",
+            run.placement,
+            run.round + 1
+        )))
+    }));
     if let Some(t) = counters_table(r) {
         b.push(Block::Heading(counters_heading(r).into()));
         b.push(Block::Table(t));

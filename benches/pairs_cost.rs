@@ -26,9 +26,9 @@ use std::time::Duration;
 
 /// The default workloads: fixed work each, a few hundred ms to a few s on a current core.
 const DEFAULT_CMDS: &[&str] = &[
-    // Output to /dev/null: a command's stdout is piped to smtlab (a `--metric` reads it),
-    // and reading sort's ~68 MB took the command's CPU (every "sort beside a ruler" round
-    // was left out as disturbed, ~80 % on CPU).
+    // Output to /dev/null, though pairs discards the stdout of a command without
+    // `--metric` itself: reading sort's ~68 MB took the command's CPU (every "sort beside a
+    // ruler" round was left out as disturbed, ~80 % on CPU) in builds that piped it.
     "xz9=xz -9 -T1 -c {input} > /dev/null",
     "gzip9=gzip -9 -c {input} > /dev/null",
     "bzip2=bzip2 -9 -c {input} > /dev/null",

@@ -18,6 +18,7 @@ fn loop_of(n: usize) -> Vec<Result<Status, String>> {
                     cpus: None,
                     cgroup_procs: None,
                     echo: false,
+                    discard_stdout: false,
                     on_signal: OnSignal::Stop,
                     limit: Some(Duration::from_secs(20)),
                     counters: smtlab::counters::Mode::Off,

@@ -55,8 +55,8 @@ pub(super) struct PairsArgs {
     #[arg(long, value_name = "LIST", default_value = config::DEFAULT_WORKLOADS)]
     workloads: String,
     /// Your own command as a workload: NAME='CMD …' (repeatable), run through `sh -c`
-    /// pinned to one CPU; its speed is 1 ÷ its wall time (a fixed amount of work), or
-    /// --metric NAME=….
+    /// pinned to one CPU; its speed is 1 ÷ its wall time (a fixed amount of work; its
+    /// stdout discarded), or --metric NAME=….
     #[arg(long = "cmd", value_name = "NAME=CMD")]
     cmds: Vec<String>,
     /// NAME=pgbench|sysbench|REGEX: read the speed of --cmd NAME from its output (as

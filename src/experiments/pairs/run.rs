@@ -428,6 +428,7 @@ impl Ctx<'_> {
                 cpus: Some(&cpus),
                 cgroup_procs: None,
                 echo: false,
+                discard_stdout: cmd.metric.is_none(),
                 on_signal: OnSignal::Stop,
                 limit,
                 counters: crate::counters::Mode::Off,

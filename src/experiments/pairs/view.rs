@@ -16,15 +16,24 @@ pub const PHASE: PhaseName = PhaseName::new("pairs");
 /// Its section's title in the report.
 pub const TITLE: &str = "Pair interference (pairs)";
 
-/// `0.82 (0.78–0.86)`.
+/// `0.82 (0.78–0.86)`; an interval whose bounds round alike at two decimals gets a third
+/// (`1.000 (0.998–1.003)`), so that a narrow interval never reads as a point.
 fn interval(i: Option<Interval>) -> String {
     match i {
         Some(i) if i.n == 1 => format!("{} (n = 1)", fixed2(i.estimate)),
-        Some(i) => format!(
-            "{} ({})",
-            fixed2(i.estimate),
-            fixed_bounds(i.low, i.high, 2)
-        ),
+        Some(i) if i.low == i.high => format!("{} (an interval of zero width)", fixed2(i.estimate)),
+        Some(i) => {
+            let d = if fixed2(i.low) == fixed2(i.high) {
+                3
+            } else {
+                2
+            };
+            format!(
+                "{} ({})",
+                render::fixed(i.estimate, d),
+                fixed_bounds(i.low, i.high, d)
+            )
+        }
         None => NONE.into(),
     }
 }
@@ -626,5 +635,32 @@ impl StudySection for PairsSection {
                 comparison: c,
             }],
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(estimate: f64, low: f64, high: f64) -> Option<Interval> {
+        Some(Interval {
+            estimate,
+            low,
+            high,
+            confidence: 0.9,
+            n: 0,
+        })
+    }
+
+    #[test]
+    fn a_narrow_interval_never_reads_as_a_point() {
+        assert_eq!(interval(at(0.82, 0.78, 0.86)), "0.82 (0.78–0.86)");
+        // Bounds that round alike at two decimals ("1.00 (1.00)") get a third.
+        assert_eq!(interval(at(1.0004, 0.998, 1.003)), "1.000 (0.998–1.003)");
+        assert_eq!(
+            interval(at(1.0, 1.0, 1.0)),
+            "1.00 (an interval of zero width)"
+        );
+        assert_eq!(interval(None), NONE);
     }
 }

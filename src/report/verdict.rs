@@ -70,7 +70,7 @@ pub fn build(r: &Report) -> Verdict {
         gated(a, r.smt_yield.as_ref().map(|y| yield_gate(y, kinds)))
     })
     .collect();
-    answers.push(lockscan::view::answer(
+    answers.push(lockscan::verdict::answer(
         r.lockscan.as_ref(),
         smt,
         &no_smt_reason(r),

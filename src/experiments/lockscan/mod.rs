@@ -25,6 +25,7 @@ mod config;
 mod model;
 mod run;
 mod scenario;
+pub mod verdict;
 pub mod view;
 mod workload;
 
@@ -39,5 +40,6 @@ pub use model::{
 };
 pub use run::{OnInterval, run};
 pub use scenario::{Scenario, scenarios, sweep_scope};
-pub use view::{PHASE, TITLE};
+pub use verdict::PHASE;
+pub use view::TITLE;
 pub use workload::LockScan;

@@ -11,7 +11,7 @@ use super::analysis::{Run, core_progress, disturbed_rounds, summarise};
 use super::config::LockscanConfig;
 use super::model::{LockscanReport, SCHEMA_VERSION};
 use super::scenario::{Scenario, sweep_scope};
-use super::view::{notes, verdict_lines};
+use super::verdict::{notes, verdict_lines};
 use super::workload::LockScan;
 use crate::engine::{Engine, IntervalSample};
 use crate::locks::LockKind;

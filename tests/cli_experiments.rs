@@ -163,29 +163,46 @@ fn lockscan_json_has_threads_and_verdict() {
     }
     assert!(v["verdict"].is_array());
     // The lock thread on the scanner's CPU is compared with itself in the baseline run of
-    // the same round: one round, one ratio, no interval.
+    // the same round: one round, one ratio, no interval. A round whose run or baseline was
+    // disturbed while it ran (under `cargo test`'s parallel load, another test takes the
+    // CPUs) is left out with its reason and run again, at most once more here.
     let ticket = results
         .iter()
         .find(|r| r["lock"] == "ticket" && r["scenario"]["label"] == "explicit")
         .unwrap();
+    let mut disturbed: Vec<u64> = ticket["disturbed_rounds"]
+        .as_array()
+        .map(|d| {
+            d.iter()
+                .inspect(|x| assert!(x["why"].as_str().is_some_and(|w| !w.is_empty()), "{x}"))
+                .map(|x| x["round"].as_u64().unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    disturbed.sort_unstable();
+    disturbed.dedup();
+    let runs = ticket["runs"].as_u64().unwrap();
+    let kept = runs - disturbed.len() as u64;
     assert_eq!(
-        ticket["sharing_ratios"].as_array().unwrap().len(),
-        1,
+        ticket["sharing_ratios"].as_array().unwrap().len() as u64,
+        kept,
         "{ticket}"
     );
-    let own = &ticket["sharing_vs_own_baseline"];
-    assert_eq!(
-        (own["n"].as_u64(), own["effect"].as_str()),
-        (Some(1), Some("inconclusive")),
-        "{own}"
-    );
-    assert!(
-        v["verdict"]
-            .to_string()
-            .contains("own rate in the same round without a scanner"),
-        "{}",
-        v["verdict"]
-    );
+    if kept > 0 {
+        let own = &ticket["sharing_vs_own_baseline"];
+        assert_eq!(
+            (own["n"].as_u64(), own["effect"].as_str()),
+            (Some(kept), Some("inconclusive")),
+            "{own}"
+        );
+        assert!(
+            v["verdict"]
+                .to_string()
+                .contains("own rate in the same round without a scanner"),
+            "{}",
+            v["verdict"]
+        );
+    }
     assert_eq!(v["smt"], this_machine().threads_per_core() > 1);
     assert_eq!(v["lock_stats"], "counters");
     // Two lock CPUs: each result's handoffs are set against its own measured ceiling.
